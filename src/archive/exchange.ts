@@ -1,0 +1,39 @@
+/** One HTTP request/response pair as captured from the browser or a direct fetch. */
+export interface Exchange {
+  url: string;
+  method: string;
+  requestHeaders: [string, string][];
+  postData: Uint8Array | null;
+  status: number;
+  statusText: string;
+  httpVersion: string;
+  responseHeaders: [string, string][];
+  /** The stored body: bytes in memory, or a temp file for large bodies (deleted after writing). */
+  body: ExchangeBody;
+  /**
+   * True when the body has had its content-encoding removed (CDP always hands decoded bodies).
+   * Decides which headers are renamed so that headers, block and digest agree.
+   */
+  bodyDecoded: boolean;
+  /** When the response arrived (WARC-Date of the response record). */
+  date: Date;
+  /** CDP resource type (Document, Script, Image...) or "Direct" for direct fetches. */
+  resourceType: string;
+}
+
+export type ExchangeBody =
+  | { kind: "bytes"; bytes: Uint8Array }
+  | { kind: "file"; path: string; size: number };
+
+export function bodySize(body: ExchangeBody): number {
+  return body.kind === "bytes" ? body.bytes.length : body.size;
+}
+
+export function headerValue(headers: [string, string][], name: string): string | undefined {
+  const lower = name.toLowerCase();
+  return headers.find(([n]) => n.toLowerCase() === lower)?.[1];
+}
+
+export function mimeTypeOf(exchange: Pick<Exchange, "responseHeaders">): string {
+  return (headerValue(exchange.responseHeaders, "content-type") ?? "").split(";")[0].trim().toLowerCase();
+}

@@ -1,0 +1,98 @@
+import { randomUUID } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { WARCRecord } from "warcio";
+import type { Exchange, ExchangeBody } from "./exchange.js";
+import { headerValue } from "./exchange.js";
+import { requestLine, statusLine, storedResponseHeaders } from "./httpHeaders.js";
+
+/** The WARC record formats this crawler writes; the one place their headers are decided. */
+
+export const WARC_VERSION = "WARC/1.1";
+export const REVISIT_PROFILE_IDENTICAL =
+  "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
+export const REVISIT_PROFILE_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified";
+
+export function newRecordId(): string {
+  return `<urn:uuid:${randomUUID()}>`;
+}
+
+function bodyChunks(body: ExchangeBody): AsyncIterable<Uint8Array> | Iterable<Uint8Array> {
+  if (body.kind === "bytes") return body.bytes.length ? [body.bytes] : [];
+  return createReadStream(body.path) as AsyncIterable<Uint8Array>;
+}
+
+export function responseRecord(exchange: Exchange, recordId: string, digest: string): WARCRecord {
+  return WARCRecord.create(
+    {
+      url: exchange.url,
+      date: exchange.date.toISOString(),
+      type: "response",
+      warcVersion: WARC_VERSION,
+      statusline: statusLine(exchange),
+      httpHeaders: storedResponseHeaders(exchange),
+      warcHeaders: { "WARC-Record-ID": recordId, "WARC-Payload-Digest": digest },
+    },
+    bodyChunks(exchange.body),
+  );
+}
+
+/** What a revisit points back to: the original capture's URL, date and payload digest. */
+export interface RevisitTarget {
+  url: string;
+  /** The original record's WARC-Date, exactly as written there. */
+  date: string;
+  digest: string;
+  /** WACZ file holding the original, when known. */
+  waczFilename?: string;
+  profile: typeof REVISIT_PROFILE_IDENTICAL | typeof REVISIT_PROFILE_NOT_MODIFIED;
+}
+
+/** A revisit record: HTTP response headers only, pointing at the original capture. */
+export function revisitRecord(exchange: Exchange, recordId: string, target: RevisitTarget): WARCRecord {
+  const warcHeaders: Record<string, string> = {
+    "WARC-Record-ID": recordId,
+    "WARC-Payload-Digest": target.digest,
+  };
+  if (target.waczFilename) warcHeaders["WARC-Refers-To-Container"] = `file://${target.waczFilename}`;
+  const record = WARCRecord.create(
+    {
+      url: exchange.url,
+      date: exchange.date.toISOString(),
+      type: "revisit",
+      warcVersion: WARC_VERSION,
+      statusline: statusLine(exchange),
+      httpHeaders: storedResponseHeaders(exchange),
+      warcHeaders,
+      refersToUrl: target.url,
+      refersToDate: target.date,
+    },
+    [],
+  );
+  // warcio picks the identical-payload profile for revisits; set the one that applies.
+  record.warcHeaders.headers.set("WARC-Profile", target.profile);
+  return record;
+}
+
+export function requestRecord(exchange: Exchange, concurrentTo: string): WARCRecord {
+  const headers = [...exchange.requestHeaders];
+  if (!headerValue(headers, "host")) headers.unshift(["Host", new URL(exchange.url).host]);
+  return WARCRecord.create(
+    {
+      url: exchange.url,
+      date: exchange.date.toISOString(),
+      type: "request",
+      warcVersion: WARC_VERSION,
+      statusline: requestLine(exchange),
+      httpHeaders: headers,
+      warcHeaders: { "WARC-Record-ID": newRecordId(), "WARC-Concurrent-To": concurrentTo },
+    },
+    exchange.postData?.length ? [exchange.postData] : [],
+  );
+}
+
+export function warcinfoRecord(filename: string, info: Record<string, string>): WARCRecord {
+  return WARCRecord.createWARCInfo(
+    { filename, warcVersion: WARC_VERSION, warcHeaders: { "WARC-Record-ID": newRecordId() } },
+    info,
+  );
+}

@@ -1,0 +1,125 @@
+import { mkdirSync } from "node:fs";
+import { open, type FileHandle } from "node:fs/promises";
+import { join } from "node:path";
+import type { WARCRecord } from "warcio";
+import { WARCSerializer } from "warcio/node";
+import { warcinfoRecord } from "./records.js";
+
+/** Where one record landed: enough to index it and to point revisits and CDX lines at it. */
+export interface WrittenRecord {
+  filename: string;
+  offset: number;
+  length: number;
+  recordId: string;
+  type: string;
+  date: string;
+  url: string;
+  payloadDigest: string | null;
+}
+
+export interface WarcWriterOptions {
+  dir: string;
+  /** File names are `<prefix>-<n>.warc.gz`; the prefix must be unique per writer process. */
+  filenamePrefix: string;
+  rolloverSize: number;
+  warcinfo: Record<string, string>;
+  /** Bodies larger than this are buffered in a temp file while digesting, not in memory. */
+  maxMemSize?: number;
+  onFileOpened?: (filename: string) => void;
+  onFileClosed?: (filename: string, size: number) => void;
+}
+
+/**
+ * Appends records to WARC files, each record one gzip member, a warcinfo record at the start of each
+ * file, and a new file once the current one passes the rollover size. Writes are serialized so the
+ * records of one exchange stay adjacent and offsets are exact.
+ */
+export class WarcWriter {
+  private handle: FileHandle | null = null;
+  private filename = "";
+  private size = 0;
+  private fileSeq = 0;
+  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+  readonly filesWritten: string[] = [];
+  bytesWritten = 0;
+
+  constructor(private readonly options: WarcWriterOptions) {
+    mkdirSync(options.dir, { recursive: true });
+  }
+
+  /** Write records back to back in the same file; resolves with where each one landed. */
+  writeRecords(records: WARCRecord[]): Promise<WrittenRecord[]> {
+    const result = this.queue.then(() => this.writeNow(records));
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  private async writeNow(records: WARCRecord[]): Promise<WrittenRecord[]> {
+    if (this.closed) throw new Error("WARC writer is closed");
+    if (!this.handle) await this.openNext();
+    const written: WrittenRecord[] = [];
+    for (const record of records) written.push(await this.append(record));
+    if (this.size >= this.options.rolloverSize) await this.closeCurrent();
+    return written;
+  }
+
+  private async openNext(): Promise<void> {
+    this.fileSeq += 1;
+    this.filename = `${this.options.filenamePrefix}-${this.fileSeq}.warc.gz`;
+    // "wx": never append to (and so never corrupt) a file that already exists.
+    this.handle = await open(join(this.options.dir, this.filename), "wx");
+    this.size = 0;
+    this.filesWritten.push(this.filename);
+    this.options.onFileOpened?.(this.filename);
+    await this.append(warcinfoRecord(this.filename, this.options.warcinfo));
+  }
+
+  private async append(record: WARCRecord): Promise<WrittenRecord> {
+    const handle = this.handle!;
+    const offset = this.size;
+    const serializer = new WARCSerializer(record, { gzip: true, maxMemSize: this.options.maxMemSize ?? 4_000_000 });
+    const chunks: Uint8Array[] = [];
+    let pending = 0;
+    let length = 0;
+    for await (const chunk of serializer) {
+      chunks.push(chunk);
+      pending += chunk.length;
+      length += chunk.length;
+      if (pending >= 1 << 20) {
+        await handle.writev(chunks.splice(0));
+        pending = 0;
+      }
+    }
+    if (chunks.length) await handle.writev(chunks);
+    this.size += length;
+    this.bytesWritten += length;
+    const headers = record.warcHeaders.headers;
+    return {
+      filename: this.filename,
+      offset,
+      length,
+      recordId: headers.get("WARC-Record-ID") ?? "",
+      type: headers.get("WARC-Type") ?? "",
+      date: headers.get("WARC-Date") ?? "",
+      url: headers.get("WARC-Target-URI") ?? "",
+      payloadDigest: headers.get("WARC-Payload-Digest") ?? null,
+    };
+  }
+
+  private async closeCurrent(): Promise<void> {
+    const handle = this.handle;
+    if (!handle) return;
+    this.handle = null;
+    await handle.sync();
+    await handle.close();
+    this.options.onFileClosed?.(this.filename, this.size);
+  }
+
+  /** Finish pending writes and close the current file. */
+  async close(): Promise<void> {
+    await this.queue;
+    this.closed = true;
+    await this.closeCurrent();
+  }
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+import { Command, CommanderError, Option } from "commander";
+import { resolveCrawlOptions, OptionsError, type RawCrawlFlags } from "../config/crawlOptions.js";
+import { SCOPE_TYPES } from "../crawl/scope.js";
+import { runCrawl } from "../crawl/crawler.js";
+import { ExitCode } from "../crawl/exitCodes.js";
+import { StopControl } from "../crawl/stopControl.js";
+import { errorMessage, logger } from "../log/logger.js";
+import { VERSION } from "../version.js";
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+export function buildCrawlProgram(): Command {
+  return new Command("crawl")
+    .description("Crawl a site in Chromium, write WARC/1.1 records and package them as WACZ 1.1.1.")
+    .version(VERSION)
+    .option("--url <url>", "seed URL (repeatable)", collect)
+    .option("--seeds <urls>", "comma-separated seed URLs (repeatable)", collect)
+    .option("--seedFile <path>", "file with one seed URL per line ('#' starts a comment)")
+    .option("--crawlId <id>", "crawl id: prefixes every crawl-state key in Redis (default: env CRAWL_ID, else the collection name)")
+    .option("--collection <name>", "collection name: output goes to <cwd>/collections/<name>/ (default: crawl-<timestamp>)")
+    .option("--cwd <dir>", "working directory for output", "crawls")
+    .addOption(new Option("--scopeType <type>", "which links are followed (default: prefix, or custom with --include)").choices([...SCOPE_TYPES]))
+    .option("--include <regex>", "regex of URLs to include in scope (repeatable)", collect)
+    .option("--exclude <regex>", "regex of URLs to exclude from scope (repeatable)", collect)
+    .option("--depth <n>", "maximum link depth from a seed; -1 = unlimited", "-1")
+    .option("--extraHops <n>", "links to follow beyond the scope's edge", "0")
+    .option("--limit <n>", "maximum number of pages; 0 = unlimited", "0")
+    .option("--timeLimit <seconds>", "stop taking new pages after this many seconds; 0 = unlimited", "0")
+    .option("--sizeLimit <bytes>", "stop taking new pages after this many WARC bytes (e.g. 500MB); 0 = unlimited", "0")
+    .option("--workers <n>", "browser tabs crawling in parallel in this process", "1")
+    .option("--pageLoadTimeout <seconds>", "time allowed for a page's load event", "90")
+    .option("--netIdleWait <seconds>", "after load, wait at most this long for the network to go quiet", "10")
+    .option("--maxPageRetries <n>", "retries of a page that failed to load before it is recorded as failed", "2")
+    .option("--generateWACZ", "package the collection as <collection>.wacz when the crawl ends")
+    .option("--rolloverSize <bytes>", "start a new WARC file once one grows past this size (e.g. 1GB)", "1GB")
+    .option("--redisStoreUrl <url>", "Redis holding the crawl state (default: an embedded redis-server with its data in the collection)")
+    .option("--userAgent <ua>", "User-Agent for the browser and direct fetches")
+    .option("--title <title>", "title written to datapackage.json")
+    .option("--description <text>", "description written to datapackage.json")
+    .option("--statsFilename <path>", "write final crawl counts as JSON to this file")
+    .option("--logging <list>", "comma-separated extras: stats, debug", "stats")
+    .addOption(new Option("--logLevel <level>", "minimum log level").choices(["debug", "info", "warn", "error"]).default("info"))
+    .option("--browserPath <path>", "Chromium executable (default: env BROWSER_BIN, else /usr/bin/chromium)")
+    .option("--headful", "show the browser window (needs a display)")
+    .allowExcessArguments(false)
+    .showHelpAfterError(false);
+}
+
+async function main(argv: string[]): Promise<number> {
+  const program = buildCrawlProgram().exitOverride();
+  program.configureOutput({ writeErr: (text) => process.stderr.write(text.split("\n")[0] + "\n") });
+  let flags: RawCrawlFlags;
+  try {
+    program.parse(argv);
+    flags = program.opts<RawCrawlFlags>();
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      return err.exitCode === 0 ? 0 : ExitCode.BadUsage;
+    }
+    throw err;
+  }
+
+  let options;
+  try {
+    options = resolveCrawlOptions(flags);
+  } catch (err) {
+    if (err instanceof OptionsError) {
+      process.stderr.write(`crawl: ${err.message}\n`);
+      return ExitCode.BadUsage;
+    }
+    throw err;
+  }
+  logger.setLevel(options.logLevel);
+
+  const stop = new StopControl();
+  const onSignal = (signal: NodeJS.Signals) => {
+    logger.info("crawl", `received ${signal}`);
+    stop.request("signal");
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  try {
+    const outcome = await runCrawl(options, stop);
+    return outcome.exitCode;
+  } catch (err) {
+    logger.error("crawl", errorMessage(err));
+    process.stderr.write(`crawl: ${errorMessage(err)}\n`);
+    return ExitCode.Failed;
+  } finally {
+    stop.dispose();
+    await logger.close();
+  }
+}
+
+main(process.argv).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`crawl: ${errorMessage(err)}\n`);
+    process.exit(ExitCode.Failed);
+  },
+);

@@ -1,0 +1,210 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Redis } from "ioredis";
+import type { CrawlOptions } from "../config/crawlOptions.js";
+import { ExchangeRecorder, describeExchange } from "../archive/exchangeRecorder.js";
+import { WarcWriter } from "../archive/warcWriter.js";
+import { launchBrowser, type LaunchedBrowser } from "../browser/launch.js";
+import { logger } from "../log/logger.js";
+import { ProgressLine } from "../log/progress.js";
+import { EmbeddedRedis } from "../redis/embedded.js";
+import { connectRedis } from "../redis/connect.js";
+import { CrawlState } from "../state/crawlState.js";
+import { writeWacz } from "../wacz/index.js";
+import { collectionPaths, createCollectionDirs, type CollectionPaths } from "./collection.js";
+import { ExitCode, type ExitCodeValue } from "./exitCodes.js";
+import { PageList } from "./pageList.js";
+import { PageWorker } from "./pageWorker.js";
+import { SeedScope } from "./scope.js";
+import { crawlPage, type PageContext } from "./crawlPage.js";
+import { StopControl } from "./stopControl.js";
+import { SOFTWARE } from "../version.js";
+
+export interface CrawlOutcome {
+  exitCode: ExitCodeValue;
+  stats: CrawlStats;
+  waczPath: string | null;
+}
+
+export interface CrawlStats {
+  crawlId: string;
+  crawled: number;
+  failed: number;
+  queued: number;
+  pending: number;
+  total: number;
+  limit: { max: number; hit: boolean };
+  bytesWritten: number;
+  elapsedSeconds: number;
+  status: "done" | "interrupted" | "limit-reached" | "failed";
+}
+
+/**
+ * A crawl, start to finish: page -> exchanges -> records -> WARC -> index -> WACZ.
+ * Opens Redis and the browser, runs the workers until the shared queue is drained or a stop is asked
+ * for, then packages what this process captured.
+ */
+export async function runCrawl(options: CrawlOptions, stop = new StopControl()): Promise<CrawlOutcome> {
+  const started = Date.now();
+  const paths = collectionPaths(options.cwd, options.collection);
+  createCollectionDirs(paths);
+  logger.attachFile(join(paths.logs, `crawl-${timestamp14(new Date())}-${process.pid}.log`));
+
+  const processId = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const { redis, embedded } = await openStateRedis(options, paths);
+  const state = new CrawlState(redis, options.crawlId, processId);
+  const progress = new ProgressLine();
+  let browser: LaunchedBrowser | null = null;
+  let heartbeat: NodeJS.Timeout | null = null;
+  try {
+    await state.heartbeat();
+    heartbeat = setInterval(() => void state.heartbeat().catch(() => undefined), 5000);
+    await state.setStatus("running");
+
+    const scopes = options.seeds.map((seed) => new SeedScope(seed, options));
+    for (const [seedId, scope] of scopes.entries()) {
+      await state.enqueue({ url: scope.url, depth: 0, seedId, extraHops: 0 }, options.limit);
+    }
+    logger.info("crawl", "crawl started", { crawlId: options.crawlId, processId, seeds: options.seeds, collection: options.collection });
+
+    const writer = new WarcWriter({
+      dir: paths.archive,
+      filenamePrefix: `rec-${options.crawlId}-${timestamp14(new Date())}-${process.pid}`,
+      rolloverSize: options.rolloverSize,
+      warcinfo: {
+        software: SOFTWARE,
+        format: "WARC File Format 1.1",
+        "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+        "crawl-id": options.crawlId,
+        ...(options.title ? { title: options.title } : {}),
+      },
+    });
+    const recorder = new ExchangeRecorder(writer, state);
+    stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => writer.bytesWritten });
+
+    browser = await launchBrowser({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent });
+    const context: PageContext = { options, state, scopes, pageList: new PageList(paths.pages), stop };
+    const workers = Array.from({ length: options.workers }, (_, i) =>
+      new PageWorker(i, browser!.browser, {
+        pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
+        netIdleWaitMs: options.netIdleWait * 1000,
+        userAgent: options.userAgent,
+        storeExchange: async (exchange) => {
+          const outcome = await recorder.record(exchange);
+          if (outcome.kind === "written") logger.debug("writer", "exchange stored", describeExchange(exchange));
+        },
+      }),
+    );
+
+    const progressTimer = setInterval(() => {
+      void state.counts().then((c) => progress.update({ ...c, bytesWritten: writer.bytesWritten }), () => undefined);
+    }, 1000);
+    try {
+      await Promise.all(workers.map((worker) => workLoop(worker, context)));
+    } finally {
+      clearInterval(progressTimer);
+      progress.stop();
+      await Promise.all(workers.map((w) => w.close()));
+      await writer.close();
+      await browser.close();
+      browser = null;
+    }
+
+    const counts = await state.counts();
+    const finished = counts.queued === 0 && counts.pending === 0;
+    const status: CrawlStats["status"] = stop.reason === "signal" ? "interrupted" : finished ? "done" : "limit-reached";
+    const stats: CrawlStats = {
+      crawlId: options.crawlId,
+      crawled: counts.done,
+      failed: counts.failed,
+      queued: counts.queued,
+      pending: counts.pending,
+      total: counts.seen,
+      limit: { max: options.limit, hit: options.limit > 0 && counts.seen >= options.limit },
+      bytesWritten: writer.bytesWritten,
+      elapsedSeconds: Math.round((Date.now() - started) / 100) / 10,
+      status,
+    };
+
+    let waczPath: string | null = null;
+    if (options.generateWACZ) waczPath = await packageCollection(options, paths);
+
+    const seedsFailed = counts.done === 0 && counts.failed > 0;
+    if (seedsFailed) {
+      const failures = await state.failedPages();
+      stats.status = "failed";
+      logger.error("crawl", `no page could be crawled: ${failures[0]?.url} failed: ${failures[0]?.reason}`, { failures });
+    }
+    await state.setStatus(stats.status);
+    if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");
+    logger.info("crawl", `crawl ${stats.status}`, { ...stats });
+    const exitCode =
+      stats.status === "failed" ? ExitCode.Failed : stats.status === "interrupted" ? ExitCode.Interrupted : ExitCode.Finished;
+    return { exitCode, stats, waczPath };
+  } finally {
+    if (heartbeat) clearInterval(heartbeat);
+    await browser?.close();
+    await state.clearHeartbeat().catch(() => undefined);
+    redis.disconnect();
+    await embedded?.stop();
+  }
+}
+
+/** Take pages from the shared queue until it is drained everywhere or a stop is asked for. */
+async function workLoop(worker: PageWorker, context: PageContext): Promise<void> {
+  const { state, stop, options } = context;
+  while (!stop.requested) {
+    const page = await state.take();
+    if (!page) {
+      const counts = await state.counts();
+      if (counts.queued === 0 && counts.pending === 0) return;
+      // Others are still busy, or a dead process holds leases: look for abandoned pages, then wait.
+      await state.recoverAbandoned(options.maxPageRetries);
+      await stop.sleep(500);
+      continue;
+    }
+    await crawlPage(worker, page, context);
+  }
+}
+
+async function openStateRedis(
+  options: CrawlOptions,
+  paths: CollectionPaths,
+): Promise<{ redis: Redis; embedded: EmbeddedRedis | null }> {
+  if (options.redisStoreUrl) return { redis: await connectRedis(options.redisStoreUrl, "crawl-state Redis (--redisStoreUrl)"), embedded: null };
+  const embedded = new EmbeddedRedis({ dataDir: paths.redisData, persist: true });
+  const url = await embedded.start();
+  logger.info("redis", "embedded redis-server started", { url, dataDir: paths.redisData });
+  try {
+    return { redis: await connectRedis(url, "embedded redis-server"), embedded };
+  } catch (err) {
+    await embedded.stop();
+    throw err;
+  }
+}
+
+/** Package every WARC of the collection with its pages into the collection's WACZ. */
+async function packageCollection(options: CrawlOptions, paths: CollectionPaths): Promise<string> {
+  const warcFiles = readdirSync(paths.archive)
+    .filter((f) => f.endsWith(".warc.gz"))
+    .sort()
+    .map((f) => join(paths.archive, f));
+  const result = await writeWacz({
+    outputPath: paths.wacz,
+    warcFiles,
+    pagesFile: join(paths.pages, "pages.jsonl"),
+    extraPagesFile: join(paths.pages, "extraPages.jsonl"),
+    software: SOFTWARE,
+    title: options.title ?? undefined,
+    description: options.description ?? undefined,
+  });
+  logger.info("wacz", "WACZ written", { path: result.path, size: result.size, hash: result.hash, cdxLines: result.cdxLines });
+  return result.path;
+}
+
+export function timestamp14(date: Date): string {
+  return date.toISOString().replace(/[-:T]/g, "").slice(0, 14);
+}
+

@@ -1,0 +1,143 @@
+import type { Browser, Page } from "puppeteer-core";
+import type { Exchange } from "../archive/exchange.js";
+import { mimeTypeOf } from "../archive/exchange.js";
+import { PageCapture, type CapturedSummary } from "../browser/capture.js";
+import { waitForQuietNetwork } from "../browser/loadWait.js";
+import { directFetch } from "../fetch/directFetch.js";
+import { errorMessage, logger } from "../log/logger.js";
+import { tryNormalizeCrawlUrl } from "./urls.js";
+
+export interface PageWorkerOptions {
+  pageLoadTimeoutMs: number;
+  netIdleWaitMs: number;
+  userAgent: string | null;
+  /** Stores an exchange (the recorder); resolves once its records are written or skipped. */
+  storeExchange(exchange: Exchange): Promise<void>;
+}
+
+/** What loading one page produced. */
+export interface PageLoadResult {
+  /** Status and type of the page's own document (after following redirects), when it was captured. */
+  document: CapturedSummary | null;
+  title: string;
+  links: string[];
+  /** Set when the page could not be loaded at all. */
+  error: string | null;
+}
+
+const HTML_TYPES = new Set(["text/html", "application/xhtml+xml", "image/svg+xml", "text/xml", "application/xml"]);
+
+/** One browser tab that loads pages one at a time and captures everything they fetch. */
+export class PageWorker {
+  private tab: Page | null = null;
+  private capture: PageCapture | null = null;
+  private readonly partialFetches = new Set<Promise<void>>();
+
+  constructor(
+    readonly id: number,
+    private readonly browser: Browser,
+    private readonly options: PageWorkerOptions,
+  ) {}
+
+  private async ensureTab(): Promise<{ tab: Page; capture: PageCapture }> {
+    if (this.tab && this.capture && !this.tab.isClosed()) return { tab: this.tab, capture: this.capture };
+    const tab = await this.browser.newPage();
+    if (this.options.userAgent) await tab.setUserAgent(this.options.userAgent);
+    const capture = await PageCapture.attach(tab, {
+      onExchange: (exchange) => this.options.storeExchange(exchange),
+      onPartialContent: (url, headers) => this.fetchFullBody(url, headers),
+    });
+    this.tab = tab;
+    this.capture = capture;
+    return { tab, capture };
+  }
+
+  /** A 206 seen in the browser: archive the full resource instead of the fragment. */
+  private fetchFullBody(url: string, headers: [string, string][]): void {
+    const work = directFetch(url, { userAgent: this.options.userAgent, headers })
+      .then((exchange) => (exchange.status === 200 ? this.options.storeExchange(exchange) : undefined))
+      .catch((err: unknown) => logger.warn("capture", "full fetch after 206 failed", { url, error: errorMessage(err) }));
+    this.partialFetches.add(work);
+    void work.finally(() => this.partialFetches.delete(work));
+  }
+
+  async load(url: string): Promise<PageLoadResult> {
+    const { tab, capture } = await this.ensureTab();
+    capture.captured.length = 0;
+    let navigationError: string | null = null;
+    try {
+      await tab.goto(url, { waitUntil: "load", timeout: this.options.pageLoadTimeoutMs });
+    } catch (err) {
+      navigationError = errorMessage(err);
+    }
+    if (!navigationError || /timeout/i.test(navigationError)) {
+      await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
+    }
+    await capture.drain();
+    await Promise.allSettled([...this.partialFetches]);
+
+    let document = findDocument(capture.captured, url);
+    if (!document && navigationError) {
+      // The browser would not render it (a download, say): fetch the page URL directly instead.
+      document = await this.loadDirectly(url, navigationError);
+      if (!document) return { document: null, title: "", links: [], error: navigationError };
+    }
+    const isHtml = document !== null && HTML_TYPES.has(document.mime) && !navigationError;
+    const [title, links] = isHtml ? await this.readPage(tab) : ["", []];
+    return { document, title, links, error: document ? null : navigationError ?? "no document captured" };
+  }
+
+  private async loadDirectly(url: string, navigationError: string): Promise<CapturedSummary | null> {
+    try {
+      const exchange = await directFetch(url, { userAgent: this.options.userAgent });
+      await this.options.storeExchange(exchange);
+      return { url, status: exchange.status, mime: mimeTypeOf(exchange), resourceType: "Direct", location: null, date: exchange.date };
+    } catch (err) {
+      logger.debug("fetch", "direct fetch failed too", { url, navigationError, error: errorMessage(err) });
+      return null;
+    }
+  }
+
+  private async readPage(tab: Page): Promise<[string, string[]]> {
+    try {
+      const title = await tab.title();
+      const hrefs = await tab.evaluate(() =>
+        Array.from(document.querySelectorAll("a[href], area[href]"), (a) => (a as HTMLAnchorElement).href),
+      );
+      const links = [...new Set(hrefs.map((h) => tryNormalizeCrawlUrl(h)).filter((u): u is string => u !== null))];
+      return [title, links];
+    } catch (err) {
+      logger.warn("page", "could not read links", { url: tab.url(), error: errorMessage(err) });
+      return ["", []];
+    }
+  }
+
+  /** Close the tab (after a crash or hang a fresh one is opened for the next page). */
+  async reset(): Promise<void> {
+    const tab = this.tab;
+    this.tab = null;
+    this.capture = null;
+    await tab?.close().catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    await this.capture?.detach();
+    await Promise.allSettled([...this.partialFetches]);
+    await this.reset();
+  }
+}
+
+/** Follow the page URL through captured redirects to the document that was finally rendered. */
+export function findDocument(captured: CapturedSummary[], url: string): CapturedSummary | null {
+  let current = url;
+  const visited = new Set<string>();
+  for (;;) {
+    const hop = captured.find((c) => c.url === current && (c.resourceType === "Document" || c.resourceType === "Direct"));
+    if (!hop) return null;
+    if (!(hop.status >= 300 && hop.status < 400 && hop.location) || visited.has(current)) return hop;
+    visited.add(current);
+    const next = tryNormalizeCrawlUrl(hop.location, current);
+    if (!next) return hop;
+    current = next;
+  }
+}

@@ -1,0 +1,89 @@
+import { randomUUID } from "node:crypto";
+import { createWriteStream } from "node:fs";
+import { rm } from "node:fs/promises";
+import { STATUS_CODES } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { request } from "undici";
+import type { Exchange, ExchangeBody } from "../archive/exchange.js";
+
+const IN_MEMORY_LIMIT = 4_000_000;
+
+export interface DirectFetchOptions {
+  userAgent?: string | null;
+  headers?: [string, string][];
+  timeoutMs?: number;
+}
+
+/**
+ * Fetch a URL outside the browser (non-HTML pages the browser would only download, full bodies behind a
+ * 206). undici hands over the body with transfer-encoding removed and content-encoding kept, exactly
+ * the WARC payload; redirects are not followed, they are captured as they are.
+ */
+export async function directFetch(url: string, options: DirectFetchOptions = {}): Promise<Exchange> {
+  const requestHeaders: [string, string][] = [
+    ["Host", new URL(url).host],
+    ["User-Agent", options.userAgent ?? "Mozilla/5.0 (compatible; warc-crawler)"],
+    ["Accept", "*/*"],
+    ["Accept-Encoding", "gzip, deflate, br"],
+    ...(options.headers ?? []).filter(([n]) => !["range", "host"].includes(n.toLowerCase())),
+  ];
+  const timeout = options.timeoutMs ?? 60_000;
+  const response = await request(url, {
+    method: "GET",
+    headers: requestHeaders.filter(([n]) => n !== "Host").flat(),
+    headersTimeout: timeout,
+    bodyTimeout: timeout,
+  });
+  const date = new Date();
+  const responseHeaders: [string, string][] = [];
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) responseHeaders.push([name, v]);
+  }
+
+  let body: ExchangeBody;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let file: { path: string; stream: ReturnType<typeof createWriteStream> } | null = null;
+  try {
+    for await (const chunk of response.body as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (!file && size > IN_MEMORY_LIMIT) {
+        const path = join(tmpdir(), `crawler-body-${process.pid}-${randomUUID()}`);
+        file = { path, stream: createWriteStream(path) };
+        for (const c of chunks.splice(0)) file.stream.write(c);
+      }
+      if (file) {
+        if (!file.stream.write(chunk)) await new Promise<void>((r) => file!.stream.once("drain", () => r()));
+      } else {
+        chunks.push(chunk);
+      }
+    }
+    if (file) {
+      const stream = file.stream;
+      await new Promise<void>((resolve, reject) => stream.end((err?: Error | null) => (err ? reject(err) : resolve())));
+      body = { kind: "file", path: file.path, size };
+    } else {
+      body = { kind: "bytes", bytes: Buffer.concat(chunks) };
+    }
+  } catch (err) {
+    if (file) await rm(file.path, { force: true });
+    throw err;
+  }
+
+  return {
+    url,
+    method: "GET",
+    requestHeaders,
+    postData: null,
+    status: response.statusCode,
+    statusText: STATUS_CODES[response.statusCode] ?? "",
+    httpVersion: "HTTP/1.1",
+    responseHeaders,
+    body,
+    bodyDecoded: false,
+    date,
+    resourceType: "Direct",
+  };
+}

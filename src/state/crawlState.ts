@@ -1,0 +1,215 @@
+import type { Redis } from "ioredis";
+import { crawlStateKeys, type CrawlStateKeys } from "./keys.js";
+
+/** A page waiting in, or taken from, the shared queue. */
+export interface QueuedPage {
+  url: string;
+  depth: number;
+  /** Index of the seed whose scope this page belongs to. */
+  seedId: number;
+  /** Links followed outside the seed's scope to reach this page. */
+  extraHops: number;
+}
+
+export interface FailedPage {
+  url: string;
+  depth: number;
+  reason: string;
+  attempts: number;
+}
+
+// Depth-major order: all pages of depth d before depth d+1, insertion order within a depth.
+const DEPTH_WEIGHT = 1e12;
+
+const ENQUEUE_LUA = `
+-- KEYS: seen, queue, queueSeq; ARGV: url, pageJson, depth, limit
+local limit = tonumber(ARGV[4])
+if limit > 0 and redis.call('SCARD', KEYS[1]) >= limit then return -1 end
+if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
+local seq = redis.call('INCR', KEYS[3])
+redis.call('ZADD', KEYS[2], tonumber(ARGV[3]) * ${DEPTH_WEIGHT} + seq, ARGV[2])
+return 1
+`;
+
+const TAKE_LUA = `
+-- KEYS: queue, pending, leases; ARGV: owner
+local items = redis.call('ZPOPMIN', KEYS[1])
+if #items == 0 then return false end
+local page = cjson.decode(items[1])
+redis.call('HSET', KEYS[2], page.url, items[1])
+redis.call('HSET', KEYS[3], page.url, ARGV[1])
+return {items[1], items[2]}
+`;
+
+const FINISH_LUA = `
+-- KEYS: pending, leases, done; ARGV: url, owner
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('SADD', KEYS[3], ARGV[1])
+return 1
+`;
+
+// Give a page back to the queue (interrupted) or count a failed attempt (retry or give up).
+const RELEASE_LUA = `
+-- KEYS: pending, leases, queue, retries, failed, queueSeq; ARGV: url, owner, mode, maxRetries, reason
+local url = ARGV[1]
+if ARGV[2] ~= '*' and redis.call('HGET', KEYS[2], url) ~= ARGV[2] then return 0 end
+local json = redis.call('HGET', KEYS[1], url)
+redis.call('HDEL', KEYS[1], url)
+redis.call('HDEL', KEYS[2], url)
+if not json then return 0 end
+local page = cjson.decode(json)
+if ARGV[3] == 'failed' then
+  local attempts = redis.call('HINCRBY', KEYS[4], url, 1)
+  if attempts > tonumber(ARGV[4]) then
+    redis.call('RPUSH', KEYS[5], cjson.encode({url=url, depth=page.depth, reason=ARGV[5], attempts=attempts}))
+    return 2
+  end
+end
+local seq = redis.call('INCR', KEYS[6])
+redis.call('ZADD', KEYS[3], page.depth * ${DEPTH_WEIGHT} + seq, json)
+return 1
+`;
+
+export interface CrawlCounts {
+  queued: number;
+  pending: number;
+  done: number;
+  failed: number;
+  seen: number;
+}
+
+/**
+ * The shared crawl state: queue, seen set, leased pending pages and counters, all in Redis so that
+ * several crawler processes can work on one crawl. Each process has a heartbeat; pages leased by a
+ * process whose heartbeat expired go back to the queue.
+ */
+export class CrawlState {
+  readonly keys: CrawlStateKeys;
+
+  constructor(
+    private readonly redis: Redis,
+    readonly crawlId: string,
+    readonly processId: string,
+    private readonly heartbeatMs = 15_000,
+  ) {
+    this.keys = crawlStateKeys(crawlId);
+  }
+
+  /** Queue a page unless it was seen before or the page limit is reached. */
+  async enqueue(page: QueuedPage, limit: number): Promise<"queued" | "seen" | "limit"> {
+    const k = this.keys;
+    const result = (await this.redis.eval(
+      ENQUEUE_LUA, 3, k.seen, k.queue, k.queueSeq, page.url, JSON.stringify(page), page.depth, limit,
+    )) as number;
+    return result === 1 ? "queued" : result === 0 ? "seen" : "limit";
+  }
+
+  /** Take the next page and lease it to this process; null when the queue is empty. */
+  async take(): Promise<QueuedPage | null> {
+    const k = this.keys;
+    const result = (await this.redis.eval(TAKE_LUA, 3, k.queue, k.pending, k.leases, this.processId)) as
+      | [string, string]
+      | null;
+    return result ? (JSON.parse(result[0]) as QueuedPage) : null;
+  }
+
+  async markDone(url: string): Promise<void> {
+    const k = this.keys;
+    await this.redis.eval(FINISH_LUA, 3, k.pending, k.leases, k.done, url, this.processId);
+  }
+
+  /** Count a failed attempt; returns "retry" when the page went back to the queue, "failed" when given up. */
+  async markFailed(url: string, reason: string, maxRetries: number): Promise<"retry" | "failed" | "not-owner"> {
+    const result = await this.release(url, this.processId, "failed", maxRetries, reason);
+    return result === 2 ? "failed" : result === 1 ? "retry" : "not-owner";
+  }
+
+  /** Hand a leased page back to the queue without counting an attempt (interrupted crawl). */
+  async handBack(url: string): Promise<void> {
+    await this.release(url, this.processId, "handback", 0, "");
+  }
+
+  private async release(url: string, owner: string, mode: string, maxRetries: number, reason: string): Promise<number> {
+    const k = this.keys;
+    return (await this.redis.eval(
+      RELEASE_LUA, 6, k.pending, k.leases, k.queue, k.retries, k.failed, k.queueSeq, url, owner, mode, maxRetries, reason,
+    )) as number;
+  }
+
+  async heartbeat(): Promise<void> {
+    await this.redis.set(this.keys.processHeartbeat(this.processId), Date.now().toString(), "PX", this.heartbeatMs);
+  }
+
+  async clearHeartbeat(): Promise<void> {
+    await this.redis.del(this.keys.processHeartbeat(this.processId));
+  }
+
+  /**
+   * Return pages leased by processes that are gone (heartbeat expired) to the queue, counting one attempt.
+   * Returns the URLs recovered.
+   */
+  async recoverAbandoned(maxRetries: number): Promise<string[]> {
+    const leases = await this.redis.hgetall(this.keys.leases);
+    const owners = [...new Set(Object.values(leases))].filter((o) => o !== this.processId);
+    if (!owners.length) return [];
+    const alive = await this.redis.mget(owners.map((o) => this.keys.processHeartbeat(o)));
+    const dead = new Set(owners.filter((_, i) => alive[i] === null));
+    const recovered: string[] = [];
+    for (const [url, owner] of Object.entries(leases)) {
+      if (!dead.has(owner)) continue;
+      if ((await this.release(url, owner, "failed", maxRetries, "crawler process died")) > 0) recovered.push(url);
+    }
+    return recovered;
+  }
+
+  async counts(): Promise<CrawlCounts> {
+    const k = this.keys;
+    const [queued, pending, done, failed, seen] = (await this.redis
+      .multi()
+      .zcard(k.queue)
+      .hlen(k.pending)
+      .scard(k.done)
+      .llen(k.failed)
+      .scard(k.seen)
+      .exec())!.map(([err, value]) => {
+      if (err) throw err;
+      return value as number;
+    });
+    return { queued, pending, done, failed, seen };
+  }
+
+  async failedPages(): Promise<FailedPage[]> {
+    return (await this.redis.lrange(this.keys.failed, 0, -1)).map((s) => JSON.parse(s) as FailedPage);
+  }
+
+  async isDone(url: string): Promise<boolean> {
+    return (await this.redis.sismember(this.keys.done, url)) === 1;
+  }
+
+  /**
+   * Claim the right to store an exchange: true the first time a (status, method, url) is seen in this
+   * crawl, false afterwards, so identical later fetches are skipped.
+   */
+  async claimExchange(status: number, method: string, url: string): Promise<boolean> {
+    return (await this.redis.sadd(this.keys.storedExchanges, `${status} ${method} ${url}`)) === 1;
+  }
+
+  /** Undo a claim whose records could not be written, so a later fetch may store it. */
+  async unclaimExchange(status: number, method: string, url: string): Promise<void> {
+    await this.redis.srem(this.keys.storedExchanges, `${status} ${method} ${url}`);
+  }
+
+  async addStat(field: string, amount: number): Promise<void> {
+    await this.redis.hincrby(this.keys.stats, field, amount);
+  }
+
+  async setStatus(status: string): Promise<void> {
+    await this.redis.set(this.keys.status, status);
+  }
+
+  async getStatus(): Promise<string | null> {
+    return this.redis.get(this.keys.status);
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * Crawl-state key layout in the crawl Redis. Every key starts with the crawl id, so several crawls can
+ * share one Redis and a second crawl never sees the first one's "seen" set.
+ */
+export function crawlStateKeys(crawlId: string) {
+  const p = crawlId;
+  return {
+    /** Sorted set of queued pages (member = QueuedPage JSON, score = depth-major insertion order). */
+    queue: `${p}:q`,
+    /** Counter giving queued pages their insertion order. */
+    queueSeq: `${p}:qseq`,
+    /** Set of every page URL ever queued (the limit counts this). */
+    seen: `${p}:s`,
+    /** Hash url -> QueuedPage JSON of pages being crawled now. */
+    pending: `${p}:p`,
+    /** Hash url -> owner process id holding the page's lease. */
+    leases: `${p}:lease`,
+    /** Hash url -> number of failed attempts so far. */
+    retries: `${p}:retries`,
+    /** Set of URLs finished (captured). */
+    done: `${p}:d`,
+    /** List of failed page JSON. */
+    failed: `${p}:f`,
+    /** Set of "<status> <method> <url>" already written, so a URL+status is stored once per crawl. */
+    storedExchanges: `${p}:exch`,
+    /** Hash of crawl-wide counters (bytes written, records...). */
+    stats: `${p}:stats`,
+    /** Heartbeat key of one crawler process; its leases are void once it expires. */
+    processHeartbeat: (processId: string) => `${p}:proc:${processId}`,
+    /** String: "running" | "done" | "interrupted" ... */
+    status: `${p}:status`,
+  };
+}
+
+export type CrawlStateKeys = ReturnType<typeof crawlStateKeys>;
