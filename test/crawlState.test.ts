@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CrawlState } from "../src/state/crawlState.js";
+import { startTestRedis, type TestRedis } from "./helpers/redis.js";
+
+let redis: TestRedis;
+beforeAll(async () => {
+  redis = await startTestRedis();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+
+describe("crawl state in Redis", () => {
+  it("queues each URL once, breadth first, honours the page limit", async () => {
+    const state = new CrawlState(redis.client, "c1", "p1");
+    expect(await state.enqueue({ url: "http://a.test/", depth: 0, seedId: 0, extraHops: 0 }, 3)).toBe("queued");
+    expect(await state.enqueue({ url: "http://a.test/", depth: 0, seedId: 0, extraHops: 0 }, 3)).toBe("seen");
+    expect(await state.enqueue({ url: "http://a.test/deep", depth: 2, seedId: 0, extraHops: 0 }, 3)).toBe("queued");
+    expect(await state.enqueue({ url: "http://a.test/shallow", depth: 1, seedId: 0, extraHops: 0 }, 3)).toBe("queued");
+    expect(await state.enqueue({ url: "http://a.test/over", depth: 1, seedId: 0, extraHops: 0 }, 3)).toBe("limit");
+    const order: string[] = [];
+    for (let page = await state.take(); page; page = await state.take()) {
+      order.push(page.url);
+      await state.markDone(page.url);
+    }
+    expect(order).toEqual(["http://a.test/", "http://a.test/shallow", "http://a.test/deep"]);
+    expect(await state.counts()).toEqual({ queued: 0, pending: 0, done: 3, failed: 0, seen: 3 });
+  });
+
+  it("keys are prefixed by crawl id: another crawl sees nothing of the first", async () => {
+    const other = new CrawlState(redis.client, "c2", "p1");
+    expect(await other.enqueue({ url: "http://a.test/", depth: 0, seedId: 0, extraHops: 0 }, 0)).toBe("queued");
+    const keys = await redis.client.keys("*");
+    expect(keys.every((k) => k.startsWith("c1:") || k.startsWith("c2:"))).toBe(true);
+  });
+
+  it("retries a failed page, then records it as failed", async () => {
+    const state = new CrawlState(redis.client, "c3", "p1");
+    await state.enqueue({ url: "http://a.test/bad", depth: 0, seedId: 0, extraHops: 0 }, 0);
+    const outcomes: string[] = [];
+    for (let page = await state.take(); page; page = await state.take()) {
+      outcomes.push(await state.markFailed(page.url, "boom", 1));
+    }
+    expect(outcomes).toEqual(["retry", "failed"]);
+    expect(await state.failedPages()).toEqual([{ url: "http://a.test/bad", depth: 0, reason: "boom", attempts: 2 }]);
+  });
+
+  it("pages leased by a dead process go back to the queue; a live process keeps its leases", async () => {
+    const dead = new CrawlState(redis.client, "c4", "dead", 100);
+    const alive = new CrawlState(redis.client, "c4", "alive", 10_000);
+    await dead.enqueue({ url: "http://a.test/1", depth: 0, seedId: 0, extraHops: 0 }, 0);
+    await dead.enqueue({ url: "http://a.test/2", depth: 0, seedId: 0, extraHops: 0 }, 0);
+    await dead.heartbeat();
+    await alive.heartbeat();
+    expect((await dead.take())?.url).toBe("http://a.test/1");
+    expect((await alive.take())?.url).toBe("http://a.test/2");
+    expect(await alive.recoverAbandoned(2)).toEqual([]);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await alive.recoverAbandoned(2)).toEqual(["http://a.test/1"]);
+    expect((await alive.take())?.url).toBe("http://a.test/1");
+    // The dead process's late completion is ignored: the lease is no longer its own.
+    await dead.markDone("http://a.test/1");
+    expect((await alive.counts()).done).toBe(0);
+  });
+
+  it("claims an exchange once per status and URL", async () => {
+    const state = new CrawlState(redis.client, "c5", "p1");
+    expect(await state.claimExchange(200, "GET", "http://a.test/x")).toBe(true);
+    expect(await state.claimExchange(200, "GET", "http://a.test/x")).toBe(false);
+    expect(await state.claimExchange(404, "GET", "http://a.test/x")).toBe(true);
+  });
+});

@@ -1,0 +1,30 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { EmbeddedRedis } from "../../src/redis/embedded.js";
+
+export interface TestRedis {
+  url: string;
+  server: EmbeddedRedis;
+  client: Redis;
+  stop(): Promise<void>;
+}
+
+/** A private redis-server on a free loopback port for one test file; never the machine's shared Redis. */
+export async function startTestRedis(persist = false): Promise<TestRedis> {
+  const dir = mkdtempSync(join(tmpdir(), "test-redis-"));
+  const server = new EmbeddedRedis({ dataDir: dir, persist });
+  const url = await server.start();
+  const client = new Redis(url);
+  return {
+    url,
+    server,
+    client,
+    async stop() {
+      client.disconnect();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
