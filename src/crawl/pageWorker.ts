@@ -70,7 +70,9 @@ export class PageWorker {
     } catch (err) {
       navigationError = errorMessage(err);
     }
-    if (!navigationError || /timeout/i.test(navigationError)) {
+    // Only rendered documents load more after "load"; a PDF viewer never goes quiet, so don't wait on it.
+    const rendered = findDocument(capture.captured, url);
+    if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || HTML_TYPES.has(rendered.mime))) {
       await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
     }
     await capture.drain();

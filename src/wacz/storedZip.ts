@@ -44,6 +44,9 @@ export async function writeStoredZip(
   files: readonly ZipFileEntry[],
   finish: (entries: StoredEntryInfo[]) => ZipBufferEntry[] | Promise<ZipBufferEntry[]>,
 ): Promise<StoredZipResult> {
+  // Before anything is opened: a missing file fails here with nothing to clean up.
+  const sizes = await Promise.all(files.map(async (f) => (await stat(f.sourcePath)).size));
+
   const zip = new yazl.ZipFile();
   const mtime = new Date();
 
@@ -67,7 +70,6 @@ export async function writeStoredZip(
   );
   written.catch(() => undefined);
 
-  const sizes = await Promise.all(files.map(async (f) => (await stat(f.sourcePath)).size));
   const entryInfos = files.map((file, i) => {
     return new Promise<StoredEntryInfo>((resolve, reject) => {
       // Lazy: a file is only opened when yazl reaches it, so few descriptors are open.

@@ -1,0 +1,22 @@
+# Debian-based Node image with Debian's Chromium and redis-server: the same steps as scripts/setup.sh.
+FROM node:20-bookworm-slim
+
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium redis-server fonts-dejavu-core ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+
+ENV BROWSER_BIN=/usr/bin/chromium
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund --loglevel=error
+COPY tsconfig.json ./
+COPY src ./src
+COPY indexer ./indexer
+COPY fixtures ./fixtures
+COPY bench ./bench
+RUN npm run build && npm prune --omit=dev && npm link
+
+# Output lands in /crawls/collections/<name>/ (mount a volume there).
+WORKDIR /crawls
+# `docker run IMAGE crawl --url ...` and `docker run IMAGE indexer ...` both work: the command is the program.
+CMD ["crawl", "--help"]

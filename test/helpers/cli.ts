@@ -1,0 +1,37 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run a built CLI (`npm run build` first: `npm test` does) as a real child process. */
+export function runCli(program: "crawl" | "indexer", args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+  const entry = program === "crawl" ? "dist/src/cli/crawl.js" : "dist/indexer/cli.js";
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [entry, ...args], { cwd: ROOT, env: { ...process.env, ...opts.env } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 180_000);
+    child.on("error", reject);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** The JSON log lines a CLI wrote to stderr. */
+export function logLines(stderr: string): { logLevel: string; context: string; message: string; details: Record<string, unknown> }[] {
+  return stderr
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as { logLevel: string; context: string; message: string; details: Record<string, unknown> });
+}
