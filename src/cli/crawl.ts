@@ -82,6 +82,7 @@ async function main(argv: string[]): Promise<number> {
   process.on("SIGTERM", onSignal);
   try {
     const outcome = await runCrawl(options, stop);
+    if (outcome.failure) process.stderr.write(`crawl: ${outcome.failure}\n`);
     return outcome.exitCode;
   } catch (err) {
     logger.error("crawl", errorMessage(err));

@@ -26,6 +26,8 @@ export interface CrawlOutcome {
   exitCode: ExitCodeValue;
   stats: CrawlStats;
   waczPath: string | null;
+  /** One line saying why the crawl failed (exit code 1). */
+  failure: string | null;
 }
 
 export interface CrawlStats {
@@ -131,18 +133,19 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     let waczPath: string | null = null;
     if (options.generateWACZ) waczPath = await packageCollection(options, paths);
 
-    const seedsFailed = counts.done === 0 && counts.failed > 0;
-    if (seedsFailed) {
+    let failure: string | null = null;
+    if (counts.done === 0 && counts.failed > 0) {
       const failures = await state.failedPages();
       stats.status = "failed";
-      logger.error("crawl", `no page could be crawled: ${failures[0]?.url} failed: ${failures[0]?.reason}`, { failures });
+      failure = `no page could be crawled: ${failures[0]?.url} failed: ${failures[0]?.reason}`;
+      logger.error("crawl", failure, { failures });
     }
     await state.setStatus(stats.status);
     if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");
     logger.info("crawl", `crawl ${stats.status}`, { ...stats });
     const exitCode =
       stats.status === "failed" ? ExitCode.Failed : stats.status === "interrupted" ? ExitCode.Interrupted : ExitCode.Finished;
-    return { exitCode, stats, waczPath };
+    return { exitCode, stats, waczPath, failure };
   } finally {
     if (heartbeat) clearInterval(heartbeat);
     await browser?.close();

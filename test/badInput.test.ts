@@ -1,0 +1,51 @@
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../src/redis/freePort.js";
+import { runCli } from "./helpers/cli.js";
+
+let cwd: string;
+beforeAll(() => {
+  cwd = mkdtempSync(join(tmpdir(), "crawl-bad-"));
+});
+afterAll(() => rmSync(cwd, { recursive: true, force: true }));
+
+/** The human-readable error: the last non-JSON line on stderr. */
+function errorLine(stderr: string): string {
+  return stderr.trim().split("\n").filter((l) => !l.startsWith("{")).pop() ?? "";
+}
+
+describe("bad input gives one clear line and a non-zero exit", () => {
+  it.each([
+    [["--url", "not a url"], /bad seed URL: not a valid URL/],
+    [["--url", "file:///etc/passwd"], /only http\(s\) URLs can be crawled, got file:/],
+    [["--url", "chrome://settings"], /only http\(s\) URLs/],
+    [["--url", "http://127.0.0.1/", "--frobnicate"], /unknown option '--frobnicate'/],
+    [["--url", "http://127.0.0.1/", "--workers", "zero"], /--workers must be a whole number/],
+    [["--url", "http://127.0.0.1/", "--scopeType", "galaxy"], /--scopeType.*galaxy.*invalid|Allowed choices/],
+    [["--url", "http://127.0.0.1/", "--collection", "../escape"], /--collection may hold only/],
+    [[], /no seed URL given/],
+  ])("crawl %j", async (args, message) => {
+    const result = await runCli("crawl", [...args, "--cwd", cwd]);
+    expect(result.code).toBe(2);
+    expect(errorLine(result.stderr)).toMatch(message);
+    expect(result.stderr.trim().split("\n").length).toBe(1);
+  });
+
+  it("an unreachable --redisStoreUrl fails fast with exit 1 and writes no WARC", async () => {
+    const port = await freePort();
+    const result = await runCli("crawl", ["--url", "http://127.0.0.1:9/", "--redisStoreUrl", `redis://127.0.0.1:${port}/0`, "--cwd", cwd, "--collection", "noredis"]);
+    expect(result.code).toBe(1);
+    expect(errorLine(result.stderr)).toMatch(new RegExp(`cannot reach crawl-state Redis \\(--redisStoreUrl\\) at redis://127.0.0.1:${port}/0`));
+    expect(readdirSync(join(cwd, "collections", "noredis", "archive"))).toEqual([]);
+  });
+
+  it("an unreachable seed fails with exit 1 naming the URL", async () => {
+    const port = await freePort();
+    const seed = `http://127.0.0.1:${port}/`;
+    const result = await runCli("crawl", ["--url", seed, "--cwd", cwd, "--collection", "noseed", "--maxPageRetries", "0"]);
+    expect(result.code).toBe(1);
+    expect(errorLine(result.stderr)).toContain(`no page could be crawled: ${seed} failed: net::ERR_CONNECTION_REFUSED`);
+  });
+});
