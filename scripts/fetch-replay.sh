@@ -29,7 +29,7 @@ TMP="$(mktemp -d "${DEST}/.tmp.XXXXXX")"
 trap 'rm -rf "${TMP}"' EXIT
 
 echo "fetch-replay: packing replaywebpage@${VERSION} ..."
-if ! (cd "${TMP}" && npm pack "replaywebpage@${VERSION}" --silent >"${TMP}/pack.out" 2>"${TMP}/pack.err"); then
+if ! (cd "${TMP}" && npm pack "replaywebpage@${VERSION}" >"${TMP}/pack.out" 2>"${TMP}/pack.err"); then
   cat "${TMP}/pack.err" >&2 || true
   fail "npm pack replaywebpage@${VERSION} failed"
 fi
@@ -45,5 +45,4 @@ fi
 # Move into place (sw.js first, ui.js last: the presence check tests both).
 mv -f "${TMP}/package/sw.js" "${DEST}/sw.js"
 mv -f "${TMP}/package/ui.js" "${DEST}/ui.js"
-cp -f "${TARBALL}" "${DEST}/" 2>/dev/null || true
 echo "fetch-replay: extracted ui.js and sw.js into ${DEST}"

@@ -6,12 +6,14 @@
  *    with hand-built minimal WACZ files (single and multi-WACZ JSON).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
 import puppeteer from "puppeteer-core";
 import { CDXIndexer, WARCRecord, WARCSerializer } from "warcio";
@@ -29,7 +31,9 @@ import {
   expectedPage,
   fixtureUrl,
 } from "../fixtures/site-manifest.js";
-import { detectReplayFailure, replayPage, startReplayServer, type ReplayServer } from "./helpers/replay.js";
+import { BROWSER_ARGS, closeBrowser, detectReplayFailure, replayPage, startReplayServer, type ReplayServer } from "./helpers/replay.js";
+
+const execFileAsync = promisify(execFile);
 
 // ---------------------------------------------------------------------------
 // Raw HTTP helper (no redirect following, no automatic decompression)
@@ -92,6 +96,50 @@ describe("fixture server", () => {
   });
   afterAll(async () => {
     await server.close();
+  });
+
+  it("runs standalone when compiled: prints {url} and stops on SIGTERM", async () => {
+    const repo = path.resolve(findFixturesRoot(), "..");
+    const outDir = path.join(repo, ".cache", "fixture-server-build");
+    await rm(outDir, { recursive: true, force: true });
+    await execFileAsync(
+      process.execPath,
+      [
+        path.join(repo, "node_modules", "typescript", "bin", "tsc"),
+        "--module", "NodeNext", "--moduleResolution", "NodeNext", "--target", "ES2022", "--strict",
+        "--skipLibCheck", "--types", "node", "--rootDir", repo, "--outDir", outDir,
+        path.join(repo, "fixtures", "server.ts"),
+      ],
+      { cwd: repo },
+    );
+    // A free port to pass with --port.
+    const probe = http.createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+
+    const child = spawn(process.execPath, [path.join(outDir, "fixtures", "server.js"), "--port", String(port)], { stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        let buf = "";
+        child.stdout.on("data", (d: Buffer) => {
+          buf += d.toString("utf-8");
+          const nl = buf.indexOf("\n");
+          if (nl >= 0) resolve(buf.slice(0, nl));
+        });
+        child.on("exit", (code) => reject(new Error(`server exited early with ${String(code)}`)));
+      });
+      const info = JSON.parse(line) as { url: string };
+      expect(info.url).toBe(`http://127.0.0.1:${port}`);
+      const res = await rawGet(info.url + SEED_PATH);
+      expect(res.status).toBe(200);
+      const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+      await rm(outDir, { recursive: true, force: true });
+    }
   });
 
   it("listens on 127.0.0.1 and serves the seed", async () => {
@@ -223,7 +271,8 @@ describe("fixture server", () => {
       if (page.status === 200 && page.contentType === "text/html") {
         const html = (page.gzip ? gunzipSync(res.body) : res.body).toString("utf-8");
         expect(titleOf(html), page.path).toBe(page.title);
-        if (page.marker) expect(html, page.path).toContain(page.marker === SCRIPT_LOADED_TEXT ? "DYNAMIC-PAGE-MARKER" : page.marker);
+        const textOnly = html.replace(/<[^>]+>/g, "");
+        if (page.marker) expect(textOnly, page.path).toContain(page.marker === SCRIPT_LOADED_TEXT ? "DYNAMIC-PAGE-MARKER" : page.marker);
       }
     }
     expect(EXPECTED_PAGE_PATHS).toEqual(SITE_PAGES.map((p) => p.path));
@@ -273,7 +322,7 @@ describe("fixture server", () => {
       executablePath: process.env.BROWSER_BIN ?? "/usr/bin/chromium",
       headless: true,
       userDataDir,
-      args: ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-gpu"],
+      args: [...BROWSER_ARGS],
     });
     try {
       const page = await browser.newPage();
@@ -298,8 +347,8 @@ describe("fixture server", () => {
       }
       expect([...union].sort()).toEqual([...EXPECTED_RESOURCE_PATHS].sort());
     } finally {
-      await browser.close();
-      await rm(userDataDir, { recursive: true, force: true });
+      await closeBrowser(browser);
+      await rm(userDataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
     }
   });
 });
@@ -311,6 +360,10 @@ interface ArchivedResource {
   url: string;
   body: string | Buffer;
   contentType: string;
+  /** HTTP status line; default "HTTP/1.1 200 OK". */
+  statusline?: string;
+  /** Extra HTTP response headers (e.g. Location). */
+  headers?: Record<string, string>;
   /** Listed in pages/pages.jsonl when set. */
   pageTitle?: string;
 }
@@ -335,8 +388,8 @@ async function buildWarc(resources: ArchivedResource[]): Promise<Buffer> {
         date: CAPTURE_DATE,
         type: "response",
         warcVersion: "WARC/1.1",
-        httpHeaders: { "Content-Type": r.contentType, "Content-Length": String(payload.length) },
-        statusline: "HTTP/1.1 200 OK",
+        httpHeaders: { "Content-Type": r.contentType, "Content-Length": String(payload.length), ...r.headers },
+        statusline: r.statusline ?? "HTTP/1.1 200 OK",
       },
       once(payload),
     );
@@ -433,6 +486,21 @@ describe("replay harness (ReplayWeb.page)", () => {
         body: '<!doctype html><html><head><meta charset="utf-8"><title>Café Handmade</title></head><body><p>CAFE-WACZ-MARKER</p></body></html>',
       },
     ]);
+    await writeWacz(path.join(archiveDir, "redirect.wacz"), [
+      {
+        url: `${base}/handmade/old.html`,
+        contentType: "text/html; charset=utf-8",
+        statusline: "HTTP/1.1 301 Moved Permanently",
+        headers: { Location: pageUrl },
+        pageTitle: "Old",
+        body: "<html><body>Moved</body></html>",
+      },
+      {
+        url: pageUrl,
+        contentType: "text/html; charset=utf-8",
+        body: '<!doctype html><html><head><title>Redirect Target</title></head><body><p>REDIRECT-TARGET-MARKER</p></body></html>',
+      },
+    ]);
     await writeWacz(path.join(archiveDir, "part-a.wacz"), [
       {
         url: `${base}/multi/a.html`,
@@ -503,6 +571,13 @@ describe("replay harness (ReplayWeb.page)", () => {
     expect(b.text).toContain("MULTI-PART-B-MARKER");
     const a = await replayPage(replay, { source: "/archives/multi.json", url: `${base}/multi/a.html` });
     expect(a.text).toContain("MULTI-PART-A-MARKER");
+  });
+
+  it("follows a redirect recorded in the archive", async () => {
+    const result = await replayPage(replay, { source: "/archives/redirect.wacz", url: `${base}/handmade/old.html` });
+    expect(detectReplayFailure(result.text)).toBeNull();
+    expect(result.text).toContain("REDIRECT-TARGET-MARKER");
+    expect(result.frameUrl.endsWith("mp_/" + pageUrl)).toBe(true);
   });
 
   it("reports ReplayWeb.page's not-found page for URLs missing from the archive", async () => {

@@ -44,6 +44,10 @@ export async function launchBrowser(options: LaunchOptions): Promise<LaunchedBro
       args: [...CHROMIUM_ARGS, ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : [])],
       defaultViewport: { width: 1366, height: 900 },
       protocolTimeout: 120_000,
+      // The crawler handles signals itself: it must finish writing before the browser goes away.
+      handleSIGINT: false,
+      handleSIGTERM: false,
+      handleSIGHUP: false,
     });
   } catch (err) {
     rmSync(profileDir, { recursive: true, force: true });

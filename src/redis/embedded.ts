@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { Redis } from "ioredis";
 import { freePort } from "./freePort.js";
 
@@ -22,8 +23,13 @@ export class EmbeddedRedis {
     return `redis://127.0.0.1:${this.port}/0`;
   }
 
+  private get stateFile(): string {
+    return join(this.options.dataDir, "embedded-redis.json");
+  }
+
   async start(): Promise<string> {
     mkdirSync(this.options.dataDir, { recursive: true });
+    await this.shutdownLeftover();
     const binary = this.options.binary ?? process.env.REDIS_SERVER_BIN ?? "redis-server";
     const persist = this.options.persist ?? true;
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -40,7 +46,9 @@ export class EmbeddedRedis {
         "--loglevel", "warning",
         "--logfile", "",
       ];
-      const child = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"] });
+      // Own process group: a Ctrl-C meant for the crawler must not stop its Redis before the crawler has
+      // saved its state. If the crawler dies, the next run finds and stops this server (shutdownLeftover).
+      const child = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"], detached: true });
       let stderr = "";
       child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
       const spawnError = new Promise<Error>((resolve) => child.once("error", resolve));
@@ -52,6 +60,9 @@ export class EmbeddedRedis {
       ]);
       if (ready === "ready") {
         this.child = child;
+        child.stderr?.removeAllListeners("data");
+        child.stderr?.destroy();
+        writeFileSync(this.stateFile, JSON.stringify({ pid: child.pid, port: this.port }));
         return this.url;
       }
       if (ready instanceof Error) {
@@ -83,11 +94,39 @@ export class EmbeddedRedis {
     throw new Error("embedded redis-server did not answer PING within 10s");
   }
 
+  /**
+   * A server left running by a crawler process that was killed still owns this data directory: ask it
+   * to shut down (it flushes its append-only file) before a new one opens the same files.
+   */
+  private async shutdownLeftover(): Promise<void> {
+    let leftover: { pid: number; port: number };
+    try {
+      leftover = JSON.parse(readFileSync(this.stateFile, "utf8")) as { pid: number; port: number };
+    } catch {
+      return;
+    }
+    if (isAlive(leftover.pid)) {
+      const client = new Redis(leftover.port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      client.on("error", () => {});
+      try {
+        await client.connect();
+        await client.call("SHUTDOWN", "SAVE").catch(() => undefined);
+      } catch {
+        // not a Redis we can talk to: leave the process alone
+      } finally {
+        client.disconnect();
+      }
+      for (let i = 0; i < 100 && isAlive(leftover.pid); i++) await new Promise((r) => setTimeout(r, 50));
+    }
+    rmSync(this.stateFile, { force: true });
+  }
+
   /** Stop the server, letting it flush its append-only file first. */
   async stop(): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null) return;
     this.child = null;
+    rmSync(this.stateFile, { force: true });
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     child.kill("SIGTERM");
     const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
@@ -99,5 +138,14 @@ export class EmbeddedRedis {
   kill(): void {
     this.child?.kill("SIGKILL");
     this.child = null;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }

@@ -140,6 +140,35 @@ function embedHtml(source: string, url: string): string {
 `;
 }
 
+/**
+ * ReplayWeb.page's <replay-web-page> registers `<replayBase>sw.js?serveIndex=1`
+ * and then immediately points its iframe at `<replayBase>?source=...`. If the
+ * service worker is not active yet, that navigation reaches the HTTP server
+ * (404) and the embed never recovers. The harness therefore first opens this
+ * page (inside the /replay/ scope), which registers the very same worker URL
+ * and waits until it is active; the embed's own registration is then a no-op.
+ */
+const WARMUP_PATH = "/replay/__harness_warmup.html";
+const SW_URL = "/replay/sw.js?serveIndex=1";
+const WARMUP_HTML = `<!doctype html>
+<html><head><meta charset="utf-8"><title>warming up</title><link rel="icon" href="data:,"></head>
+<body><script>
+navigator.serviceWorker
+  .register(${JSON.stringify(SW_URL)}, { scope: "/replay/" })
+  .then(function () { return navigator.serviceWorker.ready; })
+  .then(function (reg) {
+    var sw = reg.active;
+    if (sw && sw.state !== "activated") {
+      return new Promise(function (resolve) {
+        sw.addEventListener("statechange", function () { if (sw.state === "activated") resolve(); });
+      });
+    }
+  })
+  .then(function () { document.title = "sw-ready"; })
+  .catch(function (err) { document.title = "sw-error: " + err; });
+</script></body></html>
+`;
+
 async function serveFile(req: http.IncomingMessage, res: http.ServerResponse, filePath: string, contentType: string): Promise<void> {
   const info = await stat(filePath).catch(() => null);
   if (!info?.isFile()) {
@@ -184,7 +213,9 @@ export async function startReplayServer(archiveDir: string): Promise<ReplayServe
   const [uiJs, swJs] = await Promise.all([readFile(path.join(assets, "ui.js")), readFile(path.join(assets, "sw.js"))]);
   const archiveRoot = path.resolve(archiveDir);
 
+  const debug = Boolean(process.env.REPLAY_DEBUG);
   const server = http.createServer((req, res) => {
+    if (debug) res.on("finish", () => process.stderr.write(`[replay-server] ${req.method ?? ""} ${req.url ?? ""} ${req.headers.range ?? ""} -> ${res.statusCode}\n`));
     const handle = async (): Promise<void> => {
       if (req.method !== "GET" && req.method !== "HEAD") {
         res.writeHead(405, { Allow: "GET, HEAD" }).end();
@@ -206,6 +237,9 @@ export async function startReplayServer(archiveDir: string): Promise<ReplayServe
           return;
         case "/embed.html":
           sendBuf(200, "text/html; charset=utf-8", embedHtml(u.searchParams.get("source") ?? "", u.searchParams.get("url") ?? ""));
+          return;
+        case WARMUP_PATH:
+          sendBuf(200, "text/html; charset=utf-8", WARMUP_HTML);
           return;
         case "/favicon.ico":
           sendBuf(404, "text/plain; charset=utf-8", "");
@@ -256,18 +290,21 @@ export async function startReplayServer(archiveDir: string): Promise<ReplayServe
 // ---------------------------------------------------------------------------
 // Browser
 
-const BROWSER_ARGS = [
+/** Chromium flags used by the harness (exported for other browser-based tests). */
+export const BROWSER_ARGS: readonly string[] = [
   "--no-sandbox",
   "--disable-background-networking",
   "--disable-component-update",
   "--no-first-run",
   "--disable-sync",
   "--disable-gpu",
+  // Safety net: resolve no host names except loopback, so nothing leaves this machine.
+  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
 ];
 
 /** Parse a replay frame URL: ".../replay/w/<coll>/<ts>mp_/<archived url>". */
 export function parseReplayFrameUrl(frameUrl: string): { coll: string; ts: string; archivedUrl: string } | null {
-  const m = /\/replay\/w\/([^/]+)\/(\d*)mp_\/(.+)$/.exec(frameUrl);
+  const m = /\/replay\/w\/(.+?)\/(\d*)mp_\/(.+)$/.exec(frameUrl);
   if (!m) return null;
   const [, coll = "", ts = "", archivedUrl = ""] = m;
   return { coll, ts, archivedUrl };
@@ -340,6 +377,17 @@ async function describeState(page: Page): Promise<string> {
   return lines.join("\n");
 }
 
+/** Close the browser and make sure its process is gone (so its profile can be deleted). */
+export async function closeBrowser(browser: Browser): Promise<void> {
+  const proc = browser.process();
+  await browser.close().catch(() => undefined);
+  if (proc && proc.exitCode === null && proc.signalCode === null) {
+    const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+    proc.kill("SIGKILL");
+    await Promise.race([exited, sleep(5_000)]);
+  }
+}
+
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -370,7 +418,7 @@ export async function replayPage(server: ReplayServer, opts: ReplayPageOptions):
       executablePath: process.env.BROWSER_BIN ?? "/usr/bin/chromium",
       headless: true,
       userDataDir,
-      args: BROWSER_ARGS,
+      args: [...BROWSER_ARGS],
       timeout: Math.max(5_000, timeoutMs),
       protocolTimeout: Math.max(30_000, timeoutMs),
     });
@@ -382,6 +430,12 @@ export async function replayPage(server: ReplayServer, opts: ReplayPageOptions):
     page.on("pageerror", (err) => {
       if (consoleLines.length < 50) consoleLines.push(`pageerror: ${err instanceof Error ? err.message : String(err)}`);
     });
+
+    // Install ReplayWeb.page's service worker before the embed needs it (see WARMUP_PATH).
+    await page.goto(server.url + WARMUP_PATH, { waitUntil: "load", timeout: Math.max(1_000, deadline - Date.now()) });
+    await page.waitForFunction(() => document.title !== "warming up", { timeout: Math.max(1_000, deadline - Date.now()) });
+    const warmup = await page.title();
+    if (warmup !== "sw-ready") throw new Error(`replayPage: service worker registration failed: ${warmup}`);
 
     const embedUrl = `${server.url}/embed.html?${new URLSearchParams({ source: opts.source, url: opts.url }).toString()}`;
     await page.goto(embedUrl, { waitUntil: "load", timeout: Math.max(1_000, deadline - Date.now()) });
@@ -423,7 +477,7 @@ export async function replayPage(server: ReplayServer, opts: ReplayPageOptions):
         (consoleLines.length ? `\nconsole:\n  ${consoleLines.slice(-20).join("\n  ")}` : ""),
     );
   } finally {
-    if (browser) await browser.close().catch(() => undefined);
-    await rm(userDataDir, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined);
+    if (browser) await closeBrowser(browser);
+    await rm(userDataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 }).catch(() => undefined);
   }
 }
