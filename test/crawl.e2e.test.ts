@@ -15,6 +15,7 @@ import {
 import { runCli, type CliResult } from "./helpers/cli.js";
 import { httpHeader, httpStatus, parseRecord, readWarcRecords, sha256, type RawRecord } from "./helpers/warcFile.js";
 import { readZip, type ZipEntryData } from "./helpers/zip.js";
+import { detectReplayFailure, replayPage, startReplayServer } from "./helpers/replay.js";
 
 let site: FixtureServer;
 let cwd: string;
@@ -164,4 +165,22 @@ describe("crawl of the fixture site", () => {
       expect(page.ts).toMatch(/^\d{4}-\d\d-\d\dT/);
     }
   });
+});
+
+describe("replay of the crawl's WACZ in ReplayWeb.page", () => {
+  const replayed = ["/site/index.html", "/site/dynamic.html", "/site/caf%C3%A9.html", "/site/search.html?q=archive",
+    "/site/gz/compressed.html", "/site/stream/chunked.html", "/site/old-page.html"];
+
+  it.each(replayed)("replays %s with its content, including script-loaded content", async (path) => {
+    const expected = SITE_PAGES.find((p) => p.path === path)!;
+    const server = await startReplayServer(collectionDir);
+    try {
+      const result = await replayPage(server, { source: "/archives/e2e.wacz", url: site.url + path, waitForText: expected.marker, timeoutMs: 45_000 });
+      expect(detectReplayFailure(result.text)).toBeNull();
+      expect(result.text).toContain(expected.marker);
+      if (expected.title) expect(result.title).toBe(expected.title);
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
 });

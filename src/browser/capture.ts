@@ -8,6 +8,7 @@ import type { CDPSession, Page } from "puppeteer-core";
 import type { Protocol } from "puppeteer-core";
 import type { Exchange, ExchangeBody } from "../archive/exchange.js";
 import { logger, errorMessage } from "../log/logger.js";
+import { isRenderedDocumentType } from "./documentTypes.js";
 
 /** Bodies larger than this (by Content-Length, or unknown length) are streamed to a temp file. */
 export const STREAM_BODY_THRESHOLD = 8_000_000;
@@ -42,11 +43,13 @@ export class PageCapture {
   private constructor(
     private readonly cdp: CDPSession,
     private readonly events: CaptureEvents,
+    private readonly mainFrameId: string,
   ) {}
 
   static async attach(page: Page, events: CaptureEvents): Promise<PageCapture> {
     const cdp = await page.createCDPSession();
-    const capture = new PageCapture(cdp, events);
+    const { frameTree } = await cdp.send("Page.getFrameTree");
+    const capture = new PageCapture(cdp, events, frameTree.frame.id);
     cdp.on("Fetch.requestPaused", (event: Protocol.Fetch.RequestPausedEvent) => {
       const work = capture.onPaused(event).catch((err: unknown) => {
         logger.warn("capture", "exchange not captured", { url: event.request.url, error: errorMessage(err) });
@@ -92,15 +95,20 @@ export class PageCapture {
       return;
     }
 
+    // A page URL that is not a rendered document (PDF, image, download): archive it, but do not let the
+    // browser open a viewer or a download for it (a PDF viewer keeps fetching things of its own).
+    const archiveOnly = event.resourceType === "Document" && event.frameId === this.mainFrameId &&
+      status >= 200 && status < 300 && !isRenderedDocumentType(mime);
     let body: ExchangeBody;
     if ((status >= 300 && status < 400 && location) || status === 204 || status === 304) {
       body = { kind: "bytes", bytes: new Uint8Array(0) };
       await this.continue(requestId);
     } else if (needsStreaming(responseHeaders)) {
-      body = await this.streamBody(event, responseHeaders);
+      body = await this.streamBody(event, responseHeaders, archiveOnly);
     } else {
       body = await this.readBody(requestId);
-      await this.continue(requestId);
+      if (archiveOnly) await this.abort(requestId);
+      else await this.continue(requestId);
     }
 
     await this.events.onExchange({
@@ -123,6 +131,10 @@ export class PageCapture {
     await this.cdp.send("Fetch.continueRequest", { requestId }).catch(() => undefined);
   }
 
+  private async abort(requestId: string): Promise<void> {
+    await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "Aborted" }).catch(() => undefined);
+  }
+
   private async readBody(requestId: string): Promise<ExchangeBody> {
     try {
       const { body, base64Encoded } = await this.cdp.send("Fetch.getResponseBody", { requestId });
@@ -136,6 +148,7 @@ export class PageCapture {
   private async streamBody(
     event: Protocol.Fetch.RequestPausedEvent,
     responseHeaders: [string, string][],
+    archiveOnly: boolean,
   ): Promise<ExchangeBody> {
     const path = join(tmpdir(), `crawler-body-${process.pid}-${randomUUID()}`);
     let size = 0;
@@ -156,7 +169,9 @@ export class PageCapture {
       await this.continue(event.requestId);
       throw err;
     }
-    if (size <= MAX_FULFILL_SIZE) {
+    if (archiveOnly) {
+      await this.abort(event.requestId);
+    } else if (size <= MAX_FULFILL_SIZE) {
       const bodyForPage = await readFile(path);
       const headers = responseHeaders
         .filter(([n]) => !["content-encoding", "content-length", "transfer-encoding"].includes(n.toLowerCase()))
@@ -171,7 +186,7 @@ export class PageCapture {
         .catch(() => undefined);
     } else {
       logger.warn("capture", "body too large to hand back to the page; archived only", { url: event.request.url, size });
-      await this.cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "Aborted" }).catch(() => undefined);
+      await this.abort(event.requestId);
     }
     return { kind: "file", path, size };
   }

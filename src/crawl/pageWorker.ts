@@ -3,6 +3,7 @@ import type { Exchange } from "../archive/exchange.js";
 import { mimeTypeOf } from "../archive/exchange.js";
 import { PageCapture, type CapturedSummary } from "../browser/capture.js";
 import { waitForQuietNetwork } from "../browser/loadWait.js";
+import { isRenderedDocumentType } from "../browser/documentTypes.js";
 import { directFetch } from "../fetch/directFetch.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { tryNormalizeCrawlUrl } from "./urls.js";
@@ -25,7 +26,6 @@ export interface PageLoadResult {
   error: string | null;
 }
 
-const HTML_TYPES = new Set(["text/html", "application/xhtml+xml", "image/svg+xml", "text/xml", "application/xml"]);
 
 /** One browser tab that loads pages one at a time and captures everything they fetch. */
 export class PageWorker {
@@ -72,7 +72,7 @@ export class PageWorker {
     }
     // Only rendered documents load more after "load"; a PDF viewer never goes quiet, so don't wait on it.
     const rendered = findDocument(capture.captured, url);
-    if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || HTML_TYPES.has(rendered.mime))) {
+    if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
       await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
     }
     await capture.drain();
@@ -84,7 +84,7 @@ export class PageWorker {
       document = await this.loadDirectly(url, navigationError);
       if (!document) return { document: null, title: "", links: [], error: navigationError };
     }
-    const isHtml = document !== null && HTML_TYPES.has(document.mime) && !navigationError;
+    const isHtml = document !== null && isRenderedDocumentType(document.mime) && !navigationError;
     const [title, links] = isHtml ? await this.readPage(tab) : ["", []];
     return { document, title, links, error: document ? null : navigationError ?? "no document captured" };
   }

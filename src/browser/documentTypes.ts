@@ -1,0 +1,12 @@
+/** Content types the browser renders as a document whose links and subresources we want. */
+const RENDERED_DOCUMENT_TYPES = new Set([
+  "text/html",
+  "application/xhtml+xml",
+  "image/svg+xml",
+  "text/xml",
+  "application/xml",
+]);
+
+export function isRenderedDocumentType(mime: string): boolean {
+  return RENDERED_DOCUMENT_TYPES.has(mime.toLowerCase());
+}
