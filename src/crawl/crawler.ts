@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
 import type { CrawlOptions } from "../config/crawlOptions.js";
@@ -197,14 +197,19 @@ async function packageCollection(options: CrawlOptions, paths: CollectionPaths):
   const result = await writeWacz({
     outputPath: paths.wacz,
     warcFiles,
-    pagesFile: join(paths.pages, "pages.jsonl"),
-    extraPagesFile: join(paths.pages, "extraPages.jsonl"),
+    // Either list may not exist yet (no seed page loaded, or no page besides the seeds).
+    pagesFile: existingFile(join(paths.pages, "pages.jsonl")),
+    extraPagesFile: existingFile(join(paths.pages, "extraPages.jsonl")),
     software: SOFTWARE,
     title: options.title ?? undefined,
     description: options.description ?? undefined,
   });
   logger.info("wacz", "WACZ written", { path: result.path, size: result.size, hash: result.hash, cdxLines: result.cdxLines });
   return result.path;
+}
+
+function existingFile(path: string): string | undefined {
+  return existsSync(path) ? path : undefined;
 }
 
 export function timestamp14(date: Date): string {
