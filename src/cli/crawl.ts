@@ -39,7 +39,7 @@ export function buildCrawlProgram(): Command {
     .option("--title <title>", "title written to datapackage.json")
     .option("--description <text>", "description written to datapackage.json")
     .option("--statsFilename <path>", "write final crawl counts as JSON to this file")
-    .option("--logging <list>", "comma-separated extras: stats, debug", "stats")
+    .option("--logging <list>", "comma-separated extras: stats (a statistics log line every 30s), debug (debug-level logs)", "stats")
     .addOption(new Option("--logLevel <level>", "minimum log level").choices(["debug", "info", "warn", "error"]).default("info"))
     .option("--browserPath <path>", "Chromium executable (default: env BROWSER_BIN, else /usr/bin/chromium)")
     .option("--headful", "show the browser window (needs a display)")

@@ -100,8 +100,13 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       }),
     );
 
+    let ticks = 0;
     const progressTimer = setInterval(() => {
-      void state.counts().then((c) => progress.update({ ...c, bytesWritten: writer.bytesWritten }), () => undefined);
+      const logStats = options.logging.includes("stats") && ++ticks % 30 === 0;
+      void state.counts().then((c) => {
+        progress.update({ ...c, bytesWritten: writer.bytesWritten });
+        if (logStats) logger.info("stats", "crawl statistics", { ...c, bytesWritten: writer.bytesWritten });
+      }, () => undefined);
     }, 1000);
     try {
       await Promise.all(workers.map((worker) => workLoop(worker, context)));
