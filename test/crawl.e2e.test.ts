@@ -59,7 +59,7 @@ describe("crawl of the fixture site", () => {
   });
 
   it("captures exactly the site's pages and resources, and nothing off scope", () => {
-    const responses = records.filter((r) => r.headers.get("warc-type") === "response");
+    const responses = records.filter((r) => ["response", "revisit"].includes(r.headers.get("warc-type")!));
     const captured = new Set(responses.map((r) => pathOf(r.headers.get("warc-target-uri")!)));
     const expected = new Set([...EXPECTED_PAGE_PATHS, ...EXPECTED_RESOURCE_PATHS]);
     expect([...captured].sort()).toEqual([...expected].sort());
@@ -91,7 +91,7 @@ describe("crawl of the fixture site", () => {
       }
       if (type === "request") {
         const target = byId.get(record.headers.get("warc-concurrent-to"));
-        expect(target?.headers.get("warc-type")).toBe("response");
+        expect(["response", "revisit"]).toContain(target?.headers.get("warc-type"));
         expect(target?.headers.get("warc-target-uri")).toBe(record.headers.get("warc-target-uri"));
       }
     }
@@ -105,8 +105,17 @@ describe("crawl of the fixture site", () => {
     const redirect = SITE_PAGES.find((p) => p.redirectTo)!;
     expect(httpStatus(response(redirect.path))).toBe(301);
     expect(httpStatus(response("/site/missing.html"))).toBe(404);
-    const [a, b] = DUPLICATE_PAYLOAD_PATHS;
-    expect(response(a).headers.get("warc-payload-digest")).toBe(response(b).headers.get("warc-payload-digest"));
+    // The same image bytes under two URLs: one response, one revisit pointing at it.
+    const sameBytes = records.filter((r) => ["response", "revisit"].includes(r.headers.get("warc-type")!) && DUPLICATE_PAYLOAD_PATHS.includes(pathOf(r.headers.get("warc-target-uri")!)));
+    expect(sameBytes.map((r) => r.headers.get("warc-type")).sort()).toEqual(["response", "revisit"]);
+    const original = sameBytes.find((r) => r.headers.get("warc-type") === "response")!;
+    const revisit = sameBytes.find((r) => r.headers.get("warc-type") === "revisit")!;
+    expect(revisit.headers.get("warc-refers-to-target-uri")).toBe(original.headers.get("warc-target-uri"));
+    expect(revisit.headers.get("warc-refers-to-date")).toBe(original.headers.get("warc-date"));
+    expect(revisit.headers.get("warc-payload-digest")).toBe(original.headers.get("warc-payload-digest"));
+    expect(revisit.headers.get("warc-profile")).toBe("http://netpreserve.org/warc/1.1/revisit/identical-payload-digest");
+    expect(revisit.headers.get("warc-refers-to-container")).toBe("file://e2e.wacz");
+    expect(revisit.payload.length).toBe(0);
     const pdf = SITE_PAGES.find((p) => p.contentType === "application/pdf")!;
     expect(response(pdf.path).payload.subarray(0, 5).toString()).toBe("%PDF-");
   });
@@ -137,8 +146,8 @@ describe("crawl of the fixture site", () => {
     const lines = wacz.get("indexes/index.cdxj")!.data.toString().trim().split("\n");
     const sorted = [...lines].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
     expect(lines).toEqual(sorted);
-    const responses = records.filter((r) => r.headers.get("warc-type") === "response");
-    expect(lines.length).toBe(responses.length);
+    const indexed = records.filter((r) => ["response", "revisit"].includes(r.headers.get("warc-type")!));
+    expect(lines.length).toBe(indexed.length);
     for (const line of lines) {
       const cdx = JSON.parse(line.slice(line.indexOf("{")));
       const warc = wacz.get(`archive/${cdx.filename}`)!.data;
@@ -147,6 +156,7 @@ describe("crawl of the fixture site", () => {
       expect(record.headers.get("warc-target-uri")).toBe(cdx.url);
       expect(record.headers.get("warc-payload-digest")).toBe(`sha256:${cdx.digest}`);
       expect(String(httpStatus(record))).toBe(cdx.status);
+      if (record.headers.get("warc-type") === "revisit") expect(cdx.mime).toBe("warc/revisit");
     }
   });
 

@@ -1,9 +1,11 @@
 import { rm } from "node:fs/promises";
+import type { Deduplicator } from "../dedupe/deduplicator.js";
 import type { Exchange } from "./exchange.js";
 import { bodySize } from "./exchange.js";
 import { payloadDigest } from "./digest.js";
-import { newRecordId, requestRecord, responseRecord } from "./records.js";
+import { newRecordId, requestRecord, responseRecord, revisitRecord, REVISIT_PROFILE_IDENTICAL } from "./records.js";
 import type { WarcWriter, WrittenRecord } from "./warcWriter.js";
+import { digitsToWarcDate } from "../dedupe/keys.js";
 
 /** Answers "was this exchange stored already in this crawl?" (shared across processes via Redis). */
 export interface ExchangeClaims {
@@ -12,17 +14,21 @@ export interface ExchangeClaims {
 }
 
 export type RecordOutcome =
-  | { kind: "written"; response: WrittenRecord; request: WrittenRecord }
+  | { kind: "response" | "revisit"; record: WrittenRecord; request: WrittenRecord }
   | { kind: "skipped"; reason: "already-stored" | "partial-content" };
 
 /**
  * Turns captured exchanges into WARC records: the step between "page" and "WARC" in the pipeline.
- * Within one crawl, a URL with the same status and method is stored once.
+ * Within one crawl, a URL with the same status and method is stored once; a payload the dedupe index
+ * already holds becomes a revisit record.
  */
 export class ExchangeRecorder {
   constructor(
     private readonly writer: WarcWriter,
     private readonly claims: ExchangeClaims,
+    private readonly dedupe: Deduplicator,
+    /** Index in c:<crawlId>:wacz of the WACZ a WARC file is packaged into. */
+    private readonly waczIndexOf: (warcFilename: string) => number,
   ) {}
 
   async record(exchange: Exchange): Promise<RecordOutcome> {
@@ -33,13 +39,7 @@ export class ExchangeRecorder {
         return { kind: "skipped", reason: "already-stored" };
       }
       try {
-        const digest = await payloadDigest(exchange.body);
-        const responseId = newRecordId();
-        const [response, request] = await this.writer.writeRecords([
-          responseRecord(exchange, responseId, digest),
-          requestRecord(exchange, responseId),
-        ]);
-        return { kind: "written", response, request };
+        return await this.write(exchange);
       } catch (err) {
         await this.claims.unclaimExchange(exchange.status, exchange.method, exchange.url).catch(() => undefined);
         throw err;
@@ -47,6 +47,32 @@ export class ExchangeRecorder {
     } finally {
       if (exchange.body.kind === "file") await rm(exchange.body.path, { force: true });
     }
+  }
+
+  private async write(exchange: Exchange): Promise<RecordOutcome> {
+    const digest = await payloadDigest(exchange.body);
+    const eligible = this.dedupe.isEligible(exchange.status, bodySize(exchange.body));
+    return this.dedupe.withDigestLock(digest, async () => {
+      const original = eligible ? await this.dedupe.findOriginal(digest) : null;
+      const recordId = newRecordId();
+      const main = original
+        ? revisitRecord(exchange, recordId, {
+            url: original.url,
+            date: digitsToWarcDate(original.date),
+            digest,
+            waczFilename: original.waczFilename ?? undefined,
+            profile: REVISIT_PROFILE_IDENTICAL,
+          })
+        : responseRecord(exchange, recordId, digest);
+      const [record, request] = await this.writer.writeRecords([main, requestRecord(exchange, recordId)]);
+      const placement = { url: record.url, date: record.date, length: record.length, waczIndex: this.waczIndexOf(record.filename) };
+      if (original) {
+        await this.dedupe.noteRevisit(original, placement);
+        return { kind: "revisit" as const, record, request };
+      }
+      await this.dedupe.noteResponse(digest, placement, eligible);
+      return { kind: "response" as const, record, request };
+    });
   }
 }
 

@@ -25,8 +25,9 @@ export interface WarcWriterOptions {
   warcinfo: Record<string, string>;
   /** Bodies larger than this are buffered in a temp file while digesting, not in memory. */
   maxMemSize?: number;
-  onFileOpened?: (filename: string) => void;
-  onFileClosed?: (filename: string, size: number) => void;
+  /** Awaited before the file's first record is written (e.g. to assign it to a WACZ). */
+  onFileOpened?: (filename: string) => Promise<void>;
+  onFileClosed?: (filename: string, size: number) => Promise<void>;
 }
 
 /**
@@ -71,7 +72,7 @@ export class WarcWriter {
     this.handle = await open(join(this.options.dir, this.filename), "wx");
     this.size = 0;
     this.filesWritten.push(this.filename);
-    this.options.onFileOpened?.(this.filename);
+    await this.options.onFileOpened?.(this.filename);
     await this.append(warcinfoRecord(this.filename, this.options.warcinfo));
   }
 
@@ -113,7 +114,7 @@ export class WarcWriter {
     this.handle = null;
     await handle.sync();
     await handle.close();
-    this.options.onFileClosed?.(this.filename, this.size);
+    await this.options.onFileClosed?.(this.filename, this.size);
   }
 
   /** Finish pending writes and close the current file. */

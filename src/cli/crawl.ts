@@ -7,6 +7,7 @@ import { ExitCode } from "../crawl/exitCodes.js";
 import { StopControl } from "../crawl/stopControl.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { VERSION } from "../version.js";
+import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -35,6 +36,8 @@ export function buildCrawlProgram(): Command {
     .option("--generateWACZ", "package the collection as <collection>.wacz when the crawl ends")
     .option("--rolloverSize <bytes>", "start a new WARC file once one grows past this size (e.g. 1GB)", "1GB")
     .option("--redisStoreUrl <url>", "Redis holding the crawl state (default: an embedded redis-server with its data in the collection)")
+    .option("--redisDedupeUrl <url>", "Redis holding the dedupe index shared by crawls (default: the crawl-state Redis)")
+    .option("--dedupeMinSize <bytes>", `payloads smaller than this are always stored in full (default: ${DEFAULT_DEDUPE_MIN_SIZE}; a revisit would be as large)`)
     .option("--userAgent <ua>", "User-Agent for the browser and direct fetches")
     .option("--title <title>", "title written to datapackage.json")
     .option("--description <text>", "description written to datapackage.json")

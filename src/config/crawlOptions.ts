@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import { readFileSync } from "node:fs";
 import { SCOPE_TYPES, type ScopeType } from "../crawl/scope.js";
 import { normalizeCrawlUrl, UrlRefusedError } from "../crawl/urls.js";
+import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
 
 /** Everything a crawl run needs to know, validated. The one place a flag's meaning lives. */
 export interface CrawlOptions {
@@ -29,6 +30,10 @@ export interface CrawlOptions {
   generateWACZ: boolean;
   rolloverSize: number;
   redisStoreUrl: string | null;
+  /** Redis of the dedupe index; null = the crawl-state Redis. */
+  redisDedupeUrl: string | null;
+  /** Payloads smaller than this are always stored as full responses. */
+  dedupeMinSize: number;
   userAgent: string | null;
   title: string | null;
   description: string | null;
@@ -66,6 +71,8 @@ export interface RawCrawlFlags {
   generateWACZ?: boolean;
   rolloverSize?: string;
   redisStoreUrl?: string;
+  redisDedupeUrl?: string;
+  dedupeMinSize?: string;
   userAgent?: string;
   title?: string;
   description?: string;
@@ -147,8 +154,10 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     throw new OptionsError(`--crawlId may hold only letters, digits, '.', '_', ':' and '-': ${JSON.stringify(crawlId)}`);
   }
 
-  if (flags.redisStoreUrl !== undefined && !/^rediss?:\/\//.test(flags.redisStoreUrl)) {
-    throw new OptionsError(`--redisStoreUrl must be a redis:// or rediss:// URL, got ${JSON.stringify(flags.redisStoreUrl)}`);
+  for (const [name, value] of [["redisStoreUrl", flags.redisStoreUrl], ["redisDedupeUrl", flags.redisDedupeUrl]] as const) {
+    if (value !== undefined && !/^rediss?:\/\/[^/]/.test(value)) {
+      throw new OptionsError(`--${name} must be a redis:// or rediss:// URL, got ${JSON.stringify(value)}`);
+    }
   }
 
   const logLevel = (flags.logLevel ?? "info") as CrawlOptions["logLevel"];
@@ -177,6 +186,8 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     generateWACZ: flags.generateWACZ ?? false,
     rolloverSize: parseSize("rolloverSize", flags.rolloverSize, DEFAULT_ROLLOVER_SIZE),
     redisStoreUrl: flags.redisStoreUrl ?? null,
+    redisDedupeUrl: flags.redisDedupeUrl ?? null,
+    dedupeMinSize: parseSize("dedupeMinSize", flags.dedupeMinSize, DEFAULT_DEDUPE_MIN_SIZE),
     userAgent: flags.userAgent ?? null,
     title: flags.title ?? null,
     description: flags.description ?? null,

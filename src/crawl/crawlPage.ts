@@ -13,6 +13,8 @@ export interface PageContext {
   scopes: SeedScope[];
   pageList: PageList;
   stop: StopControl;
+  /** The WACZ a page finishing now is listed in. */
+  currentWacz(): string;
 }
 
 /** Crawl one leased page: load and capture it, list it, queue its in-scope links, settle its lease. */
@@ -49,7 +51,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     mime: result.document.mime,
     depth: page.depth,
     seed: page.depth === 0,
-  });
+  }, context.currentWacz());
 
   let queued = 0;
   for (const link of result.links) {

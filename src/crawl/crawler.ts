@@ -1,31 +1,35 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import { ExchangeRecorder, describeExchange } from "../archive/exchangeRecorder.js";
 import { WarcWriter } from "../archive/warcWriter.js";
 import { launchBrowser, type LaunchedBrowser } from "../browser/launch.js";
+import { DedupeIndex } from "../dedupe/dedupeIndex.js";
+import { Deduplicator } from "../dedupe/deduplicator.js";
+import { DependencyTracker } from "../dedupe/dependencies.js";
 import { logger } from "../log/logger.js";
 import { ProgressLine } from "../log/progress.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
 import { connectRedis } from "../redis/connect.js";
 import { CrawlState } from "../state/crawlState.js";
-import { writeWacz } from "../wacz/index.js";
+import { SOFTWARE } from "../version.js";
 import { collectionPaths, createCollectionDirs, type CollectionPaths } from "./collection.js";
+import { crawlPage, type PageContext } from "./crawlPage.js";
 import { ExitCode, type ExitCodeValue } from "./exitCodes.js";
+import { commitFinishedCrawl, packageWaczFiles } from "./finishCrawl.js";
 import { PageList } from "./pageList.js";
 import { PageWorker } from "./pageWorker.js";
 import { SeedScope } from "./scope.js";
-import { crawlPage, type PageContext } from "./crawlPage.js";
 import { StopControl } from "./stopControl.js";
-import { SOFTWARE } from "../version.js";
+import { WaczPlan } from "./waczPlan.js";
 
 export interface CrawlOutcome {
   exitCode: ExitCodeValue;
   stats: CrawlStats;
-  waczPath: string | null;
+  waczPaths: string[];
   /** One line saying why the crawl failed (exit code 1). */
   failure: string | null;
 }
@@ -41,10 +45,11 @@ export interface CrawlStats {
   bytesWritten: number;
   elapsedSeconds: number;
   status: "done" | "interrupted" | "limit-reached" | "failed";
+  committed: boolean;
 }
 
 /**
- * A crawl, start to finish: page -> exchanges -> records -> WARC -> index -> WACZ.
+ * A crawl, start to finish: page -> exchanges -> records -> WARC -> index -> WACZ -> commit.
  * Opens Redis and the browser, runs the workers until the shared queue is drained or a stop is asked
  * for, then packages what this process captured.
  */
@@ -56,11 +61,18 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
 
   const processId = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const { redis, embedded } = await openStateRedis(options, paths);
-  const state = new CrawlState(redis, options.crawlId, processId);
-  const progress = new ProgressLine();
+  let dedupeRedis: Redis | null = null;
   let browser: LaunchedBrowser | null = null;
   let heartbeat: NodeJS.Timeout | null = null;
+  const state = new CrawlState(redis, options.crawlId, processId);
   try {
+    dedupeRedis = await connectRedis(options.redisDedupeUrl ?? urlOf(redis), options.redisDedupeUrl ? "dedupe Redis (--redisDedupeUrl)" : "dedupe index Redis", { failFast: true });
+    const dedupe = new DedupeIndex(dedupeRedis, options.crawlId);
+    await dedupe.registerCrawl();
+    const dependencies = new DependencyTracker(redis, state.keys, options.crawlId);
+    const plan = new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: "main" });
+    const pageList = new PageList(paths.pages, plan.waczFilename(0));
+
     await state.heartbeat();
     heartbeat = setInterval(() => void state.heartbeat().catch(() => undefined), 5000);
     await state.setStatus("running");
@@ -78,16 +90,19 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       warcinfo: {
         software: SOFTWARE,
         format: "WARC File Format 1.1",
-        "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+        conformsTo: "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
         "crawl-id": options.crawlId,
         ...(options.title ? { title: options.title } : {}),
       },
+      onFileOpened: async (filename) => void (await plan.assignWarc(filename)),
+      onFileClosed: (filename, size) => plan.warcClosed(filename, size),
     });
-    const recorder = new ExchangeRecorder(writer, state);
+    const deduplicator = new Deduplicator(dedupe, dependencies, options.dedupeMinSize);
+    const recorder = new ExchangeRecorder(writer, state, deduplicator, (warc) => plan.waczIndexOf(warc));
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => writer.bytesWritten });
 
     browser = await launchBrowser({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent });
-    const context: PageContext = { options, state, scopes, pageList: new PageList(paths.pages), stop };
+    const context: PageContext = { options, state, scopes, pageList, stop, currentWacz: () => plan.currentWaczFilename() };
     const workers = Array.from({ length: options.workers }, (_, i) =>
       new PageWorker(i, browser!.browser, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
@@ -95,11 +110,12 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
         userAgent: options.userAgent,
         storeExchange: async (exchange) => {
           const outcome = await recorder.record(exchange);
-          if (outcome.kind === "written") logger.debug("writer", "exchange stored", describeExchange(exchange));
+          if (outcome.kind !== "skipped") logger.debug("writer", `${outcome.kind} stored`, describeExchange(exchange));
         },
       }),
     );
 
+    const progress = new ProgressLine();
     let ticks = 0;
     const progressTimer = setInterval(() => {
       const logStats = options.logging.includes("stats") && ++ticks % 30 === 0;
@@ -121,7 +137,21 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
 
     const counts = await state.counts();
     const finished = counts.queued === 0 && counts.pending === 0;
-    const status: CrawlStats["status"] = stop.reason === "signal" ? "interrupted" : finished ? "done" : "limit-reached";
+    let status: CrawlStats["status"] = stop.reason === "signal" ? "interrupted" : finished ? "done" : "limit-reached";
+    let failure: string | null = null;
+    if (counts.done === 0 && counts.failed > 0) {
+      const failures = await state.failedPages();
+      status = "failed";
+      failure = `no page could be crawled: ${failures[0]?.url} failed: ${failures[0]?.reason}`;
+      logger.error("crawl", failure, { failures });
+    }
+
+    const waczPaths = options.generateWACZ
+      ? (await packageWaczFiles({ options, archiveDir: paths.archive, outputDir: paths.root, plan, pageList, dedupe, dependencies })).map((r) => r.path)
+      : [];
+    // Only a crawl that ran to the end joins the merged index; interrupted or limited ones can resume.
+    const committed = status === "done" ? await commitFinishedCrawl(dedupe) : false;
+
     const stats: CrawlStats = {
       crawlId: options.crawlId,
       crawled: counts.done,
@@ -133,28 +163,18 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       bytesWritten: writer.bytesWritten,
       elapsedSeconds: Math.round((Date.now() - started) / 100) / 10,
       status,
+      committed,
     };
-
-    let waczPath: string | null = null;
-    if (options.generateWACZ) waczPath = await packageCollection(options, paths);
-
-    let failure: string | null = null;
-    if (counts.done === 0 && counts.failed > 0) {
-      const failures = await state.failedPages();
-      stats.status = "failed";
-      failure = `no page could be crawled: ${failures[0]?.url} failed: ${failures[0]?.reason}`;
-      logger.error("crawl", failure, { failures });
-    }
     await state.setStatus(stats.status);
     if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");
     logger.info("crawl", `crawl ${stats.status}`, { ...stats });
-    const exitCode =
-      stats.status === "failed" ? ExitCode.Failed : stats.status === "interrupted" ? ExitCode.Interrupted : ExitCode.Finished;
-    return { exitCode, stats, waczPath, failure };
+    const exitCode = status === "failed" ? ExitCode.Failed : status === "interrupted" ? ExitCode.Interrupted : ExitCode.Finished;
+    return { exitCode, stats, waczPaths, failure };
   } finally {
     if (heartbeat) clearInterval(heartbeat);
     await browser?.close();
     await state.clearHeartbeat().catch(() => undefined);
+    dedupeRedis?.disconnect();
     redis.disconnect();
     await embedded?.stop();
   }
@@ -193,31 +213,13 @@ async function openStateRedis(
   }
 }
 
-/** Package every WARC of the collection with its pages into the collection's WACZ. */
-async function packageCollection(options: CrawlOptions, paths: CollectionPaths): Promise<string> {
-  const warcFiles = readdirSync(paths.archive)
-    .filter((f) => f.endsWith(".warc.gz"))
-    .sort()
-    .map((f) => join(paths.archive, f));
-  const result = await writeWacz({
-    outputPath: paths.wacz,
-    warcFiles,
-    // Either list may not exist yet (no seed page loaded, or no page besides the seeds).
-    pagesFile: existingFile(join(paths.pages, "pages.jsonl")),
-    extraPagesFile: existingFile(join(paths.pages, "extraPages.jsonl")),
-    software: SOFTWARE,
-    title: options.title ?? undefined,
-    description: options.description ?? undefined,
-  });
-  logger.info("wacz", "WACZ written", { path: result.path, size: result.size, hash: result.hash, cdxLines: result.cdxLines });
-  return result.path;
-}
-
-function existingFile(path: string): string | undefined {
-  return existsSync(path) ? path : undefined;
+/** The URL an open connection was made with (to open a second connection to the same server). */
+function urlOf(redis: Redis): string {
+  const { host, port, db, password, username } = redis.options;
+  const auth = password ? `${encodeURIComponent(username ?? "")}:${encodeURIComponent(password)}@` : "";
+  return `redis://${auth}${host}:${port}/${db ?? 0}`;
 }
 
 export function timestamp14(date: Date): string {
   return date.toISOString().replace(/[-:T]/g, "").slice(0, 14);
 }
-

@@ -19,19 +19,25 @@ const HEADERS = {
   extraPages: { format: "json-pages-1.0", id: "extra-pages", title: "Extra Pages" },
 };
 
-/** Appends crawled pages to pages/pages.jsonl (seeds) and pages/extraPages.jsonl (the rest). */
+/**
+ * Appends crawled pages to pages/pages.jsonl (seeds) and pages/extraPages.jsonl (the rest). When a crawl
+ * rolls over into more WACZ files, the pages of a later WACZ go to pages/<wacz name>/ instead.
+ */
 export class PageList {
-  readonly pagesFile: string;
-  readonly extraPagesFile: string;
+  constructor(
+    private readonly pagesDir: string,
+    private readonly primaryWacz: string,
+  ) {}
 
-  constructor(pagesDir: string) {
-    this.pagesFile = join(pagesDir, "pages.jsonl");
-    this.extraPagesFile = join(pagesDir, "extraPages.jsonl");
+  files(waczFilename: string): { pagesFile: string; extraPagesFile: string } {
+    const dir = waczFilename === this.primaryWacz ? this.pagesDir : join(this.pagesDir, waczFilename.replace(/\.wacz$/, ""));
+    return { pagesFile: join(dir, "pages.jsonl"), extraPagesFile: join(dir, "extraPages.jsonl") };
   }
 
-  add(entry: PageEntry): void {
+  add(entry: PageEntry, waczFilename: string): void {
     const isSeed = entry.seed;
-    const file = isSeed ? this.pagesFile : this.extraPagesFile;
+    const { pagesFile, extraPagesFile } = this.files(waczFilename);
+    const file = isSeed ? pagesFile : extraPagesFile;
     if (!existsSync(file)) {
       mkdirSync(dirname(file), { recursive: true });
       appendFileSync(file, JSON.stringify(isSeed ? HEADERS.pages : HEADERS.extraPages) + "\n");

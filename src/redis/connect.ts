@@ -6,17 +6,28 @@ export class RedisUnreachableError extends Error {}
  * Connect to a Redis URL and check it answers. Commands made later retry with backoff while the
  * server is briefly away (restart), instead of failing the crawl.
  */
-export async function connectRedis(url: string, what: string, connectTimeoutMs = 5000): Promise<Redis> {
+export async function connectRedis(
+  url: string,
+  what: string,
+  options: { connectTimeoutMs?: number; failFast?: boolean } = {},
+): Promise<Redis> {
+  const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
   const redis = new Redis(url, {
     lazyConnect: true,
     connectTimeout: connectTimeoutMs,
-    maxRetriesPerRequest: null,
     retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5000),
+    // failFast: while the server is away, commands fail at once instead of queueing (the caller has a
+    // fallback, e.g. dedupe writes the full response); it still reconnects in the background.
+    ...(options.failFast
+      ? { maxRetriesPerRequest: 0, enableOfflineQueue: false, commandTimeout: 3000 }
+      : { maxRetriesPerRequest: null }),
   });
   let lastError = "";
   redis.on("error", (err: Error) => (lastError = err.message));
   try {
+    // Offline queue off means even the first command must wait for "ready".
     await withTimeout(redis.connect(), connectTimeoutMs);
+    if (redis.status !== "ready") await withTimeout(new Promise((r) => redis.once("ready", r)), connectTimeoutMs);
     await withTimeout(redis.ping(), connectTimeoutMs);
   } catch (err) {
     redis.disconnect();

@@ -29,6 +29,18 @@ export function crawlStateKeys(crawlId: string) {
     processHeartbeat: (processId: string) => `${p}:proc:${processId}`,
     /** String: "running" | "done" | "interrupted" ... */
     status: `${p}:status`,
+    /** Set of other crawl ids whose records this crawl's revisits point at. */
+    requiredCrawls: `${p}:reqCrawls`,
+    /** Set of "<crawlId> <waczIndex>" WACZ files this crawl's revisits point at. */
+    dupeRefs: `${p}:duperefs`,
+    /** The same, for the revisits held by one of this crawl's WACZ files (its relation.requires). */
+    dupeRefsOfWacz: (waczIndex: number) => `${p}:duperefs:${waczIndex}`,
+    /** Hash WARC filename -> the WACZ filename it is packaged into. */
+    warcToWacz: `${p}:warcs`,
+    /** Hash WACZ filename -> bytes of the closed WARC files assigned to it (for WACZ rollover). */
+    waczBytes: `${p}:waczbytes`,
+    /** List of one writer's WACZ filenames, in order. */
+    waczNames: (writer: string) => `${p}:wacznames:${writer}`,
   };
 }
 

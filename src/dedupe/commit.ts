@@ -1,0 +1,66 @@
+import type { Redis } from "ioredis";
+import { dedupeKeys, LUA_KEY } from "./keys.js";
+
+// Merge one HSCAN page of h:<crawlId> into allhashes server-side (first writer wins), so only the
+// cursor crosses the network: a million hashes commit in a few hundred calls.
+const MERGE_PAGE_LUA = `
+local page = redis.call('HSCAN', ${LUA_KEY.crawlHashes("ARGV[1]")}, ARGV[2], 'COUNT', tonumber(ARGV[3]))
+local fields = page[2]
+for i = 1, #fields, 2 do
+  redis.call('HSETNX', KEYS[1], fields[i], ARGV[1])
+end
+return page[1]
+`;
+
+// The step that makes a commit count: atomic, so a crash before it repeats only idempotent work and a
+// second commit finds the crawl in allcrawls and adds nothing.
+const FINALIZE_LUA = `
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then
+  redis.call('SREM', KEYS[2], ARGV[1])
+  return 0
+end
+local counts = redis.call('HGETALL', KEYS[3])
+for i = 1, #counts, 2 do
+  redis.call('HINCRBY', KEYS[4], counts[i], tonumber(counts[i + 1]))
+end
+redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('SADD', KEYS[1], ARGV[1])
+return 1
+`;
+
+export interface CommitResult {
+  crawlId: string;
+  /** False when the crawl had been committed before (nothing was added twice). */
+  committed: boolean;
+  hashes: number;
+  seconds: number;
+}
+
+/** Merge a finished crawl into the index: its hashes into allhashes, its counts into allcounts. */
+export async function commitCrawl(redis: Redis, crawlId: string, pageSize = 5000): Promise<CommitResult> {
+  const started = performance.now();
+  let cursor = "0";
+  do {
+    cursor = (await redis.eval(MERGE_PAGE_LUA, 1, dedupeKeys.allHashes, crawlId, cursor, pageSize)) as string;
+  } while (cursor !== "0");
+  const added = (await redis.eval(
+    FINALIZE_LUA, 4, dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.crawlCounts(crawlId), dedupeKeys.allCounts, crawlId,
+  )) as number;
+  const hashes = await redis.hlen(dedupeKeys.crawlHashes(crawlId));
+  return { crawlId, committed: added === 1, hashes, seconds: (performance.now() - started) / 1000 };
+}
+
+export class CancelRefusedError extends Error {}
+
+/** Drop an uncommitted crawl: its three keys go and it leaves uncommittedcrawls. */
+export async function cancelCrawl(redis: Redis, crawlId: string): Promise<void> {
+  if (await redis.sismember(dedupeKeys.allCrawls, crawlId)) {
+    throw new CancelRefusedError(`crawl ${crawlId} is committed; remove it with indexer --sourceUrl ... --remove instead`);
+  }
+  await redis
+    .multi()
+    .del(dedupeKeys.crawlHashes(crawlId), dedupeKeys.crawlCounts(crawlId), dedupeKeys.crawlWaczList(crawlId))
+    .srem(dedupeKeys.uncommittedCrawls, crawlId)
+    .exec();
+}
+

@@ -1,0 +1,116 @@
+import type { Redis } from "ioredis";
+import {
+  COUNT_FIELDS,
+  dedupeKeys,
+  formatHashEntry,
+  LUA_KEY,
+  parseHashEntry,
+  parseWaczEntry,
+  type CountField,
+  type HashEntry,
+  type WaczEntry,
+} from "./keys.js";
+
+/** A confirmed original capture of a payload, found in the dedupe index. */
+export interface OriginalCapture extends HashEntry {
+  crawlId: string;
+  /** The WACZ holding it, when its c:<crawlId>:wacz entry exists. */
+  waczFilename: string | null;
+}
+
+// One round trip: this crawl's own hashes first, then the merged index of committed crawls.
+const LOOKUP_LUA = `
+local value = redis.call('HGET', KEYS[1], ARGV[1])
+local crawl = ARGV[2]
+if not value then
+  crawl = redis.call('HGET', KEYS[2], ARGV[1])
+  if not crawl then return false end
+  value = redis.call('HGET', ${LUA_KEY.crawlHashes("crawl")}, ARGV[1])
+  if not value then return false end
+end
+local index = tonumber(string.match(value, '^(%d+) '))
+local wacz = false
+if index then wacz = redis.call('LINDEX', ${LUA_KEY.crawlWaczList("crawl")}, index) end
+return {crawl, value, wacz}
+`;
+
+// Push a WACZ placeholder unless this filename is listed already (a restarted crawl reuses its entry).
+const REGISTER_WACZ_LUA = `
+local entries = redis.call('LRANGE', KEYS[1], 0, -1)
+for i, json in ipairs(entries) do
+  local ok, entry = pcall(cjson.decode, json)
+  if ok and entry.filename == ARGV[1] then return i - 1 end
+end
+return redis.call('RPUSH', KEYS[1], cjson.encode({filename = ARGV[1]})) - 1
+`;
+
+// Complete a WACZ entry and add its size to totalCrawlSize, once: a repeated call changes nothing.
+const FINISH_WACZ_LUA = `
+local json = redis.call('LINDEX', KEYS[1], tonumber(ARGV[1]))
+if not json then return -1 end
+local entry = cjson.decode(json)
+local previous = tonumber(entry.size) or 0
+if entry.hash == ARGV[3] and previous == tonumber(ARGV[4]) then return 0 end
+redis.call('LSET', KEYS[1], tonumber(ARGV[1]), ARGV[2])
+redis.call('HINCRBY', KEYS[2], 'totalCrawlSize', tonumber(ARGV[4]) - previous)
+return 1
+`;
+
+/** The dedupe index as one crawl uses it: lookups, its own hashes and counts, its WACZ list. */
+export class DedupeIndex {
+  constructor(
+    readonly redis: Redis,
+    readonly crawlId: string,
+  ) {}
+
+  /** Mark this crawl as in progress (not used by other crawls until committed). */
+  async registerCrawl(): Promise<void> {
+    const committed = await this.redis.sismember(dedupeKeys.allCrawls, this.crawlId);
+    if (!committed) await this.redis.sadd(dedupeKeys.uncommittedCrawls, this.crawlId);
+  }
+
+  async lookup(digest: string): Promise<OriginalCapture | null> {
+    const result = (await this.redis.eval(
+      LOOKUP_LUA, 2, dedupeKeys.crawlHashes(this.crawlId), dedupeKeys.allHashes, digest, this.crawlId,
+    )) as [string, string, string | null] | null;
+    if (!result) return null;
+    const entry = parseHashEntry(result[1]);
+    if (!entry) return null;
+    return { ...entry, crawlId: result[0], waczFilename: parseWaczEntry(result[2])?.filename ?? null };
+  }
+
+  /** Record this crawl's original response for a digest; the first writer wins. */
+  async addOriginal(digest: string, entry: HashEntry): Promise<boolean> {
+    return (await this.redis.hsetnx(dedupeKeys.crawlHashes(this.crawlId), digest, formatHashEntry(entry))) === 1;
+  }
+
+  async addCounts(counts: Partial<Record<CountField, number>>): Promise<void> {
+    const key = dedupeKeys.crawlCounts(this.crawlId);
+    const pipeline = this.redis.pipeline();
+    for (const [field, amount] of Object.entries(counts)) if (amount) pipeline.hincrby(key, field, amount);
+    await pipeline.exec();
+  }
+
+  async counts(crawlId = this.crawlId): Promise<Record<CountField, number>> {
+    const raw = await this.redis.hgetall(dedupeKeys.crawlCounts(crawlId));
+    return Object.fromEntries(COUNT_FIELDS.map((f) => [f, Number(raw[f] ?? 0)])) as Record<CountField, number>;
+  }
+
+  /** The WACZ's index in c:<crawlId>:wacz, pushing a placeholder the first time. */
+  async registerWacz(filename: string): Promise<number> {
+    return (await this.redis.eval(REGISTER_WACZ_LUA, 1, dedupeKeys.crawlWaczList(this.crawlId), filename)) as number;
+  }
+
+  async finishWacz(index: number, entry: Required<WaczEntry>): Promise<void> {
+    const json = JSON.stringify({ filename: entry.filename, hash: entry.hash, size: entry.size });
+    const result = (await this.redis.eval(
+      FINISH_WACZ_LUA, 2, dedupeKeys.crawlWaczList(this.crawlId), dedupeKeys.crawlCounts(this.crawlId),
+      index, json, entry.hash, entry.size,
+    )) as number;
+    if (result < 0) throw new Error(`c:${this.crawlId}:wacz has no entry ${index}`);
+  }
+
+  async waczEntries(crawlId = this.crawlId): Promise<(WaczEntry | null)[]> {
+    return (await this.redis.lrange(dedupeKeys.crawlWaczList(crawlId), 0, -1)).map(parseWaczEntry);
+  }
+}

@@ -1,0 +1,97 @@
+import { errorMessage, logger } from "../log/logger.js";
+import type { DedupeIndex, OriginalCapture } from "./dedupeIndex.js";
+import type { DependencyTracker } from "./dependencies.js";
+import { warcDateToDigits } from "./keys.js";
+
+/**
+ * Payloads under this size stay full responses by default: a revisit record (WARC headers plus the HTTP
+ * headers) is about as large as such a response, so deduping them saves nothing and adds a dependency.
+ */
+export const DEFAULT_DEDUPE_MIN_SIZE = 512;
+
+/** Where a written record landed, as the dedupe index needs it. */
+export interface RecordPlacement {
+  url: string;
+  /** WARC-Date as written. */
+  date: string;
+  /** Record length in the WARC. */
+  length: number;
+  /** Index in c:<crawlId>:wacz of the WACZ this record is packaged into. */
+  waczIndex: number;
+}
+
+/**
+ * Where dedupe decisions are made: response or revisit. Never throws: when the index cannot answer, the
+ * answer is "write the full response" (a revisit is only written against a confirmed original).
+ */
+export class Deduplicator {
+  private readonly digestLocks = new Map<string, Promise<unknown>>();
+  private lastFailureLog = 0;
+
+  constructor(
+    private readonly index: DedupeIndex,
+    private readonly dependencies: DependencyTracker,
+    private readonly minSize = DEFAULT_DEDUPE_MIN_SIZE,
+  ) {}
+
+  /**
+   * Run `work` for a digest while no other exchange of the same digest is in progress in this process,
+   * so the second of two identical payloads sees the first one's index entry.
+   */
+  async withDigestLock<T>(digest: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.digestLocks.get(digest) ?? Promise.resolve();
+    const current = previous.catch(() => undefined).then(work);
+    this.digestLocks.set(digest, current);
+    try {
+      return await current;
+    } finally {
+      if (this.digestLocks.get(digest) === current) this.digestLocks.delete(digest);
+    }
+  }
+
+  /** Only successful, non-empty payloads of at least the minimum size are deduped. */
+  isEligible(status: number, payloadSize: number): boolean {
+    return status >= 200 && status < 300 && status !== 206 && payloadSize > 0 && payloadSize >= this.minSize;
+  }
+
+  async findOriginal(digest: string): Promise<OriginalCapture | null> {
+    try {
+      return await this.index.lookup(digest);
+    } catch (err) {
+      this.logFailure("lookup failed; writing the full response", err);
+      return null;
+    }
+  }
+
+  async noteResponse(digest: string, response: RecordPlacement, eligible: boolean): Promise<void> {
+    try {
+      if (eligible) {
+        await this.index.addOriginal(digest, {
+          waczIndex: response.waczIndex,
+          date: warcDateToDigits(response.date),
+          url: response.url,
+          size: response.length,
+        });
+      }
+      await this.index.addCounts({ totalUrls: 1 });
+    } catch (err) {
+      this.logFailure("could not index a response", err);
+    }
+  }
+
+  async noteRevisit(original: OriginalCapture, revisit: RecordPlacement): Promise<void> {
+    try {
+      await this.dependencies.record(original.crawlId, original.waczIndex, revisit.waczIndex);
+      await this.index.addCounts({ totalUrls: 1, dupeUrls: 1, conservedSize: original.size - revisit.length });
+    } catch (err) {
+      this.logFailure("could not record a revisit", err);
+    }
+  }
+
+  private logFailure(message: string, err: unknown): void {
+    // The crawl goes on; one line every few seconds is enough while the index is away.
+    if (Date.now() - this.lastFailureLog < 5000) return;
+    this.lastFailureLog = Date.now();
+    logger.warn("dedupe", `dedupe index unavailable: ${message}`, { error: errorMessage(err) });
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * The dedupe index's Redis layout and value formats: the one place they are defined
+ * (see ../shared/reference/dedupe-architecture.md).
+ *
+ *   h:<crawlId>            hash   payload digest -> "<waczIndex> <date> <url> <size>"
+ *   h:<crawlId>:counts     hash   totalCrawlSize, totalUrls, dupeUrls, conservedSize
+ *   c:<crawlId>:wacz       list   JSON {"filename"} placeholder, later {"filename","hash","size"}
+ *   uncommittedcrawls      set    crawls being written, not used for lookups by other crawls
+ *   allcrawls              set    committed crawls
+ *   allhashes              hash   payload digest -> crawlId (first committed crawl wins)
+ *   allcounts              hash   sums of committed crawls' counts, plus removedCrawls, removedCrawlSize
+ */
+export const dedupeKeys = {
+  crawlHashes: (crawlId: string) => `h:${crawlId}`,
+  crawlCounts: (crawlId: string) => `h:${crawlId}:counts`,
+  crawlWaczList: (crawlId: string) => `c:${crawlId}:wacz`,
+  uncommittedCrawls: "uncommittedcrawls",
+  allCrawls: "allcrawls",
+  allHashes: "allhashes",
+  allCounts: "allcounts",
+} as const;
+
+/** Lua fragments build the same names server-side; keep them next to the functions above. */
+export const LUA_KEY = {
+  crawlHashes: (idExpr: string) => `'h:' .. ${idExpr}`,
+  crawlWaczList: (idExpr: string) => `'c:' .. ${idExpr} .. ':wacz'`,
+} as const;
+
+export const COUNT_FIELDS = ["totalCrawlSize", "totalUrls", "dupeUrls", "conservedSize"] as const;
+export type CountField = (typeof COUNT_FIELDS)[number];
+export const REMOVED_COUNT_FIELDS = ["removedCrawls", "removedCrawlSize"] as const;
+
+/** Where an original response record is: the value of h:<crawlId>[digest]. */
+export interface HashEntry {
+  waczIndex: number;
+  /** WARC-Date as digits: YYYYMMDDhhmmss plus optional fraction digits. */
+  date: string;
+  url: string;
+  /** Length of the response record in its WARC. */
+  size: number;
+}
+
+export function formatHashEntry(entry: HashEntry): string {
+  return `${entry.waczIndex} ${entry.date} ${entry.url} ${entry.size}`;
+}
+
+/** Parse "<waczIndex> <date> <url> <size>": first two tokens and the last are fixed, so a URL with spaces survives. */
+export function parseHashEntry(value: string): HashEntry | null {
+  const first = value.indexOf(" ");
+  const second = value.indexOf(" ", first + 1);
+  const last = value.lastIndexOf(" ");
+  if (first < 1 || second <= first || last <= second) return null;
+  const waczIndex = Number(value.slice(0, first));
+  const date = value.slice(first + 1, second);
+  const url = value.slice(second + 1, last);
+  const size = Number(value.slice(last + 1));
+  if (!Number.isInteger(waczIndex) || !/^\d{14,}$/.test(date) || !url || !Number.isFinite(size)) return null;
+  return { waczIndex, date, url, size };
+}
+
+/** One entry of c:<crawlId>:wacz. */
+export interface WaczEntry {
+  filename: string;
+  hash?: string;
+  size?: number;
+}
+
+export function parseWaczEntry(json: string | null): WaczEntry | null {
+  if (!json) return null;
+  try {
+    const entry = JSON.parse(json) as WaczEntry;
+    return typeof entry.filename === "string" ? entry : null;
+  } catch {
+    return null;
+  }
+}
+
+/** "2026-01-02T03:04:05.678Z" -> "20260102030405678" (WARC-Date as digits, fraction kept). */
+export function warcDateToDigits(warcDate: string): string {
+  return warcDate.replace(/[-:TZ.]/g, "");
+}
+
+/** "20260102030405678" -> "2026-01-02T03:04:05.678Z": the exact inverse of warcDateToDigits. */
+export function digitsToWarcDate(digits: string): string {
+  const base = `${digits.slice(0, 4)}-${digits.slice(4, 6)}-${digits.slice(6, 8)}T${digits.slice(8, 10)}:${digits.slice(10, 12)}:${digits.slice(12, 14)}`;
+  const fraction = digits.slice(14);
+  return fraction ? `${base}.${fraction}Z` : `${base}Z`;
+}
