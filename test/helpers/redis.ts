@@ -17,6 +17,7 @@ export async function startTestRedis(persist = false): Promise<TestRedis> {
   const server = new EmbeddedRedis({ dataDir: dir, persist });
   const url = await server.start();
   const client = new Redis(url);
+  client.on("error", () => {}); // tests stop servers on purpose
   return {
     url,
     server,
