@@ -11,7 +11,7 @@ import { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import { Deduplicator } from "../dedupe/deduplicator.js";
 import { DependencyTracker } from "../dedupe/dependencies.js";
 import { logger } from "../log/logger.js";
-import { ProgressLine } from "../log/progress.js";
+import { formatCrawlProgress, ProgressLine } from "../log/progress.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
 import { connectRedis } from "../redis/connect.js";
 import { CrawlState } from "../state/crawlState.js";
@@ -120,7 +120,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     const progressTimer = setInterval(() => {
       const logStats = options.logging.includes("stats") && ++ticks % 30 === 0;
       void state.counts().then((c) => {
-        progress.update({ ...c, bytesWritten: writer.bytesWritten });
+        progress.update(formatCrawlProgress({ ...c, bytesWritten: writer.bytesWritten }));
         if (logStats) logger.info("stats", "crawl statistics", { ...c, bytesWritten: writer.bytesWritten });
       }, () => undefined);
     }, 1000);

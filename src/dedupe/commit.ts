@@ -39,15 +39,20 @@ export interface CommitResult {
 /** Merge a finished crawl into the index: its hashes into allhashes, its counts into allcounts. */
 export async function commitCrawl(redis: Redis, crawlId: string, pageSize = 5000): Promise<CommitResult> {
   const started = performance.now();
-  let cursor = "0";
-  do {
-    cursor = (await redis.eval(MERGE_PAGE_LUA, 1, dedupeKeys.allHashes, crawlId, cursor, pageSize)) as string;
-  } while (cursor !== "0");
+  await mergeCrawlHashes(redis, crawlId, pageSize);
   const added = (await redis.eval(
     FINALIZE_LUA, 4, dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.crawlCounts(crawlId), dedupeKeys.allCounts, crawlId,
   )) as number;
   const hashes = await redis.hlen(dedupeKeys.crawlHashes(crawlId));
   return { crawlId, committed: added === 1, hashes, seconds: (performance.now() - started) / 1000 };
+}
+
+/** Add every hash of h:<crawlId> to allhashes unless another crawl has it already (idempotent). */
+export async function mergeCrawlHashes(redis: Redis, crawlId: string, pageSize = 5000): Promise<void> {
+  let cursor = "0";
+  do {
+    cursor = (await redis.eval(MERGE_PAGE_LUA, 1, dedupeKeys.allHashes, crawlId, cursor, pageSize)) as string;
+  } while (cursor !== "0");
 }
 
 export class CancelRefusedError extends Error {}

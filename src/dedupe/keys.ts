@@ -9,6 +9,17 @@
  *   allcrawls              set    committed crawls
  *   allhashes              hash   payload digest -> crawlId (first committed crawl wins)
  *   allcounts              hash   sums of committed crawls' counts, plus removedCrawls, removedCrawlSize
+ *
+ * Import tracking (the indexer):
+ *   src:q                  list   queued WACZ resources (JSON)
+ *   src:qset               set    names of WACZ files queued (the same WACZ at another path is queued once)
+ *   src:d                  set    names of WACZ files imported
+ *   src:info               hash   name -> JSON {crawlId, requires: [crawlId...]} of each imported WACZ
+ *   pending:q              hash   name -> JSON resource being imported now
+ *   pending:lease:<name>   string the importer holding that entry; expires if the importer dies
+ *   import:stage:<name>    hash   response hashes of a WACZ being imported, merged when it is complete
+ *   updateProgress         string fraction of queued WACZ files imported
+ *   last_update_ts         string when the last import run finished (ISO 8601)
  */
 export const dedupeKeys = {
   crawlHashes: (crawlId: string) => `h:${crawlId}`,
@@ -18,6 +29,15 @@ export const dedupeKeys = {
   allCrawls: "allcrawls",
   allHashes: "allhashes",
   allCounts: "allcounts",
+  importQueue: "src:q",
+  importQueued: "src:qset",
+  importDone: "src:d",
+  importInfo: "src:info",
+  importPending: "pending:q",
+  importLease: (name: string) => `pending:lease:${name}`,
+  importStage: (name: string) => `import:stage:${name}`,
+  updateProgress: "updateProgress",
+  lastUpdate: "last_update_ts",
 } as const;
 
 /** Lua fragments build the same names server-side; keep them next to the functions above. */

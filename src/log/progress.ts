@@ -8,6 +8,13 @@ export interface ProgressFigures {
   bytesWritten: number;
 }
 
+export function formatCrawlProgress(figures: ProgressFigures): string {
+  return (
+    `pages ${figures.done} done, ${figures.pending} in progress, ${figures.queued} queued, ` +
+    `${figures.failed} failed | ${formatBytes(figures.bytesWritten)} written`
+  );
+}
+
 export function formatBytes(bytes: number): string {
   const units = ["B", "KB", "MB", "GB", "TB"];
   let value = bytes;
@@ -19,7 +26,7 @@ export function formatBytes(bytes: number): string {
   return `${value.toFixed(unit ? 1 : 0)} ${units[unit]}`;
 }
 
-/** A live one-line progress display on a terminal; silent when stderr is not a TTY. */
+/** A live one-line progress display on a terminal; silent when stderr is not a TTY (JSON logs only). */
 export class ProgressLine {
   private lastLine = "";
   private readonly enabled = Boolean(process.stderr.isTTY);
@@ -28,11 +35,9 @@ export class ProgressLine {
     if (this.enabled) logger.beforeStderrWrite = () => this.clear();
   }
 
-  update(figures: ProgressFigures): void {
+  update(line: string): void {
     if (!this.enabled) return;
-    this.lastLine =
-      `pages ${figures.done} done, ${figures.pending} in progress, ${figures.queued} queued, ` +
-      `${figures.failed} failed | ${formatBytes(figures.bytesWritten)} written`;
+    this.lastLine = line;
     process.stderr.write(`\r\x1b[2K${this.lastLine}`);
   }
 

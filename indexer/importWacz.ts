@@ -1,0 +1,237 @@
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { Redis } from "ioredis";
+import { COUNT_FIELDS, dedupeKeys, formatHashEntry, LUA_KEY } from "../src/dedupe/keys.js";
+import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
+import { iterWaczCdxj, openWacz, parseCdxjLine, type WaczReader } from "../src/wacz/index.js";
+import type { ImportResource } from "./sources.js";
+
+/** Keep the earlier capture when two WACZ files of a crawl hold the same payload (order-independent). */
+const EARLIER_LUA_FN = `
+local function earlier(a, b)
+  local da = string.match(a, '^%d+ (%d+) ')
+  local db = string.match(b, '^%d+ (%d+) ')
+  return string.sub(da, 1, 14) < string.sub(db, 1, 14)
+end
+`;
+
+// Stage a batch of digest/value pairs; within one WACZ the first line of a digest wins.
+const STAGE_LUA = `
+for i = 1, #ARGV, 2 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
+`;
+
+// Merge one HSCAN page of the staged hashes into h:<crawlId> and allhashes (first writer wins there).
+const MERGE_STAGE_LUA = `${EARLIER_LUA_FN}
+local page = redis.call('HSCAN', KEYS[1], ARGV[2], 'COUNT', tonumber(ARGV[3]))
+local fields = page[2]
+for i = 1, #fields, 2 do
+  local current = redis.call('HGET', KEYS[2], fields[i])
+  if not current or earlier(fields[i + 1], current) then redis.call('HSET', KEYS[2], fields[i], fields[i + 1]) end
+  redis.call('HSETNX', KEYS[3], fields[i], ARGV[1])
+end
+return page[1]
+`;
+
+// Sizes of the original responses of revisit digests: this WACZ's staged hashes, the crawl's own, then
+// the merged index (the same order the crawler looks them up in).
+const ORIGINAL_SIZES_LUA = `
+local sizes = {}
+for i, digest in ipairs(ARGV) do
+  if i > 1 then
+    local value = redis.call('HGET', KEYS[1], digest) or redis.call('HGET', KEYS[2], digest)
+    if not value then
+      local crawl = redis.call('HGET', KEYS[3], digest)
+      if crawl then value = redis.call('HGET', ${LUA_KEY.crawlHashes("crawl")}, digest) end
+    end
+    sizes[#sizes + 1] = value and string.match(value, ' (%d+)$') or '-1'
+  end
+end
+return sizes
+`;
+
+// The step that makes an import count, once: counts into the crawl and allcounts, the WACZ entry
+// completed, the crawl joined to allcrawls, the WACZ marked imported.
+const FINALIZE_LUA = `
+-- KEYS: importDone, crawlCounts, allCounts, waczList, allCrawls, uncommitted, importInfo, stage
+-- ARGV: name, crawlId, waczIndex, waczEntryJson, infoJson, then field/amount pairs
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 0 end
+for i = 6, #ARGV, 2 do
+  redis.call('HINCRBY', KEYS[2], ARGV[i], tonumber(ARGV[i + 1]))
+  redis.call('HINCRBY', KEYS[3], ARGV[i], tonumber(ARGV[i + 1]))
+end
+redis.call('LSET', KEYS[4], tonumber(ARGV[3]), ARGV[4])
+redis.call('SADD', KEYS[5], ARGV[2])
+redis.call('SREM', KEYS[6], ARGV[2])
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[7], ARGV[1], ARGV[5])
+redis.call('DEL', KEYS[8])
+return 1
+`;
+
+const BATCH = 2000;
+const EMPTY_PAYLOAD = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+export interface WaczImportResult {
+  name: string;
+  crawlId: string;
+  waczIndex: number;
+  lines: number;
+  responses: number;
+  revisits: number;
+  /** Already imported (by an earlier run, or written live by the crawler): nothing was added. */
+  alreadyIndexed: boolean;
+  bytesRead: number;
+  size: number;
+}
+
+export class WaczImportError extends Error {}
+
+/** CDX digests are bare hex (warcio) or prefixed; the index keys are exactly WARC-Payload-Digest. */
+export function payloadDigestOf(cdxDigest: string): string {
+  if (cdxDigest.includes(":")) return cdxDigest;
+  return (/^[0-9a-f]{64}$/i.test(cdxDigest) ? "sha256:" : "sha1:") + cdxDigest;
+}
+
+/**
+ * Import one WACZ into the dedupe index. Response hashes are staged under import:stage:<name> and
+ * merged only once the whole index has been read, so a bad WACZ leaves nothing behind; the counts are
+ * added in one atomic step, so a re-run (or a crash before that step) never counts twice.
+ */
+export async function importWacz(redis: Redis, resource: ImportResource, onProgress?: () => Promise<void>): Promise<WaczImportResult> {
+  const reader = await openWacz(resource.location);
+  try {
+    const datapackage = await readDatapackage(reader);
+    const index = new DedupeIndex(redis, resource.crawlId);
+    const waczIndex = await index.registerWacz(resource.name);
+    const size = resource.size ?? reader.size;
+    const hash = resource.hash ?? (await localFileHash(resource.location)) ?? "";
+    const result: WaczImportResult = {
+      name: resource.name, crawlId: resource.crawlId, waczIndex, lines: 0, responses: 0, revisits: 0,
+      alreadyIndexed: false, bytesRead: 0, size,
+    };
+
+    const known = (await index.waczEntries())[waczIndex];
+    if (known?.hash && known.hash === hash && (await redis.sismember(dedupeKeys.allCrawls, resource.crawlId))) {
+      // The crawler committed this WACZ live: its hashes and counts are in the index already.
+      await finalize(redis, resource, waczIndex, { filename: resource.name, hash, size }, datapackage.requires, {});
+      return { ...result, alreadyIndexed: true, bytesRead: reader.bytesRead };
+    }
+
+    const stage = dedupeKeys.importStage(resource.name);
+    await redis.del(stage);
+    try {
+      // Pass 1: stage response hashes and count lines (a truncated or malformed index fails here).
+      let batch: string[] = [];
+      const flush = async () => {
+        if (batch.length) await redis.eval(STAGE_LUA, 1, stage, ...batch);
+        batch = [];
+      };
+      for await (const line of iterWaczCdxj(reader)) {
+        const cdx = parseCdxjLine(line);
+        result.lines += 1;
+        if (cdx.mime === "warc/revisit") {
+          result.revisits += 1;
+          continue;
+        }
+        result.responses += 1;
+        const status = Number(cdx.status ?? 0);
+        if (!cdx.digest || status < 200 || status >= 300 || status === 206) continue;
+        const digest = payloadDigestOf(cdx.digest);
+        if (digest === EMPTY_PAYLOAD) continue;
+        batch.push(digest, formatHashEntry({ waczIndex, date: cdx.timestamp, url: cdx.url, size: Number(cdx.length ?? 0) }));
+        if (batch.length >= BATCH * 2) {
+          await flush();
+          await onProgress?.();
+        }
+      }
+      await flush();
+
+      // Pass 2: what each revisit conserved, from the size of the original it points at.
+      let conservedSize = 0;
+      let revisitBatch: { digest: string; length: number }[] = [];
+      const flushRevisits = async () => {
+        if (!revisitBatch.length) return;
+        const sizes = (await redis.eval(
+          ORIGINAL_SIZES_LUA, 3, stage, dedupeKeys.crawlHashes(resource.crawlId), dedupeKeys.allHashes,
+          "-", ...revisitBatch.map((r) => r.digest),
+        )) as string[];
+        revisitBatch.forEach((r, i) => {
+          const original = Number(sizes[i]);
+          if (original >= 0) conservedSize += original - r.length;
+        });
+        revisitBatch = [];
+      };
+      if (result.revisits) {
+        for await (const line of iterWaczCdxj(reader)) {
+          const cdx = parseCdxjLine(line);
+          if (cdx.mime !== "warc/revisit" || !cdx.digest) continue;
+          revisitBatch.push({ digest: payloadDigestOf(cdx.digest), length: Number(cdx.length ?? 0) });
+          if (revisitBatch.length >= BATCH) await flushRevisits();
+        }
+        await flushRevisits();
+      }
+
+      // Merge the staged hashes (idempotent), then count once.
+      let cursor = "0";
+      do {
+        cursor = (await redis.eval(
+          MERGE_STAGE_LUA, 3, stage, dedupeKeys.crawlHashes(resource.crawlId), dedupeKeys.allHashes, resource.crawlId, cursor, 5000,
+        )) as string;
+        await onProgress?.();
+      } while (cursor !== "0");
+      await finalize(redis, resource, waczIndex, { filename: resource.name, hash, size }, datapackage.requires, {
+        totalUrls: result.responses + result.revisits,
+        dupeUrls: result.revisits,
+        conservedSize,
+        totalCrawlSize: size,
+      });
+    } catch (err) {
+      await redis.del(stage).catch(() => undefined);
+      throw err;
+    }
+    return { ...result, bytesRead: reader.bytesRead };
+  } finally {
+    await reader.close();
+  }
+}
+
+async function finalize(
+  redis: Redis,
+  resource: ImportResource,
+  waczIndex: number,
+  entry: { filename: string; hash: string; size: number },
+  requires: string[],
+  counts: Partial<Record<(typeof COUNT_FIELDS)[number], number>>,
+): Promise<void> {
+  const pairs = Object.entries(counts).flatMap(([field, amount]) => [field, String(amount)]);
+  await redis.eval(
+    FINALIZE_LUA, 8,
+    dedupeKeys.importDone, dedupeKeys.crawlCounts(resource.crawlId), dedupeKeys.allCounts, dedupeKeys.crawlWaczList(resource.crawlId),
+    dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.importInfo, dedupeKeys.importStage(resource.name),
+    resource.name, resource.crawlId, waczIndex, JSON.stringify(entry), JSON.stringify({ crawlId: resource.crawlId, requires }),
+    ...pairs,
+  );
+}
+
+async function readDatapackage(reader: WaczReader): Promise<{ requires: string[] }> {
+  if (!reader.hasEntry("datapackage.json")) throw new WaczImportError("WACZ has no datapackage.json");
+  let datapackage: { relation?: { requires?: { crawlId?: unknown }[] } };
+  try {
+    datapackage = JSON.parse((await reader.readEntry("datapackage.json", 20_000_000)).toString("utf8"));
+  } catch (err) {
+    throw new WaczImportError(`datapackage.json is not valid JSON (${err instanceof Error ? err.message : String(err)})`);
+  }
+  const requires = (datapackage.relation?.requires ?? [])
+    .map((r) => r.crawlId)
+    .filter((id): id is string => typeof id === "string");
+  return { requires: [...new Set(requires)].sort() };
+}
+
+/** sha256 of a local WACZ (remote ones are never read whole: their hash comes from the manifest). */
+async function localFileHash(location: string): Promise<string | null> {
+  if (!location.startsWith("file:")) return null;
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(fileURLToPath(location))) hash.update(chunk as Buffer);
+  return "sha256:" + hash.digest("hex");
+}

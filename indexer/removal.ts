@@ -1,0 +1,55 @@
+import type { Redis } from "ioredis";
+import { dedupeKeys } from "../src/dedupe/keys.js";
+import { crawlsMissingFrom, purgeCrawls, trackRemovedCrawls } from "../src/dedupe/purge.js";
+import { logger } from "../src/log/logger.js";
+
+export interface RemovalReport {
+  removed: { crawlId: string; size: number }[];
+  /** WACZ files that stay, whose revisits need a crawl being removed. */
+  dependents: { name: string; crawlId: string; requires: string[] }[];
+  purged: boolean;
+}
+
+export class RemovalRefusedError extends Error {}
+
+/**
+ * After an import run: crawls in allcrawls that no WACZ of the manifest belongs to are counted as
+ * removed; with `remove` they are purged, unless WACZ files that stay depend on them (then only with
+ * `force`, since purging would orphan those revisits).
+ */
+export async function handleRemovedCrawls(
+  redis: Redis,
+  manifestCrawls: Set<string>,
+  options: { remove: boolean; force: boolean },
+): Promise<RemovalReport> {
+  const removed = await crawlsMissingFrom(redis, manifestCrawls);
+  await trackRemovedCrawls(redis, removed);
+  const removedIds = new Set(removed.map((r) => r.crawlId));
+  const dependents: RemovalReport["dependents"] = [];
+  for (const [name, json] of Object.entries(await redis.hgetall(dedupeKeys.importInfo))) {
+    const info = JSON.parse(json) as { crawlId: string; requires: string[] };
+    if (removedIds.has(info.crawlId)) continue;
+    const needed = info.requires.filter((id) => removedIds.has(id));
+    if (needed.length) dependents.push({ name, crawlId: info.crawlId, requires: needed });
+  }
+  if (removed.length) {
+    logger.info("indexer", `${removed.length} crawl(s) in the index are no longer in the manifest`, { removed, dependents });
+  }
+  if (!options.remove || !removed.length) return { removed, dependents, purged: false };
+  if (dependents.length && !options.force) {
+    const list = dependents.map((d) => `${d.name} (needs ${d.requires.join(", ")})`).join("; ");
+    throw new RemovalRefusedError(`not purging: WACZ files that stay depend on crawls being removed: ${list}; use --force to purge anyway`);
+  }
+  await purgeCrawls(redis, [...removedIds]);
+  await forgetImportsOf(redis, removedIds);
+  logger.info("indexer", "purged removed crawls", { crawls: [...removedIds] });
+  return { removed, dependents, purged: true };
+}
+
+/** Drop import tracking of WACZ files of purged crawls, so a manifest that brings them back re-imports them. */
+async function forgetImportsOf(redis: Redis, crawlIds: Set<string>): Promise<void> {
+  for (const [name, json] of Object.entries(await redis.hgetall(dedupeKeys.importInfo))) {
+    if (!crawlIds.has((JSON.parse(json) as { crawlId: string }).crawlId)) continue;
+    await redis.multi().hdel(dedupeKeys.importInfo, name).srem(dedupeKeys.importDone, name).srem(dedupeKeys.importQueued, name).exec();
+  }
+}

@@ -1,0 +1,100 @@
+import type { Redis } from "ioredis";
+import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
+import { errorMessage, logger } from "../src/log/logger.js";
+import { formatBytes, ProgressLine } from "../src/log/progress.js";
+import { ImportQueue } from "./importQueue.js";
+import { importWacz, type WaczImportResult } from "./importWacz.js";
+import { handleRemovedCrawls, type RemovalReport } from "./removal.js";
+import { displayLocation, resolveSources, type SourceProblem } from "./sources.js";
+
+export interface ImportRunOptions {
+  sourceUrl: string;
+  sourceCrawlId?: string;
+  remove: boolean;
+  force: boolean;
+  importerId: string;
+}
+
+export interface ImportSummary {
+  resources: number;
+  imported: WaczImportResult[];
+  /** Entries that could not be imported (the others were). */
+  failed: SourceProblem[];
+  removal: RemovalReport;
+  lines: number;
+  bytesRead: number;
+  seconds: number;
+}
+
+/**
+ * One import run: expand the source into WACZ files, queue the new ones, import queued entries (with
+ * other importers, if any) until none is left anywhere, then track crawls that left the manifest.
+ */
+export async function runImport(redis: Redis, options: ImportRunOptions): Promise<ImportSummary> {
+  const started = performance.now();
+  const { resources, problems } = await resolveSources(options.sourceUrl, { sourceCrawlId: options.sourceCrawlId });
+  for (const problem of problems) logger.error("indexer", `${problem.entry}: ${problem.message}`);
+
+  // WACZ positions in c:<crawlId>:wacz follow manifest order, whichever importer gets to a file first.
+  for (const resource of resources) await new DedupeIndex(redis, resource.crawlId).registerWacz(resource.name);
+  const queue = new ImportQueue(redis, options.importerId);
+  const queued = await queue.enqueue(resources);
+  logger.info("indexer", "import started", { source: options.sourceUrl, resources: resources.length, newlyQueued: queued });
+
+  const imported: WaczImportResult[] = [];
+  const failed: SourceProblem[] = [...problems];
+  const progress = new ProgressLine();
+  try {
+    for (;;) {
+      const resource = await queue.take();
+      if (!resource) {
+        if (await queue.isDrained()) break;
+        await queue.recoverExpired();
+        await new Promise((r) => setTimeout(r, 500));
+        continue;
+      }
+      const where = displayLocation(resource.location);
+      const lease = setInterval(() => void queue.renew(resource.name).catch(() => undefined), 3000);
+      try {
+        const result = await importWacz(redis, resource);
+        await queue.release(resource.name);
+        imported.push(result);
+        logger.info("indexer", result.alreadyIndexed ? "WACZ already in the index" : "WACZ imported", { ...result, location: where });
+      } catch (err) {
+        await queue.fail(resource.name);
+        failed.push({ entry: `${resource.name} (${where})`, message: errorMessage(err) });
+        logger.error("indexer", `${resource.name} (${where}): ${errorMessage(err)}`);
+      } finally {
+        clearInterval(lease);
+      }
+      const fraction = await queue.updateProgress();
+      const lines = imported.reduce((sum, r) => sum + r.lines, 0);
+      progress.update(`imported ${Math.round(fraction * 100)}% of WACZ files | ${lines} CDX lines | ${failed.length} failed`);
+    }
+  } finally {
+    progress.stop();
+  }
+  await queue.updateProgress();
+  await queue.markRunFinished();
+
+  const manifestCrawls = new Set(resources.map((r) => r.crawlId));
+  // A manifest with unreadable entries may be missing crawls that still exist: never purge on it.
+  const remove = options.remove && problems.length === 0;
+  if (options.remove && !remove) logger.error("indexer", "not purging: the manifest had entries that could not be read");
+  const removal = await handleRemovedCrawls(redis, manifestCrawls, { remove, force: options.force });
+  const summary: ImportSummary = {
+    resources: resources.length,
+    imported,
+    failed,
+    removal,
+    lines: imported.reduce((sum, r) => sum + r.lines, 0),
+    bytesRead: imported.reduce((sum, r) => sum + r.bytesRead, 0),
+    seconds: (performance.now() - started) / 1000,
+  };
+  logger.info("indexer", "import finished", {
+    resources: summary.resources, imported: imported.length, failed: failed.length, lines: summary.lines,
+    bytesRead: formatBytes(summary.bytesRead), seconds: Math.round(summary.seconds * 10) / 10,
+    removedCrawls: removal.removed.map((r) => r.crawlId), purged: removal.purged,
+  });
+  return summary;
+}

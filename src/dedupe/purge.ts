@@ -1,0 +1,46 @@
+import type { Redis } from "ioredis";
+import { mergeCrawlHashes } from "./commit.js";
+import { dedupeKeys, REMOVED_COUNT_FIELDS } from "./keys.js";
+
+/** Committed crawls not in `keep`, with the total size of each. */
+export async function crawlsMissingFrom(redis: Redis, keep: Set<string>): Promise<{ crawlId: string; size: number }[]> {
+  const committed = (await redis.smembers(dedupeKeys.allCrawls)).filter((id) => !keep.has(id)).sort();
+  const sizes = await Promise.all(committed.map((id) => redis.hget(dedupeKeys.crawlCounts(id), "totalCrawlSize")));
+  return committed.map((crawlId, i) => ({ crawlId, size: Number(sizes[i] ?? 0) }));
+}
+
+/** Record (not purge) crawls that left the manifest: allcounts removedCrawls / removedCrawlSize. */
+export async function trackRemovedCrawls(redis: Redis, removed: { crawlId: string; size: number }[]): Promise<void> {
+  await redis.hset(dedupeKeys.allCounts, {
+    removedCrawls: removed.length,
+    removedCrawlSize: removed.reduce((sum, r) => sum + r.size, 0),
+  });
+}
+
+/**
+ * Delete crawls from the index and rebuild allhashes and allcounts from the crawls that remain, as if
+ * each had been committed again; the removed counters go back to 0.
+ */
+export async function purgeCrawls(redis: Redis, crawlIds: string[]): Promise<void> {
+  for (const crawlId of crawlIds) {
+    await redis
+      .multi()
+      .del(dedupeKeys.crawlHashes(crawlId), dedupeKeys.crawlCounts(crawlId), dedupeKeys.crawlWaczList(crawlId))
+      .srem(dedupeKeys.allCrawls, crawlId)
+      .exec();
+  }
+  await rebuildMergedIndex(redis);
+}
+
+export async function rebuildMergedIndex(redis: Redis): Promise<void> {
+  await redis.del(dedupeKeys.allHashes, dedupeKeys.allCounts);
+  const remaining = (await redis.smembers(dedupeKeys.allCrawls)).sort();
+  for (const crawlId of remaining) {
+    await mergeCrawlHashes(redis, crawlId);
+    const counts = await redis.hgetall(dedupeKeys.crawlCounts(crawlId));
+    const pipeline = redis.pipeline();
+    for (const [field, value] of Object.entries(counts)) pipeline.hincrby(dedupeKeys.allCounts, field, Number(value));
+    await pipeline.exec();
+  }
+  await redis.hset(dedupeKeys.allCounts, Object.fromEntries(REMOVED_COUNT_FIELDS.map((f) => [f, 0])));
+}
