@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
 import { COUNT_FIELDS, dedupeKeys, formatHashEntry, LUA_KEY } from "../src/dedupe/keys.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
-import { iterWaczCdxj, openWacz, parseCdxjLine, type WaczReader } from "../src/wacz/index.js";
+import { iterWaczCdxj, openWacz, parseCdxjRecord, type WaczReader } from "../src/wacz/index.js";
 import type { ImportResource } from "./sources.js";
 
 /** Keep the earlier capture when two WACZ files of a crawl hold the same payload (order-independent). */
@@ -128,7 +128,7 @@ export async function importWacz(redis: Redis, resource: ImportResource, onProgr
         batch = [];
       };
       for await (const line of iterWaczCdxj(reader)) {
-        const cdx = parseCdxjLine(line);
+        const cdx = parseCdxjRecord(line);
         result.lines += 1;
         if (cdx.mime === "warc/revisit") {
           result.revisits += 1;
@@ -164,7 +164,7 @@ export async function importWacz(redis: Redis, resource: ImportResource, onProgr
       };
       if (result.revisits) {
         for await (const line of iterWaczCdxj(reader)) {
-          const cdx = parseCdxjLine(line);
+          const cdx = parseCdxjRecord(line);
           if (cdx.mime !== "warc/revisit" || !cdx.digest) continue;
           revisitBatch.push({ digest: payloadDigestOf(cdx.digest), length: Number(cdx.length ?? 0) });
           if (revisitBatch.length >= BATCH) await flushRevisits();

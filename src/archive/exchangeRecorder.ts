@@ -51,7 +51,8 @@ export class ExchangeRecorder {
 
   private async write(exchange: Exchange): Promise<RecordOutcome> {
     const digest = await payloadDigest(exchange.body);
-    const eligible = this.dedupe.isEligible(exchange.status, bodySize(exchange.body));
+    const size = bodySize(exchange.body);
+    const eligible = this.dedupe.isEligible(exchange.status, size);
     return this.dedupe.withDigestLock(digest, async () => {
       const original = eligible ? await this.dedupe.findOriginal(digest) : null;
       const recordId = newRecordId();
@@ -70,7 +71,7 @@ export class ExchangeRecorder {
         await this.dedupe.noteRevisit(original, placement);
         return { kind: "revisit" as const, record, request };
       }
-      await this.dedupe.noteResponse(digest, placement, eligible);
+      await this.dedupe.noteResponse(digest, placement, this.dedupe.isIndexable(exchange.status, size));
       return { kind: "response" as const, record, request };
     });
   }

@@ -49,9 +49,14 @@ export class Deduplicator {
     }
   }
 
-  /** Only successful, non-empty payloads of at least the minimum size are deduped. */
+  /** Successful, non-empty payloads go into the index (the indexer, reading CDX, does the same). */
+  isIndexable(status: number, payloadSize: number): boolean {
+    return status >= 200 && status < 300 && status !== 206 && payloadSize > 0;
+  }
+
+  /** Of those, payloads of at least the minimum size are looked up and may become revisits. */
   isEligible(status: number, payloadSize: number): boolean {
-    return status >= 200 && status < 300 && status !== 206 && payloadSize > 0 && payloadSize >= this.minSize;
+    return this.isIndexable(status, payloadSize) && payloadSize >= this.minSize;
   }
 
   async findOriginal(digest: string): Promise<OriginalCapture | null> {
@@ -63,9 +68,9 @@ export class Deduplicator {
     }
   }
 
-  async noteResponse(digest: string, response: RecordPlacement, eligible: boolean): Promise<void> {
+  async noteResponse(digest: string, response: RecordPlacement, indexable: boolean): Promise<void> {
     try {
-      if (eligible) {
+      if (indexable) {
         await this.index.addOriginal(digest, {
           waczIndex: response.waczIndex,
           date: warcDateToDigits(response.date),

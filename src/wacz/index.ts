@@ -56,3 +56,17 @@ export {
   type StoredEntryInfo,
   type StoredZipResult,
 } from "./storedZip.js";
+export {
+  openWacz,
+  WaczReadError,
+  DEFAULT_MAX_ENTRY_BYTES,
+  type WaczReader,
+  type EntryRange,
+  type OpenWaczOptions,
+} from "./zipReader.js";
+export {
+  iterWaczCdxj,
+  parseCdxjLine as parseCdxjRecord,
+  WaczIndexError,
+  type CdxjRecord,
+} from "./cdxjReader.js";

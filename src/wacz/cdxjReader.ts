@@ -1,0 +1,385 @@
+// Reading the CDXJ index of a WACZ, streaming, for the dedupe-index importer.
+//
+// Plain indexes (indexes/*.cdxj) are streamed line by line. ZipNum indexes
+// (indexes/<name>.idx + the .cdx.gz it names) are read by streaming the .idx and, for
+// each block line, reading that block's bytes by offset/length from the .cdx.gz entry
+// and gunzipping it on its own. Consecutive blocks are read from one sequential stream
+// of the entry (one range request over HTTP), so memory holds one block at a time.
+import { createHash } from "node:crypto";
+import { posix } from "node:path";
+import type { Readable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
+import { promisify } from "node:util";
+import { createGunzip, gunzip } from "node:zlib";
+
+import { parseCdxjLine as splitCdxjLine } from "./cdxj.js";
+import { WaczReadError, type WaczReader } from "./zipReader.js";
+
+const gunzipAsync = promisify(gunzip);
+
+export class WaczIndexError extends Error {
+  override name = "WaczIndexError";
+}
+
+export interface CdxjRecord {
+  urlkey: string;
+  timestamp: string;
+  url: string;
+  mime?: string;
+  status?: string;
+  digest?: string;
+  length?: string;
+  offset?: string;
+  filename?: string;
+  [k: string]: unknown;
+}
+
+/** A line longer than this is not a CDXJ line (and must not grow memory without bound). */
+const MAX_LINE_CHARS = 16 * 1024 * 1024;
+/** A forward gap in a ZipNum .cdx.gz larger than this is skipped with a new range read. */
+const MAX_SKIP_BYTES = 256 * 1024;
+
+function preview(line: string): string {
+  return JSON.stringify(line.length > 200 ? `${line.slice(0, 200)}...` : line);
+}
+
+const STRING_FIELDS = ["mime", "status", "digest", "length", "offset", "filename"] as const;
+
+/** The record, or why the line is not a CDXJ line. */
+function parseOrReason(line: string): CdxjRecord | string {
+  let parts: ReturnType<typeof splitCdxjLine>;
+  try {
+    parts = splitCdxjLine(line);
+  } catch (err) {
+    return err instanceof SyntaxError ? `bad JSON: ${err.message}` : "expected <urlkey> <timestamp> <json object>";
+  }
+  const { urlkey, timestamp, json } = parts;
+  if (!/^\d+$/.test(timestamp)) return "timestamp is not digits";
+  const url = json["url"];
+  if (typeof url !== "string" || url === "") return 'no "url"';
+  const record: CdxjRecord = { ...json, urlkey, timestamp, url };
+  for (const key of STRING_FIELDS) {
+    const value = json[key];
+    if (value === undefined || typeof value === "string") continue;
+    if (typeof value === "number" && Number.isFinite(value)) record[key] = String(value);
+    else return `"${key}" is not a string`;
+  }
+  return record;
+}
+
+/**
+ * Parse `<urlkey> <timestamp> <json>` into one record (JSON fields plus urlkey and
+ * timestamp). Numeric status/length/offset are returned as strings, as CDXJ writes them.
+ * Throws WaczIndexError on a malformed line. (Exported from src/wacz/index.ts as
+ * parseCdxjRecord: the name parseCdxjLine is taken there by cdxj.ts's splitter.)
+ */
+export function parseCdxjLine(line: string): CdxjRecord {
+  const result = parseOrReason(line);
+  if (typeof result === "string") throw new WaczIndexError(`malformed CDXJ line (${result}): ${preview(line)}`);
+  return result;
+}
+
+function destroyStream(stream: NodeJS.ReadableStream): void {
+  const s = stream as Partial<Readable>;
+  if (typeof s.destroy === "function" && !s.destroyed) s.destroy();
+}
+
+/** Lines of a byte stream (UTF-8), without "\n" / "\r\n"; a final unterminated line is yielded too. */
+async function* streamLines(chunks: AsyncIterable<Buffer | string>, tooLong: () => Error): AsyncGenerator<string, void, undefined> {
+  const decoder = new StringDecoder("utf8");
+  let pending = "";
+  for await (const chunk of chunks) {
+    pending += typeof chunk === "string" ? chunk : decoder.write(chunk);
+    let start = 0;
+    for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n", start)) {
+      yield stripCr(pending.slice(start, nl));
+      start = nl + 1;
+    }
+    pending = pending.slice(start);
+    if (pending.length > MAX_LINE_CHARS) throw tooLong();
+  }
+  pending += decoder.end();
+  if (pending !== "") yield stripCr(pending);
+}
+
+function stripCr(line: string): string {
+  return line.endsWith("\r") ? line.slice(0, -1) : line;
+}
+
+/**
+ * Sequential reads of byte ranges of one zip entry. Consecutive ranges come from one
+ * open stream; a backward jump or a big gap opens a new stream at the wanted offset.
+ */
+class EntryCursor {
+  private stream: NodeJS.ReadableStream | null = null;
+  private iter: AsyncIterator<Buffer | string> | null = null;
+  private leftover: Buffer | null = null;
+  private pos = 0;
+
+  constructor(
+    private readonly reader: WaczReader,
+    readonly name: string,
+  ) {}
+
+  /** Up to `length` bytes at `offset`: fewer only when the entry ends first. */
+  async read(offset: number, length: number): Promise<Buffer> {
+    if (!this.iter || offset < this.pos || offset - this.pos > MAX_SKIP_BYTES) await this.reopen(offset);
+    if (offset > this.pos) {
+      const skipped = await this.take(offset - this.pos, false);
+      if (skipped.length < offset - this.pos) return Buffer.alloc(0);
+    }
+    return this.take(length, true);
+  }
+
+  private async reopen(offset: number): Promise<void> {
+    this.close();
+    this.stream = await this.reader.openEntryStream(this.name, { start: offset });
+    this.iter = (this.stream as AsyncIterable<Buffer | string>)[Symbol.asyncIterator]();
+    this.pos = offset;
+  }
+
+  private async take(n: number, keep: boolean): Promise<Buffer> {
+    const parts: Buffer[] = [];
+    let got = 0;
+    while (got < n) {
+      let chunk = this.leftover;
+      this.leftover = null;
+      if (!chunk) {
+        const r = await this.iter!.next();
+        if (r.done) break;
+        chunk = typeof r.value === "string" ? Buffer.from(r.value) : r.value;
+      }
+      const need = n - got;
+      if (chunk.length > need) {
+        this.leftover = chunk.subarray(need);
+        chunk = chunk.subarray(0, need);
+      }
+      if (keep) parts.push(chunk);
+      got += chunk.length;
+      this.pos += chunk.length;
+    }
+    return keep ? Buffer.concat(parts, got) : Buffer.alloc(got);
+  }
+
+  close(): void {
+    if (this.stream) destroyStream(this.stream);
+    this.stream = null;
+    this.iter = null;
+    this.leftover = null;
+  }
+}
+
+interface IdxBlock {
+  offset: number;
+  length: number;
+  digest?: string;
+  filename?: string;
+}
+
+function toNonNegativeInt(value: unknown): number | null {
+  const n = typeof value === "string" && /^\d+$/.test(value) ? Number(value) : value;
+  return typeof n === "number" && Number.isSafeInteger(n) && n >= 0 ? n : null;
+}
+
+/** One .idx block line: `<urlkey> <ts> {"offset","length","digest","filename"}`, or the classic tab-separated form. */
+function parseIdxLine(line: string): IdxBlock | null {
+  if (line.includes("\t")) {
+    // pywb's classic ZipNum: `<key>\t<part file>\t<offset>\t<length>[\t...]`
+    const [, filename, offset, length] = line.split("\t");
+    const o = toNonNegativeInt(offset);
+    const l = toNonNegativeInt(length);
+    if (o === null || l === null || !filename) return null;
+    return { offset: o, length: l, filename };
+  }
+  let json: Record<string, unknown>;
+  try {
+    json = splitCdxjLine(line).json;
+  } catch {
+    return null;
+  }
+  const offset = toNonNegativeInt(json["offset"]);
+  const length = toNonNegativeInt(json["length"]);
+  if (offset === null || length === null) return null;
+  const block: IdxBlock = { offset, length };
+  if (typeof json["digest"] === "string") block.digest = json["digest"];
+  if (typeof json["filename"] === "string") block.filename = json["filename"];
+  return block;
+}
+
+function isUnder(name: string, suffix: string): boolean {
+  return name.startsWith("indexes/") && name.endsWith(suffix);
+}
+
+/**
+ * Yield every CDXJ line of the WACZ's index, in order (no trailing newline; blank lines
+ * and `!`-metadata lines are skipped): all indexes/*.cdxj files, then every ZipNum index
+ * (indexes/*.idx and the .cdx.gz each names). A .cdx.gz that no .idx names is read
+ * whole (gunzipped as a stream) only when the WACZ has neither .cdxj nor .idx files.
+ * Every line is checked with parseCdxjLine. Memory stays flat: one gzip block (ZipNum)
+ * or one stream chunk (plain) at a time.
+ */
+export async function* iterWaczCdxj(reader: WaczReader): AsyncGenerator<string> {
+  const loc = reader.location;
+  const indexNames = reader.entryNames().filter((n) => n.startsWith("indexes/"));
+  if (indexNames.length === 0) throw new WaczIndexError(`${loc}: has no CDXJ index (no indexes/ entry)`);
+  const cdxjNames = indexNames.filter((n) => isUnder(n, ".cdxj")).sort();
+  const idxNames = indexNames.filter((n) => isUnder(n, ".idx")).sort();
+  const gzNames = indexNames.filter((n) => isUnder(n, ".cdx.gz") || isUnder(n, ".cdxj.gz")).sort();
+  if (cdxjNames.length === 0 && idxNames.length === 0 && gzNames.length === 0) {
+    throw new WaczIndexError(`${loc}: has no CDXJ index (indexes/ holds only ${indexNames.join(", ")})`);
+  }
+
+  for (const name of cdxjNames) yield* plainCdxjLines(reader, name);
+  for (const name of idxNames) yield* zipNumLines(reader, name);
+  if (cdxjNames.length === 0 && idxNames.length === 0) {
+    for (const name of gzNames) yield* gzipCdxjLines(reader, name);
+  }
+}
+
+function checkedLine(loc: string, line: string, lineNo: number, where: string): void {
+  const result = parseOrReason(line);
+  if (typeof result === "string") {
+    throw new WaczIndexError(`${loc}: malformed CDXJ line ${lineNo} in ${where} (${result}): ${preview(line)}`);
+  }
+}
+
+function isRecordLine(line: string): boolean {
+  return line !== "" && !line.startsWith("!");
+}
+
+async function* plainCdxjLines(reader: WaczReader, name: string): AsyncGenerator<string, void, undefined> {
+  const stream = await reader.openEntryStream(name);
+  let lineNo = 0;
+  try {
+    const lines = streamLines(stream as AsyncIterable<Buffer>, () => new WaczIndexError(`${reader.location}: ${name} has a line over ${MAX_LINE_CHARS} characters`));
+    for await (const line of lines) {
+      lineNo++;
+      if (!isRecordLine(line)) continue;
+      checkedLine(reader.location, line, lineNo, name);
+      yield line;
+    }
+  } finally {
+    destroyStream(stream);
+  }
+}
+
+async function* gzipCdxjLines(reader: WaczReader, name: string): AsyncGenerator<string, void, undefined> {
+  const stream = await reader.openEntryStream(name);
+  const gunzipStream = createGunzip();
+  stream.on("error", (err: Error) => gunzipStream.destroy(err));
+  stream.pipe(gunzipStream);
+  let lineNo = 0;
+  try {
+    const lines = streamLines(gunzipStream, () => new WaczIndexError(`${reader.location}: ${name} has a line over ${MAX_LINE_CHARS} characters`));
+    for await (const line of lines) {
+      lineNo++;
+      if (!isRecordLine(line)) continue;
+      checkedLine(reader.location, line, lineNo, name);
+      yield line;
+    }
+  } catch (err) {
+    if (err instanceof WaczIndexError || err instanceof WaczReadError) throw err;
+    const msg = err instanceof Error ? err.message : String(err);
+    throw new WaczIndexError(`${reader.location}: ${posix.basename(name)} is truncated or corrupt (${msg})`);
+  } finally {
+    gunzipStream.destroy();
+    destroyStream(stream);
+  }
+}
+
+async function* zipNumLines(reader: WaczReader, idxName: string): AsyncGenerator<string, void, undefined> {
+  const loc = reader.location;
+  const dir = posix.dirname(idxName);
+  // The default data file: the meta line's filename, else <idx name>.cdx.gz.
+  let defaultFilename = posix.basename(idxName).replace(/\.idx$/, ".cdx.gz");
+  const checkedEntries = new Set<string>();
+  const cursors = new Map<string, EntryCursor>();
+  const blockNos = new Map<string, number>();
+  const lineNos = new Map<string, number>();
+
+  const entryFor = (filename: string): string => {
+    const entryName = posix.join(dir, filename);
+    if (!checkedEntries.has(entryName)) {
+      if (!reader.hasEntry(entryName)) {
+        throw new WaczIndexError(`${loc}: ZipNum index ${idxName} names ${filename}, but the WACZ has no ${entryName}`);
+      }
+      checkedEntries.add(entryName);
+    }
+    return entryName;
+  };
+
+  const idxStream = await reader.openEntryStream(idxName);
+  let idxLineNo = 0;
+  try {
+    const idxLines = streamLines(idxStream as AsyncIterable<Buffer>, () => new WaczIndexError(`${loc}: ${idxName} has a line over ${MAX_LINE_CHARS} characters`));
+    for await (const idxLine of idxLines) {
+      idxLineNo++;
+      if (idxLine === "") continue;
+      if (idxLine.startsWith("!")) {
+        const meta = /^!meta\s+\S+\s+(\{.*\})\s*$/.exec(idxLine);
+        if (meta) {
+          try {
+            const json: unknown = JSON.parse(meta[1]!);
+            const filename = (json as Record<string, unknown> | null)?.["filename"];
+            if (typeof filename === "string" && filename !== "") {
+              defaultFilename = filename;
+              entryFor(filename);
+            }
+          } catch (err) {
+            if (err instanceof WaczIndexError) throw err;
+            throw new WaczIndexError(`${loc}: malformed ZipNum index line ${idxLineNo} in ${idxName}: ${preview(idxLine)}`);
+          }
+        }
+        continue;
+      }
+      const block = parseIdxLine(idxLine);
+      if (!block) throw new WaczIndexError(`${loc}: malformed ZipNum index line ${idxLineNo} in ${idxName}: ${preview(idxLine)}`);
+      const filename = block.filename ?? defaultFilename;
+      const entryName = entryFor(filename);
+      const gzLabel = posix.basename(entryName);
+      const blockNo = (blockNos.get(entryName) ?? 0) + 1;
+      blockNos.set(entryName, blockNo);
+      let cursor = cursors.get(entryName);
+      if (!cursor) {
+        cursor = new EntryCursor(reader, entryName);
+        cursors.set(entryName, cursor);
+      }
+      const corrupt = (why: string): WaczIndexError =>
+        new WaczIndexError(`${loc}: ${gzLabel} is truncated or corrupt at block ${blockNo} (offset ${block.offset}, length ${block.length}: ${why})`);
+
+      let compressed: Buffer;
+      try {
+        compressed = await cursor.read(block.offset, block.length);
+      } catch (err) {
+        // A range past the end of the entry is refused by the reader: the data file is short.
+        if (err instanceof Error && /is outside/.test(err.message)) throw corrupt("the entry ends before the block");
+        throw err;
+      }
+      if (compressed.length < block.length) throw corrupt(`the entry ends after ${compressed.length} bytes of the block`);
+      if (block.digest?.startsWith("sha256:")) {
+        const actual = "sha256:" + createHash("sha256").update(compressed).digest("hex");
+        if (actual !== block.digest.toLowerCase()) throw corrupt("digest mismatch");
+      }
+      let text: string;
+      try {
+        text = (await gunzipAsync(compressed)).toString("utf8");
+      } catch (err) {
+        throw corrupt(err instanceof Error ? err.message : String(err));
+      }
+      let lineNo = lineNos.get(entryName) ?? 0;
+      const lines = text.split("\n");
+      if (lines[lines.length - 1] === "") lines.pop();
+      for (const raw of lines) {
+        lineNo++;
+        const line = stripCr(raw);
+        if (!isRecordLine(line)) continue;
+        checkedLine(loc, line, lineNo, `${entryName} (block ${blockNo})`);
+        yield line;
+      }
+      lineNos.set(entryName, lineNo);
+    }
+  } finally {
+    destroyStream(idxStream);
+    for (const cursor of cursors.values()) cursor.close();
+  }
+}
