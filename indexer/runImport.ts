@@ -62,8 +62,11 @@ export async function runImport(redis: Redis, options: ImportRunOptions): Promis
         logger.info("indexer", result.alreadyIndexed ? "WACZ already in the index" : "WACZ imported", { ...result, location: where });
       } catch (err) {
         await queue.fail(resource.name);
-        failed.push({ entry: `${resource.name} (${where})`, message: errorMessage(err) });
-        logger.error("indexer", `${resource.name} (${where}): ${errorMessage(err)}`);
+        await new DedupeIndex(redis, resource.crawlId).dropUnusedWaczList().catch(() => undefined);
+        // Reader errors name the location themselves; it is in the entry label already.
+        const message = errorMessage(err).replace(`${resource.location}: `, "");
+        failed.push({ entry: `${resource.name} (${where})`, message });
+        logger.error("indexer", `${resource.name} (${where}): ${message}`);
       } finally {
         clearInterval(lease);
       }

@@ -110,6 +110,16 @@ export class DedupeIndex {
     if (result < 0) throw new Error(`c:${this.crawlId}:wacz has no entry ${index}`);
   }
 
+  /** Delete c:<crawlId>:wacz if it holds only placeholders of a crawl that is in no crawl set (nothing refers to it). */
+  async dropUnusedWaczList(): Promise<void> {
+    const [committed, uncommitted] = await Promise.all([
+      this.redis.sismember(dedupeKeys.allCrawls, this.crawlId),
+      this.redis.sismember(dedupeKeys.uncommittedCrawls, this.crawlId),
+    ]);
+    if (committed || uncommitted) return;
+    if ((await this.waczEntries()).every((entry) => !entry?.hash)) await this.redis.del(dedupeKeys.crawlWaczList(this.crawlId));
+  }
+
   async waczEntries(crawlId = this.crawlId): Promise<(WaczEntry | null)[]> {
     return (await this.redis.lrange(dedupeKeys.crawlWaczList(crawlId), 0, -1)).map(parseWaczEntry);
   }
