@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
 import { COUNT_FIELDS, dedupeKeys, formatHashEntry, LUA_KEY } from "../src/dedupe/keys.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
-import { iterWaczCdxj, openWacz, parseCdxjRecord, type WaczReader } from "../src/wacz/index.js";
+import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "../src/wacz/index.js";
 import type { ImportResource } from "./sources.js";
 
 /** Keep the earlier capture when two WACZ files of a crawl hold the same payload (order-independent). */
@@ -122,13 +122,19 @@ export async function importWacz(redis: Redis, resource: ImportResource, onProgr
     await redis.del(stage);
     try {
       // Pass 1: stage response hashes and count lines (a truncated or malformed index fails here).
+      // Batches go out while the next ones are parsed; at most a few are in flight (memory stays flat).
       let batch: string[] = [];
+      const inFlight = new Set<Promise<unknown>>();
       const flush = async () => {
-        if (batch.length) await redis.eval(STAGE_LUA, 1, stage, ...batch);
+        if (batch.length) {
+          const sent = redis.eval(STAGE_LUA, 1, stage, ...batch);
+          inFlight.add(sent);
+          void sent.finally(() => inFlight.delete(sent)).catch(() => undefined);
+        }
         batch = [];
+        while (inFlight.size >= 4) await Promise.race(inFlight);
       };
-      for await (const line of iterWaczCdxj(reader)) {
-        const cdx = parseCdxjRecord(line);
+      for await (const records of iterWaczCdxjRecordBatches(reader)) for (const cdx of records) {
         result.lines += 1;
         if (cdx.mime === "warc/revisit") {
           result.revisits += 1;
@@ -146,6 +152,7 @@ export async function importWacz(redis: Redis, resource: ImportResource, onProgr
         }
       }
       await flush();
+      await Promise.all(inFlight);
 
       // Pass 2: what each revisit conserved, from the size of the original it points at.
       let conservedSize = 0;
@@ -163,8 +170,7 @@ export async function importWacz(redis: Redis, resource: ImportResource, onProgr
         revisitBatch = [];
       };
       if (result.revisits) {
-        for await (const line of iterWaczCdxj(reader)) {
-          const cdx = parseCdxjRecord(line);
+        for await (const records of iterWaczCdxjRecordBatches(reader)) for (const cdx of records) {
           if (cdx.mime !== "warc/revisit" || !cdx.digest) continue;
           revisitBatch.push({ digest: payloadDigestOf(cdx.digest), length: Number(cdx.length ?? 0) });
           if (revisitBatch.length >= BATCH) await flushRevisits();

@@ -9,13 +9,11 @@ import { createHash } from "node:crypto";
 import { posix } from "node:path";
 import type { Readable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
-import { promisify } from "node:util";
-import { createGunzip, gunzip } from "node:zlib";
+import { createGunzip, gunzipSync } from "node:zlib";
 
 import { parseCdxjLine as splitCdxjLine } from "./cdxj.js";
 import { WaczReadError, type WaczReader } from "./zipReader.js";
 
-const gunzipAsync = promisify(gunzip);
 
 export class WaczIndexError extends Error {
   override name = "WaczIndexError";
@@ -57,7 +55,10 @@ function parseOrReason(line: string): CdxjRecord | string {
   if (!/^\d+$/.test(timestamp)) return "timestamp is not digits";
   const url = json["url"];
   if (typeof url !== "string" || url === "") return 'no "url"';
-  const record: CdxjRecord = { ...json, urlkey, timestamp, url };
+  // The parsed object is ours: add the two prefix fields to it instead of copying it.
+  const record = json as CdxjRecord;
+  record.urlkey = urlkey;
+  record.timestamp = timestamp;
   for (const key of STRING_FIELDS) {
     const value = json[key];
     if (value === undefined || typeof value === "string") continue;
@@ -84,22 +85,27 @@ function destroyStream(stream: NodeJS.ReadableStream): void {
   if (typeof s.destroy === "function" && !s.destroyed) s.destroy();
 }
 
-/** Lines of a byte stream (UTF-8), without "\n" / "\r\n"; a final unterminated line is yielded too. */
-async function* streamLines(chunks: AsyncIterable<Buffer | string>, tooLong: () => Error): AsyncGenerator<string, void, undefined> {
+/**
+ * Lines of a byte stream (UTF-8), without "\n" / "\r\n", a chunk's worth at a time (one await per
+ * chunk, not per line); a final unterminated line is yielded too.
+ */
+async function* streamLines(chunks: AsyncIterable<Buffer | string>, tooLong: () => Error): AsyncGenerator<string[], void, undefined> {
   const decoder = new StringDecoder("utf8");
   let pending = "";
   for await (const chunk of chunks) {
     pending += typeof chunk === "string" ? chunk : decoder.write(chunk);
+    const lines: string[] = [];
     let start = 0;
     for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n", start)) {
-      yield stripCr(pending.slice(start, nl));
+      lines.push(stripCr(pending.slice(start, nl)));
       start = nl + 1;
     }
     pending = pending.slice(start);
     if (pending.length > MAX_LINE_CHARS) throw tooLong();
+    if (lines.length) yield lines;
   }
   pending += decoder.end();
-  if (pending !== "") yield stripCr(pending);
+  if (pending !== "") yield [stripCr(pending)];
 }
 
 function stripCr(line: string): string {
@@ -218,7 +224,7 @@ function isUnder(name: string, suffix: string): boolean {
  * Every line is checked with parseCdxjLine. Memory stays flat: one gzip block (ZipNum)
  * or one stream chunk (plain) at a time.
  */
-export async function* iterWaczCdxj(reader: WaczReader): AsyncGenerator<string> {
+async function* iterWaczCdxjEntries(reader: WaczReader): AsyncGenerator<CdxjEntry[]> {
   const loc = reader.location;
   const indexNames = reader.entryNames().filter((n) => n.startsWith("indexes/"));
   if (indexNames.length === 0) throw new WaczIndexError(`${loc}: has no CDXJ index (no indexes/ entry)`);
@@ -236,34 +242,53 @@ export async function* iterWaczCdxj(reader: WaczReader): AsyncGenerator<string> 
   }
 }
 
-function checkedLine(loc: string, line: string, lineNo: number, where: string): void {
+/** Every CDXJ line of the WACZ's index, in order (see iterWaczCdxjEntries). */
+export async function* iterWaczCdxj(reader: WaczReader): AsyncGenerator<string> {
+  for await (const entries of iterWaczCdxjEntries(reader)) for (const entry of entries) yield entry.line;
+}
+
+/** The WACZ's index as parsed records, in order, a block or chunk at a time: what the importer reads. */
+export async function* iterWaczCdxjRecordBatches(reader: WaczReader): AsyncGenerator<CdxjRecord[]> {
+  for await (const entries of iterWaczCdxjEntries(reader)) yield entries.map((e) => e.record);
+}
+
+/** A line of the index and its parsed record (each line is parsed once). */
+interface CdxjEntry {
+  line: string;
+  record: CdxjRecord;
+}
+
+function checkedLine(loc: string, line: string, lineNo: number, where: string): CdxjEntry {
   const result = parseOrReason(line);
   if (typeof result === "string") {
     throw new WaczIndexError(`${loc}: malformed CDXJ line ${lineNo} in ${where} (${result}): ${preview(line)}`);
   }
+  return { line, record: result };
 }
 
 function isRecordLine(line: string): boolean {
   return line !== "" && !line.startsWith("!");
 }
 
-async function* plainCdxjLines(reader: WaczReader, name: string): AsyncGenerator<string, void, undefined> {
+async function* plainCdxjLines(reader: WaczReader, name: string): AsyncGenerator<CdxjEntry[], void, undefined> {
   const stream = await reader.openEntryStream(name);
   let lineNo = 0;
   try {
     const lines = streamLines(stream as AsyncIterable<Buffer>, () => new WaczIndexError(`${reader.location}: ${name} has a line over ${MAX_LINE_CHARS} characters`));
-    for await (const line of lines) {
-      lineNo++;
-      if (!isRecordLine(line)) continue;
-      checkedLine(reader.location, line, lineNo, name);
-      yield line;
+    for await (const chunk of lines) {
+      const entries: CdxjEntry[] = [];
+      for (const line of chunk) {
+        lineNo++;
+        if (isRecordLine(line)) entries.push(checkedLine(reader.location, line, lineNo, name));
+      }
+      if (entries.length) yield entries;
     }
   } finally {
     destroyStream(stream);
   }
 }
 
-async function* gzipCdxjLines(reader: WaczReader, name: string): AsyncGenerator<string, void, undefined> {
+async function* gzipCdxjLines(reader: WaczReader, name: string): AsyncGenerator<CdxjEntry[], void, undefined> {
   const stream = await reader.openEntryStream(name);
   const gunzipStream = createGunzip();
   stream.on("error", (err: Error) => gunzipStream.destroy(err));
@@ -271,11 +296,13 @@ async function* gzipCdxjLines(reader: WaczReader, name: string): AsyncGenerator<
   let lineNo = 0;
   try {
     const lines = streamLines(gunzipStream, () => new WaczIndexError(`${reader.location}: ${name} has a line over ${MAX_LINE_CHARS} characters`));
-    for await (const line of lines) {
-      lineNo++;
-      if (!isRecordLine(line)) continue;
-      checkedLine(reader.location, line, lineNo, name);
-      yield line;
+    for await (const chunk of lines) {
+      const entries: CdxjEntry[] = [];
+      for (const line of chunk) {
+        lineNo++;
+        if (isRecordLine(line)) entries.push(checkedLine(reader.location, line, lineNo, name));
+      }
+      if (entries.length) yield entries;
     }
   } catch (err) {
     if (err instanceof WaczIndexError || err instanceof WaczReadError) throw err;
@@ -287,7 +314,7 @@ async function* gzipCdxjLines(reader: WaczReader, name: string): AsyncGenerator<
   }
 }
 
-async function* zipNumLines(reader: WaczReader, idxName: string): AsyncGenerator<string, void, undefined> {
+async function* zipNumLines(reader: WaczReader, idxName: string): AsyncGenerator<CdxjEntry[], void, undefined> {
   const loc = reader.location;
   const dir = posix.dirname(idxName);
   // The default data file: the meta line's filename, else <idx name>.cdx.gz.
@@ -312,7 +339,7 @@ async function* zipNumLines(reader: WaczReader, idxName: string): AsyncGenerator
   let idxLineNo = 0;
   try {
     const idxLines = streamLines(idxStream as AsyncIterable<Buffer>, () => new WaczIndexError(`${loc}: ${idxName} has a line over ${MAX_LINE_CHARS} characters`));
-    for await (const idxLine of idxLines) {
+    for await (const idxChunk of idxLines) for (const idxLine of idxChunk) {
       idxLineNo++;
       if (idxLine === "") continue;
       if (idxLine.startsWith("!")) {
@@ -362,21 +389,22 @@ async function* zipNumLines(reader: WaczReader, idxName: string): AsyncGenerator
       }
       let text: string;
       try {
-        text = (await gunzipAsync(compressed)).toString("utf8");
+        // Blocks are small (256 lines): inflating inline beats a thread-pool round trip per block.
+        text = gunzipSync(compressed).toString("utf8");
       } catch (err) {
         throw corrupt(err instanceof Error ? err.message : String(err));
       }
       let lineNo = lineNos.get(entryName) ?? 0;
       const lines = text.split("\n");
       if (lines[lines.length - 1] === "") lines.pop();
+      const entries: CdxjEntry[] = [];
       for (const raw of lines) {
         lineNo++;
         const line = stripCr(raw);
-        if (!isRecordLine(line)) continue;
-        checkedLine(loc, line, lineNo, `${entryName} (block ${blockNo})`);
-        yield line;
+        if (isRecordLine(line)) entries.push(checkedLine(loc, line, lineNo, `${entryName} (block ${blockNo})`));
       }
       lineNos.set(entryName, lineNo);
+      if (entries.length) yield entries;
     }
   } finally {
     destroyStream(idxStream);

@@ -66,6 +66,7 @@ export {
 } from "./zipReader.js";
 export {
   iterWaczCdxj,
+  iterWaczCdxjRecordBatches,
   parseCdxjLine as parseCdxjRecord,
   WaczIndexError,
   type CdxjRecord,
