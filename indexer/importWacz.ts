@@ -7,45 +7,36 @@ import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "../src/wacz/index.js";
 import type { ImportResource } from "./sources.js";
 
-/** Keep the earlier capture when two WACZ files of a crawl hold the same payload (order-independent). */
-const EARLIER_LUA_FN = `
-local function earlier(a, b)
-  local da = string.match(a, '^%d+ (%d+) ')
-  local db = string.match(b, '^%d+ (%d+) ')
-  return string.sub(da, 1, 14) < string.sub(db, 1, 14)
-end
+// allhashes: the first crawl to index a payload keeps it (as when crawls are committed).
+const ALLHASHES_BATCH_LUA = `
+for i = 1, #ARGV - 1 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[#ARGV]) end
 `;
 
-// Stage a batch of digest/value pairs; within one WACZ the first line of a digest wins.
-const STAGE_LUA = `
-for i = 1, #ARGV, 2 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
-`;
-
-// Merge one HSCAN page of the staged hashes into h:<crawlId> and allhashes (first writer wins there).
-const MERGE_STAGE_LUA = `${EARLIER_LUA_FN}
-local page = redis.call('HSCAN', KEYS[1], ARGV[2], 'COUNT', tonumber(ARGV[3]))
+// Undo a failed import: drop this WACZ's entries from h:<crawlId> (one HSCAN page per call) and the
+// allhashes entries that pointed at them.
+const ROLLBACK_PAGE_LUA = `
+local page = redis.call('HSCAN', KEYS[1], ARGV[1], 'COUNT', 5000)
 local fields = page[2]
 for i = 1, #fields, 2 do
-  local current = redis.call('HGET', KEYS[2], fields[i])
-  if not current or earlier(fields[i + 1], current) then redis.call('HSET', KEYS[2], fields[i], fields[i + 1]) end
-  redis.call('HSETNX', KEYS[3], fields[i], ARGV[1])
+  if string.match(fields[i + 1], '^(%d+) ') == ARGV[2] then
+    redis.call('HDEL', KEYS[1], fields[i])
+    if redis.call('HGET', KEYS[2], fields[i]) == ARGV[3] then redis.call('HDEL', KEYS[2], fields[i]) end
+  end
 end
 return page[1]
 `;
 
-// Sizes of the original responses of revisit digests: this WACZ's staged hashes, the crawl's own, then
-// the merged index (the same order the crawler looks them up in).
+// Sizes of the original responses of revisit digests: the crawl's own hashes, then the merged index
+// (the same order the crawler looks them up in).
 const ORIGINAL_SIZES_LUA = `
 local sizes = {}
 for i, digest in ipairs(ARGV) do
-  if i > 1 then
-    local value = redis.call('HGET', KEYS[1], digest) or redis.call('HGET', KEYS[2], digest)
-    if not value then
-      local crawl = redis.call('HGET', KEYS[3], digest)
-      if crawl then value = redis.call('HGET', ${LUA_KEY.crawlHashes("crawl")}, digest) end
-    end
-    sizes[#sizes + 1] = value and string.match(value, ' (%d+)$') or '-1'
+  local value = redis.call('HGET', KEYS[1], digest)
+  if not value then
+    local crawl = redis.call('HGET', KEYS[2], digest)
+    if crawl then value = redis.call('HGET', ${LUA_KEY.crawlHashes("crawl")}, digest) end
   end
+  sizes[#sizes + 1] = value and string.match(value, ' (%d+)$') or '-1'
 end
 return sizes
 `;
@@ -53,7 +44,7 @@ return sizes
 // The step that makes an import count, once: counts into the crawl and allcounts, the WACZ entry
 // completed, the crawl joined to allcrawls, the WACZ marked imported.
 const FINALIZE_LUA = `
--- KEYS: importDone, crawlCounts, allCounts, waczList, allCrawls, uncommitted, importInfo, stage
+-- KEYS: importDone, crawlCounts, allCounts, waczList, allCrawls, uncommitted, importInfo
 -- ARGV: name, crawlId, waczIndex, waczEntryJson, infoJson, then field/amount pairs
 if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 0 end
 for i = 6, #ARGV, 2 do
@@ -65,7 +56,6 @@ redis.call('SADD', KEYS[5], ARGV[2])
 redis.call('SREM', KEYS[6], ARGV[2])
 redis.call('SADD', KEYS[1], ARGV[1])
 redis.call('HSET', KEYS[7], ARGV[1], ARGV[5])
-redis.call('DEL', KEYS[8])
 return 1
 `;
 
@@ -90,13 +80,14 @@ export class WaczImportError extends Error {}
 /** CDX digests are bare hex (warcio) or prefixed; the index keys are exactly WARC-Payload-Digest. */
 export function payloadDigestOf(cdxDigest: string): string {
   if (cdxDigest.includes(":")) return cdxDigest;
-  return (/^[0-9a-f]{64}$/i.test(cdxDigest) ? "sha256:" : "sha1:") + cdxDigest;
+  // 64 hex digits: sha256; base32 sha1 (32 characters) from other tools.
+  return (cdxDigest.length === 64 ? "sha256:" : "sha1:") + cdxDigest;
 }
 
 /**
- * Import one WACZ into the dedupe index. Response hashes are staged under import:stage:<name> and
- * merged only once the whole index has been read, so a bad WACZ leaves nothing behind; the counts are
- * added in one atomic step, so a re-run (or a crash before that step) never counts twice.
+ * Import one WACZ into the dedupe index. Hash writes are idempotent (a re-run, or a crash and a re-run,
+ * ends the same); a WACZ whose index turns out bad part-way has its entries taken back; the counts are
+ * added in one atomic step, so they are never counted twice.
  */
 export async function importWacz(redis: Redis, resource: ImportResource, onProgress?: () => Promise<void>): Promise<WaczImportResult> {
   const reader = await openWacz(resource.location);
@@ -118,74 +109,64 @@ export async function importWacz(redis: Redis, resource: ImportResource, onProgr
       return { ...result, alreadyIndexed: true, bytesRead: reader.bytesRead };
     }
 
-    const stage = dedupeKeys.importStage(resource.name);
-    await redis.del(stage);
+    const hashesKey = dedupeKeys.crawlHashes(resource.crawlId);
     try {
-      // Pass 1: stage response hashes and count lines (a truncated or malformed index fails here).
-      // Batches go out while the next ones are parsed; at most a few are in flight (memory stays flat).
+      // Pass 1: index response hashes and count lines. Batches go out while the next ones are parsed;
+      // at most a few are in flight, so memory stays flat.
+      // h:<crawlId> takes whole batches (HSET: re-importing writes the same values); within a crawl the
+      // last of several WACZ files holding a payload wins, which in manifest order is deterministic.
       let batch: string[] = [];
       const inFlight = new Set<Promise<unknown>>();
       const flush = async () => {
         if (batch.length) {
-          const sent = redis.eval(STAGE_LUA, 1, stage, ...batch);
+          const digests = batch.filter((_, i) => i % 2 === 0);
+          const sent = Promise.all([
+            redis.hset(hashesKey, ...batch),
+            redis.eval(ALLHASHES_BATCH_LUA, 1, dedupeKeys.allHashes, ...digests, resource.crawlId),
+          ]);
           inFlight.add(sent);
           void sent.finally(() => inFlight.delete(sent)).catch(() => undefined);
         }
         batch = [];
         while (inFlight.size >= 4) await Promise.race(inFlight);
       };
-      for await (const records of iterWaczCdxjRecordBatches(reader)) for (const cdx of records) {
-        result.lines += 1;
-        if (cdx.mime === "warc/revisit") {
-          result.revisits += 1;
-          continue;
+      for await (const records of iterWaczCdxjRecordBatches(reader)) {
+        for (const cdx of records) {
+          result.lines += 1;
+          if (cdx.mime === "warc/revisit") {
+            result.revisits += 1;
+            continue;
+          }
+          result.responses += 1;
+          const status = Number(cdx.status ?? 0);
+          if (!cdx.digest || status < 200 || status >= 300 || status === 206) continue;
+          const digest = payloadDigestOf(cdx.digest);
+          if (digest === EMPTY_PAYLOAD) continue;
+          batch.push(digest, formatHashEntry({ waczIndex, date: cdx.timestamp, url: cdx.url, size: Number(cdx.length ?? 0) }));
         }
-        result.responses += 1;
-        const status = Number(cdx.status ?? 0);
-        if (!cdx.digest || status < 200 || status >= 300 || status === 206) continue;
-        const digest = payloadDigestOf(cdx.digest);
-        if (digest === EMPTY_PAYLOAD) continue;
-        batch.push(digest, formatHashEntry({ waczIndex, date: cdx.timestamp, url: cdx.url, size: Number(cdx.length ?? 0) }));
-        if (batch.length >= BATCH * 2) {
-          await flush();
-          await onProgress?.();
-        }
+        if (batch.length >= BATCH * 2) await flush();
+        await onProgress?.();
       }
       await flush();
       await Promise.all(inFlight);
 
       // Pass 2: what each revisit conserved, from the size of the original it points at.
       let conservedSize = 0;
-      let revisitBatch: { digest: string; length: number }[] = [];
-      const flushRevisits = async () => {
-        if (!revisitBatch.length) return;
-        const sizes = (await redis.eval(
-          ORIGINAL_SIZES_LUA, 3, stage, dedupeKeys.crawlHashes(resource.crawlId), dedupeKeys.allHashes,
-          "-", ...revisitBatch.map((r) => r.digest),
-        )) as string[];
-        revisitBatch.forEach((r, i) => {
-          const original = Number(sizes[i]);
-          if (original >= 0) conservedSize += original - r.length;
-        });
-        revisitBatch = [];
-      };
       if (result.revisits) {
-        for await (const records of iterWaczCdxjRecordBatches(reader)) for (const cdx of records) {
-          if (cdx.mime !== "warc/revisit" || !cdx.digest) continue;
-          revisitBatch.push({ digest: payloadDigestOf(cdx.digest), length: Number(cdx.length ?? 0) });
-          if (revisitBatch.length >= BATCH) await flushRevisits();
+        for await (const records of iterWaczCdxjRecordBatches(reader)) {
+          const revisits = records.filter((cdx) => cdx.mime === "warc/revisit" && cdx.digest);
+          if (!revisits.length) continue;
+          const sizes = (await redis.eval(
+            ORIGINAL_SIZES_LUA, 2, hashesKey, dedupeKeys.allHashes, ...revisits.map((cdx) => payloadDigestOf(cdx.digest!)),
+          )) as string[];
+          revisits.forEach((cdx, i) => {
+            const original = Number(sizes[i]);
+            if (original >= 0) conservedSize += original - Number(cdx.length ?? 0);
+          });
         }
-        await flushRevisits();
       }
 
-      // Merge the staged hashes (idempotent), then count once.
-      let cursor = "0";
-      do {
-        cursor = (await redis.eval(
-          MERGE_STAGE_LUA, 3, stage, dedupeKeys.crawlHashes(resource.crawlId), dedupeKeys.allHashes, resource.crawlId, cursor, 5000,
-        )) as string;
-        await onProgress?.();
-      } while (cursor !== "0");
+      // Count once.
       await finalize(redis, resource, waczIndex, { filename: resource.name, hash, size }, datapackage.requires, {
         totalUrls: result.responses + result.revisits,
         dupeUrls: result.revisits,
@@ -193,13 +174,26 @@ export async function importWacz(redis: Redis, resource: ImportResource, onProgr
         totalCrawlSize: size,
       });
     } catch (err) {
-      await redis.del(stage).catch(() => undefined);
+      // A bad index (truncated, malformed) is found part-way: take back what this WACZ added.
+      await rollback(redis, resource.crawlId, waczIndex).catch(() => undefined);
       throw err;
     }
     return { ...result, bytesRead: reader.bytesRead };
   } finally {
     await reader.close();
   }
+}
+
+async function rollback(redis: Redis, crawlId: string, waczIndex: number): Promise<void> {
+  if (await redis.sismember(dedupeKeys.allCrawls, crawlId)) {
+    // Entries of this WACZ may have been indexed by the crawler itself; a committed crawl keeps them.
+    const entry = (await new DedupeIndex(redis, crawlId).waczEntries())[waczIndex];
+    if (entry?.hash) return;
+  }
+  let cursor = "0";
+  do {
+    cursor = (await redis.eval(ROLLBACK_PAGE_LUA, 2, dedupeKeys.crawlHashes(crawlId), dedupeKeys.allHashes, cursor, String(waczIndex), crawlId)) as string;
+  } while (cursor !== "0");
 }
 
 async function finalize(
@@ -212,9 +206,9 @@ async function finalize(
 ): Promise<void> {
   const pairs = Object.entries(counts).flatMap(([field, amount]) => [field, String(amount)]);
   await redis.eval(
-    FINALIZE_LUA, 8,
+    FINALIZE_LUA, 7,
     dedupeKeys.importDone, dedupeKeys.crawlCounts(resource.crawlId), dedupeKeys.allCounts, dedupeKeys.crawlWaczList(resource.crawlId),
-    dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.importInfo, dedupeKeys.importStage(resource.name),
+    dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.importInfo,
     resource.name, resource.crawlId, waczIndex, JSON.stringify(entry), JSON.stringify({ crawlId: resource.crawlId, requires }),
     ...pairs,
   );

@@ -90,7 +90,7 @@ describe("indexer bad input", () => {
     expect(await redis.client.smembers("src:d")).toEqual(["good.wacz"]);
     expect(await redis.client.smembers("src:qset")).toEqual(["good.wacz"]);
     const keys = (await redis.client.keys("*")).sort();
-    expect(keys.filter((k) => /missing|notzip|noindex|truncated|nopath|import:stage/.test(k))).toEqual([]);
+    expect(keys.filter((k) => /missing|notzip|noindex|truncated|nopath/.test(k))).toEqual([]);
     expect(await redis.client.smembers("allcrawls")).toEqual(["good"]);
   });
 });

@@ -52,7 +52,7 @@ describe("WARC writer", () => {
   it("rolls over to a new file past --rolloverSize, each file opening with warcinfo, records adjacent", async () => {
     const dir = mkdtempSync(join(tmpdir(), "warc-writer-"));
     dirs.push(dir);
-    const writer = new WarcWriter({ dir, filenamePrefix: "rec-test", rolloverSize: 2000, warcinfo: { software: "test" } });
+    const writer = new WarcWriter({ dir, filenamePrefix: "rec-test", rolloverSize: 2000, owner: "test", warcinfo: { software: "test" } });
     const written = [];
     for (let i = 0; i < 6; i++) {
       const ex = exchange(`http://a.test/${i}`, `body ${i} `.repeat(200));

@@ -10,6 +10,7 @@ import { digitsToWarcDate } from "../dedupe/keys.js";
 /** Answers "was this exchange stored already in this crawl?" (shared across processes via Redis). */
 export interface ExchangeClaims {
   claimExchange(status: number, method: string, url: string): Promise<boolean>;
+  confirmExchange(status: number, method: string, url: string): Promise<void>;
   unclaimExchange(status: number, method: string, url: string): Promise<void>;
 }
 
@@ -39,7 +40,9 @@ export class ExchangeRecorder {
         return { kind: "skipped", reason: "already-stored" };
       }
       try {
-        return await this.write(exchange);
+        const outcome = await this.write(exchange);
+        await this.claims.confirmExchange(exchange.status, exchange.method, exchange.url);
+        return outcome;
       } catch (err) {
         await this.claims.unclaimExchange(exchange.status, exchange.method, exchange.url).catch(() => undefined);
         throw err;

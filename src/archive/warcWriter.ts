@@ -1,5 +1,5 @@
 import { mkdirSync } from "node:fs";
-import { open, type FileHandle } from "node:fs/promises";
+import { open, rm, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { WARCRecord } from "warcio";
 import { WARCSerializer } from "warcio/node";
@@ -25,6 +25,8 @@ export interface WarcWriterOptions {
   warcinfo: Record<string, string>;
   /** Bodies larger than this are buffered in a temp file while digesting, not in memory. */
   maxMemSize?: number;
+  /** Written into the file's ".open" marker, so a repair can tell whether its writer is still alive. */
+  owner: string;
   /** Awaited before the file's first record is written (e.g. to assign it to a WACZ). */
   onFileOpened?: (filename: string) => Promise<void>;
   onFileClosed?: (filename: string, size: number) => Promise<void>;
@@ -37,6 +39,7 @@ export interface WarcWriterOptions {
  */
 export class WarcWriter {
   private handle: FileHandle | null = null;
+  private marker: FileHandle | null = null;
   private filename = "";
   private size = 0;
   private fileSeq = 0;
@@ -61,6 +64,7 @@ export class WarcWriter {
     if (!this.handle) await this.openNext();
     const written: WrittenRecord[] = [];
     for (const record of records) written.push(await this.append(record));
+    await this.markComplete();
     if (this.size >= this.options.rolloverSize) await this.closeCurrent();
     return written;
   }
@@ -70,10 +74,18 @@ export class WarcWriter {
     this.filename = `${this.options.filenamePrefix}-${this.fileSeq}.warc.gz`;
     // "wx": never append to (and so never corrupt) a file that already exists.
     this.handle = await open(join(this.options.dir, this.filename), "wx");
+    this.marker = await open(join(this.options.dir, openMarkerName(this.filename)), "w");
+    await this.marker.write(`${"0".padStart(20, "0")}\n${this.options.owner}\n`, 0);
     this.size = 0;
     this.filesWritten.push(this.filename);
     await this.options.onFileOpened?.(this.filename);
     await this.append(warcinfoRecord(this.filename, this.options.warcinfo));
+    await this.markComplete();
+  }
+
+  /** Record in the marker that the file is whole up to here: a repair cuts it back to this size. */
+  private async markComplete(): Promise<void> {
+    await this.marker?.write(String(this.size).padStart(20, "0"), 0);
   }
 
   private async append(record: WARCRecord): Promise<WrittenRecord> {
@@ -114,6 +126,9 @@ export class WarcWriter {
     this.handle = null;
     await handle.sync();
     await handle.close();
+    await this.marker?.close();
+    this.marker = null;
+    await rm(join(this.options.dir, openMarkerName(this.filename)), { force: true });
     await this.options.onFileClosed?.(this.filename, this.size);
   }
 
@@ -123,4 +138,9 @@ export class WarcWriter {
     this.closed = true;
     await this.closeCurrent();
   }
+}
+
+/** A WARC file being written has a marker beside it: `<name>.open`, holding the whole size and the writer. */
+export function openMarkerName(warcFilename: string): string {
+  return `${warcFilename}.open`;
 }

@@ -87,6 +87,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       dir: paths.archive,
       filenamePrefix: `rec-${options.crawlId}-${timestamp14(new Date())}-${process.pid}`,
       rolloverSize: options.rolloverSize,
+      owner: processId,
       warcinfo: {
         software: SOFTWARE,
         format: "WARC File Format 1.1",

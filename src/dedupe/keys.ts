@@ -17,7 +17,6 @@
  *   src:info               hash   name -> JSON {crawlId, requires: [crawlId...]} of each imported WACZ
  *   pending:q              hash   name -> JSON resource being imported now
  *   pending:lease:<name>   string the importer holding that entry; expires if the importer dies
- *   import:stage:<name>    hash   response hashes of a WACZ being imported, merged when it is complete
  *   updateProgress         string fraction of queued WACZ files imported
  *   last_update_ts         string when the last import run finished (ISO 8601)
  */
@@ -35,7 +34,6 @@ export const dedupeKeys = {
   importInfo: "src:info",
   importPending: "pending:q",
   importLease: (name: string) => `pending:lease:${name}`,
-  importStage: (name: string) => `import:stage:${name}`,
   updateProgress: "updateProgress",
   lastUpdate: "last_update_ts",
 } as const;

@@ -72,6 +72,18 @@ redis.call('ZADD', KEYS[3], page.depth * ${DEPTH_WEIGHT} + seq, json)
 return 1
 `;
 
+const STORED = "stored";
+
+// A claim is "stored" (final) or the id of the process writing it (provisional).
+const CLAIM_LUA = `
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if current == '${STORED}' then return 0 end
+if current and current ~= ARGV[2] and redis.call('EXISTS', ARGV[3] .. current) == 1 then return 0 end
+if current == ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+`;
+
 export interface CrawlCounts {
   queued: number;
   pending: number;
@@ -190,15 +202,26 @@ export class CrawlState {
 
   /**
    * Claim the right to store an exchange: true the first time a (status, method, url) is seen in this
-   * crawl, false afterwards, so identical later fetches are skipped.
+   * crawl, false afterwards, so identical later fetches are skipped. A claim stays provisional until
+   * confirmExchange(); a provisional claim of a process that died (its record may have been cut off
+   * with its WARC) can be taken over.
    */
   async claimExchange(status: number, method: string, url: string): Promise<boolean> {
-    return (await this.redis.sadd(this.keys.storedExchanges, `${status} ${method} ${url}`)) === 1;
+    const k = this.keys;
+    const result = (await this.redis.eval(
+      CLAIM_LUA, 1, k.storedExchanges, `${status} ${method} ${url}`, this.processId, k.processHeartbeat(""),
+    )) as number;
+    return result === 1;
+  }
+
+  /** The exchange's records are safely in the WARC. */
+  async confirmExchange(status: number, method: string, url: string): Promise<void> {
+    await this.redis.hset(this.keys.storedExchanges, `${status} ${method} ${url}`, STORED);
   }
 
   /** Undo a claim whose records could not be written, so a later fetch may store it. */
   async unclaimExchange(status: number, method: string, url: string): Promise<void> {
-    await this.redis.srem(this.keys.storedExchanges, `${status} ${method} ${url}`);
+    await this.redis.hdel(this.keys.storedExchanges, `${status} ${method} ${url}`);
   }
 
   async addStat(field: string, amount: number): Promise<void> {

@@ -21,7 +21,7 @@ export function crawlStateKeys(crawlId: string) {
     done: `${p}:d`,
     /** List of failed page JSON. */
     failed: `${p}:f`,
-    /** Set of "<status> <method> <url>" already written, so a URL+status is stored once per crawl. */
+    /** Hash "<status> <method> <url>" -> "stored", or the id of the process writing it now: a URL+status is stored once per crawl. */
     storedExchanges: `${p}:exch`,
     /** Hash of crawl-wide counters (bytes written, records...). */
     stats: `${p}:stats`,
