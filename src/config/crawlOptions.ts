@@ -27,6 +27,12 @@ export interface CrawlOptions {
   /** Seconds to wait for the network to go quiet after load (a cap, not a sleep). */
   netIdleWait: number;
   maxPageRetries: number;
+  /** Seconds to wait after each page. */
+  pageExtraDelay: number;
+  /** Seconds: page loads on one host start at least this far apart, across all processes. */
+  minHostInterval: number;
+  /** Stop the crawl once this many pages have failed; 0 = never. */
+  failOnFailedLimit: number;
   generateWACZ: boolean;
   rolloverSize: number;
   redisStoreUrl: string | null;
@@ -68,6 +74,9 @@ export interface RawCrawlFlags {
   pageLoadTimeout?: string;
   netIdleWait?: string;
   maxPageRetries?: string;
+  pageExtraDelay?: string;
+  minHostInterval?: string;
+  failOnFailedLimit?: string;
   generateWACZ?: boolean;
   rolloverSize?: string;
   redisStoreUrl?: string;
@@ -88,6 +97,15 @@ function integer(name: string, value: string | undefined, fallback: number, min:
   if (!/^-?\d+$/.test(value.trim())) throw new OptionsError(`--${name} must be a whole number, got ${JSON.stringify(value)}`);
   const parsed = Number.parseInt(value, 10);
   if (parsed < min) throw new OptionsError(`--${name} must be at least ${min}, got ${parsed}`);
+  return parsed;
+}
+
+function seconds(name: string, value: string | undefined): number {
+  if (value === undefined) return 0;
+  const parsed = Number(value);
+  if (!/^\d+(\.\d+)?$/.test(value.trim()) || !Number.isFinite(parsed)) {
+    throw new OptionsError(`--${name} must be a number of seconds, got ${JSON.stringify(value)}`);
+  }
   return parsed;
 }
 
@@ -183,6 +201,9 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     pageLoadTimeout: integer("pageLoadTimeout", flags.pageLoadTimeout, 90, 1),
     netIdleWait: integer("netIdleWait", flags.netIdleWait, 10, 0),
     maxPageRetries: integer("maxPageRetries", flags.maxPageRetries, 2, 0),
+    pageExtraDelay: seconds("pageExtraDelay", flags.pageExtraDelay),
+    minHostInterval: seconds("minHostInterval", flags.minHostInterval),
+    failOnFailedLimit: integer("failOnFailedLimit", flags.failOnFailedLimit, 0, 0),
     generateWACZ: flags.generateWACZ ?? false,
     rolloverSize: parseSize("rolloverSize", flags.rolloverSize, DEFAULT_ROLLOVER_SIZE),
     redisStoreUrl: flags.redisStoreUrl ?? null,

@@ -21,6 +21,7 @@ export interface PageContext {
 export async function crawlPage(worker: PageWorker, page: QueuedPage, context: PageContext): Promise<void> {
   const { state, options, scopes } = context;
   const scope = scopes[page.seedId] ?? scopes[0];
+  await waitForHostTurn(page.url, context);
   logger.debug("page", "loading page", { url: page.url, depth: page.depth, worker: worker.id });
 
   let result;
@@ -39,6 +40,10 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   if (!result.document) {
     const outcome = await state.markFailed(page.url, result.error ?? "not loaded", options.maxPageRetries);
     logger.warn("page", outcome === "failed" ? "page failed" : "page failed, will retry", { url: page.url, error: result.error });
+    if (outcome === "failed" && options.failOnFailedLimit > 0 && (await state.counts()).failed >= options.failOnFailedLimit) {
+      logger.error("crawl", `${options.failOnFailedLimit} pages failed (--failOnFailedLimit): stopping the crawl`);
+      context.stop.request("failed-limit");
+    }
     return;
   }
 
@@ -71,6 +76,19 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     depth: page.depth,
     linksQueued: queued,
   });
+  if (options.pageExtraDelay > 0) await context.stop.sleep(options.pageExtraDelay * 1000);
+}
+
+/** --minHostInterval: wait for this host's turn (shared by all processes through Redis). */
+async function waitForHostTurn(url: string, context: PageContext): Promise<void> {
+  const intervalMs = Math.round(context.options.minHostInterval * 1000);
+  if (intervalMs <= 0) return;
+  const host = new URL(url).host;
+  for (;;) {
+    const waitMs = await context.state.hostTurn(host, intervalMs);
+    if (waitMs <= 0 || context.stop.immediate) return;
+    await context.stop.sleep(waitMs);
+  }
 }
 
 function hardPageDeadlineMs(options: CrawlOptions): number {

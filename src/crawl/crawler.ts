@@ -1,12 +1,14 @@
 import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import { ExchangeRecorder, describeExchange } from "../archive/exchangeRecorder.js";
 import { WarcWriter } from "../archive/warcWriter.js";
-import { launchBrowser, type LaunchedBrowser } from "../browser/launch.js";
+import { BrowserHost } from "../browser/browserHost.js";
+import { repairUnfinishedWarcs } from "../archive/warcRepair.js";
+import { WriterSlots, writerName } from "../state/writerSlots.js";
+import { isStorageError, storageErrorMessage } from "./storageErrors.js";
 import { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import { Deduplicator } from "../dedupe/deduplicator.js";
 import { DependencyTracker } from "../dedupe/dependencies.js";
@@ -14,7 +16,7 @@ import { logger } from "../log/logger.js";
 import { formatCrawlProgress, ProgressLine } from "../log/progress.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
 import { connectRedis } from "../redis/connect.js";
-import { CrawlState } from "../state/crawlState.js";
+import { CrawlState, newProcessId } from "../state/crawlState.js";
 import { SOFTWARE } from "../version.js";
 import { collectionPaths, createCollectionDirs, type CollectionPaths } from "./collection.js";
 import { crawlPage, type PageContext } from "./crawlPage.js";
@@ -44,8 +46,11 @@ export interface CrawlStats {
   limit: { max: number; hit: boolean };
   bytesWritten: number;
   elapsedSeconds: number;
-  status: "done" | "interrupted" | "limit-reached" | "failed";
+  status: "done" | "interrupted" | "limit-reached" | "failed" | "failed-limit";
   committed: boolean;
+  /** This process's writer slot (several processes on one crawl each have one). */
+  writer: number;
+  browserLaunches: number;
 }
 
 /**
@@ -56,13 +61,17 @@ export interface CrawlStats {
 export async function runCrawl(options: CrawlOptions, stop = new StopControl()): Promise<CrawlOutcome> {
   const started = Date.now();
   const paths = collectionPaths(options.cwd, options.collection);
-  createCollectionDirs(paths);
+  try {
+    createCollectionDirs(paths);
+  } catch (err) {
+    throw new Error(`cannot create the output folder ${paths.root}: ${storageErrorMessage(err)}`);
+  }
   logger.attachFile(join(paths.logs, `crawl-${timestamp14(new Date())}-${process.pid}.log`));
 
-  const processId = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const processId = newProcessId(randomUUID().slice(0, 8));
   const { redis, embedded } = await openStateRedis(options, paths);
   let dedupeRedis: Redis | null = null;
-  let browser: LaunchedBrowser | null = null;
+  let browserHost: BrowserHost | null = null;
   let heartbeat: NodeJS.Timeout | null = null;
   const state = new CrawlState(redis, options.crawlId, processId);
   try {
@@ -70,12 +79,21 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     const dedupe = new DedupeIndex(dedupeRedis, options.crawlId);
     await dedupe.registerCrawl();
     const dependencies = new DependencyTracker(redis, state.keys, options.crawlId);
-    const plan = new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: "main" });
-    const pageList = new PageList(paths.pages, plan.waczFilename(0));
 
     await state.heartbeat();
     heartbeat = setInterval(() => void state.heartbeat().catch(() => undefined), 5000);
     await state.setStatus("running");
+    const reaped = await state.reapLocalDeadProcesses();
+    if (reaped.length) logger.info("crawl", "taking over from crawler processes of this machine that died", { processes: reaped });
+    const slots = new WriterSlots(redis, state.keys, processId);
+    const slot = await slots.claim();
+    const plan = new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(slot) });
+    const pageList = new PageList(paths.pages, `${options.collection}.wacz`);
+
+    // WARC files cut short by a writer that died end at their last whole record again.
+    for (const repaired of await repairUnfinishedWarcs(paths.archive, async (owner) => Boolean(await redis.exists(state.keys.processHeartbeat(owner))))) {
+      logger.warn("writer", "repaired a WARC file left unfinished by a crawler that died", { ...repaired });
+    }
 
     const scopes = options.seeds.map((seed) => new SeedScope(seed, options));
     for (const [seedId, scope] of scopes.entries()) {
@@ -102,16 +120,24 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     const recorder = new ExchangeRecorder(writer, state, deduplicator, (warc) => plan.waczIndexOf(warc));
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => writer.bytesWritten });
 
-    browser = await launchBrowser({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent });
+    browserHost = new BrowserHost({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent });
+    await browserHost.browser();
+    const host = browserHost;
+    stop.onImmediate(() => void host.closeAllPages());
     const context: PageContext = { options, state, scopes, pageList, stop, currentWacz: () => plan.currentWaczFilename() };
     const workers = Array.from({ length: options.workers }, (_, i) =>
-      new PageWorker(i, browser!.browser, {
+      new PageWorker(i, host, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
         netIdleWaitMs: options.netIdleWait * 1000,
         userAgent: options.userAgent,
         storeExchange: async (exchange) => {
-          const outcome = await recorder.record(exchange);
-          if (outcome.kind !== "skipped") logger.debug("writer", `${outcome.kind} stored`, describeExchange(exchange));
+          try {
+            const outcome = await recorder.record(exchange);
+            if (outcome.kind !== "skipped") logger.debug("writer", `${outcome.kind} stored`, describeExchange(exchange));
+          } catch (err) {
+            if (isStorageError(err)) stop.fatal(`cannot write to ${paths.archive}: ${storageErrorMessage(err)}`);
+            throw err;
+          }
         },
       }),
     );
@@ -131,27 +157,49 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       clearInterval(progressTimer);
       progress.stop();
       await Promise.all(workers.map((w) => w.close()));
-      await writer.close();
-      await browser.close();
-      browser = null;
+      await writer.close().catch((err: unknown) => stop.fatal(`cannot finish ${paths.archive}: ${storageErrorMessage(err)}`));
+      await host.close();
     }
 
     const counts = await state.counts();
     const finished = counts.queued === 0 && counts.pending === 0;
-    let status: CrawlStats["status"] = stop.reason === "signal" ? "interrupted" : finished ? "done" : "limit-reached";
-    let failure: string | null = null;
-    if (counts.done === 0 && counts.failed > 0) {
+    let status: CrawlStats["status"] =
+      stop.reason === "signal" ? "interrupted" : stop.reason === "failed-limit" ? "failed-limit" : finished ? "done" : "limit-reached";
+    let failure: string | null = stop.fatalError;
+    if (failure) status = "failed";
+    else if (counts.done === 0 && counts.failed > 0) {
       const failures = await state.failedPages();
       status = "failed";
       failure = `no page could be crawled: ${failures[0]?.url} failed: ${failures[0]?.reason}`;
       logger.error("crawl", failure, { failures });
     }
 
-    const waczPaths = options.generateWACZ
-      ? (await packageWaczFiles({ options, archiveDir: paths.archive, outputDir: paths.root, plan, pageList, dedupe, dependencies })).map((r) => r.path)
-      : [];
-    // Only a crawl that ran to the end joins the merged index; interrupted or limited ones can resume.
-    const committed = status === "done" ? await commitFinishedCrawl(dedupe) : false;
+    const packaging = { options, archiveDir: paths.archive, outputDir: paths.root, pageList, dedupe, dependencies };
+    let waczPaths: string[] = [];
+    if (options.generateWACZ && !stop.fatalError) {
+      try {
+        waczPaths = (await packageWaczFiles({ ...packaging, plan })).map((r) => r.path);
+      } catch (err) {
+        if (!isStorageError(err)) throw err;
+        failure = `cannot write the WACZ in ${paths.root}: ${storageErrorMessage(err)}`;
+        status = "failed";
+        logger.error("wacz", failure);
+      }
+    }
+    // Only a crawl that ran to the end joins the merged index, once every process on it has packaged
+    // its files (this one packages those of processes that died); interrupted or limited crawls stay
+    // uncommitted and can be resumed.
+    let committed = false;
+    if (!failure) {
+      await slots.markPackaged(slot);
+      if (status === "done") {
+        waczPaths.push(...(await packageOrphans(slots, (orphan) => options.generateWACZ
+          ? packageWaczFiles({ ...packaging, plan: new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(orphan) }) })
+          : Promise.resolve([]))));
+        if (await slots.allPackaged()) committed = await commitFinishedCrawl(dedupe);
+        else logger.info("crawl", "other crawler processes are still packaging; the last one commits the crawl");
+      }
+    }
 
     const stats: CrawlStats = {
       crawlId: options.crawlId,
@@ -165,20 +213,46 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       elapsedSeconds: Math.round((Date.now() - started) / 100) / 10,
       status,
       committed,
+      writer: slot,
+      browserLaunches: host.launches,
     };
     await state.setStatus(stats.status);
     if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");
     logger.info("crawl", `crawl ${stats.status}`, { ...stats });
-    const exitCode = status === "failed" ? ExitCode.Failed : status === "interrupted" ? ExitCode.Interrupted : ExitCode.Finished;
+    const exitCode =
+      status === "failed" ? ExitCode.Failed
+      : status === "interrupted" ? ExitCode.Interrupted
+      : status === "failed-limit" ? ExitCode.FailedLimit
+      : ExitCode.Finished;
     return { exitCode, stats, waczPaths, failure };
   } finally {
     if (heartbeat) clearInterval(heartbeat);
-    await browser?.close();
+    await browserHost?.close();
     await state.clearHeartbeat().catch(() => undefined);
     dedupeRedis?.disconnect();
     redis.disconnect();
     await embedded?.stop();
   }
+}
+
+/**
+ * Package the files of writers that died before packaging (their heartbeat expires within ~15 s, so wait
+ * that long for slots whose owner may be gone but not yet known to be).
+ */
+async function packageOrphans(slots: WriterSlots, packageSlot: (slot: number) => Promise<{ path: string }[]>): Promise<string[]> {
+  const paths: string[] = [];
+  const deadline = Date.now() + 20_000;
+  while (!(await slots.allPackaged()) && Date.now() < deadline) {
+    const orphan = await slots.adoptOrphan();
+    if (orphan === null) {
+      await new Promise((r) => setTimeout(r, 1000));
+      continue;
+    }
+    logger.info("crawl", "packaging the files of a crawler process that died", { writer: orphan });
+    paths.push(...(await packageSlot(orphan)).map((r) => r.path));
+    await slots.markPackaged(orphan);
+  }
+  return paths;
 }
 
 /** Take pages from the shared queue until it is drained everywhere or a stop is asked for. */

@@ -8,6 +8,8 @@ export const ExitCode = {
   BadUsage: 2,
   /** Stopped by SIGINT/SIGTERM: what was captured is written, the crawl can be resumed by re-running. */
   Interrupted: 3,
+  /** --failOnFailedLimit reached: the crawl stopped; what was captured is written, not committed. */
+  FailedLimit: 4,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

@@ -1,4 +1,5 @@
 import type { Browser, Page } from "puppeteer-core";
+import type { BrowserHost } from "../browser/browserHost.js";
 import type { Exchange } from "../archive/exchange.js";
 import { mimeTypeOf } from "../archive/exchange.js";
 import { PageCapture, type CapturedSummary } from "../browser/capture.js";
@@ -30,18 +31,21 @@ export interface PageLoadResult {
 /** One browser tab that loads pages one at a time and captures everything they fetch. */
 export class PageWorker {
   private tab: Page | null = null;
+  private tabBrowser: Browser | null = null;
   private capture: PageCapture | null = null;
   private readonly partialFetches = new Set<Promise<void>>();
 
   constructor(
     readonly id: number,
-    private readonly browser: Browser,
+    private readonly host: BrowserHost,
     private readonly options: PageWorkerOptions,
   ) {}
 
   private async ensureTab(): Promise<{ tab: Page; capture: PageCapture }> {
-    if (this.tab && this.capture && !this.tab.isClosed()) return { tab: this.tab, capture: this.capture };
-    const tab = await this.browser.newPage();
+    const browser = await this.host.browser();
+    if (this.tab && this.capture && !this.tab.isClosed() && this.tabBrowser === browser) return { tab: this.tab, capture: this.capture };
+    const tab = await browser.newPage();
+    this.tabBrowser = browser;
     if (this.options.userAgent) await tab.setUserAgent(this.options.userAgent);
     const capture = await PageCapture.attach(tab, {
       onExchange: (exchange) => this.options.storeExchange(exchange),

@@ -62,7 +62,7 @@ export class EmbeddedRedis {
         this.child = child;
         child.stderr?.removeAllListeners("data");
         child.stderr?.destroy();
-        writeFileSync(this.stateFile, JSON.stringify({ pid: child.pid, port: this.port }));
+        writeFileSync(this.stateFile, JSON.stringify({ pid: child.pid, port: this.port, ownerPid: process.pid }));
         return this.url;
       }
       if (ready instanceof Error) {
@@ -99,11 +99,17 @@ export class EmbeddedRedis {
    * to shut down (it flushes its append-only file) before a new one opens the same files.
    */
   private async shutdownLeftover(): Promise<void> {
-    let leftover: { pid: number; port: number };
+    let leftover: { pid: number; port: number; ownerPid?: number };
     try {
-      leftover = JSON.parse(readFileSync(this.stateFile, "utf8")) as { pid: number; port: number };
+      leftover = JSON.parse(readFileSync(this.stateFile, "utf8")) as { pid: number; port: number; ownerPid?: number };
     } catch {
       return;
+    }
+    if (leftover.ownerPid && leftover.ownerPid !== process.pid && isAlive(leftover.ownerPid) && isAlive(leftover.pid)) {
+      throw new Error(
+        `this collection's embedded Redis belongs to a crawler that is still running (pid ${leftover.ownerPid}); ` +
+          "to run several crawler processes on one crawl, give them all the same --redisStoreUrl",
+      );
     }
     if (isAlive(leftover.pid)) {
       const client = new Redis(leftover.port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });

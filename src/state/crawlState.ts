@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import type { Redis } from "ioredis";
 import { crawlStateKeys, type CrawlStateKeys } from "./keys.js";
 
@@ -82,6 +83,16 @@ if current and current ~= ARGV[2] and redis.call('EXISTS', ARGV[3] .. current) =
 if current == ARGV[2] then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 1
+`;
+
+// Per-host pacing shared by all processes: 0 = go now, else milliseconds to wait.
+const HOST_TURN_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local next = tonumber(redis.call('GET', KEYS[1]) or '0')
+if next > now then return next - now end
+redis.call('SET', KEYS[1], now + tonumber(ARGV[1]), 'PX', tonumber(ARGV[1]) * 2 + 1000)
+return 0
 `;
 
 export interface CrawlCounts {
@@ -176,6 +187,21 @@ export class CrawlState {
     return recovered;
   }
 
+  /**
+   * Processes of this machine that are gone (killed, crashed) need not wait for their heartbeat to
+   * expire: drop it now, so their leases and writer slots are taken over at once.
+   */
+  async reapLocalDeadProcesses(): Promise<string[]> {
+    const owners = new Set([...Object.values(await this.redis.hgetall(this.keys.leases)), ...Object.values(await this.redis.hgetall(this.keys.writers))]);
+    const reaped: string[] = [];
+    for (const owner of owners) {
+      const local = parseProcessId(owner);
+      if (!local || local.host !== hostname() || owner === this.processId || isPidAlive(local.pid)) continue;
+      if (await this.redis.del(this.keys.processHeartbeat(owner))) reaped.push(owner);
+    }
+    return reaped;
+  }
+
   async counts(): Promise<CrawlCounts> {
     const k = this.keys;
     const [queued, pending, done, failed, seen] = (await this.redis
@@ -224,6 +250,11 @@ export class CrawlState {
     await this.redis.hdel(this.keys.storedExchanges, `${status} ${method} ${url}`);
   }
 
+  /** Ask for a turn to load a page from `host`; returns 0 (go) or how many ms to wait before asking again. */
+  async hostTurn(host: string, intervalMs: number): Promise<number> {
+    return (await this.redis.eval(HOST_TURN_LUA, 1, this.keys.hostTurn(host), intervalMs)) as number;
+  }
+
   async addStat(field: string, amount: number): Promise<void> {
     await this.redis.hincrby(this.keys.stats, field, amount);
   }
@@ -234,5 +265,24 @@ export class CrawlState {
 
   async getStatus(): Promise<string | null> {
     return this.redis.get(this.keys.status);
+  }
+}
+
+/** Process ids are "<host>-<pid>-<random>"; the host may itself contain dashes. */
+export function newProcessId(random: string): string {
+  return `${hostname()}-${process.pid}-${random}`;
+}
+
+function parseProcessId(id: string): { host: string; pid: number } | null {
+  const match = /^(.*)-(\d+)-[0-9a-f]+$/.exec(id);
+  return match ? { host: match[1], pid: Number(match[2]) } : null;
+}
+
+function isPidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
   }
 }

@@ -39,6 +39,12 @@ export function crawlStateKeys(crawlId: string) {
     warcToWacz: `${p}:warcs`,
     /** Hash WACZ filename -> bytes of the closed WARC files assigned to it (for WACZ rollover). */
     waczBytes: `${p}:waczbytes`,
+    /** When the next page load on a host may start (--minHostInterval). */
+    hostTurn: (host: string) => `${p}:host:${host}`,
+    /** Hash writer slot -> id of the process writing it (a dead process's slot is taken over on restart). */
+    writers: `${p}:writers`,
+    /** Set of writer slots whose WACZ files are packaged; when all are, the crawl can be committed. */
+    writersPackaged: `${p}:writersPackaged`,
     /** List of one writer's WACZ filenames, in order. */
     waczNames: (writer: string) => `${p}:wacznames:${writer}`,
   };
