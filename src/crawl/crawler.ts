@@ -91,9 +91,13 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     const pageList = new PageList(paths.pages, `${options.collection}.wacz`);
 
     // WARC files cut short by a writer that died end at their last whole record again.
-    for (const repaired of await repairUnfinishedWarcs(paths.archive, async (owner) => Boolean(await redis.exists(state.keys.processHeartbeat(owner))))) {
-      logger.warn("writer", "repaired a WARC file left unfinished by a crawler that died", { ...repaired });
-    }
+    const repairWarcs = async () => {
+      const alive = async (owner: string) => Boolean(await redis.exists(state.keys.processHeartbeat(owner)));
+      for (const repaired of await repairUnfinishedWarcs(paths.archive, alive)) {
+        logger.warn("writer", "repaired a WARC file left unfinished by a crawler that died", { ...repaired });
+      }
+    };
+    await repairWarcs();
 
     const scopes = options.seeds.map((seed) => new SeedScope(seed, options));
     for (const [seedId, scope] of scopes.entries()) {
@@ -193,9 +197,12 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     if (!failure) {
       await slots.markPackaged(slot);
       if (status === "done") {
-        waczPaths.push(...(await packageOrphans(slots, (orphan) => options.generateWACZ
-          ? packageWaczFiles({ ...packaging, plan: new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(orphan) }) })
-          : Promise.resolve([]))));
+        waczPaths.push(...(await packageOrphans(state, slots, async (orphan) => {
+          await repairWarcs();
+          if (!options.generateWACZ) return [];
+          const orphanPlan = new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(orphan) });
+          return packageWaczFiles({ ...packaging, plan: orphanPlan });
+        })));
         if (await slots.allPackaged()) committed = await commitFinishedCrawl(dedupe);
         else logger.info("crawl", "other crawler processes are still packaging; the last one commits the crawl");
       }
@@ -239,10 +246,15 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
  * Package the files of writers that died before packaging (their heartbeat expires within ~15 s, so wait
  * that long for slots whose owner may be gone but not yet known to be).
  */
-async function packageOrphans(slots: WriterSlots, packageSlot: (slot: number) => Promise<{ path: string }[]>): Promise<string[]> {
+async function packageOrphans(
+  state: CrawlState,
+  slots: WriterSlots,
+  packageSlot: (slot: number) => Promise<{ path: string }[]>,
+): Promise<string[]> {
   const paths: string[] = [];
   const deadline = Date.now() + 20_000;
   while (!(await slots.allPackaged()) && Date.now() < deadline) {
+    await state.reapLocalDeadProcesses();
     const orphan = await slots.adoptOrphan();
     if (orphan === null) {
       await new Promise((r) => setTimeout(r, 1000));
@@ -264,6 +276,7 @@ async function workLoop(worker: PageWorker, context: PageContext): Promise<void>
       const counts = await state.counts();
       if (counts.queued === 0 && counts.pending === 0) return;
       // Others are still busy, or a dead process holds leases: look for abandoned pages, then wait.
+      await state.reapLocalDeadProcesses();
       await state.recoverAbandoned(options.maxPageRetries);
       await stop.sleep(500);
       continue;

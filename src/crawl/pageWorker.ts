@@ -88,9 +88,20 @@ export class PageWorker {
       document = await this.loadDirectly(url, navigationError);
       if (!document) return { document: null, title: "", links: [], error: navigationError };
     }
-    const isHtml = document !== null && isRenderedDocumentType(document.mime) && !navigationError;
-    const [title, links] = isHtml ? await this.readPage(tab) : ["", []];
-    return { document, title, links, error: document ? null : navigationError ?? "no document captured" };
+    if (!document) return { document: null, title: "", links: [], error: navigationError ?? "no document captured" };
+    // Not rendered (PDF, image, download): archived as it is, no links. (We abort its navigation ourselves.)
+    if (!isRenderedDocumentType(document.mime)) return { document, title: "", links: [], error: null };
+    if (navigationError && !/timeout/i.test(navigationError)) {
+      // The document arrived but the page broke (browser crash, tab closed): retry rather than lose its links.
+      return { document: null, title: "", links: [], error: navigationError };
+    }
+    try {
+      const [title, links] = await this.readPage(tab);
+      return { document, title, links, error: null };
+    } catch (err) {
+      // Without its links the crawl would silently lose everything below this page: retry it instead.
+      return { document: null, title: "", links: [], error: `could not read the page's links: ${errorMessage(err)}` };
+    }
   }
 
   private async loadDirectly(url: string, navigationError: string): Promise<CapturedSummary | null> {
@@ -105,17 +116,12 @@ export class PageWorker {
   }
 
   private async readPage(tab: Page): Promise<[string, string[]]> {
-    try {
-      const title = await tab.title();
-      const hrefs = await tab.evaluate(() =>
-        Array.from(document.querySelectorAll("a[href], area[href]"), (a) => (a as HTMLAnchorElement).href),
-      );
-      const links = [...new Set(hrefs.map((h) => tryNormalizeCrawlUrl(h)).filter((u): u is string => u !== null))];
-      return [title, links];
-    } catch (err) {
-      logger.warn("page", "could not read links", { url: tab.url(), error: errorMessage(err) });
-      return ["", []];
-    }
+    const title = await tab.title();
+    const hrefs = await tab.evaluate(() =>
+      Array.from(document.querySelectorAll("a[href], area[href]"), (a) => (a as HTMLAnchorElement).href),
+    );
+    const links = [...new Set(hrefs.map((h) => tryNormalizeCrawlUrl(h)).filter((u): u is string => u !== null))];
+    return [title, links];
   }
 
   /** Close the tab (after a crash or hang a fresh one is opened for the next page). */

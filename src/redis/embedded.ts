@@ -10,6 +10,8 @@ export interface EmbeddedRedisOptions {
   /** Persist with appendonly (crawl state) or keep nothing on disk (tests, scratch). */
   persist?: boolean;
   binary?: string;
+  /** Listen on this port (e.g. to restart a server where its clients expect it); default: a free one. */
+  port?: number;
 }
 
 /** A redis-server child process on a free loopback port; the crawler's default and the tests' Redis. */
@@ -33,7 +35,7 @@ export class EmbeddedRedis {
     const binary = this.options.binary ?? process.env.REDIS_SERVER_BIN ?? "redis-server";
     const persist = this.options.persist ?? true;
     for (let attempt = 0; attempt < 5; attempt++) {
-      this.port = await freePort();
+      this.port = this.options.port ?? (await freePort());
       const args = [
         "--port", String(this.port),
         "--bind", "127.0.0.1",
@@ -69,7 +71,7 @@ export class EmbeddedRedis {
         throw new Error(`cannot start embedded redis-server (${binary}): ${ready.message}; install Debian's redis-server`);
       }
       // Port taken between probe and bind: try another one.
-      if (!/Address already in use/i.test(stderr) || attempt === 4) {
+      if (!/Address already in use/i.test(stderr) || attempt === 4 || this.options.port) {
         throw new Error(`embedded redis-server exited: ${stderr.trim().split("\n").pop() ?? "no output"}`);
       }
     }
