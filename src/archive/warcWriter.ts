@@ -95,16 +95,22 @@ export class WarcWriter {
     const chunks: Uint8Array[] = [];
     let pending = 0;
     let length = 0;
-    for await (const chunk of serializer) {
-      chunks.push(chunk);
-      pending += chunk.length;
-      length += chunk.length;
-      if (pending >= 1 << 20) {
-        await handle.writev(chunks.splice(0));
-        pending = 0;
+    try {
+      for await (const chunk of serializer) {
+        chunks.push(chunk);
+        pending += chunk.length;
+        length += chunk.length;
+        if (pending >= 1 << 20) {
+          await handle.writev(chunks.splice(0));
+          pending = 0;
+        }
       }
+      if (chunks.length) await handle.writev(chunks);
+    } catch (err) {
+      // Disk full or gone mid-record: cut the half-written record off so the file stays whole.
+      await handle.truncate(offset).catch(() => undefined);
+      throw err;
     }
-    if (chunks.length) await handle.writev(chunks);
     this.size += length;
     this.bytesWritten += length;
     const headers = record.warcHeaders.headers;

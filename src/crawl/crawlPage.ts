@@ -6,6 +6,7 @@ import type { PageList } from "./pageList.js";
 import type { PageWorker } from "./pageWorker.js";
 import type { SeedScope } from "./scope.js";
 import type { StopControl } from "./stopControl.js";
+import { isStorageError, storageErrorMessage } from "./storageErrors.js";
 
 export interface PageContext {
   options: CrawlOptions;
@@ -47,7 +48,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     return;
   }
 
-  context.pageList.add({
+  const entry = {
     id: randomUUID(),
     url: page.url,
     ts: result.document.date.toISOString(),
@@ -56,7 +57,15 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     mime: result.document.mime,
     depth: page.depth,
     seed: page.depth === 0,
-  }, context.currentWacz());
+  };
+  try {
+    context.pageList.add(entry, context.currentWacz());
+  } catch (err) {
+    if (!isStorageError(err)) throw err;
+    context.stop.fatal(`cannot write the page list: ${storageErrorMessage(err)}`);
+    await state.handBack(page.url);
+    return;
+  }
 
   let queued = 0;
   for (const link of result.links) {

@@ -30,13 +30,19 @@ export class Logger {
 
   attachFile(path: string): void {
     mkdirSync(dirname(path), { recursive: true });
-    this.file = createWriteStream(path, { flags: "a" });
+    const file = createWriteStream(path, { flags: "a" });
+    // A full disk must not take the crawl down through its log file: keep logging to stderr only.
+    file.on("error", (err) => {
+      if (this.file === file) this.file = null;
+      process.stderr.write(JSON.stringify({ timestamp: new Date().toISOString(), logLevel: "warn", context: "log", message: `log file not writable any more: ${err.message}`, details: {} }) + "\n");
+    });
+    this.file = file;
   }
 
   async close(): Promise<void> {
     const file = this.file;
     this.file = null;
-    if (file) await new Promise<void>((resolve) => file.end(resolve));
+    if (file && !file.destroyed) await new Promise<void>((resolve) => file.end(resolve));
   }
 
   debug(context: string, message: string, details?: LogDetails): void {
