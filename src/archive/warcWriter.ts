@@ -101,11 +101,11 @@ export class WarcWriter {
         pending += chunk.length;
         length += chunk.length;
         if (pending >= 1 << 20) {
-          await handle.writev(chunks.splice(0));
+          await writeFully(handle, chunks.splice(0), pending);
           pending = 0;
         }
       }
-      if (chunks.length) await handle.writev(chunks);
+      if (chunks.length) await writeFully(handle, chunks, pending);
     } catch (err) {
       // Disk full or gone mid-record: cut the half-written record off so the file stays whole.
       await handle.truncate(offset).catch(() => undefined);
@@ -149,4 +149,12 @@ export class WarcWriter {
 /** A WARC file being written has a marker beside it: `<name>.open`, holding the whole size and the writer. */
 export function openMarkerName(warcFilename: string): string {
   return `${warcFilename}.open`;
+}
+
+/** writev may write less than asked when the disk fills up, without an error: make that an error. */
+async function writeFully(handle: FileHandle, chunks: Uint8Array[], expected: number): Promise<void> {
+  const { bytesWritten } = await handle.writev(chunks);
+  if (bytesWritten !== expected) {
+    throw Object.assign(new Error(`short write: ${bytesWritten} of ${expected} bytes`), { code: "ENOSPC" });
+  }
 }

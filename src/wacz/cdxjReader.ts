@@ -270,19 +270,24 @@ function isRecordLine(line: string): boolean {
   return line !== "" && !line.startsWith("!");
 }
 
+/** The checked records of a stream of CDXJ text, a chunk at a time. */
+async function* checkedChunks(reader: WaczReader, name: string, stream: AsyncIterable<Buffer>): AsyncGenerator<CdxjEntry[], void, undefined> {
+  let lineNo = 0;
+  const lines = streamLines(stream, () => new WaczIndexError(`${reader.location}: ${name} has a line over ${MAX_LINE_CHARS} characters`));
+  for await (const chunk of lines) {
+    const entries: CdxjEntry[] = [];
+    for (const line of chunk) {
+      lineNo++;
+      if (isRecordLine(line)) entries.push(checkedLine(reader.location, line, lineNo, name));
+    }
+    if (entries.length) yield entries;
+  }
+}
+
 async function* plainCdxjLines(reader: WaczReader, name: string): AsyncGenerator<CdxjEntry[], void, undefined> {
   const stream = await reader.openEntryStream(name);
-  let lineNo = 0;
   try {
-    const lines = streamLines(stream as AsyncIterable<Buffer>, () => new WaczIndexError(`${reader.location}: ${name} has a line over ${MAX_LINE_CHARS} characters`));
-    for await (const chunk of lines) {
-      const entries: CdxjEntry[] = [];
-      for (const line of chunk) {
-        lineNo++;
-        if (isRecordLine(line)) entries.push(checkedLine(reader.location, line, lineNo, name));
-      }
-      if (entries.length) yield entries;
-    }
+    yield* checkedChunks(reader, name, stream as AsyncIterable<Buffer>);
   } finally {
     destroyStream(stream);
   }
@@ -293,17 +298,8 @@ async function* gzipCdxjLines(reader: WaczReader, name: string): AsyncGenerator<
   const gunzipStream = createGunzip();
   stream.on("error", (err: Error) => gunzipStream.destroy(err));
   stream.pipe(gunzipStream);
-  let lineNo = 0;
   try {
-    const lines = streamLines(gunzipStream, () => new WaczIndexError(`${reader.location}: ${name} has a line over ${MAX_LINE_CHARS} characters`));
-    for await (const chunk of lines) {
-      const entries: CdxjEntry[] = [];
-      for (const line of chunk) {
-        lineNo++;
-        if (isRecordLine(line)) entries.push(checkedLine(reader.location, line, lineNo, name));
-      }
-      if (entries.length) yield entries;
-    }
+    yield* checkedChunks(reader, name, gunzipStream);
   } catch (err) {
     if (err instanceof WaczIndexError || err instanceof WaczReadError) throw err;
     const msg = err instanceof Error ? err.message : String(err);
