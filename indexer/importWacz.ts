@@ -7,9 +7,13 @@ import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "../src/wacz/index.js";
 import type { ImportResource } from "./sources.js";
 
-// allhashes: the first crawl to index a payload keeps it (as when crawls are committed).
-const ALLHASHES_BATCH_LUA = `
-for i = 1, #ARGV - 1 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[#ARGV]) end
+// One call per batch, each digest sent once: h:<crawlId> takes the whole batch (HSET: re-importing
+// writes the same values; within a crawl the last of several WACZ files holding a payload wins, which
+// in manifest order is deterministic); in allhashes the first crawl to index a payload keeps it.
+const IMPORT_BATCH_LUA = `
+redis.call('HSET', KEYS[1], unpack(ARGV, 1, #ARGV - 1))
+local crawl = ARGV[#ARGV]
+for i = 1, #ARGV - 1, 2 do redis.call('HSETNX', KEYS[2], ARGV[i], crawl) end
 `;
 
 // Undo a failed import: drop this WACZ's entries from h:<crawlId> (one HSCAN page per call) and the
@@ -59,7 +63,7 @@ redis.call('HSET', KEYS[7], ARGV[1], ARGV[5])
 return 1
 `;
 
-const BATCH = 2000;
+const BATCH = 1000;
 const EMPTY_PAYLOAD = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 export interface WaczImportResult {
@@ -113,22 +117,16 @@ export async function importWacz(redis: Redis, resource: ImportResource, onProgr
     try {
       // Pass 1: index response hashes and count lines. Batches go out while the next ones are parsed;
       // at most a few are in flight, so memory stays flat.
-      // h:<crawlId> takes whole batches (HSET: re-importing writes the same values); within a crawl the
-      // last of several WACZ files holding a payload wins, which in manifest order is deterministic.
       let batch: string[] = [];
       const inFlight = new Set<Promise<unknown>>();
       const flush = async () => {
         if (batch.length) {
-          const digests = batch.filter((_, i) => i % 2 === 0);
-          const sent = Promise.all([
-            redis.hset(hashesKey, ...batch),
-            redis.eval(ALLHASHES_BATCH_LUA, 1, dedupeKeys.allHashes, ...digests, resource.crawlId),
-          ]);
+          const sent = redis.eval(IMPORT_BATCH_LUA, 2, hashesKey, dedupeKeys.allHashes, ...batch, resource.crawlId);
           inFlight.add(sent);
           void sent.finally(() => inFlight.delete(sent)).catch(() => undefined);
         }
         batch = [];
-        while (inFlight.size >= 4) await Promise.race(inFlight);
+        while (inFlight.size >= 8) await Promise.race(inFlight);
       };
       for await (const records of iterWaczCdxjRecordBatches(reader)) {
         for (const cdx of records) {
