@@ -16,7 +16,8 @@ COPY fixtures ./fixtures
 COPY bench ./bench
 RUN npm run build && npm prune --omit=dev && npm link
 
-# Output lands in /crawls/collections/<name>/ (mount a volume there).
-WORKDIR /crawls
+# The default --cwd is ./crawls: from / that is /crawls, so output lands in /crawls/collections/<name>/
+# (mount a volume at /crawls).
+WORKDIR /
 # `docker run IMAGE crawl --url ...` and `docker run IMAGE indexer ...` both work: the command is the program.
 CMD ["crawl", "--help"]
