@@ -222,9 +222,6 @@ export class CrawlState {
     return (await this.redis.lrange(this.keys.failed, 0, -1)).map((s) => JSON.parse(s) as FailedPage);
   }
 
-  async isDone(url: string): Promise<boolean> {
-    return (await this.redis.sismember(this.keys.done, url)) === 1;
-  }
 
   /**
    * Claim the right to store an exchange: true the first time a (status, method, url) is seen in this
@@ -255,17 +252,11 @@ export class CrawlState {
     return (await this.redis.eval(HOST_TURN_LUA, 1, this.keys.hostTurn(host), intervalMs)) as number;
   }
 
-  async addStat(field: string, amount: number): Promise<void> {
-    await this.redis.hincrby(this.keys.stats, field, amount);
-  }
 
   async setStatus(status: string): Promise<void> {
     await this.redis.set(this.keys.status, status);
   }
 
-  async getStatus(): Promise<string | null> {
-    return this.redis.get(this.keys.status);
-  }
 }
 
 /** Process ids are "<host>-<pid>-<random>"; the host may itself contain dashes. */

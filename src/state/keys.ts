@@ -23,8 +23,6 @@ export function crawlStateKeys(crawlId: string) {
     failed: `${p}:f`,
     /** Hash "<status> <method> <url>" -> "stored", or the id of the process writing it now: a URL+status is stored once per crawl. */
     storedExchanges: `${p}:exch`,
-    /** Hash of crawl-wide counters (bytes written, records...). */
-    stats: `${p}:stats`,
     /** Heartbeat key of one crawler process; its leases are void once it expires. */
     processHeartbeat: (processId: string) => `${p}:proc:${processId}`,
     /** String: "running" | "done" | "interrupted" ... */
