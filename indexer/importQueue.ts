@@ -81,9 +81,6 @@ export class ImportQueue {
     return queued === 0 && pending === 0;
   }
 
-  async isDone(name: string): Promise<boolean> {
-    return (await this.redis.sismember(dedupeKeys.importDone, name)) === 1;
-  }
 
   /** Write updateProgress (fraction imported of everything queued); returns it. */
   async updateProgress(): Promise<number> {
