@@ -19,6 +19,19 @@ export interface Exchange {
   date: Date;
   /** CDP resource type (Document, Script, Image...) or "Direct" for direct fetches. */
   resourceType: string;
+  /** Set on a 304 answering a conditional request we sent: the archived capture it confirms. */
+  confirms?: ConfirmedCapture;
+}
+
+/** The archived capture a conditional request was made for (from the capture history). */
+export interface ConfirmedCapture {
+  url: string;
+  crawlId: string;
+  /** WARC-Date digits of the capture holding the payload. */
+  date: string;
+  digest: string;
+  waczIndex: number;
+  waczFilename: string | null;
 }
 
 export type ExchangeBody =

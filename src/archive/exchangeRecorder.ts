@@ -3,7 +3,12 @@ import type { Deduplicator } from "../dedupe/deduplicator.js";
 import type { Exchange } from "./exchange.js";
 import { bodySize } from "./exchange.js";
 import { payloadDigest } from "./digest.js";
-import { newRecordId, requestRecord, responseRecord, revisitRecord, REVISIT_PROFILE_IDENTICAL } from "./records.js";
+import { newRecordId, requestRecord, responseRecord, revisitRecord, REVISIT_PROFILE_IDENTICAL, REVISIT_PROFILE_NOT_MODIFIED } from "./records.js";
+import { headerValue } from "./exchange.js";
+import type { CaptureHistory } from "../history/captureHistory.js";
+import type { CaptureRecord } from "../dedupe/keys.js";
+import { warcDateToDigits } from "../dedupe/keys.js";
+import { errorMessage, logger } from "../log/logger.js";
 import type { WarcWriter, WrittenRecord } from "./warcWriter.js";
 import { digitsToWarcDate } from "../dedupe/keys.js";
 
@@ -30,6 +35,7 @@ export class ExchangeRecorder {
     private readonly dedupe: Deduplicator,
     /** Index in c:<crawlId>:wacz of the WACZ a WARC file is packaged into. */
     private readonly waczIndexOf: (warcFilename: string) => number,
+    private readonly history: CaptureHistory,
   ) {}
 
   async record(exchange: Exchange): Promise<RecordOutcome> {
@@ -53,6 +59,7 @@ export class ExchangeRecorder {
   }
 
   private async write(exchange: Exchange): Promise<RecordOutcome> {
+    if (exchange.status === 304 && exchange.confirms) return this.writeNotModified(exchange, exchange.confirms);
     const digest = await payloadDigest(exchange.body);
     const size = bodySize(exchange.body);
     const eligible = this.dedupe.isEligible(exchange.status, size);
@@ -72,11 +79,53 @@ export class ExchangeRecorder {
       const placement = { url: record.url, date: record.date, length: record.length, waczIndex: this.waczIndexOf(record.filename) };
       if (original) {
         await this.dedupe.noteRevisit(original, placement);
-        return { kind: "revisit" as const, record, request };
+      } else {
+        await this.dedupe.noteResponse(digest, placement, this.dedupe.isIndexable(exchange.status, size));
       }
-      await this.dedupe.noteResponse(digest, placement, this.dedupe.isIndexable(exchange.status, size));
-      return { kind: "response" as const, record, request };
+      if (exchange.status >= 200 && exchange.status < 300 && exchange.status !== 206) {
+        await this.noteCapture(exchange, { date: warcDateToDigits(record.date), status: exchange.status, digest, waczIndex: placement.waczIndex });
+      }
+      return { kind: original ? ("revisit" as const) : ("response" as const), record, request };
     });
+  }
+
+  /** A 304 to our conditional request: a server-not-modified revisit pointing at the capture it confirms. */
+  private async writeNotModified(exchange: Exchange, confirms: NonNullable<Exchange["confirms"]>): Promise<RecordOutcome> {
+    const recordId = newRecordId();
+    const [record, request] = await this.writer.writeRecords([
+      revisitRecord(exchange, recordId, {
+        url: confirms.url,
+        date: digitsToWarcDate(confirms.date),
+        digest: confirms.digest,
+        waczFilename: confirms.waczFilename ?? undefined,
+        profile: REVISIT_PROFILE_NOT_MODIFIED,
+      }),
+      requestRecord(exchange, recordId),
+    ]);
+    const waczIndex = this.waczIndexOf(record.filename);
+    const original = await this.dedupe.findOriginal(confirms.digest);
+    await this.dedupe.noteRevisit(
+      { crawlId: confirms.crawlId, waczIndex: confirms.waczIndex, size: original?.size ?? record.length, url: confirms.url, date: confirms.date, waczFilename: confirms.waczFilename },
+      { url: record.url, date: record.date, length: record.length, waczIndex },
+    );
+    await this.noteCapture(exchange, {
+      date: warcDateToDigits(record.date),
+      status: 304,
+      digest: confirms.digest,
+      waczIndex,
+      original: { crawlId: confirms.crawlId, date: confirms.date, waczIndex: confirms.waczIndex },
+    });
+    return { kind: "revisit", record, request };
+  }
+
+  private async noteCapture(exchange: Exchange, capture: CaptureRecord): Promise<void> {
+    const etag = headerValue(exchange.responseHeaders, "etag");
+    const lastModified = headerValue(exchange.responseHeaders, "last-modified");
+    try {
+      await this.history.recordCapture(exchange.url, { ...capture, ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) });
+    } catch (err) {
+      logger.warn("history", "could not record the capture in the history", { url: exchange.url, error: errorMessage(err) });
+    }
   }
 }
 

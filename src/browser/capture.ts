@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CDPSession, Page } from "puppeteer-core";
 import type { Protocol } from "puppeteer-core";
-import type { Exchange, ExchangeBody } from "../archive/exchange.js";
+import type { ConfirmedCapture, Exchange, ExchangeBody } from "../archive/exchange.js";
 import { logger, errorMessage } from "../log/logger.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 
@@ -39,6 +39,10 @@ export interface CapturedSummary {
 export class PageCapture {
   private readonly inFlight = new Set<Promise<void>>();
   readonly captured: CapturedSummary[] = [];
+  /** Conditional headers to add to the next document request for a URL (--refresh). */
+  private readonly conditional = new Map<string, { headers: Record<string, string>; confirms: ConfirmedCapture }>();
+  /** Document requests we really made conditional, by request id: only their 304s mean "not modified". */
+  private readonly sentConditional = new Map<string, ConfirmedCapture>();
 
   private constructor(
     private readonly cdp: CDPSession,
@@ -60,8 +64,32 @@ export class PageCapture {
     await cdp.send("Network.enable");
     // Requests answered by a site's service worker would never reach the network stage we capture.
     await cdp.send("Network.setBypassServiceWorker", { bypass: true });
-    await cdp.send("Fetch.enable", { patterns: [{ urlPattern: "*", requestStage: "Response" }] });
+    await cdp.send("Fetch.enable", {
+      patterns: [
+        // Documents also pause before they are sent, so a refresh can make them conditional.
+        { urlPattern: "*", resourceType: "Document", requestStage: "Request" },
+        { urlPattern: "*", requestStage: "Response" },
+      ],
+    });
     return capture;
+  }
+
+  /** Make the next request for this document conditional (If-None-Match / If-Modified-Since). */
+  expectConditional(url: string, headers: Record<string, string>, confirms: ConfirmedCapture): void {
+    this.conditional.set(url, { headers, confirms });
+  }
+
+  clearConditional(): void {
+    this.conditional.clear();
+  }
+
+  private async onRequestStage(event: Protocol.Fetch.RequestPausedEvent): Promise<void> {
+    const pending = event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
+    if (!pending) return this.continue(event.requestId);
+    this.conditional.delete(event.request.url);
+    this.sentConditional.set(event.networkId ?? event.requestId, pending.confirms);
+    const headers = Object.entries({ ...event.request.headers, ...pending.headers }).map(([name, value]) => ({ name, value: String(value) }));
+    await this.cdp.send("Fetch.continueRequest", { requestId: event.requestId, headers }).catch(() => undefined);
   }
 
   /** Wait until every exchange seen so far has been handed on and stored. */
@@ -76,6 +104,7 @@ export class PageCapture {
 
   private async onPaused(event: Protocol.Fetch.RequestPausedEvent): Promise<void> {
     const { requestId, request } = event;
+    if (event.responseStatusCode === undefined && !event.responseErrorReason) return this.onRequestStage(event);
     const status = event.responseStatusCode;
     const protocol = new URL(request.url).protocol;
     if (status === undefined || event.responseErrorReason || (protocol !== "http:" && protocol !== "https:")) {
@@ -84,6 +113,8 @@ export class PageCapture {
     }
     const responseHeaders = (event.responseHeaders ?? []).map(({ name, value }) => [name, value] as [string, string]);
     const requestHeaders = Object.entries(request.headers).map(([n, v]) => [n, String(v)] as [string, string]);
+    const confirms = status === 304 ? this.sentConditional.get(event.networkId ?? requestId) : undefined;
+    this.sentConditional.delete(event.networkId ?? requestId);
     const date = new Date();
     const location = responseHeaders.find(([n]) => n.toLowerCase() === "location")?.[1] ?? null;
     const mime = (responseHeaders.find(([n]) => n.toLowerCase() === "content-type")?.[1] ?? "").split(";")[0].trim();
@@ -124,6 +155,7 @@ export class PageCapture {
       bodyDecoded: true,
       date,
       resourceType: event.resourceType,
+      confirms,
     });
   }
 

@@ -37,6 +37,8 @@ export function buildCrawlProgram(): Command {
     .option("--minHostInterval <seconds>", "start page loads on the same host at least this far apart, across all crawler processes")
     .option("--failOnFailedLimit <n>", "stop the crawl (exit code 4) once this many pages have failed")
     .option("--generateWACZ", "package the collection as <collection>.wacz when the crawl ends")
+    .option("--refresh", "re-crawl against the capture history: pages are requested with If-None-Match/If-Modified-Since, a 304 becomes a server-not-modified revisit, and reports/changes.jsonl lists what changed")
+    .option("--skipFreshDays <days>", "do not fetch pages whose latest archived capture is younger than this (their archived links are still followed)")
     .option("--rolloverSize <bytes>", "start a new WARC file once one grows past this size (e.g. 1GB)", "1GB")
     .option("--redisStoreUrl <url>", "Redis holding the crawl state (default: an embedded redis-server with its data in the collection)")
     .option("--redisDedupeUrl <url>", "Redis holding the dedupe index shared by crawls (default: the crawl-state Redis)")

@@ -34,6 +34,10 @@ export interface CrawlOptions {
   /** Stop the crawl once this many pages have failed; 0 = never. */
   failOnFailedLimit: number;
   generateWACZ: boolean;
+  /** Re-crawl against the capture history: conditional page requests, change report. */
+  refresh: boolean;
+  /** Pages whose latest committed capture is younger than this many days are not fetched (0 = off). */
+  skipFreshDays: number;
   rolloverSize: number;
   redisStoreUrl: string | null;
   /** Redis of the dedupe index; null = the crawl-state Redis. */
@@ -78,6 +82,8 @@ export interface RawCrawlFlags {
   minHostInterval?: string;
   failOnFailedLimit?: string;
   generateWACZ?: boolean;
+  refresh?: boolean;
+  skipFreshDays?: string;
   rolloverSize?: string;
   redisStoreUrl?: string;
   redisDedupeUrl?: string;
@@ -205,6 +211,8 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     minHostInterval: seconds("minHostInterval", flags.minHostInterval),
     failOnFailedLimit: integer("failOnFailedLimit", flags.failOnFailedLimit, 0, 0),
     generateWACZ: flags.generateWACZ ?? false,
+    refresh: flags.refresh ?? false,
+    skipFreshDays: seconds("skipFreshDays", flags.skipFreshDays),
     rolloverSize: parseSize("rolloverSize", flags.rolloverSize, DEFAULT_ROLLOVER_SIZE),
     redisStoreUrl: flags.redisStoreUrl ?? null,
     redisDedupeUrl: flags.redisDedupeUrl ?? null,

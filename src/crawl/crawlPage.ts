@@ -3,6 +3,9 @@ import type { CrawlOptions } from "../config/crawlOptions.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { CrawlState, QueuedPage } from "../state/crawlState.js";
 import type { PageList } from "./pageList.js";
+import type { CaptureHistory, KnownCapture } from "../history/captureHistory.js";
+import { classifyChange, type ChangeReport } from "./changeReport.js";
+import type { ConditionalRequest } from "./pageWorker.js";
 import type { PageWorker } from "./pageWorker.js";
 import type { SeedScope } from "./scope.js";
 import type { StopControl } from "./stopControl.js";
@@ -11,6 +14,8 @@ import { isStorageError, storageErrorMessage } from "./storageErrors.js";
 export interface PageContext {
   options: CrawlOptions;
   state: CrawlState;
+  history: CaptureHistory;
+  report: ChangeReport;
   scopes: SeedScope[];
   pageList: PageList;
   stop: StopControl;
@@ -22,12 +27,22 @@ export interface PageContext {
 export async function crawlPage(worker: PageWorker, page: QueuedPage, context: PageContext): Promise<void> {
   const { state, options, scopes } = context;
   const scope = scopes[page.seedId] ?? scopes[0];
+  const previous = options.refresh || options.skipFreshDays > 0 ? await latestCapture(page.url, context) : null;
+  if (previous && isFresh(previous, options.skipFreshDays)) {
+    // Archived recently enough: not fetched, but its archived links are still followed.
+    context.report.add({ url: page.url, change: "skipped-fresh", status: null, digest: null, previous: previousOf(previous) });
+    await enqueueLinks(previous.outlinks ?? [], page, context, scope);
+    await state.markDone(page.url);
+    logger.info("page", "page skipped (fresh)", { url: page.url, archived: previous.date });
+    return;
+  }
   await waitForHostTurn(page.url, context);
   logger.debug("page", "loading page", { url: page.url, depth: page.depth, worker: worker.id });
 
   let result;
   try {
-    result = await withDeadline(worker.load(page.url), hardPageDeadlineMs(options));
+    const conditional = options.refresh && previous ? conditionalRequest(previous) : undefined;
+    result = await withDeadline(worker.load(page.url, conditional), hardPageDeadlineMs(options));
   } catch (err) {
     // The tab is in an unknown state (hung or crashed): replace it before the next page.
     await worker.reset();
@@ -48,6 +63,9 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     return;
   }
 
+  // A 304 page shows nothing to read links from: its archived outlinks stand for it.
+  const notModified = result.document.status === 304 && previous !== null;
+  const links = notModified ? previous!.outlinks ?? [] : result.links;
   const entry = {
     id: randomUUID(),
     url: page.url,
@@ -67,16 +85,11 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     return;
   }
 
-  let queued = 0;
-  for (const link of result.links) {
-    const decision = scope.decide(link, page.depth, page.extraHops);
-    if (!decision.inScope) continue;
-    const added = await state.enqueue(
-      { url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: decision.extraHops },
-      options.limit,
-    );
-    if (added === "queued") queued += 1;
+  if (links.length || notModified) {
+    await context.history.recordOutlinks(page.url, links).catch((err: unknown) => logger.warn("history", "outlinks not recorded", { url: page.url, error: errorMessage(err) }));
   }
+  if (options.refresh) await reportChange(page.url, result.document.status, previous, context);
+  const queued = await enqueueLinks(links, page, context, scope);
   await state.markDone(page.url);
   logger.info("page", "page crawled", {
     url: page.url,
@@ -98,6 +111,66 @@ async function waitForHostTurn(url: string, context: PageContext): Promise<void>
     if (waitMs <= 0 || context.stop.immediate) return;
     await context.stop.sleep(waitMs);
   }
+}
+
+async function enqueueLinks(links: string[], page: QueuedPage, context: PageContext, scope: SeedScope): Promise<number> {
+  let queued = 0;
+  for (const link of links) {
+    const decision = scope.decide(link, page.depth, page.extraHops);
+    if (!decision.inScope) continue;
+    const added = await context.state.enqueue(
+      { url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: decision.extraHops },
+      context.options.limit,
+    );
+    if (added === "queued") queued += 1;
+  }
+  return queued;
+}
+
+async function latestCapture(url: string, context: PageContext): Promise<KnownCapture | null> {
+  try {
+    return await context.history.latest(url);
+  } catch (err) {
+    logger.warn("history", "capture history unavailable: fetching the page in full", { url, error: errorMessage(err) });
+    return null;
+  }
+}
+
+function isFresh(previous: KnownCapture, days: number): boolean {
+  if (days <= 0) return false;
+  const captured = Date.parse(`${previous.date.slice(0, 4)}-${previous.date.slice(4, 6)}-${previous.date.slice(6, 8)}T${previous.date.slice(8, 10)}:${previous.date.slice(10, 12)}:${previous.date.slice(12, 14)}Z`);
+  return Date.now() - captured < days * 86_400_000;
+}
+
+/** If-None-Match / If-Modified-Since from the archived capture; the 304 would confirm its payload. */
+function conditionalRequest(previous: KnownCapture): ConditionalRequest | undefined {
+  const headers: Record<string, string> = {};
+  if (previous.etag) headers["If-None-Match"] = previous.etag;
+  if (previous.lastModified) headers["If-Modified-Since"] = previous.lastModified;
+  if (!Object.keys(headers).length) return undefined;
+  const payload = previous.original ?? { crawlId: previous.crawlId, date: previous.date, waczIndex: previous.waczIndex };
+  return {
+    headers,
+    confirms: {
+      url: previous.url,
+      crawlId: payload.crawlId,
+      date: payload.date,
+      digest: previous.digest,
+      waczIndex: payload.waczIndex,
+      // The WACZ holding the payload: the capture's own, unless it was itself a 304 confirmation.
+      waczFilename: previous.original ? null : previous.waczFilename,
+    },
+  };
+}
+
+function previousOf(previous: KnownCapture | null) {
+  return previous ? { crawlId: previous.crawlId, date: previous.date, digest: previous.digest } : null;
+}
+
+async function reportChange(url: string, status: number, previous: KnownCapture | null, context: PageContext): Promise<void> {
+  const own = status >= 200 && status < 300 ? await context.history.ownCapture(url) : null;
+  const change = classifyChange(previous, status, own?.digest ?? null);
+  if (change) context.report.add({ url, change, status, digest: own?.digest ?? previous?.digest ?? null, previous: previousOf(previous) });
 }
 
 function hardPageDeadlineMs(options: CrawlOptions): number {

@@ -27,6 +27,8 @@ import { PageWorker } from "./pageWorker.js";
 import { SeedScope } from "./scope.js";
 import { StopControl } from "./stopControl.js";
 import { WaczPlan } from "./waczPlan.js";
+import { CaptureHistory } from "../history/captureHistory.js";
+import { ChangeReport, type ChangeSummary } from "./changeReport.js";
 
 export interface CrawlOutcome {
   exitCode: ExitCodeValue;
@@ -51,6 +53,8 @@ export interface CrawlStats {
   /** This process's writer slot (several processes on one crawl each have one). */
   writer: number;
   browserLaunches: number;
+  /** With --refresh / --skipFreshDays: what changed since the archived captures. */
+  changes?: ChangeSummary;
 }
 
 /**
@@ -89,6 +93,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     const slot = await slots.claim();
     const plan = new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(slot) });
     const pageList = new PageList(paths.pages, `${options.collection}.wacz`);
+    const report = new ChangeReport(join(paths.root, "reports", slot === 0 ? "changes.jsonl" : `changes-${writerName(slot)}.jsonl`));
 
     // WARC files cut short by a writer that died end at their last whole record again.
     const repairWarcs = async () => {
@@ -121,14 +126,15 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       onFileClosed: (filename, size) => plan.warcClosed(filename, size),
     });
     const deduplicator = new Deduplicator(dedupe, dependencies, options.dedupeMinSize);
-    const recorder = new ExchangeRecorder(writer, state, deduplicator, (warc) => plan.waczIndexOf(warc));
+    const history = new CaptureHistory(dedupeRedis, options.crawlId);
+    const recorder = new ExchangeRecorder(writer, state, deduplicator, (warc) => plan.waczIndexOf(warc), history);
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => writer.bytesWritten });
 
     browserHost = new BrowserHost({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent });
     await browserHost.browser();
     const host = browserHost;
     stop.onImmediate(() => void host.closeAllPages());
-    const context: PageContext = { options, state, scopes, pageList, stop, currentWacz: () => plan.currentWaczFilename() };
+    const context: PageContext = { options, state, history, report, scopes, pageList, stop, currentWacz: () => plan.currentWaczFilename() };
     const workers = Array.from({ length: options.workers }, (_, i) =>
       new PageWorker(i, host, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
@@ -178,7 +184,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       logger.error("crawl", failure, { failures });
     }
 
-    const packaging = { options, archiveDir: paths.archive, outputDir: paths.root, pageList, dedupe, dependencies };
+    const packaging = { options, archiveDir: paths.archive, outputDir: paths.root, pageList, dedupe, dependencies, reportFile: report.path };
     let waczPaths: string[] = [];
     if (options.generateWACZ && !stop.fatalError) {
       try {
@@ -222,6 +228,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       committed,
       writer: slot,
       browserLaunches: host.launches,
+      ...(options.refresh || options.skipFreshDays > 0 ? { changes: report.summary() } : {}),
     };
     await state.setStatus(stats.status);
     if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");

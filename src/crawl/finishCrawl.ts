@@ -18,6 +18,8 @@ export interface PackagingContext {
   pageList: PageList;
   dedupe: DedupeIndex;
   dependencies: DependencyTracker;
+  /** reports/changes.jsonl of this writer, packaged when it exists. */
+  reportFile: string;
 }
 
 /**
@@ -38,6 +40,7 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
       // Either list may not exist (no seed page in this WACZ, or no page besides the seeds).
       pagesFile: existingFile(pages.pagesFile),
       extraPagesFile: existingFile(pages.extraPagesFile),
+      extraEntries: existsSync(context.reportFile) ? [{ zipPath: "reports/changes.jsonl", sourcePath: context.reportFile }] : [],
       software: SOFTWARE,
       title: options.title ?? undefined,
       description: options.description ?? undefined,

@@ -1,6 +1,6 @@
 import type { Browser, Page } from "puppeteer-core";
 import type { BrowserHost } from "../browser/browserHost.js";
-import type { Exchange } from "../archive/exchange.js";
+import type { ConfirmedCapture, Exchange } from "../archive/exchange.js";
 import { mimeTypeOf } from "../archive/exchange.js";
 import { PageCapture, type CapturedSummary } from "../browser/capture.js";
 import { waitForQuietNetwork } from "../browser/loadWait.js";
@@ -15,6 +15,12 @@ export interface PageWorkerOptions {
   userAgent: string | null;
   /** Stores an exchange (the recorder); resolves once its records are written or skipped. */
   storeExchange(exchange: Exchange): Promise<void>;
+}
+
+/** Headers that make a page's document request conditional, and the capture a 304 would confirm. */
+export interface ConditionalRequest {
+  headers: Record<string, string>;
+  confirms: ConfirmedCapture;
 }
 
 /** What loading one page produced. */
@@ -65,9 +71,11 @@ export class PageWorker {
     void work.finally(() => this.partialFetches.delete(work));
   }
 
-  async load(url: string): Promise<PageLoadResult> {
+  async load(url: string, conditional?: ConditionalRequest): Promise<PageLoadResult> {
     const { tab, capture } = await this.ensureTab();
     capture.captured.length = 0;
+    capture.clearConditional();
+    if (conditional) capture.expectConditional(url, conditional.headers, conditional.confirms);
     let navigationError: string | null = null;
     try {
       await tab.goto(url, { waitUntil: "load", timeout: this.options.pageLoadTimeoutMs });

@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import { dedupeKeys, LUA_KEY } from "./keys.js";
+import { mergeCrawlUrls } from "../history/captureHistory.js";
 
 // Merge one HSCAN page of h:<crawlId> into allhashes server-side (first writer wins), so only the
 // cursor crosses the network: a million hashes commit in a few hundred calls.
@@ -40,6 +41,7 @@ export interface CommitResult {
 export async function commitCrawl(redis: Redis, crawlId: string, pageSize = 5000): Promise<CommitResult> {
   const started = performance.now();
   await mergeCrawlHashes(redis, crawlId, pageSize);
+  await mergeCrawlUrls(redis, crawlId);
   const added = (await redis.eval(
     FINALIZE_LUA, 4, dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.crawlCounts(crawlId), dedupeKeys.allCounts, crawlId,
   )) as number;
@@ -57,7 +59,7 @@ export async function mergeCrawlHashes(redis: Redis, crawlId: string, pageSize =
 
 export class CancelRefusedError extends Error {}
 
-/** Drop an uncommitted crawl: its three keys go and it leaves uncommittedcrawls. */
+/** Drop an uncommitted crawl: its three keys (and its capture history) go and it leaves uncommittedcrawls. */
 export async function cancelCrawl(redis: Redis, crawlId: string): Promise<void> {
   if (await redis.sismember(dedupeKeys.allCrawls, crawlId)) {
     throw new CancelRefusedError(`crawl ${crawlId} is committed; remove it with indexer --sourceUrl ... --remove instead`);
@@ -65,6 +67,7 @@ export async function cancelCrawl(redis: Redis, crawlId: string): Promise<void> 
   await redis
     .multi()
     .del(dedupeKeys.crawlHashes(crawlId), dedupeKeys.crawlCounts(crawlId), dedupeKeys.crawlWaczList(crawlId))
+    .del(dedupeKeys.crawlCaptures(crawlId), dedupeKeys.crawlOutlinks(crawlId))
     .srem(dedupeKeys.uncommittedCrawls, crawlId)
     .exec();
 }

@@ -10,6 +10,11 @@
  *   allhashes              hash   payload digest -> crawlId (first committed crawl wins)
  *   allcounts              hash   sums of committed crawls' counts, plus removedCrawls, removedCrawlSize
  *
+ * Capture history (same two-level shape; used by --refresh and `history`):
+ *   u:<crawlId>            hash   url -> JSON CaptureRecord: the crawl's latest 2xx (or confirmed 304) capture
+ *   o:<crawlId>            hash   page url -> JSON list of the page's outlinks
+ *   allurls                hash   url -> crawlId of the latest committed capture of that url
+ *
  * Import tracking (the indexer):
  *   src:q                  list   queued WACZ resources (JSON)
  *   src:qset               set    names of WACZ files queued (the same WACZ at another path is queued once)
@@ -28,6 +33,9 @@ export const dedupeKeys = {
   allCrawls: "allcrawls",
   allHashes: "allhashes",
   allCounts: "allcounts",
+  crawlCaptures: (crawlId: string) => `u:${crawlId}`,
+  crawlOutlinks: (crawlId: string) => `o:${crawlId}`,
+  allUrls: "allurls",
   importQueue: "src:q",
   importQueued: "src:qset",
   importDone: "src:d",
@@ -41,6 +49,8 @@ export const dedupeKeys = {
 /** Lua fragments build the same names server-side; keep them next to the functions above. */
 export const LUA_KEY = {
   crawlHashes: (idExpr: string) => `'h:' .. ${idExpr}`,
+  crawlCaptures: (idExpr: string) => `'u:' .. ${idExpr}`,
+  crawlOutlinks: (idExpr: string) => `'o:' .. ${idExpr}`,
   crawlWaczList: (idExpr: string) => `'c:' .. ${idExpr} .. ':wacz'`,
 } as const;
 
@@ -103,4 +113,18 @@ export function digitsToWarcDate(digits: string): string {
   const base = `${digits.slice(0, 4)}-${digits.slice(4, 6)}-${digits.slice(6, 8)}T${digits.slice(8, 10)}:${digits.slice(10, 12)}:${digits.slice(12, 14)}`;
   const fraction = digits.slice(14);
   return fraction ? `${base}.${fraction}Z` : `${base}Z`;
+}
+
+/** One capture of a URL, the value of u:<crawlId>[url]. */
+export interface CaptureRecord {
+  /** WARC-Date as digits (see warcDateToDigits). */
+  date: string;
+  status: number;
+  /** Payload digest of the capture (of the original, for a 304 that confirmed it). */
+  digest: string;
+  waczIndex: number;
+  etag?: string;
+  lastModified?: string;
+  /** For a 304 that confirmed an earlier capture: where the payload really is (revisits point there). */
+  original?: { crawlId: string; date: string; waczIndex: number };
 }

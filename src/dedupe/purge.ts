@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import { mergeCrawlHashes } from "./commit.js";
+import { mergeCrawlUrls } from "../history/captureHistory.js";
 import { dedupeKeys, REMOVED_COUNT_FIELDS } from "./keys.js";
 
 /** Committed crawls not in `keep`, with the total size of each. */
@@ -26,6 +27,7 @@ export async function purgeCrawls(redis: Redis, crawlIds: string[]): Promise<voi
     await redis
       .multi()
       .del(dedupeKeys.crawlHashes(crawlId), dedupeKeys.crawlCounts(crawlId), dedupeKeys.crawlWaczList(crawlId))
+      .del(dedupeKeys.crawlCaptures(crawlId), dedupeKeys.crawlOutlinks(crawlId))
       .srem(dedupeKeys.allCrawls, crawlId)
       .exec();
   }
@@ -33,10 +35,11 @@ export async function purgeCrawls(redis: Redis, crawlIds: string[]): Promise<voi
 }
 
 export async function rebuildMergedIndex(redis: Redis): Promise<void> {
-  await redis.del(dedupeKeys.allHashes, dedupeKeys.allCounts);
+  await redis.del(dedupeKeys.allHashes, dedupeKeys.allCounts, dedupeKeys.allUrls);
   const remaining = (await redis.smembers(dedupeKeys.allCrawls)).sort();
   for (const crawlId of remaining) {
     await mergeCrawlHashes(redis, crawlId);
+    await mergeCrawlUrls(redis, crawlId);
     const counts = await redis.hgetall(dedupeKeys.crawlCounts(crawlId));
     const pipeline = redis.pipeline();
     for (const [field, value] of Object.entries(counts)) pipeline.hincrby(dedupeKeys.allCounts, field, Number(value));

@@ -11,8 +11,10 @@ export interface CliResult {
 }
 
 /** Run a built CLI (`npm run build` first: `npm test` does) as a real child process. */
-export function runCli(program: "crawl" | "indexer", args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
-  const entry = program === "crawl" ? "dist/src/cli/crawl.js" : "dist/indexer/cli.js";
+const ENTRIES = { crawl: "dist/src/cli/crawl.js", indexer: "dist/indexer/cli.js", history: "dist/src/cli/history.js" } as const;
+
+export function runCli(program: keyof typeof ENTRIES, args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+  const entry = ENTRIES[program];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [entry, ...args], { cwd: ROOT, env: { ...process.env, ...opts.env } });
     let stdout = "";

@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from "commander";
+import { listCaptures } from "../history/captureHistory.js";
+import { digitsToWarcDate } from "../dedupe/keys.js";
+import { normalizeCrawlUrl, UrlRefusedError } from "../crawl/urls.js";
+import { errorMessage } from "../log/logger.js";
+import { connectRedis } from "../redis/connect.js";
+import { VERSION } from "../version.js";
+
+interface HistoryFlags {
+  url: string;
+  redisDedupeUrl: string;
+  json?: boolean;
+}
+
+/** `history --url URL`: every capture of a URL in committed crawls, newest first. */
+async function main(argv: string[]): Promise<number> {
+  const program = new Command("history")
+    .description("List every archived capture of a URL across committed crawls, newest first.")
+    .version(VERSION)
+    .requiredOption("--url <url>", "the URL to look up")
+    .option("--redisDedupeUrl <url>", "Redis holding the dedupe index and capture history", process.env.REDIS_DEDUPE_URL ?? "redis://127.0.0.1:6379/0")
+    .option("--json", "print JSON for machines")
+    .allowExcessArguments(false)
+    .exitOverride();
+  program.configureOutput({ writeErr: (text) => process.stderr.write(text.split("\n")[0] + "\n") });
+  let flags: HistoryFlags;
+  try {
+    program.parse(argv);
+    flags = program.opts<HistoryFlags>();
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+    throw err;
+  }
+  let url: string;
+  try {
+    url = normalizeCrawlUrl(flags.url);
+  } catch (err) {
+    process.stderr.write(`history: ${(err as UrlRefusedError).message}\n`);
+    return 2;
+  }
+  const redis = await connectRedis(flags.redisDedupeUrl, "dedupe Redis (--redisDedupeUrl)").catch((err: unknown) => {
+    process.stderr.write(`history: ${errorMessage(err)}\n`);
+    return null;
+  });
+  if (!redis) return 1;
+  try {
+    const captures = (await listCaptures(redis, url)).map((c) => ({
+      url: c.url,
+      date: digitsToWarcDate(c.date),
+      status: c.status,
+      digest: c.digest,
+      crawlId: c.crawlId,
+      waczFilename: c.waczFilename,
+      ...(c.original ? { confirms: { crawlId: c.original.crawlId, date: digitsToWarcDate(c.original.date) } } : {}),
+    }));
+    if (flags.json) {
+      process.stdout.write(JSON.stringify(captures, null, 2) + "\n");
+    } else if (!captures.length) {
+      process.stdout.write(`no archived capture of ${url} in committed crawls\n`);
+    } else {
+      for (const c of captures) {
+        const note = c.confirms ? ` (not modified since ${c.confirms.date})` : "";
+        process.stdout.write(`${c.date}  ${c.status}  ${c.digest}  ${c.crawlId}  ${c.waczFilename ?? "-"}${note}\n`);
+      }
+    }
+    return 0;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+main(process.argv).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`history: ${errorMessage(err)}\n`);
+    process.exit(1);
+  },
+);

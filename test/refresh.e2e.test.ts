@@ -1,0 +1,126 @@
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startVersionedSite, type VersionedSite } from "../bench/lib/versionedSite.js";
+import { runCli, type CliResult } from "./helpers/cli.js";
+import { startTestRedis, type TestRedis } from "./helpers/redis.js";
+import { detectReplayFailure, replayPage, startReplayServer } from "./helpers/replay.js";
+import { httpStatus, readWarcRecords, sha256 } from "./helpers/warcFile.js";
+import { readZip } from "./helpers/zip.js";
+
+let site: VersionedSite;
+let redis: TestRedis;
+let cwd: string;
+let firstBytes: number;
+let refreshBytes: number;
+let refresh: CliResult;
+
+const crawl = (name: string, extra: string[] = []) =>
+  runCli("crawl", ["--url", `${site.url}/v/page/0.html`, "--collection", name, "--cwd", cwd, "--generateWACZ",
+    "--redisDedupeUrl", redis.url, "--netIdleWait", "1", "--statsFilename", join(cwd, `${name}.json`), ...extra]);
+const pathOf = (url: string) => new URL(url).pathname;
+const recordsOf = (name: string) => {
+  const archive = join(cwd, "collections", name, "archive");
+  return readdirSync(archive).flatMap((f) => readWarcRecords(join(archive, f)));
+};
+
+beforeAll(async () => {
+  site = await startVersionedSite({ pages: 30, deleted: 3, added: 3 });
+  redis = await startTestRedis();
+  cwd = mkdtempSync(join(tmpdir(), "crawl-refresh-"));
+  const first = await crawl("v1");
+  if (first.code !== 0) throw new Error(first.stderr.slice(-1500));
+  firstBytes = site.bytesServed;
+  site.setVersion(2);
+  site.resetCounters();
+  refresh = await crawl("v2", ["--refresh"]);
+  refreshBytes = site.bytesServed;
+}, 240_000);
+
+afterAll(async () => {
+  await site.close();
+  await redis.stop();
+  rmSync(cwd, { recursive: true, force: true });
+});
+
+describe("refresh crawl against the capture history", () => {
+  it("reports exactly the site's true changes", () => {
+    expect(refresh.code, refresh.stderr.slice(-2000)).toBe(0);
+    const stats = JSON.parse(readFileSync(join(cwd, "v2.json"), "utf8"));
+    const urls = (kind: string) => (stats.changes[kind].urls as string[]).map(pathOf).sort();
+    expect(urls("unchanged")).toEqual([...site.truth.unchanged].sort());
+    expect(urls("changed")).toEqual([...site.truth.changed].sort());
+    expect(urls("gone")).toEqual([...site.truth.gone].sort());
+    expect(urls("new")).toEqual([...site.truth.added].sort());
+    expect(stats.changes["skipped-fresh"].count).toBe(0);
+  });
+
+  it("writes unchanged pages as server-not-modified revisits of the first crawl, changed pages as responses", () => {
+    const v1 = recordsOf("v1").filter((r) => r.headers.get("warc-type") === "response");
+    const v2 = recordsOf("v2");
+    for (const path of site.truth.unchanged) {
+      const revisit = v2.find((r) => r.headers.get("warc-type") === "revisit" && pathOf(r.headers.get("warc-target-uri")!) === path)!;
+      expect(revisit, path).toBeDefined();
+      expect(revisit.headers.get("warc-profile")).toBe("http://netpreserve.org/warc/1.1/revisit/server-not-modified");
+      expect(httpStatus(revisit)).toBe(304);
+      const original = v1.find((r) => pathOf(r.headers.get("warc-target-uri")!) === path)!;
+      expect(revisit.headers.get("warc-refers-to-target-uri")).toBe(original.headers.get("warc-target-uri"));
+      expect(revisit.headers.get("warc-refers-to-date")).toBe(original.headers.get("warc-date"));
+      expect(revisit.headers.get("warc-payload-digest")).toBe(original.headers.get("warc-payload-digest"));
+      expect(revisit.headers.get("warc-refers-to-container")).toBe("file://v1.wacz");
+    }
+    for (const path of [...site.truth.changed, ...site.truth.added]) {
+      const response = v2.find((r) => r.headers.get("warc-type") === "response" && pathOf(r.headers.get("warc-target-uri")!) === path);
+      expect(response, path).toBeDefined();
+      expect(httpStatus(response!)).toBe(200);
+    }
+  });
+
+  it("transfers far fewer bytes than the first crawl", () => {
+    expect(refreshBytes).toBeLessThan(firstBytes * 0.5);
+  });
+
+  it("lists the first crawl's WACZ in relation.requires and packages the change report", async () => {
+    const wacz = await readZip(join(cwd, "collections", "v2", "v2.wacz"));
+    const datapackage = JSON.parse(wacz.get("datapackage.json")!.data.toString());
+    const v1Path = join(cwd, "collections", "v1", "v1.wacz");
+    expect(datapackage.relation.requires).toEqual([{ filename: "v1.wacz", hash: sha256(readFileSync(v1Path)), size: statSync(v1Path).size, crawlId: "v1" }]);
+    expect(datapackage.resources.map((r: { path: string }) => r.path)).toContain("reports/changes.jsonl");
+    const lines = wacz.get("reports/changes.jsonl")!.data.toString().trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines.filter((l) => l.change === "changed").map((l) => pathOf(l.url)).sort()).toEqual([...site.truth.changed].sort());
+  });
+
+  it("history lists both captures of a changed page, newest first", async () => {
+    const url = `${site.url}${site.truth.changed[0]}`;
+    const result = await runCli("history", ["--url", url, "--redisDedupeUrl", redis.url, "--json"]);
+    expect(result.code, result.stderr).toBe(0);
+    const captures = JSON.parse(result.stdout) as { crawlId: string; status: number; waczFilename: string; date: string }[];
+    expect(captures.map((c) => [c.crawlId, c.status, c.waczFilename])).toEqual([["v2", 200, "v2.wacz"], ["v1", 200, "v1.wacz"]]);
+    expect(captures[0].date > captures[1].date).toBe(true);
+  });
+
+  it("replays version-2 pages, unchanged ones included, from the multi-WACZ set of both crawls", async () => {
+    const dir = join(cwd, "replay");
+    mkdirSync(dir, { recursive: true });
+    const resources = ["v1", "v2"].map((name) => {
+      const path = join(cwd, "collections", name, `${name}.wacz`);
+      copyFileSync(path, join(dir, `${name}.wacz`));
+      return { name: `${name}.wacz`, path: `${name}.wacz`, hash: sha256(readFileSync(path)), size: statSync(path).size };
+    });
+    writeFileSync(join(dir, "both.json"), JSON.stringify({ profile: "multi-wacz-package", resources }));
+    const server = await startReplayServer(dir);
+    try {
+      const unchanged = site.truth.unchanged[1];
+      const id = unchanged.match(/(\d+)/)![1];
+      const replayedUnchanged = await replayPage(server, { source: "/archives/both.json", url: `${site.url}${unchanged}`, waitForText: `ORIGINAL-${id}`, timeoutMs: 45_000 });
+      expect(detectReplayFailure(replayedUnchanged.text)).toBeNull();
+      const changed = site.truth.changed[0];
+      const cid = changed.match(/(\d+)/)![1];
+      const replayedChanged = await replayPage(server, { source: "/archives/both.json", url: `${site.url}${changed}`, waitForText: `UPDATED-${cid}`, timeoutMs: 45_000 });
+      expect(replayedChanged.text).toContain(`UPDATED-${cid}`);
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
+});
