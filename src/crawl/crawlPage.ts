@@ -77,7 +77,8 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     seed: page.depth === 0,
   };
   try {
-    context.pageList.add(entry, context.currentWacz());
+    // A 304 page holds no content of its own: its entry stays in the list of the crawl that has it.
+    if (!notModified) context.pageList.add(entry, context.currentWacz());
   } catch (err) {
     if (!isStorageError(err)) throw err;
     context.stop.fatal(`cannot write the page list: ${storageErrorMessage(err)}`);
