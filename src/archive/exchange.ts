@@ -32,6 +32,10 @@ export interface ConfirmedCapture {
   digest: string;
   waczIndex: number;
   waczFilename: string | null;
+  /** The confirmed response as archived (status line and headers), when the history has it. */
+  status: number;
+  statusText?: string;
+  headers?: [string, string][];
 }
 
 export type ExchangeBody =

@@ -3,7 +3,8 @@ import type { Deduplicator } from "../dedupe/deduplicator.js";
 import type { Exchange } from "./exchange.js";
 import { bodySize } from "./exchange.js";
 import { payloadDigest } from "./digest.js";
-import { newRecordId, requestRecord, responseRecord, revisitRecord, REVISIT_PROFILE_IDENTICAL, REVISIT_PROFILE_NOT_MODIFIED } from "./records.js";
+import { newRecordId, notModifiedHead, requestRecord, responseRecord, revisitRecord, REVISIT_PROFILE_IDENTICAL, REVISIT_PROFILE_NOT_MODIFIED } from "./records.js";
+import { storedResponseHeaders } from "./httpHeaders.js";
 import { headerValue } from "./exchange.js";
 import type { CaptureHistory } from "../history/captureHistory.js";
 import type { CaptureRecord } from "../dedupe/keys.js";
@@ -83,7 +84,9 @@ export class ExchangeRecorder {
         await this.dedupe.noteResponse(digest, placement, this.dedupe.isIndexable(exchange.status, size));
       }
       if (exchange.status >= 200 && exchange.status < 300 && exchange.status !== 206) {
-        await this.noteCapture(exchange, { date: warcDateToDigits(record.date), status: exchange.status, digest, waczIndex: placement.waczIndex });
+        // Pages keep their status line and headers: a later 304 revisit is written with them.
+        const head = exchange.resourceType === "Document" ? { statusText: exchange.statusText, headers: storedResponseHeaders(exchange) } : {};
+        await this.noteCapture(exchange, { date: warcDateToDigits(record.date), status: exchange.status, digest, waczIndex: placement.waczIndex, ...head });
       }
       return { kind: original ? ("revisit" as const) : ("response" as const), record, request };
     });
@@ -92,6 +95,7 @@ export class ExchangeRecorder {
   /** A 304 to our conditional request: a server-not-modified revisit pointing at the capture it confirms. */
   private async writeNotModified(exchange: Exchange, confirms: NonNullable<Exchange["confirms"]>): Promise<RecordOutcome> {
     const recordId = newRecordId();
+    const head = confirms.headers ? notModifiedHead(exchange, { status: confirms.status, statusText: confirms.statusText, headers: confirms.headers }) : undefined;
     const [record, request] = await this.writer.writeRecords([
       revisitRecord(exchange, recordId, {
         url: confirms.url,
@@ -99,7 +103,7 @@ export class ExchangeRecorder {
         digest: confirms.digest,
         waczFilename: confirms.waczFilename ?? undefined,
         profile: REVISIT_PROFILE_NOT_MODIFIED,
-      }),
+      }, head),
       requestRecord(exchange, recordId),
     ]);
     const waczIndex = this.waczIndexOf(record.filename);
@@ -114,6 +118,8 @@ export class ExchangeRecorder {
       digest: confirms.digest,
       waczIndex,
       original: { crawlId: confirms.crawlId, date: confirms.date, waczIndex: confirms.waczIndex },
+      // What the next refresh's 304 revisit will be written with: the response as now validated.
+      ...(head ? { statusText: confirms.statusText, headers: head.headers.filter(([n]) => n !== "x-orig-status") } : {}),
     });
     return { kind: "revisit", record, request };
   }

@@ -47,8 +47,16 @@ export interface RevisitTarget {
   profile: typeof REVISIT_PROFILE_IDENTICAL | typeof REVISIT_PROFILE_NOT_MODIFIED;
 }
 
-/** A revisit record: HTTP response headers only, pointing at the original capture. */
-export function revisitRecord(exchange: Exchange, recordId: string, target: RevisitTarget): WARCRecord {
+/**
+ * A revisit record: HTTP response headers only, pointing at the original capture. `httpHead` overrides
+ * the exchange's own status line and headers (see notModifiedHead).
+ */
+export function revisitRecord(
+  exchange: Exchange,
+  recordId: string,
+  target: RevisitTarget,
+  httpHead?: { statusline: string; headers: [string, string][] },
+): WARCRecord {
   const warcHeaders: Record<string, string> = {
     "WARC-Record-ID": recordId,
     "WARC-Payload-Digest": target.digest,
@@ -60,8 +68,8 @@ export function revisitRecord(exchange: Exchange, recordId: string, target: Revi
       date: exchange.date.toISOString(),
       type: "revisit",
       warcVersion: WARC_VERSION,
-      statusline: statusLine(exchange),
-      httpHeaders: storedResponseHeaders(exchange),
+      statusline: httpHead?.statusline ?? statusLine(exchange),
+      httpHeaders: httpHead?.headers ?? storedResponseHeaders(exchange),
       warcHeaders,
       refersToUrl: target.url,
       refersToDate: target.date,
@@ -95,4 +103,28 @@ export function warcinfoRecord(filename: string, info: Record<string, string>): 
     { filename, warcVersion: WARC_VERSION, warcHeaders: { "WARC-Record-ID": newRecordId() } },
     info,
   );
+}
+
+/**
+ * The HTTP head of a server-not-modified revisit: the confirmed response's status line and headers,
+ * updated by the 304's headers (as RFC 9111 4.3.4 updates a stored response), with the real status kept
+ * as x-orig-status. Replay tools take status and headers from the revisit; a 304 there replays nothing.
+ */
+export function notModifiedHead(
+  exchange: Exchange,
+  confirmed: { status: number; statusText?: string; headers: [string, string][] },
+): { statusline: string; headers: [string, string][] } {
+  const updates = new Map(exchange.responseHeaders.map(([n, v]) => [n.toLowerCase(), [n, v] as [string, string]]));
+  const kept = new Set(["content-length", "content-type", "x-orig-content-encoding", "x-orig-transfer-encoding", "content-encoding", "transfer-encoding"]);
+  const headers: [string, string][] = confirmed.headers.map(([n, v]) => {
+    const update = updates.get(n.toLowerCase());
+    if (update && !kept.has(n.toLowerCase())) {
+      updates.delete(n.toLowerCase());
+      return update;
+    }
+    return [n, v];
+  });
+  for (const [lower, header] of updates) if (!kept.has(lower)) headers.push(header);
+  headers.push(["x-orig-status", String(exchange.status)]);
+  return { statusline: `${exchange.httpVersion} ${confirmed.status} ${confirmed.statusText ?? ""}`.trimEnd(), headers };
 }

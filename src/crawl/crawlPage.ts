@@ -77,8 +77,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     seed: page.depth === 0,
   };
   try {
-    // A 304 page holds no content of its own: its entry stays in the list of the crawl that has it.
-    if (!notModified) context.pageList.add(entry, context.currentWacz());
+    context.pageList.add(entry, context.currentWacz());
   } catch (err) {
     if (!isStorageError(err)) throw err;
     context.stop.fatal(`cannot write the page list: ${storageErrorMessage(err)}`);
@@ -160,6 +159,10 @@ function conditionalRequest(previous: KnownCapture): ConditionalRequest | undefi
       waczIndex: payload.waczIndex,
       // The WACZ holding the payload: the capture's own, unless it was itself a 304 confirmation.
       waczFilename: previous.original ? null : previous.waczFilename,
+      // A 304-confirmed capture stands for the original response (status 200 and its headers).
+      status: previous.original ? 200 : previous.status,
+      statusText: previous.statusText,
+      headers: previous.headers,
     },
   };
 }

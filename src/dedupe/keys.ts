@@ -125,6 +125,9 @@ export interface CaptureRecord {
   waczIndex: number;
   etag?: string;
   lastModified?: string;
+  /** Pages only: the stored response's status text and headers, to write a replayable 304 revisit later. */
+  statusText?: string;
+  headers?: [string, string][];
   /** For a 304 that confirmed an earlier capture: where the payload really is (revisits point there). */
   original?: { crawlId: string; date: string; waczIndex: number };
 }
