@@ -11,9 +11,36 @@ import type { ImportResource } from "./sources.js";
 // writes the same values; within a crawl the last of several WACZ files holding a payload wins, which
 // in manifest order is deterministic); in allhashes the first crawl to index a payload keeps it.
 const IMPORT_BATCH_LUA = `
-redis.call('HSET', KEYS[1], unpack(ARGV, 1, #ARGV - 1))
+redis.call('HSET', KEYS[1], unpack(ARGV, 1, tonumber(ARGV[#ARGV - 1])))
 local crawl = ARGV[#ARGV]
-for i = 1, #ARGV - 1, 2 do redis.call('HSETNX', KEYS[2], ARGV[i], crawl) end
+local pairs = tonumber(ARGV[#ARGV - 1])
+for i = 1, pairs - 1, 2 do redis.call('HSETNX', KEYS[2], ARGV[i], crawl) end
+-- Capture history: url -> capture JSON (which starts with its date, so dates compare without decoding);
+-- the newest capture of a URL wins in u:<crawl> and in allurls.
+local function newer(a, b) return string.sub(a, 10, 32) > string.sub(b, 10, 32) end
+for i = pairs + 1, #ARGV - 2, 2 do
+  local url, capture = ARGV[i], ARGV[i + 1]
+  local own = redis.call('HGET', KEYS[3], url)
+  if not own or newer(capture, own) then
+    redis.call('HSET', KEYS[3], url, capture)
+    local current = redis.call('HGET', KEYS[4], url)
+    local currentCapture = current and redis.call('HGET', ${LUA_KEY.crawlCaptures("current")}, url)
+    if not currentCapture or newer(capture, currentCapture) then redis.call('HSET', KEYS[4], url, crawl) end
+  end
+end
+`;
+
+// Undo a failed import's capture history: drop its u:<crawl> entries (and allurls pointers to them).
+const ROLLBACK_CAPTURES_LUA = `
+local page = redis.call('HSCAN', KEYS[1], ARGV[1], 'COUNT', 5000)
+local fields = page[2]
+for i = 1, #fields, 2 do
+  if string.find(fields[i + 1], ARGV[2], 1, true) then
+    redis.call('HDEL', KEYS[1], fields[i])
+    if redis.call('HGET', KEYS[2], fields[i]) == ARGV[3] then redis.call('HDEL', KEYS[2], fields[i]) end
+  end
+end
+return page[1]
 `;
 
 // Undo a failed import: drop this WACZ's entries from h:<crawlId> (one HSCAN page per call) and the
@@ -93,7 +120,12 @@ export function payloadDigestOf(cdxDigest: string): string {
  * ends the same); a WACZ whose index turns out bad part-way has its entries taken back; the counts are
  * added in one atomic step, so they are never counted twice.
  */
-export async function importWacz(redis: Redis, resource: ImportResource, onProgress?: () => Promise<void>): Promise<WaczImportResult> {
+export async function importWacz(
+  redis: Redis,
+  resource: ImportResource,
+  options: { history?: boolean; onProgress?: () => Promise<void> } = {},
+): Promise<WaczImportResult> {
+  const onProgress = options.onProgress;
   const reader = await openWacz(resource.location);
   try {
     const datapackage = await readDatapackage(reader);
@@ -118,14 +150,19 @@ export async function importWacz(redis: Redis, resource: ImportResource, onProgr
       // Pass 1: index response hashes and count lines. Batches go out while the next ones are parsed;
       // at most a few are in flight, so memory stays flat.
       let batch: string[] = [];
+      let captures: string[] = [];
       const inFlight = new Set<Promise<unknown>>();
       const flush = async () => {
         if (batch.length) {
-          const sent = redis.eval(IMPORT_BATCH_LUA, 2, hashesKey, dedupeKeys.allHashes, ...batch, resource.crawlId);
+          const sent = redis.eval(
+            IMPORT_BATCH_LUA, 4, hashesKey, dedupeKeys.allHashes, dedupeKeys.crawlCaptures(resource.crawlId), dedupeKeys.allUrls,
+            ...batch, ...captures, batch.length, resource.crawlId,
+          );
           inFlight.add(sent);
           void sent.finally(() => inFlight.delete(sent)).catch(() => undefined);
         }
         batch = [];
+        captures = [];
         while (inFlight.size >= 8) await Promise.race(inFlight);
       };
       for await (const records of iterWaczCdxjRecordBatches(reader)) {
@@ -141,6 +178,8 @@ export async function importWacz(redis: Redis, resource: ImportResource, onProgr
           const digest = payloadDigestOf(cdx.digest);
           if (digest === EMPTY_PAYLOAD) continue;
           batch.push(digest, formatHashEntry({ waczIndex, date: cdx.timestamp, url: cdx.url, size: Number(cdx.length ?? 0) }));
+          // The capture history from CDX: date, status, digest, WACZ (ETag, Last-Modified and outlinks are not in it).
+          if (options.history) captures.push(cdx.url, `{"date":"${cdx.timestamp}","status":${status},"digest":${JSON.stringify(digest)},"waczIndex":${waczIndex}}`);
         }
         if (batch.length >= BATCH * 2) await flush();
         await onProgress?.();
@@ -191,6 +230,11 @@ async function rollback(redis: Redis, crawlId: string, waczIndex: number): Promi
   let cursor = "0";
   do {
     cursor = (await redis.eval(ROLLBACK_PAGE_LUA, 2, dedupeKeys.crawlHashes(crawlId), dedupeKeys.allHashes, cursor, String(waczIndex), crawlId)) as string;
+  } while (cursor !== "0");
+  do {
+    cursor = (await redis.eval(
+      ROLLBACK_CAPTURES_LUA, 2, dedupeKeys.crawlCaptures(crawlId), dedupeKeys.allUrls, cursor, `"waczIndex":${waczIndex}}`, crawlId,
+    )) as string;
   } while (cursor !== "0");
 }
 

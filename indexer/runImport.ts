@@ -13,6 +13,8 @@ export interface ImportRunOptions {
   remove: boolean;
   force: boolean;
   importerId: string;
+  /** Also build the capture history (u:<crawlId>, allurls) from the CDX. */
+  history: boolean;
 }
 
 export interface ImportSummary {
@@ -56,7 +58,7 @@ export async function runImport(redis: Redis, options: ImportRunOptions): Promis
       const where = displayLocation(resource.location);
       const lease = setInterval(() => void queue.renew(resource.name).catch(() => undefined), 3000);
       try {
-        const result = await importWacz(redis, resource);
+        const result = await importWacz(redis, resource, { history: options.history });
         await queue.release(resource.name);
         imported.push(result);
         logger.info("indexer", result.alreadyIndexed ? "WACZ already in the index" : "WACZ imported", { ...result, location: where });

@@ -104,6 +104,26 @@ describe("refresh crawl against the capture history", () => {
     expect(captures[0].date > captures[1].date).toBe(true);
   });
 
+  it("indexer --history builds the capture history from a WACZ's CDX (dates, statuses, digests)", async () => {
+    const target = await startTestRedis();
+    try {
+      const imported = await runCli("indexer", ["--redisDedupeUrl", target.url, "--sourceUrl", join(cwd, "collections", "v1", "v1.wacz"), "--history"]);
+      expect(imported.code, imported.stderr.slice(-1000)).toBe(0);
+      const live = await redis.client.hgetall("u:v1");
+      const built = await target.client.hgetall("u:v1");
+      expect(Object.keys(built).sort()).toEqual(Object.keys(live).sort());
+      for (const [url, json] of Object.entries(built)) {
+        const [b, l] = [JSON.parse(json), JSON.parse(live[url])];
+        expect([b.date, b.status, b.digest, b.waczIndex]).toEqual([l.date.slice(0, 14), l.status, l.digest, l.waczIndex]);
+        expect(await target.client.hget("allurls", url)).toBe("v1");
+      }
+      const history = await runCli("history", ["--url", `${site.url}${site.truth.changed[0]}`, "--redisDedupeUrl", target.url, "--json"]);
+      expect(JSON.parse(history.stdout).map((c: { crawlId: string }) => c.crawlId)).toEqual(["v1"]);
+    } finally {
+      await target.stop();
+    }
+  });
+
   it("replays changed version-2 pages from the multi-WACZ set of both crawls", async () => {
     const server = await startReplayServer(bothCrawls());
     try {
