@@ -124,6 +124,17 @@ describe("refresh crawl against the capture history", () => {
     }
   });
 
+  it("--skipFreshDays fetches no page archived within that time and still follows their archived links", async () => {
+    site.resetCounters();
+    const fresh = await crawl("fresh", ["--refresh", "--skipFreshDays", "1"]);
+    expect(fresh.code, fresh.stderr.slice(-1500)).toBe(0);
+    expect(site.requests).toBe(0);
+    const stats = JSON.parse(readFileSync(join(cwd, "fresh.json"), "utf8"));
+    const everything = [...site.truth.unchanged, ...site.truth.changed, ...site.truth.gone, ...site.truth.added].sort();
+    expect((stats.changes["skipped-fresh"].urls as string[]).map(pathOf).sort()).toEqual(everything);
+    for (const kind of ["new", "changed", "unchanged", "gone"]) expect(stats.changes[kind].count).toBe(0);
+  });
+
   it("replays changed version-2 pages from the multi-WACZ set of both crawls", async () => {
     const server = await startReplayServer(bothCrawls());
     try {
