@@ -1,17 +1,13 @@
 import { rm } from "node:fs/promises";
 import type { Deduplicator } from "../dedupe/deduplicator.js";
-import type { Exchange } from "./exchange.js";
-import { bodySize } from "./exchange.js";
+import { bodySize, headerValue, type Exchange } from "./exchange.js";
 import { payloadDigest } from "./digest.js";
 import { newRecordId, notModifiedHead, requestRecord, responseRecord, revisitRecord, REVISIT_PROFILE_IDENTICAL, REVISIT_PROFILE_NOT_MODIFIED } from "./records.js";
 import { storedResponseHeaders } from "./httpHeaders.js";
-import { headerValue } from "./exchange.js";
 import type { CaptureHistory } from "../history/captureHistory.js";
-import type { CaptureRecord } from "../dedupe/keys.js";
-import { warcDateToDigits } from "../dedupe/keys.js";
+import { digitsToWarcDate, warcDateToDigits, type CaptureRecord } from "../dedupe/keys.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { WarcWriter, WrittenRecord } from "./warcWriter.js";
-import { digitsToWarcDate } from "../dedupe/keys.js";
 
 /** Answers "was this exchange stored already in this crawl?" (shared across processes via Redis). */
 export interface ExchangeClaims {

@@ -10,6 +10,8 @@ import type { PageWorker } from "./pageWorker.js";
 import type { SeedScope } from "./scope.js";
 import type { StopControl } from "./stopControl.js";
 import { isStorageError, storageErrorMessage } from "./storageErrors.js";
+import { digitsToWarcDate } from "../dedupe/keys.js";
+import { withTimeout } from "../util/process.js";
 
 export interface PageContext {
   options: CrawlOptions;
@@ -42,7 +44,8 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   let result;
   try {
     const conditional = options.refresh && previous ? conditionalRequest(previous) : undefined;
-    result = await withDeadline(worker.load(page.url, conditional), hardPageDeadlineMs(options));
+    const deadline = hardPageDeadlineMs(options);
+    result = await withTimeout(worker.load(page.url, conditional), deadline, `page did not finish within ${Math.round(deadline / 1000)}s`);
   } catch (err) {
     // The tab is in an unknown state (hung or crashed): replace it before the next page.
     await worker.reset();
@@ -138,8 +141,7 @@ async function latestCapture(url: string, context: PageContext): Promise<KnownCa
 
 function isFresh(previous: KnownCapture, days: number): boolean {
   if (days <= 0) return false;
-  const captured = Date.parse(`${previous.date.slice(0, 4)}-${previous.date.slice(4, 6)}-${previous.date.slice(6, 8)}T${previous.date.slice(8, 10)}:${previous.date.slice(10, 12)}:${previous.date.slice(12, 14)}Z`);
-  return Date.now() - captured < days * 86_400_000;
+  return Date.now() - Date.parse(digitsToWarcDate(previous.date)) < days * 86_400_000;
 }
 
 /** If-None-Match / If-Modified-Since from the archived capture; the 304 would confirm its payload. */
@@ -181,12 +183,3 @@ function hardPageDeadlineMs(options: CrawlOptions): number {
   return (options.pageLoadTimeout + options.netIdleWait) * 1000 + 30_000;
 }
 
-function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`page did not finish within ${Math.round(ms / 1000)}s`)), ms);
-    promise.then(
-      (v) => (clearTimeout(timer), resolve(v)),
-      (e: unknown) => (clearTimeout(timer), reject(e)),
-    );
-  });
-}

@@ -18,7 +18,7 @@ if not capture then return false end
 local outlinks = redis.call('HGET', ${LUA_KEY.crawlOutlinks("crawl")}, ARGV[1]) or false
 local index = tonumber(cjson.decode(capture).waczIndex)
 local wacz = false
-if index then wacz = redis.call('LINDEX', 'c:' .. crawl .. ':wacz', index) end
+if index then wacz = redis.call('LINDEX', ${LUA_KEY.crawlWaczList("crawl")}, index) end
 return {crawl, capture, outlinks, wacz}
 `;
 

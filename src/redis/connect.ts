@@ -1,4 +1,5 @@
 import { Redis } from "ioredis";
+import { withTimeout } from "../util/process.js";
 
 export class RedisUnreachableError extends Error {}
 
@@ -26,9 +27,9 @@ export async function connectRedis(
   redis.on("error", (err: Error) => (lastError = err.message));
   try {
     // Offline queue off means even the first command must wait for "ready".
-    await withTimeout(redis.connect(), connectTimeoutMs);
-    if (redis.status !== "ready") await withTimeout(new Promise((r) => redis.once("ready", r)), connectTimeoutMs);
-    await withTimeout(redis.ping(), connectTimeoutMs);
+    await withTimeout(redis.connect(), connectTimeoutMs, `no answer within ${connectTimeoutMs} ms`);
+    if (redis.status !== "ready") await withTimeout(new Promise((r) => redis.once("ready", r)), connectTimeoutMs, `no answer within ${connectTimeoutMs} ms`);
+    await withTimeout(redis.ping(), connectTimeoutMs, `no answer within ${connectTimeoutMs} ms`);
   } catch (err) {
     redis.disconnect();
     const reason = lastError || (err instanceof Error ? err.message : String(err));
@@ -37,15 +38,6 @@ export async function connectRedis(
   return redis;
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    promise.then(
-      (v) => (clearTimeout(timer), resolve(v)),
-      (e: unknown) => (clearTimeout(timer), reject(e)),
-    );
-  });
-}
 
 /** Hide a password in a Redis URL before it goes into a log or an error. */
 export function redactUrl(url: string): string {

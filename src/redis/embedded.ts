@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { freePort } from "./freePort.js";
+import { isPidAlive } from "../util/process.js";
 
 export interface EmbeddedRedisOptions {
   /** Data directory (append-only file lives here, so a crawl can be resumed). */
@@ -107,13 +108,13 @@ export class EmbeddedRedis {
     } catch {
       return;
     }
-    if (leftover.ownerPid && leftover.ownerPid !== process.pid && isAlive(leftover.ownerPid) && isAlive(leftover.pid)) {
+    if (leftover.ownerPid && leftover.ownerPid !== process.pid && isPidAlive(leftover.ownerPid) && isPidAlive(leftover.pid)) {
       throw new Error(
         `this collection's embedded Redis belongs to a crawler that is still running (pid ${leftover.ownerPid}); ` +
           "to run several crawler processes on one crawl, give them all the same --redisStoreUrl",
       );
     }
-    if (isAlive(leftover.pid)) {
+    if (isPidAlive(leftover.pid)) {
       const client = new Redis(leftover.port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
       client.on("error", () => {});
       try {
@@ -124,7 +125,7 @@ export class EmbeddedRedis {
       } finally {
         client.disconnect();
       }
-      for (let i = 0; i < 100 && isAlive(leftover.pid); i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 100 && isPidAlive(leftover.pid); i++) await new Promise((r) => setTimeout(r, 50));
     }
     rmSync(this.stateFile, { force: true });
   }
@@ -149,11 +150,3 @@ export class EmbeddedRedis {
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

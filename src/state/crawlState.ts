@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import type { Redis } from "ioredis";
+import { isPidAlive } from "../util/process.js";
 import { crawlStateKeys, type CrawlStateKeys } from "./keys.js";
 
 /** A page waiting in, or taken from, the shared queue. */
@@ -269,11 +270,3 @@ function parseProcessId(id: string): { host: string; pid: number } | null {
   return match ? { host: match[1], pid: Number(match[2]) } : null;
 }
 
-function isPidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
