@@ -24,7 +24,7 @@ describe("crawl state in Redis", () => {
       await state.markDone(page.url);
     }
     expect(order).toEqual(["http://a.test/", "http://a.test/shallow", "http://a.test/deep"]);
-    expect(await state.counts()).toEqual({ queued: 0, pending: 0, done: 3, failed: 0, seen: 3 });
+    expect(await state.counts()).toEqual({ queued: 0, pending: 0, done: 3, failed: 0, seen: 3, failedAttempts: 0 });
   });
 
   it("keys are prefixed by crawl id: another crawl sees nothing of the first", async () => {
@@ -34,20 +34,48 @@ describe("crawl state in Redis", () => {
     expect(keys.every((k) => k.startsWith("c1:") || k.startsWith("c2:"))).toBe(true);
   });
 
-  it("retries a failed page, then records it as failed", async () => {
-    const state = new CrawlState(redis.client, "c3", "p1");
+  it("retries a failed page after a doubling backoff, then records it as failed; attempts are counted", async () => {
+    const state = new CrawlState(redis.client, "c3", "p1", 15_000, 300);
     await state.enqueue({ url: "http://a.test/bad", depth: 0, seedId: 0, extraHops: 0 }, 0);
-    const outcomes: string[] = [];
-    for (let page = await state.take(); page; page = await state.take()) {
-      outcomes.push(await state.markFailed(page.url, "boom", 1));
-    }
-    expect(outcomes).toEqual(["retry", "failed"]);
-    expect(await state.failedPages()).toEqual([{ url: "http://a.test/bad", depth: 0, reason: "boom", attempts: 2 }]);
+    await state.enqueue({ url: "http://a.test/good", depth: 1, seedId: 0, extraHops: 0 }, 0);
+    expect((await state.take())?.url).toBe("http://a.test/bad");
+    expect(await state.markFailed("http://a.test/bad", "boom", 2)).toBe("retry");
+    // Waiting out its backoff, the retry is still counted as queued, but the next page goes first.
+    expect(await state.counts()).toMatchObject({ queued: 2, pending: 0, failed: 0, failedAttempts: 1 });
+    const due = await state.nextRetryDueInMs();
+    expect(due).toBeGreaterThan(200);
+    expect(due).toBeLessThanOrEqual(300);
+    expect((await state.take())?.url).toBe("http://a.test/good");
+    await state.markDone("http://a.test/good");
+    expect(await state.take()).toBeNull();
+    await new Promise((r) => setTimeout(r, 320));
+    expect((await state.take())?.url).toBe("http://a.test/bad");
+    expect(await state.markFailed("http://a.test/bad", "boom", 2)).toBe("retry");
+    // Second retry: twice the wait.
+    expect(await state.nextRetryDueInMs()).toBeGreaterThan(500);
+    await new Promise((r) => setTimeout(r, 620));
+    expect((await state.take())?.url).toBe("http://a.test/bad");
+    expect(await state.markFailed("http://a.test/bad", "boom", 2)).toBe("failed");
+    expect(await state.failedPages()).toEqual([{ url: "http://a.test/bad", depth: 0, reason: "boom", attempts: 3 }]);
+    expect(await state.counts()).toMatchObject({ queued: 0, pending: 0, done: 1, failed: 1, failedAttempts: 3 });
+    expect(await state.nextRetryDueInMs()).toBeNull();
+  });
+
+  it("a page leased by this live process that no worker is loading is put back", async () => {
+    const state = new CrawlState(redis.client, "c6", "p1", 15_000, 0);
+    await state.enqueue({ url: "http://a.test/1", depth: 0, seedId: 0, extraHops: 0 }, 0);
+    await state.enqueue({ url: "http://a.test/2", depth: 0, seedId: 0, extraHops: 0 }, 0);
+    await state.take();
+    await state.take();
+    // Only /2 is being loaded; /1's attempt ended without settling its lease.
+    expect(await state.recoverOwnOrphans(new Set(["http://a.test/2"]), 2)).toEqual(["http://a.test/1"]);
+    expect((await state.take())?.url).toBe("http://a.test/1");
+    expect(await state.counts()).toMatchObject({ queued: 0, pending: 2, failedAttempts: 1 });
   });
 
   it("pages leased by a dead process go back to the queue; a live process keeps its leases", async () => {
     const dead = new CrawlState(redis.client, "c4", "dead", 100);
-    const alive = new CrawlState(redis.client, "c4", "alive", 10_000);
+    const alive = new CrawlState(redis.client, "c4", "alive", 10_000, 0);
     await dead.enqueue({ url: "http://a.test/1", depth: 0, seedId: 0, extraHops: 0 }, 0);
     await dead.enqueue({ url: "http://a.test/2", depth: 0, seedId: 0, extraHops: 0 }, 0);
     await dead.heartbeat();

@@ -81,7 +81,17 @@ async function main(argv: string[]): Promise<number> {
   }
   logger.setLevel(options.logLevel);
 
-  const stop = new StopControl();
+  const graceMs = options.pageLoadTimeout * 1000;
+  const stop = new StopControl(graceMs, {
+    // In-flight pages get their grace, shutting the browser and WARC down has its own deadlines: past
+    // all that, something is stuck, and a crawl that never ends is worse than one that resumes.
+    ms: graceMs + (options.netIdleWait * 1000) + 120_000,
+    onStuck: () => {
+      process.stderr.write("crawl: the crawl did not stop in time after being asked to: exiting; run the same command again to resume\n");
+      setTimeout(() => process.exit(ExitCode.Interrupted), 2000).unref();
+      void logger.close().finally(() => process.exit(ExitCode.Interrupted));
+    },
+  });
   const onSignal = (signal: NodeJS.Signals) => {
     logger.info("crawl", `received ${signal}`);
     stop.request("signal");

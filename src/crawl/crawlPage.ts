@@ -45,12 +45,15 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   try {
     const conditional = options.refresh && previous ? conditionalRequest(previous) : undefined;
     const deadline = hardPageDeadlineMs(options);
-    result = await withTimeout(worker.load(page.url, conditional), deadline, `page did not finish within ${Math.round(deadline / 1000)}s`);
+    result = await context.stop.untilAbandoned(
+      withTimeout(worker.load(page.url, conditional), deadline, `page did not finish within ${Math.round(deadline / 1000)}s`),
+    );
   } catch (err) {
-    // The tab is in an unknown state (hung or crashed): replace it before the next page.
-    await worker.reset();
     result = { document: null, title: "", links: [], error: errorMessage(err) };
   }
+  // After a failure the tab is in an unknown state (hung, crashed, showing an error page): the next
+  // attempt, of this page or another, gets a fresh one.
+  if (!result.document) await worker.reset();
 
   if (context.stop.immediate) {
     await state.handBack(page.url);

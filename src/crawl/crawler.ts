@@ -12,7 +12,8 @@ import { isStorageError, storageErrorMessage } from "./storageErrors.js";
 import { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import { Deduplicator } from "../dedupe/deduplicator.js";
 import { DependencyTracker } from "../dedupe/dependencies.js";
-import { logger } from "../log/logger.js";
+import { errorMessage, logger } from "../log/logger.js";
+import { withTimeout } from "../util/process.js";
 import { formatCrawlProgress, ProgressLine } from "../log/progress.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
 import { connectRedis } from "../redis/connect.js";
@@ -42,6 +43,8 @@ export interface CrawlStats {
   crawlId: string;
   crawled: number;
   failed: number;
+  /** Failed page attempts, those that were retried included. */
+  failedAttempts: number;
   queued: number;
   pending: number;
   total: number;
@@ -162,13 +165,15 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       }, () => undefined);
     }, 1000);
     try {
-      await Promise.all(workers.map((worker) => workLoop(worker, context)));
+      const local: LocalWork = { active: new Set(), taking: 0 };
+      await Promise.all(workers.map((worker) => workLoop(worker, context, local)));
     } finally {
       clearInterval(progressTimer);
       progress.stop();
       await Promise.all(workers.map((w) => w.close()));
       await writer.close().catch((err: unknown) => stop.fatal(`cannot finish ${paths.archive}: ${storageErrorMessage(err)}`));
-      await host.close();
+      await withTimeout(host.close(), BROWSER_CLOSE_DEADLINE_MS, "Chromium did not close").catch((err: unknown) => logger.warn("browser", errorMessage(err)));
+      stop.pagesClosed = true;
     }
 
     const counts = await state.counts();
@@ -218,6 +223,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       crawlId: options.crawlId,
       crawled: counts.done,
       failed: counts.failed,
+      failedAttempts: counts.failedAttempts,
       queued: counts.queued,
       pending: counts.pending,
       total: counts.seen,
@@ -241,13 +247,15 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     return { exitCode, stats, waczPaths, failure };
   } finally {
     if (heartbeat) clearInterval(heartbeat);
-    await browserHost?.close();
-    await state.clearHeartbeat().catch(() => undefined);
+    await withTimeout(browserHost?.close() ?? Promise.resolve(), BROWSER_CLOSE_DEADLINE_MS, "Chromium did not close").catch(() => undefined);
+    await withTimeout(state.clearHeartbeat(), 5000, "heartbeat not cleared").catch(() => undefined);
     dedupeRedis?.disconnect();
     redis.disconnect();
     await embedded?.stop();
   }
 }
+
+const BROWSER_CLOSE_DEADLINE_MS = 15_000;
 
 /**
  * Package the files of writers that died before packaging (their heartbeat expires within ~15 s, so wait
@@ -274,21 +282,50 @@ async function packageOrphans(
   return paths;
 }
 
+/** Pages this process's workers are loading now, and takes in flight (see recoverOwnOrphans). */
+interface LocalWork {
+  active: Set<string>;
+  taking: number;
+}
+
 /** Take pages from the shared queue until it is drained everywhere or a stop is asked for. */
-async function workLoop(worker: PageWorker, context: PageContext): Promise<void> {
+async function workLoop(worker: PageWorker, context: PageContext, local: LocalWork): Promise<void> {
   const { state, stop, options } = context;
   while (!stop.requested) {
-    const page = await state.take();
+    local.taking += 1;
+    let page;
+    try {
+      page = await state.take();
+    } finally {
+      local.taking -= 1;
+    }
     if (!page) {
       const counts = await state.counts();
       if (counts.queued === 0 && counts.pending === 0) return;
-      // Others are still busy, or a dead process holds leases: look for abandoned pages, then wait.
+      // Others are still busy, a retry waits out its backoff, or a dead process holds leases: look for
+      // abandoned pages (of dead processes, and of this one's own attempts that ended unsettled), then wait.
       await state.reapLocalDeadProcesses();
       await state.recoverAbandoned(options.maxPageRetries);
-      await stop.sleep(500);
+      if (local.taking === 0) {
+        for (const url of await state.recoverOwnOrphans(new Set(local.active), options.maxPageRetries)) {
+          logger.warn("page", "page attempt ended without settling its lease: put back", { url });
+        }
+      }
+      const retryDue = await state.nextRetryDueInMs();
+      await stop.sleep(Math.min(500, retryDue ?? 500));
       continue;
     }
-    await crawlPage(worker, page, context);
+    local.active.add(page.url);
+    try {
+      await crawlPage(worker, page, context);
+    } catch (err) {
+      // Whatever went wrong (Redis, the page list), the page's lease must not stay with this process.
+      logger.error("page", "page attempt failed unexpectedly", { url: page.url, error: errorMessage(err) });
+      await worker.reset();
+      await state.markFailed(page.url, `crawler error: ${errorMessage(err)}`, options.maxPageRetries).catch(() => undefined);
+    } finally {
+      local.active.delete(page.url);
+    }
   }
 }
 

@@ -8,6 +8,7 @@ import { isRenderedDocumentType } from "../browser/documentTypes.js";
 import { directFetch } from "../fetch/directFetch.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { tryNormalizeCrawlUrl } from "./urls.js";
+import { withTimeout } from "../util/process.js";
 
 export interface PageWorkerOptions {
   pageLoadTimeoutMs: number;
@@ -114,7 +115,8 @@ export class PageWorker {
 
   private async loadDirectly(url: string, navigationError: string): Promise<CapturedSummary | null> {
     try {
-      const exchange = await directFetch(url, { userAgent: this.options.userAgent });
+      // Within the page's own time allowance: a server that never answers must not hold the attempt longer.
+      const exchange = await directFetch(url, { userAgent: this.options.userAgent, timeoutMs: this.options.pageLoadTimeoutMs });
       await this.options.storeExchange(exchange);
       return { url, status: exchange.status, mime: mimeTypeOf(exchange), resourceType: "Direct", location: null, date: exchange.date };
     } catch (err) {
@@ -132,18 +134,35 @@ export class PageWorker {
     return [title, links];
   }
 
-  /** Close the tab (after a crash or hang a fresh one is opened for the next page). */
+  /** Close the tab (after a failure, crash or hang a fresh one is opened for the next page). */
   async reset(): Promise<void> {
     const tab = this.tab;
+    const capture = this.capture;
     this.tab = null;
     this.capture = null;
-    await tab?.close().catch(() => undefined);
+    // Chromium may never confirm closing a tab that shows an error page (puppeteer's close() then waits
+    // forever): the close command is sent either way, so move on after a deadline.
+    await bounded(capture?.detach(), CAPTURE_DRAIN_DEADLINE_MS, "capture of the old tab did not drain", { worker: this.id });
+    await bounded(tab?.close(), TAB_CLOSE_DEADLINE_MS, "tab did not confirm closing", { worker: this.id });
   }
 
   async close(): Promise<void> {
-    await this.capture?.detach();
-    await Promise.allSettled([...this.partialFetches]);
+    await bounded(this.capture?.detach(), CAPTURE_DRAIN_DEADLINE_MS, "capture did not drain before closing", { worker: this.id });
+    await bounded(Promise.allSettled([...this.partialFetches]), CAPTURE_DRAIN_DEADLINE_MS, "full fetches after 206 did not finish", { worker: this.id });
     await this.reset();
+  }
+}
+
+const TAB_CLOSE_DEADLINE_MS = 5000;
+const CAPTURE_DRAIN_DEADLINE_MS = 30_000;
+
+/** Wait for a cleanup step, but never longer than `ms`; failures and timeouts are logged, not thrown. */
+async function bounded(step: Promise<unknown> | undefined, ms: number, whatTimedOut: string, details: Record<string, unknown>): Promise<void> {
+  if (!step) return;
+  try {
+    await withTimeout(step, ms, `${whatTimedOut} within ${ms / 1000}s`);
+  } catch (err) {
+    logger.debug("browser", errorMessage(err), details);
   }
 }
 

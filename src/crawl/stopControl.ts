@@ -14,7 +14,22 @@ export class StopControl {
   fatalError: string | null = null;
   private wakers = new Set<() => void>();
   private immediateHooks: (() => void)[] = [];
+  private abandonListeners = new Set<() => void>();
   private timers: NodeJS.Timeout[] = [];
+  /** Set once the page phase is over (tabs, WARC and browser closed): only packaging is left. */
+  pagesClosed = false;
+
+  /**
+   * @param signalGraceMs after a first signal, in-flight pages get this long (--pageLoadTimeout) before
+   *   they are abandoned and handed back, so a signal always ends the page phase promptly.
+   * @param watchdog last resort: if the page phase has not ended `ms` after a stop was asked for (some
+   *   step hung despite its deadline), `onStuck` ends the process; its leases are recovered by others or
+   *   on restart.
+   */
+  constructor(
+    private readonly signalGraceMs = 90_000,
+    private readonly watchdog: { ms: number; onStuck: () => void } | null = null,
+  ) {}
 
   get requested(): boolean {
     return this.reason !== null;
@@ -24,6 +39,8 @@ export class StopControl {
     if (this.reason === null) {
       this.reason = reason;
       logger.info("crawl", "stopping: no new pages will be started", { reason });
+      if (reason === "signal") this.armGrace();
+      this.armWatchdog();
     } else if (reason === "signal" && !this.immediate) {
       logger.warn("crawl", "second signal: stopping now, in-flight pages go back to the queue");
       this.stopNow();
@@ -36,6 +53,7 @@ export class StopControl {
     if (this.fatalError) return;
     this.fatalError = message;
     logger.error("crawl", message);
+    if (this.reason === null) this.armWatchdog();
     this.reason = "storage-error";
     this.stopNow();
     for (const wake of this.wakers) wake();
@@ -46,8 +64,43 @@ export class StopControl {
     this.immediateHooks.push(hook);
   }
 
+  private armWatchdog(): void {
+    if (!this.watchdog) return;
+    const { ms, onStuck } = this.watchdog;
+    const timer = setTimeout(() => {
+      if (this.pagesClosed) return;
+      logger.error("crawl", `the crawl did not stop within ${Math.round(ms / 1000)}s of being asked to: exiting`);
+      onStuck();
+    }, ms);
+    timer.unref();
+    this.timers.push(timer);
+  }
+
+  private armGrace(): void {
+    const timer = setTimeout(() => {
+      if (this.immediate || this.pagesClosed) return;
+      logger.warn("crawl", "in-flight pages did not finish in time after the signal: handing them back to the queue", { graceSeconds: this.signalGraceMs / 1000 });
+      this.stopNow();
+      for (const wake of this.wakers) wake();
+    }, this.signalGraceMs);
+    timer.unref();
+    this.timers.push(timer);
+  }
+
+  /** `work`, unless in-flight pages are abandoned first: then it rejects at once. */
+  untilAbandoned<T>(work: Promise<T>): Promise<T> {
+    if (this.immediate) return Promise.reject(new Error("stopped: the page was abandoned"));
+    return new Promise<T>((resolve, reject) => {
+      const abandon = () => reject(new Error("stopped: the page was abandoned"));
+      this.abandonListeners.add(abandon);
+      work.then(resolve, reject).finally(() => this.abandonListeners.delete(abandon));
+    });
+  }
+
   private stopNow(): void {
+    if (this.immediate) return;
     this.immediate = true;
+    for (const abandon of this.abandonListeners) abandon();
     for (const hook of this.immediateHooks) hook();
   }
 

@@ -5,13 +5,15 @@ export interface ProgressFigures {
   queued: number;
   pending: number;
   failed: number;
+  /** Failed page attempts, retried ones included. */
+  failedAttempts: number;
   bytesWritten: number;
 }
 
 export function formatCrawlProgress(figures: ProgressFigures): string {
   return (
     `pages ${figures.done} done, ${figures.pending} in progress, ${figures.queued} queued, ` +
-    `${figures.failed} failed | ${formatBytes(figures.bytesWritten)} written`
+    `${figures.failed} failed (${figures.failedAttempts} failed attempts) | ${formatBytes(figures.bytesWritten)} written`
   );
 }
 

@@ -33,8 +33,16 @@ redis.call('ZADD', KEYS[2], tonumber(ARGV[3]) * ${DEPTH_WEIGHT} + seq, ARGV[2])
 return 1
 `;
 
+// Retries that are due move back into the queue first, so they keep their depth-major place.
 const TAKE_LUA = `
--- KEYS: queue, pending, leases; ARGV: owner
+-- KEYS: queue, pending, leases, retryDelayed, queueSeq; ARGV: owner
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for _, json in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, 100)) do
+  redis.call('ZREM', KEYS[4], json)
+  local seq = redis.call('INCR', KEYS[5])
+  redis.call('ZADD', KEYS[1], cjson.decode(json).depth * ${DEPTH_WEIGHT} + seq, json)
+end
 local items = redis.call('ZPOPMIN', KEYS[1])
 if #items == 0 then return false end
 local page = cjson.decode(items[1])
@@ -52,9 +60,11 @@ redis.call('SADD', KEYS[3], ARGV[1])
 return 1
 `;
 
-// Give a page back to the queue (interrupted) or count a failed attempt (retry or give up).
+// Give a page back to the queue (interrupted) or count a failed attempt: give up, or retry after a
+// backoff that doubles with each attempt (a server that is down for a moment gets that moment).
 const RELEASE_LUA = `
--- KEYS: pending, leases, queue, retries, failed, queueSeq; ARGV: url, owner, mode, maxRetries, reason
+-- KEYS: pending, leases, queue, retries, failed, queueSeq, retryDelayed, failedAttempts
+-- ARGV: url, owner, mode, maxRetries, reason, backoffBaseMs, backoffMaxMs
 local url = ARGV[1]
 if ARGV[2] ~= '*' and redis.call('HGET', KEYS[2], url) ~= ARGV[2] then return 0 end
 local json = redis.call('HGET', KEYS[1], url)
@@ -63,11 +73,17 @@ redis.call('HDEL', KEYS[2], url)
 if not json then return 0 end
 local page = cjson.decode(json)
 if ARGV[3] == 'failed' then
+  redis.call('INCR', KEYS[8])
   local attempts = redis.call('HINCRBY', KEYS[4], url, 1)
   if attempts > tonumber(ARGV[4]) then
     redis.call('RPUSH', KEYS[5], cjson.encode({url=url, depth=page.depth, reason=ARGV[5], attempts=attempts}))
     return 2
   end
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local delay = math.min(tonumber(ARGV[6]) * 2 ^ (attempts - 1), tonumber(ARGV[7]))
+  redis.call('ZADD', KEYS[7], now + delay, json)
+  return 1
 end
 local seq = redis.call('INCR', KEYS[6])
 redis.call('ZADD', KEYS[3], page.depth * ${DEPTH_WEIGHT} + seq, json)
@@ -97,12 +113,19 @@ return 0
 `;
 
 export interface CrawlCounts {
+  /** Waiting in the queue, including retries waiting out their backoff. */
   queued: number;
   pending: number;
   done: number;
   failed: number;
   seen: number;
+  /** Page attempts that failed (each retry counts one, and so does the last, given-up attempt). */
+  failedAttempts: number;
 }
+
+/** First retry after this long, doubling with each further attempt up to RETRY_BACKOFF_MAX_MS. */
+export const RETRY_BACKOFF_BASE_MS = 1000;
+export const RETRY_BACKOFF_MAX_MS = 30_000;
 
 /**
  * The shared crawl state: queue, seen set, leased pending pages and counters, all in Redis so that
@@ -117,6 +140,7 @@ export class CrawlState {
     readonly crawlId: string,
     readonly processId: string,
     private readonly heartbeatMs = 15_000,
+    private readonly retryBackoffBaseMs = RETRY_BACKOFF_BASE_MS,
   ) {
     this.keys = crawlStateKeys(crawlId);
   }
@@ -133,7 +157,7 @@ export class CrawlState {
   /** Take the next page and lease it to this process; null when the queue is empty. */
   async take(): Promise<QueuedPage | null> {
     const k = this.keys;
-    const result = (await this.redis.eval(TAKE_LUA, 3, k.queue, k.pending, k.leases, this.processId)) as
+    const result = (await this.redis.eval(TAKE_LUA, 5, k.queue, k.pending, k.leases, k.retryDelayed, k.queueSeq, this.processId)) as
       | [string, string]
       | null;
     return result ? (JSON.parse(result[0]) as QueuedPage) : null;
@@ -158,7 +182,8 @@ export class CrawlState {
   private async release(url: string, owner: string, mode: string, maxRetries: number, reason: string): Promise<number> {
     const k = this.keys;
     return (await this.redis.eval(
-      RELEASE_LUA, 6, k.pending, k.leases, k.queue, k.retries, k.failed, k.queueSeq, url, owner, mode, maxRetries, reason,
+      RELEASE_LUA, 8, k.pending, k.leases, k.queue, k.retries, k.failed, k.queueSeq, k.retryDelayed, k.failedAttempts,
+      url, owner, mode, maxRetries, reason, this.retryBackoffBaseMs, RETRY_BACKOFF_MAX_MS,
     )) as number;
   }
 
@@ -189,6 +214,30 @@ export class CrawlState {
   }
 
   /**
+   * Pages leased by this very process that none of its workers is loading (an attempt that ended
+   * without settling its lease, e.g. Redis failed at that moment): no other process would ever recover
+   * them while this one is alive, so count a failed attempt and put them back. `active` must be read
+   * right before the call, with no take() in flight.
+   */
+  async recoverOwnOrphans(active: ReadonlySet<string>, maxRetries: number): Promise<string[]> {
+    const leases = await this.redis.hgetall(this.keys.leases);
+    const recovered: string[] = [];
+    for (const [url, owner] of Object.entries(leases)) {
+      if (owner !== this.processId || active.has(url)) continue;
+      if ((await this.release(url, owner, "failed", maxRetries, "attempt ended without settling its lease")) > 0) recovered.push(url);
+    }
+    return recovered;
+  }
+
+  /** Milliseconds until the next retry is due; null when no retry waits. */
+  async nextRetryDueInMs(): Promise<number | null> {
+    const [first] = await this.redis.zrange(this.keys.retryDelayed, 0, 0, "WITHSCORES").then((r) => [r[1]]);
+    if (first === undefined) return null;
+    const [sec, micro] = await this.redis.time();
+    return Math.max(0, Number(first) - (Number(sec) * 1000 + Math.floor(Number(micro) / 1000)));
+  }
+
+  /**
    * Processes of this machine that are gone (killed, crashed) need not wait for their heartbeat to
    * expire: drop it now, so their leases and writer slots are taken over at once.
    */
@@ -205,18 +254,20 @@ export class CrawlState {
 
   async counts(): Promise<CrawlCounts> {
     const k = this.keys;
-    const [queued, pending, done, failed, seen] = (await this.redis
+    const [queued, delayed, pending, done, failed, seen, failedAttempts] = (await this.redis
       .multi()
       .zcard(k.queue)
+      .zcard(k.retryDelayed)
       .hlen(k.pending)
       .scard(k.done)
       .llen(k.failed)
       .scard(k.seen)
+      .get(k.failedAttempts)
       .exec())!.map(([err, value]) => {
       if (err) throw err;
-      return value as number;
+      return Number(value ?? 0);
     });
-    return { queued, pending, done, failed, seen };
+    return { queued: queued + delayed, pending, done, failed, seen, failedAttempts };
   }
 
   async failedPages(): Promise<FailedPage[]> {

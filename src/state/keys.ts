@@ -17,6 +17,10 @@ export function crawlStateKeys(crawlId: string) {
     leases: `${p}:lease`,
     /** Hash url -> number of failed attempts so far. */
     retries: `${p}:retries`,
+    /** Sorted set of pages waiting to be retried (member = QueuedPage JSON, score = when it is due, ms). */
+    retryDelayed: `${p}:qdelay`,
+    /** Counter of failed page attempts (retried or given up), for the stats. */
+    failedAttempts: `${p}:attemptsFailed`,
     /** Set of URLs finished (captured). */
     done: `${p}:d`,
     /** List of failed page JSON. */
