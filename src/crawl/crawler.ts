@@ -140,6 +140,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
         netIdleWaitMs: options.netIdleWait * 1000,
         userAgent: options.userAgent,
+        hasStoredResponse: (url) => recorder.hasStoredResponse(url),
         storeExchange: async (exchange) => {
           try {
             const outcome = await recorder.record(exchange);

@@ -15,6 +15,8 @@ export interface PageWorkerOptions {
   userAgent: string | null;
   /** Stores an exchange (the recorder); resolves once its records are written or skipped. */
   storeExchange(exchange: Exchange): Promise<void>;
+  /** Whether the crawl already holds this URL's full (200) response. */
+  hasStoredResponse(url: string): Promise<boolean>;
 }
 
 /** Headers that make a page's document request conditional, and the capture a 304 would confirm. */
@@ -56,6 +58,7 @@ export class PageWorker {
     const capture = await PageCapture.attach(tab, {
       onExchange: (exchange) => this.options.storeExchange(exchange),
       onPartialContent: (url, headers) => this.fetchFullBody(url, headers),
+      onRevalidated: (url, headers, pageDocument) => this.ensureFullResponse(url, headers, pageDocument),
     });
     this.tab = tab;
     this.capture = capture;
@@ -69,6 +72,22 @@ export class PageWorker {
       .catch((err: unknown) => logger.warn("capture", "full fetch after 206 failed", { url, error: errorMessage(err) }));
     this.partialFetches.add(work);
     void work.finally(() => this.partialFetches.delete(work));
+  }
+
+  /**
+   * The browser revalidated its cached copy (304): unless the crawl holds the 200 already, fetch the
+   * full resource directly and store that. A page's own document is fetched to learn its type.
+   */
+  private async ensureFullResponse(url: string, headers: [string, string][], pageDocument: boolean): Promise<{ status: number; mime: string } | null> {
+    try {
+      if (!pageDocument && (await this.options.hasStoredResponse(url))) return null;
+      const exchange = await directFetch(url, { userAgent: this.options.userAgent, headers });
+      await this.options.storeExchange(exchange);
+      return { status: exchange.status, mime: mimeTypeOf(exchange) };
+    } catch (err) {
+      logger.warn("capture", "full fetch after the browser's revalidation (304) failed", { url, error: errorMessage(err) });
+      return null;
+    }
   }
 
   async load(url: string, conditional?: ConditionalRequest): Promise<PageLoadResult> {

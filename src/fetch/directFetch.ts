@@ -8,6 +8,7 @@ import { request } from "undici";
 import type { Exchange, ExchangeBody } from "../archive/exchange.js";
 
 const IN_MEMORY_LIMIT = 4_000_000;
+const UNCONDITIONAL_DROPS = new Set(["host", "accept-encoding", "range", "if-range", "if-none-match", "if-modified-since", "if-match", "if-unmodified-since"]);
 
 export interface DirectFetchOptions {
   userAgent?: string | null;
@@ -21,12 +22,18 @@ export interface DirectFetchOptions {
  * the WARC payload; redirects are not followed, they are captured as they are.
  */
 export async function directFetch(url: string, options: DirectFetchOptions = {}): Promise<Exchange> {
-  const requestHeaders: [string, string][] = [
-    ["Host", new URL(url).host],
+  // The browser's headers are kept, except those that would make the answer partial or conditional
+  // (a direct fetch is made to get the full resource) and Accept-Encoding (only codings replay tools read).
+  const given = (options.headers ?? []).filter(([n]) => !UNCONDITIONAL_DROPS.has(n.toLowerCase()));
+  const defaults: [string, string][] = [
     ["User-Agent", options.userAgent ?? "Mozilla/5.0 (compatible; warc-crawler)"],
     ["Accept", "*/*"],
     ["Accept-Encoding", "gzip, deflate, br"],
-    ...(options.headers ?? []).filter(([n]) => !["range", "host"].includes(n.toLowerCase())),
+  ];
+  const requestHeaders: [string, string][] = [
+    ["Host", new URL(url).host],
+    ...defaults.filter(([n]) => !given.some(([g]) => g.toLowerCase() === n.toLowerCase())),
+    ...given,
   ];
   const timeout = options.timeoutMs ?? 60_000;
   const response = await request(url, {

@@ -243,6 +243,11 @@ export class CrawlState {
     await this.redis.hset(this.keys.storedExchanges, `${status} ${method} ${url}`, STORED);
   }
 
+  /** Whether the exchange's records are in a WARC already (a provisional claim does not count). */
+  async isExchangeStored(status: number, method: string, url: string): Promise<boolean> {
+    return (await this.redis.hget(this.keys.storedExchanges, `${status} ${method} ${url}`)) === STORED;
+  }
+
   /** Undo a claim whose records could not be written, so a later fetch may store it. */
   async unclaimExchange(status: number, method: string, url: string): Promise<void> {
     await this.redis.hdel(this.keys.storedExchanges, `${status} ${method} ${url}`);
