@@ -55,6 +55,8 @@ export interface CrawlStats {
   browserLaunches: number;
   /** With --refresh / --skipFreshDays: what changed since the archived captures. */
   changes?: ChangeSummary;
+  /** Pages this process crawled whose bodies stayed cut off after every retry (stored WARC-Truncated). */
+  truncated: { count: number; pages: { url: string; truncated: string[] }[] };
 }
 
 /**
@@ -134,7 +136,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     await browserHost.browser();
     const host = browserHost;
     stop.onImmediate(() => void host.closeAllPages());
-    const context: PageContext = { options, state, history, report, scopes, pageList, stop, currentWacz: () => plan.currentWaczFilename() };
+    const context: PageContext = { options, state, history, report, scopes, pageList, stop, truncatedPages: [], currentWacz: () => plan.currentWaczFilename() };
     const workers = Array.from({ length: options.workers }, (_, i) =>
       new PageWorker(i, host, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
@@ -229,6 +231,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       committed,
       writer: slot,
       browserLaunches: host.launches,
+      truncated: { count: context.truncatedPages.length, pages: context.truncatedPages },
       ...(options.refresh || options.skipFreshDays > 0 ? { changes: report.summary() } : {}),
     };
     await state.setStatus(stats.status);

@@ -6,6 +6,7 @@ import { PageCapture, type CapturedSummary } from "../browser/capture.js";
 import { waitForQuietNetwork } from "../browser/loadWait.js";
 import { isRenderedDocumentType } from "../browser/documentTypes.js";
 import { directFetch } from "../fetch/directFetch.js";
+import { rm } from "node:fs/promises";
 import { errorMessage, logger } from "../log/logger.js";
 import { tryNormalizeCrawlUrl } from "./urls.js";
 
@@ -33,6 +34,17 @@ export interface PageLoadResult {
   links: string[];
   /** Set when the page could not be loaded at all. */
   error: string | null;
+  /** URLs whose bodies were cut off and stored marked WARC-Truncated (only on a page's last attempt). */
+  truncated: string[];
+}
+
+export interface LoadOptions {
+  conditional?: ConditionalRequest;
+  /**
+   * The page's last attempt: cut-off bodies are stored (marked truncated) rather than failing the
+   * attempt, since no retry is left to get them whole.
+   */
+  lastAttempt?: boolean;
 }
 
 
@@ -42,6 +54,9 @@ export class PageWorker {
   private tabBrowser: Browser | null = null;
   private capture: PageCapture | null = null;
   private readonly partialFetches = new Set<Promise<void>>();
+  /** Of the page being loaded: URLs whose bodies came cut off, and whether to store them anyway. */
+  private truncated: string[] = [];
+  private keepTruncated = false;
 
   constructor(
     readonly id: number,
@@ -56,7 +71,7 @@ export class PageWorker {
     this.tabBrowser = browser;
     if (this.options.userAgent) await tab.setUserAgent(this.options.userAgent);
     const capture = await PageCapture.attach(tab, {
-      onExchange: (exchange) => this.options.storeExchange(exchange),
+      onExchange: (exchange) => this.store(exchange),
       onPartialContent: (url, headers) => this.fetchFullBody(url, headers),
       onRevalidated: (url, headers, pageDocument) => this.ensureFullResponse(url, headers, pageDocument),
     });
@@ -68,7 +83,7 @@ export class PageWorker {
   /** A 206 seen in the browser: archive the full resource instead of the fragment. */
   private fetchFullBody(url: string, headers: [string, string][]): void {
     const work = directFetch(url, { userAgent: this.options.userAgent, headers })
-      .then((exchange) => (exchange.status === 200 ? this.options.storeExchange(exchange) : undefined))
+      .then((exchange) => (exchange.status === 200 ? this.store(exchange) : undefined))
       .catch((err: unknown) => logger.warn("capture", "full fetch after 206 failed", { url, error: errorMessage(err) }));
     this.partialFetches.add(work);
     void work.finally(() => this.partialFetches.delete(work));
@@ -82,7 +97,7 @@ export class PageWorker {
     try {
       if (!pageDocument && (await this.options.hasStoredResponse(url))) return null;
       const exchange = await directFetch(url, { userAgent: this.options.userAgent, headers });
-      await this.options.storeExchange(exchange);
+      await this.store(exchange);
       return { status: exchange.status, mime: mimeTypeOf(exchange) };
     } catch (err) {
       logger.warn("capture", "full fetch after the browser's revalidation (304) failed", { url, error: errorMessage(err) });
@@ -90,8 +105,32 @@ export class PageWorker {
     }
   }
 
-  async load(url: string, conditional?: ConditionalRequest): Promise<PageLoadResult> {
+  /** Store an exchange of the current page; a cut-off body only on the page's last attempt. */
+  private async store(exchange: Exchange): Promise<void> {
+    if (exchange.truncated) {
+      this.truncated.push(exchange.url);
+      if (!this.keepTruncated) {
+        if (exchange.body.kind === "file") await rm(exchange.body.path, { force: true });
+        logger.debug("capture", "body cut off; not stored, the page will be retried", { url: exchange.url });
+        return;
+      }
+    }
+    await this.options.storeExchange(exchange);
+  }
+
+  async load(url: string, { conditional, lastAttempt = false }: LoadOptions = {}): Promise<PageLoadResult> {
+    const result = await this.loadPage(url, conditional, lastAttempt);
+    const truncated = [...new Set(this.truncated)];
+    if (truncated.length && !lastAttempt) {
+      return { document: null, title: "", links: [], error: `truncated: ${truncated.join(" ")}`, truncated: [] };
+    }
+    return { ...result, truncated: result.document ? truncated : [] };
+  }
+
+  private async loadPage(url: string, conditional: ConditionalRequest | undefined, lastAttempt: boolean): Promise<Omit<PageLoadResult, "truncated">> {
     const { tab, capture } = await this.ensureTab();
+    this.truncated = [];
+    this.keepTruncated = lastAttempt;
     capture.captured.length = 0;
     capture.clearConditional();
     if (conditional) capture.expectConditional(url, conditional.headers, conditional.confirms);
@@ -134,7 +173,7 @@ export class PageWorker {
   private async loadDirectly(url: string, navigationError: string): Promise<CapturedSummary | null> {
     try {
       const exchange = await directFetch(url, { userAgent: this.options.userAgent });
-      await this.options.storeExchange(exchange);
+      await this.store(exchange);
       return { url, status: exchange.status, mime: mimeTypeOf(exchange), resourceType: "Direct", location: null, date: exchange.date };
     } catch (err) {
       logger.debug("fetch", "direct fetch failed too", { url, navigationError, error: errorMessage(err) });

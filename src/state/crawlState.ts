@@ -150,6 +150,11 @@ export class CrawlState {
     return result === 2 ? "failed" : result === 1 ? "retry" : "not-owner";
   }
 
+  /** How many attempts at this page have failed so far. */
+  async failedAttempts(url: string): Promise<number> {
+    return Number((await this.redis.hget(this.keys.retries, url)) ?? 0);
+  }
+
   /** Hand a leased page back to the queue without counting an attempt (interrupted crawl). */
   async handBack(url: string): Promise<void> {
     await this.release(url, this.processId, "handback", 0, "");
