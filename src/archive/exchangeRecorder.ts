@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { rm } from "node:fs/promises";
 import type { Deduplicator } from "../dedupe/deduplicator.js";
 import { bodySize, headerValue, type Exchange } from "./exchange.js";
@@ -11,9 +12,10 @@ import type { WarcWriter, WrittenRecord } from "./warcWriter.js";
 
 /** Answers "was this exchange stored already in this crawl?" (shared across processes via Redis). */
 export interface ExchangeClaims {
-  claimExchange(status: number, method: string, url: string): Promise<boolean>;
-  confirmExchange(status: number, method: string, url: string): Promise<void>;
-  unclaimExchange(status: number, method: string, url: string): Promise<void>;
+  /** `requestDigest` (of the request body) tells apart requests other than GET/HEAD to one URL. */
+  claimExchange(status: number, method: string, url: string, requestDigest?: string): Promise<boolean>;
+  confirmExchange(status: number, method: string, url: string, requestDigest?: string): Promise<void>;
+  unclaimExchange(status: number, method: string, url: string, requestDigest?: string): Promise<void>;
   isExchangeStored(status: number, method: string, url: string): Promise<boolean>;
 }
 
@@ -45,15 +47,16 @@ export class ExchangeRecorder {
       if (exchange.status === 304 && !exchange.confirms) return { kind: "skipped", reason: "browser-revalidation" };
       // A cut-off body holds no claim, so a later complete fetch of the URL is still stored.
       if (exchange.truncated) return await this.writeTruncated(exchange);
-      if (!(await this.claims.claimExchange(exchange.status, exchange.method, exchange.url))) {
+      const claim = [exchange.status, exchange.method, exchange.url, requestBodyDigest(exchange)] as const;
+      if (!(await this.claims.claimExchange(...claim))) {
         return { kind: "skipped", reason: "already-stored" };
       }
       try {
         const outcome = await this.write(exchange);
-        await this.claims.confirmExchange(exchange.status, exchange.method, exchange.url);
+        await this.claims.confirmExchange(...claim);
         return outcome;
       } catch (err) {
-        await this.claims.unclaimExchange(exchange.status, exchange.method, exchange.url).catch(() => undefined);
+        await this.claims.unclaimExchange(...claim).catch(() => undefined);
         throw err;
       }
     } finally {
@@ -152,6 +155,12 @@ export class ExchangeRecorder {
       logger.warn("history", "could not record the capture in the history", { url: exchange.url, error: errorMessage(err) });
     }
   }
+}
+
+/** GET and HEAD are told apart by URL alone; other methods (POST, PUT...) also by their request body. */
+function requestBodyDigest(exchange: Exchange): string | undefined {
+  if (exchange.method === "GET" || exchange.method === "HEAD") return undefined;
+  return "sha256:" + createHash("sha256").update(exchange.postData ?? new Uint8Array(0)).digest("hex");
 }
 
 export function describeExchange(exchange: Exchange): Record<string, unknown> {

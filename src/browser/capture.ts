@@ -29,6 +29,11 @@ export interface CaptureEvents {
    * crawl holds the full response (fetching it directly if not) and, when it fetched, says what it got.
    */
   onRevalidated?(url: string, requestHeaders: [string, string][], pageDocument: boolean): Promise<{ status: number; mime: string } | null>;
+  /**
+   * The browser could not give this GET response's body: the caller may fetch it directly; resolves
+   * true when it stored the same response (same status) that way.
+   */
+  onBodyUnavailable?(url: string, requestHeaders: [string, string][], status: number): Promise<boolean>;
 }
 
 /** Summary of what a page loaded, for deciding the page's status and type. */
@@ -48,6 +53,8 @@ export interface CapturedSummary {
 export class PageCapture {
   private readonly inFlight = new Set<Promise<void>>();
   readonly captured: CapturedSummary[] = [];
+  /** URLs whose exchange could not be stored (body unavailable, or storing failed). */
+  readonly lost = new Set<string>();
   /** Conditional headers to add to the next document request for a URL (--refresh). */
   private readonly conditional = new Map<string, { headers: Record<string, string>; confirms: ConfirmedCapture }>();
   /** Document requests we really made conditional, by request id: only their 304s mean "not modified". */
@@ -68,6 +75,7 @@ export class PageCapture {
     const capture = new PageCapture(cdp, events, frameTree.frame.id);
     cdp.on("Fetch.requestPaused", (event: Protocol.Fetch.RequestPausedEvent) => {
       const work = capture.onPaused(event).catch((err: unknown) => {
+        capture.lost.add(event.request.url);
         logger.warn("capture", "exchange not captured", { url: event.request.url, error: errorMessage(err) });
       });
       capture.inFlight.add(work);
@@ -192,7 +200,15 @@ export class PageCapture {
     } else if (needsStreaming(responseHeaders)) {
       ({ body, cutOff } = await this.streamBody(event, responseHeaders, archiveOnly));
     } else {
-      body = await this.readBody(requestId);
+      const read = await this.readBody(requestId, request.url).catch((err: unknown) => new Error(errorMessage(err)));
+      if (read instanceof Error) {
+        // Never an empty body in its place: that would claim the URL and keep its real body out for good.
+        if (archiveOnly) await this.abort(requestId);
+        else await this.continue(requestId);
+        await this.bodyUnavailable(request, requestHeaders, status, read.message);
+        return;
+      }
+      body = read;
       if (archiveOnly) {
         await this.abort(requestId);
       } else {
@@ -209,7 +225,7 @@ export class PageCapture {
       url: request.url,
       method: request.method,
       requestHeaders,
-      postData: request.postData ? Buffer.from(request.postData, "utf8") : null,
+      postData: await this.requestBody(event),
       status,
       statusText: event.responseStatusText || STATUS_CODES[status] || "",
       httpVersion: "HTTP/1.1",
@@ -231,12 +247,43 @@ export class PageCapture {
     await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "Aborted" }).catch(() => undefined);
   }
 
-  private async readBody(requestId: string): Promise<ExchangeBody> {
+  /** The response body as the browser received it; throws when the browser cannot give it. */
+  private async readBody(requestId: string, url: string): Promise<ExchangeBody> {
+    if (failBodyReadForTest(url)) throw new Error("body read failed (test hook WARC_CRAWLER_TEST_FAIL_BODY_ONCE)");
+    const { body, base64Encoded } = await this.cdp.send("Fetch.getResponseBody", { requestId });
+    return { kind: "bytes", bytes: Buffer.from(body, base64Encoded ? "base64" : "utf8") };
+  }
+
+  /** A response whose body the browser could not give: fetched directly (GET only), else reported lost. */
+  private async bodyUnavailable(request: Protocol.Network.Request, requestHeaders: [string, string][], status: number, error: string): Promise<void> {
+    const stored = request.method === "GET" && this.events.onBodyUnavailable
+      ? await this.events.onBodyUnavailable(request.url, requestHeaders, status).catch(() => false)
+      : false;
+    if (stored) {
+      logger.debug("capture", "response body unavailable in the browser; fetched directly", { url: request.url, error });
+      return;
+    }
+    this.lost.add(request.url);
+    logger.warn("capture", "response body unavailable; exchange not stored", { url: request.url, method: request.method, error });
+  }
+
+  /**
+   * The request body, byte for byte: postDataEntries carry it base64-encoded (postData is a lossy UTF-8
+   * string); when the browser left it out of the event (large bodies), it is asked for.
+   */
+  private async requestBody(event: Protocol.Fetch.RequestPausedEvent): Promise<Uint8Array | null> {
+    const { request } = event;
+    if (!request.hasPostData && !request.postData) return null;
+    const entries = request.postDataEntries ?? [];
+    if (entries.length && entries.every((e) => e.bytes !== undefined)) {
+      return Buffer.concat(entries.map((e) => Buffer.from(e.bytes!, "base64")));
+    }
     try {
-      const { body, base64Encoded } = await this.cdp.send("Fetch.getResponseBody", { requestId });
-      return { kind: "bytes", bytes: Buffer.from(body, base64Encoded ? "base64" : "utf8") };
-    } catch {
-      return { kind: "bytes", bytes: new Uint8Array(0) };
+      const { postData, base64Encoded } = await this.cdp.send("Network.getRequestPostData", { requestId: event.networkId ?? event.requestId });
+      return Buffer.from(postData, base64Encoded ? "base64" : "utf8");
+    } catch (err) {
+      logger.debug("capture", "request body unavailable; kept as the browser reported it", { url: request.url, error: errorMessage(err) });
+      return request.postData ? Buffer.from(request.postData, "utf8") : null;
     }
   }
 
@@ -301,6 +348,18 @@ export class PageCapture {
     }
     return { body: { kind: "file", path, size }, cutOff };
   }
+}
+
+/**
+ * Test hook: with WARC_CRAWLER_TEST_FAIL_BODY_ONCE=<text>, the first body read of each URL containing
+ * <text> fails, as when the browser cannot give a body. Lets tests reach that path on demand.
+ */
+const failedOnce = new Set<string>();
+function failBodyReadForTest(url: string): boolean {
+  const match = process.env.WARC_CRAWLER_TEST_FAIL_BODY_ONCE;
+  if (!match || !url.includes(match) || failedOnce.has(url)) return false;
+  failedOnce.add(url);
+  return true;
 }
 
 /**

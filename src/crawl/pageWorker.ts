@@ -74,6 +74,7 @@ export class PageWorker {
       onExchange: (exchange) => this.store(exchange),
       onPartialContent: (url, headers) => this.fetchFullBody(url, headers),
       onRevalidated: (url, headers, pageDocument) => this.ensureFullResponse(url, headers, pageDocument),
+      onBodyUnavailable: (url, headers, status) => this.fetchUnavailableBody(url, headers, status),
     });
     this.tab = tab;
     this.capture = capture;
@@ -105,6 +106,23 @@ export class PageWorker {
     }
   }
 
+  /** The browser could not give a body: fetch it directly, and store it if it is the same response. */
+  private async fetchUnavailableBody(url: string, headers: [string, string][], status: number): Promise<boolean> {
+    try {
+      const exchange = await directFetch(url, { userAgent: this.options.userAgent, headers });
+      if (exchange.status !== status) {
+        if (exchange.body.kind === "file") await rm(exchange.body.path, { force: true });
+        logger.warn("capture", "direct fetch for an unavailable body got another response", { url, browserStatus: status, status: exchange.status });
+        return false;
+      }
+      await this.store(exchange);
+      return true;
+    } catch (err) {
+      logger.warn("capture", "direct fetch for an unavailable body failed", { url, error: errorMessage(err) });
+      return false;
+    }
+  }
+
   /** Store an exchange of the current page; a cut-off body only on the page's last attempt. */
   private async store(exchange: Exchange): Promise<void> {
     if (exchange.truncated) {
@@ -132,6 +150,7 @@ export class PageWorker {
     this.truncated = [];
     this.keepTruncated = lastAttempt;
     capture.captured.length = 0;
+    capture.lost.clear();
     capture.clearConditional();
     if (conditional) capture.expectConditional(url, conditional.headers, conditional.confirms);
     let navigationError: string | null = null;
@@ -155,6 +174,10 @@ export class PageWorker {
       if (!document) return { document: null, title: "", links: [], error: navigationError };
     }
     if (!document) return { document: null, title: "", links: [], error: navigationError ?? "no document captured" };
+    if (capture.lost.has(url) || capture.lost.has(document.url)) {
+      // Counting the page done would leave it out of the archive for good: retry it.
+      return { document: null, title: "", links: [], error: "the page's document could not be stored" };
+    }
     // Not rendered (PDF, image, download): archived as it is, no links. (We abort its navigation ourselves.)
     if (!isRenderedDocumentType(document.mime)) return { document, title: "", links: [], error: null };
     if (navigationError && !/timeout/i.test(navigationError)) {
