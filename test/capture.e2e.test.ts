@@ -17,10 +17,13 @@ const ASSET = randomBytes(8_000);
 const FLAKY_PAGE = `<!doctype html><html><head><title>flaky</title><link rel="icon" href="data:,"></head><body><p>FLAKY-PAGE-MARKER</p><script>
 fetch("/c/asset.bin").then((r) => r.arrayBuffer()).then((b) => { document.title = "asset " + b.byteLength; });
 </script></body></html>`;
-const POST_PAGE = `<!doctype html><html><head><title>posting</title><link rel="icon" href="data:,"></head><body><script>
+// No icon link: the browser probes /favicon.ico by itself (404 here). The PUT to another origin
+// (localhost vs 127.0.0.1) with a custom header makes the browser send a CORS preflight first.
+const postPage = (port: number) => `<!doctype html><html><head><title>posting</title></head><body><script>
 const bin = new Uint8Array(256); for (let i = 0; i < 256; i++) bin[i] = i;
 fetch("/echo", { method: "POST", body: bin, headers: { "Content-Type": "application/octet-stream" } })
   .then(() => fetch("/echo", { method: "POST", body: ${JSON.stringify(TEXT_POST.toString())}, headers: { "Content-Type": "text/plain" } }))
+  .then(() => fetch("http://localhost:${port}/cors", { method: "PUT", body: "cross-origin", headers: { "X-Test": "1" } }))
   .then(() => { document.title = "posted"; });
 </script></body></html>`;
 const digestOf = (b: Buffer) => "sha256:" + createHash("sha256").update(b).digest("hex");
@@ -38,6 +41,8 @@ let cwd: string;
 let crawl: CliResult;
 let records: RawRecord[];
 let flakyRequests = 0;
+const corsMethods: string[] = [];
+const notFound: string[] = [];
 const assetRequests: string[] = [];
 
 beforeAll(async () => {
@@ -56,7 +61,10 @@ beforeAll(async () => {
         res.writeHead(200, { "Content-Type": "application/octet-stream", "Content-Length": RANGED.length }).end(RANGED);
       }
     } else if (req.url === "/post.html") {
-      res.writeHead(200, { "Content-Type": "text/html" }).end(POST_PAGE);
+      res.writeHead(200, { "Content-Type": "text/html" }).end(postPage((server.address() as { port: number }).port));
+    } else if (req.url === "/cors") {
+      corsMethods.push(req.method ?? "");
+      res.writeHead(200, { "Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "PUT", "Access-Control-Allow-Headers": "X-Test", "Content-Type": "text/plain" }).end("cors ok");
     } else if (req.url === "/echo" && req.method === "POST") {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
@@ -71,6 +79,7 @@ beforeAll(async () => {
       assetRequests.push(String(req.headers["user-agent"]));
       res.writeHead(200, { "Content-Type": "application/octet-stream", "Cache-Control": "no-store" }).end(ASSET);
     } else {
+      notFound.push(req.url ?? "");
       res.writeHead(404).end();
     }
   });
@@ -123,6 +132,16 @@ describe("request bodies", () => {
     expect(requests.map((r) => r.payload.toString("hex")).sort()).toEqual([BINARY_POST.toString("hex"), TEXT_POST.toString("hex")].sort());
     const responses = recordsFor("response", "/echo");
     expect(responses.map((r) => r.payload.toString()).sort()).toEqual([`got ${BINARY_POST.length} bytes`, `got ${TEXT_POST.length} bytes`].sort());
+  });
+});
+
+describe("browser-internal traffic", () => {
+  it("records no CORS preflight and no missing favicon the browser probed for, but the real request", () => {
+    expect(corsMethods).toEqual(["OPTIONS", "PUT"]);
+    const cors = records.filter((r) => r.headers.get("warc-target-uri")?.endsWith("/cors") && r.headers.get("warc-type") === "request");
+    expect(cors.map((r) => r.block.subarray(0, r.block.indexOf(" ")).toString())).toEqual(["PUT"]);
+    expect(notFound).toContain("/favicon.ico");
+    expect(records.filter((r) => r.headers.get("warc-target-uri")?.endsWith("/favicon.ico"))).toEqual([]);
   });
 });
 
