@@ -177,18 +177,41 @@ describe("crawl of the fixture site", () => {
   });
 });
 
-describe("replay of the crawl's WACZ in ReplayWeb.page", () => {
-  const replayed = ["/site/index.html", "/site/dynamic.html", "/site/caf%C3%A9.html", "/site/search.html?q=archive",
-    "/site/gz/compressed.html", "/site/stream/chunked.html", "/site/old-page.html"];
+describe("assets the browser revalidates (no-cache + ETag)", () => {
+  it("are revalidated by the browser, yet stored once as their 200 and never as a 304", () => {
+    // The fixture's assets are no-cache + ETag: later pages of the crawl get 304s for them.
+    expect(site.requests.filter((r) => r.status === 304).length).toBeGreaterThan(0);
+    const responses = records.filter((r) => ["response", "revisit"].includes(r.headers.get("warc-type")!));
+    expect(responses.filter((r) => httpStatus(r) === 304).map((r) => r.headers.get("warc-target-uri"))).toEqual([]);
+    for (const path of EXPECTED_RESOURCE_PATHS) {
+      const stored = responses.filter((r) => pathOf(r.headers.get("warc-target-uri")!) === path);
+      expect(stored.map(httpStatus), path).toEqual([200]);
+      if (stored[0].headers.get("warc-type") === "response") expect(stored[0].payload.length, path).toBeGreaterThan(0);
+    }
+  });
+});
 
-  it.each(replayed)("replays %s with its content, including script-loaded content", async (path) => {
+describe("replay of the crawl's WACZ in ReplayWeb.page", () => {
+  // Every HTML page (the PDF has no images or styles to check).
+  const replayed = SITE_PAGES.filter((p) => p.contentType === "text/html").map((p) => p.path);
+
+  it.each(replayed)("replays %s with its content, every image and its stylesheet", async (path) => {
     const expected = SITE_PAGES.find((p) => p.path === path)!;
     const server = await startReplayServer(collectionDir);
     try {
-      const result = await replayPage(server, { source: "/archives/e2e.wacz", url: site.url + path, waitForText: expected.marker, timeoutMs: 45_000 });
+      const result = await replayPage(server, { source: "/archives/e2e.wacz", url: site.url + path, waitForText: expected.marker, waitForImages: true, timeoutMs: 45_000 });
       expect(detectReplayFailure(result.text)).toBeNull();
       expect(result.text).toContain(expected.marker);
       if (expected.title) expect(result.title).toBe(expected.title);
+      const images = expected.resources.filter((r) => /\.png$/.test(r) && !r.endsWith("/bg.png"));
+      expect(result.images.length).toBe(images.length);
+      for (const image of result.images) expect(image.naturalWidth, image.src).toBeGreaterThan(0);
+      if (expected.resources.includes("/site/css/style.css")) {
+        expect(result.stylesheets.length).toBe(1);
+        expect(result.stylesheets[0].rules).toBeGreaterThan(0);
+        // body { background: #fafafa ... } from style.css
+        expect(result.bodyBackground).toBe("rgb(250, 250, 250)");
+      }
     } finally {
       await server.close();
     }

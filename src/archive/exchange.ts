@@ -21,6 +21,11 @@ export interface Exchange {
   resourceType: string;
   /** Set on a 304 answering a conditional request we sent: the archived capture it confirms. */
   confirms?: ConfirmedCapture;
+  /**
+   * Set when the body was cut off (the connection ended before the declared length, or the load
+   * failed mid-body): the stored body is only the part received (WARC-Truncated).
+   */
+  truncated?: "disconnect";
 }
 
 /** The archived capture a conditional request was made for (from the capture history). */
@@ -44,6 +49,15 @@ export type ExchangeBody =
 
 export function bodySize(body: ExchangeBody): number {
   return body.kind === "bytes" ? body.bytes.length : body.size;
+}
+
+/** The body is shorter than the Content-Length the server declared (only comparable without a content-encoding). */
+export function shortOfDeclaredLength(headers: [string, string][], received: number, bodyDecoded: boolean): boolean {
+  const declared = headerValue(headers, "content-length");
+  if (declared === undefined || !/^\d+$/.test(declared.trim())) return false;
+  const encoding = (headerValue(headers, "content-encoding") ?? "identity").trim().toLowerCase();
+  if (bodyDecoded && encoding !== "identity" && encoding !== "") return false;
+  return received < Number(declared.trim());
 }
 
 export function headerValue(headers: [string, string][], name: string): string | undefined {

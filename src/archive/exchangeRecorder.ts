@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { rm } from "node:fs/promises";
 import type { Deduplicator } from "../dedupe/deduplicator.js";
 import { bodySize, headerValue, type Exchange } from "./exchange.js";
@@ -11,14 +12,16 @@ import type { WarcWriter, WrittenRecord } from "./warcWriter.js";
 
 /** Answers "was this exchange stored already in this crawl?" (shared across processes via Redis). */
 export interface ExchangeClaims {
-  claimExchange(status: number, method: string, url: string): Promise<boolean>;
-  confirmExchange(status: number, method: string, url: string): Promise<void>;
-  unclaimExchange(status: number, method: string, url: string): Promise<void>;
+  /** `requestDigest` (of the request body) tells apart requests other than GET/HEAD to one URL. */
+  claimExchange(status: number, method: string, url: string, requestDigest?: string): Promise<boolean>;
+  confirmExchange(status: number, method: string, url: string, requestDigest?: string): Promise<void>;
+  unclaimExchange(status: number, method: string, url: string, requestDigest?: string): Promise<void>;
+  isExchangeStored(status: number, method: string, url: string): Promise<boolean>;
 }
 
 export type RecordOutcome =
   | { kind: "response" | "revisit"; record: WrittenRecord; request: WrittenRecord }
-  | { kind: "skipped"; reason: "already-stored" | "partial-content" };
+  | { kind: "skipped"; reason: "already-stored" | "partial-content" | "browser-revalidation" };
 
 /**
  * Turns captured exchanges into WARC records: the step between "page" and "WARC" in the pipeline.
@@ -39,20 +42,31 @@ export class ExchangeRecorder {
     try {
       // A 206 body is a fragment: storing it as the resource would be wrong. Callers may fetch the full body.
       if (exchange.status === 206) return { kind: "skipped", reason: "partial-content" };
-      if (!(await this.claims.claimExchange(exchange.status, exchange.method, exchange.url))) {
+      // A 304 to the browser's own revalidation is not the resource (and has no body): only a 304 to a
+      // conditional request the crawler made confirms an archived capture.
+      if (exchange.status === 304 && !exchange.confirms) return { kind: "skipped", reason: "browser-revalidation" };
+      // A cut-off body holds no claim, so a later complete fetch of the URL is still stored.
+      if (exchange.truncated) return await this.writeTruncated(exchange);
+      const claim = [exchange.status, exchange.method, exchange.url, requestBodyDigest(exchange)] as const;
+      if (!(await this.claims.claimExchange(...claim))) {
         return { kind: "skipped", reason: "already-stored" };
       }
       try {
         const outcome = await this.write(exchange);
-        await this.claims.confirmExchange(exchange.status, exchange.method, exchange.url);
+        await this.claims.confirmExchange(...claim);
         return outcome;
       } catch (err) {
-        await this.claims.unclaimExchange(exchange.status, exchange.method, exchange.url).catch(() => undefined);
+        await this.claims.unclaimExchange(...claim).catch(() => undefined);
         throw err;
       }
     } finally {
       if (exchange.body.kind === "file") await rm(exchange.body.path, { force: true });
     }
+  }
+
+  /** Whether this crawl holds the URL's 200 response (to GET) already. */
+  async hasStoredResponse(url: string): Promise<boolean> {
+    return this.claims.isExchangeStored(200, "GET", url).catch(() => false);
   }
 
   private async write(exchange: Exchange): Promise<RecordOutcome> {
@@ -86,6 +100,18 @@ export class ExchangeRecorder {
       }
       return { kind: original ? ("revisit" as const) : ("response" as const), record, request };
     });
+  }
+
+  /**
+   * A body cut off mid-transfer, kept because retries did not get it whole: marked WARC-Truncated, and
+   * never a dedupe original nor a capture a later refresh could confirm (it is not the full payload).
+   */
+  private async writeTruncated(exchange: Exchange): Promise<RecordOutcome> {
+    const digest = await payloadDigest(exchange.body);
+    const recordId = newRecordId();
+    const [record, request] = await this.writer.writeRecords([responseRecord(exchange, recordId, digest), requestRecord(exchange, recordId)]);
+    await this.dedupe.noteResponse(digest, { url: record.url, date: record.date, length: record.length, waczIndex: this.waczIndexOf(record.filename) }, false);
+    return { kind: "response", record, request };
   }
 
   /** A 304 to our conditional request: a server-not-modified revisit pointing at the capture it confirms. */
@@ -129,6 +155,12 @@ export class ExchangeRecorder {
       logger.warn("history", "could not record the capture in the history", { url: exchange.url, error: errorMessage(err) });
     }
   }
+}
+
+/** GET and HEAD are told apart by URL alone; other methods (POST, PUT...) also by their request body. */
+function requestBodyDigest(exchange: Exchange): string | undefined {
+  if (exchange.method === "GET" || exchange.method === "HEAD") return undefined;
+  return "sha256:" + createHash("sha256").update(exchange.postData ?? new Uint8Array(0)).digest("hex");
 }
 
 export function describeExchange(exchange: Exchange): Record<string, unknown> {

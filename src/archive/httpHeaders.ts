@@ -12,7 +12,10 @@ export function storedResponseHeaders(exchange: Exchange): [string, string][] {
   for (const [name, value] of exchange.responseHeaders) {
     const lower = name.toLowerCase();
     if (renamed.has(lower)) headers.push([`x-orig-${lower}`, value]);
-    else if (lower === "content-length") continue;
+    // A truncated body keeps the length the server declared, for the record.
+    else if (lower === "content-length") {
+      if (exchange.truncated) headers.push(["x-orig-content-length", value]);
+    }
     else headers.push([name, value]);
   }
   if (!isBodylessStatus(exchange.status) || bodySize(exchange.body) > 0) {

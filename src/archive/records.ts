@@ -30,7 +30,11 @@ export function responseRecord(exchange: Exchange, recordId: string, digest: str
       warcVersion: WARC_VERSION,
       statusline: statusLine(exchange),
       httpHeaders: storedResponseHeaders(exchange),
-      warcHeaders: { "WARC-Record-ID": recordId, "WARC-Payload-Digest": digest },
+      warcHeaders: {
+        "WARC-Record-ID": recordId,
+        "WARC-Payload-Digest": digest,
+        ...(exchange.truncated ? { "WARC-Truncated": exchange.truncated } : {}),
+      },
     },
     bodyChunks(exchange.body),
   );

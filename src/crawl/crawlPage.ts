@@ -21,6 +21,8 @@ export interface PageContext {
   scopes: SeedScope[];
   pageList: PageList;
   stop: StopControl;
+  /** Pages of this process crawled with cut-off bodies (after their last retry), for the stats. */
+  truncatedPages: { url: string; truncated: string[] }[];
   /** The WACZ a page finishing now is listed in. */
   currentWacz(): string;
 }
@@ -44,12 +46,13 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   let result;
   try {
     const conditional = options.refresh && previous ? conditionalRequest(previous) : undefined;
+    const lastAttempt = (await state.failedAttemptsOf(page.url)) >= options.maxPageRetries;
     const deadline = hardPageDeadlineMs(options);
     result = await context.stop.untilAbandoned(
-      withTimeout(worker.load(page.url, conditional), deadline, `page did not finish within ${Math.round(deadline / 1000)}s`),
+      withTimeout(worker.load(page.url, { conditional, lastAttempt }), deadline, `page did not finish within ${Math.round(deadline / 1000)}s`),
     );
   } catch (err) {
-    result = { document: null, title: "", links: [], error: errorMessage(err) };
+    result = { document: null, title: "", links: [], error: errorMessage(err), truncated: [] };
   }
   // After a failure the tab is in an unknown state (hung, crashed, showing an error page): the next
   // attempt, of this page or another, gets a fresh one.
@@ -97,13 +100,14 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   if (options.refresh) await reportChange(page.url, result.document.status, previous, context);
   const queued = await enqueueLinks(links, page, context, scope);
   await state.markDone(page.url);
-  logger.info("page", "page crawled", {
-    url: page.url,
-    status: result.document.status,
-    title: result.title,
-    depth: page.depth,
-    linksQueued: queued,
-  });
+  const crawled = { url: page.url, status: result.document.status, title: result.title, depth: page.depth, linksQueued: queued };
+  if (result.truncated.length) {
+    // Retries did not get every body whole: stored as received (WARC-Truncated), and said so.
+    context.truncatedPages.push({ url: page.url, truncated: result.truncated });
+    logger.warn("page", "page crawled, but truncated: bodies cut off on every attempt are stored marked WARC-Truncated", { ...crawled, truncated: result.truncated });
+  } else {
+    logger.info("page", "page crawled", crawled);
+  }
   if (options.pageExtraDelay > 0) await context.stop.sleep(options.pageExtraDelay * 1000);
 }
 

@@ -58,6 +58,8 @@ export interface CrawlStats {
   browserLaunches: number;
   /** With --refresh / --skipFreshDays: what changed since the archived captures. */
   changes?: ChangeSummary;
+  /** Pages this process crawled whose bodies stayed cut off after every retry (stored WARC-Truncated). */
+  truncated: { count: number; pages: { url: string; truncated: string[] }[] };
 }
 
 /**
@@ -137,12 +139,13 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     await browserHost.browser();
     const host = browserHost;
     stop.onImmediate(() => void host.closeAllPages());
-    const context: PageContext = { options, state, history, report, scopes, pageList, stop, currentWacz: () => plan.currentWaczFilename() };
+    const context: PageContext = { options, state, history, report, scopes, pageList, stop, truncatedPages: [], currentWacz: () => plan.currentWaczFilename() };
     const workers = Array.from({ length: options.workers }, (_, i) =>
       new PageWorker(i, host, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
         netIdleWaitMs: options.netIdleWait * 1000,
         userAgent: options.userAgent,
+        hasStoredResponse: (url) => recorder.hasStoredResponse(url),
         storeExchange: async (exchange) => {
           try {
             const outcome = await recorder.record(exchange);
@@ -234,6 +237,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       committed,
       writer: slot,
       browserLaunches: host.launches,
+      truncated: { count: context.truncatedPages.length, pages: context.truncatedPages },
       ...(options.refresh || options.skipFreshDays > 0 ? { changes: report.summary() } : {}),
     };
     await state.setStatus(stats.status);

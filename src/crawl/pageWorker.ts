@@ -6,6 +6,7 @@ import { PageCapture, type CapturedSummary } from "../browser/capture.js";
 import { waitForQuietNetwork } from "../browser/loadWait.js";
 import { isRenderedDocumentType } from "../browser/documentTypes.js";
 import { directFetch } from "../fetch/directFetch.js";
+import { rm } from "node:fs/promises";
 import { errorMessage, logger } from "../log/logger.js";
 import { tryNormalizeCrawlUrl } from "./urls.js";
 import { withTimeout } from "../util/process.js";
@@ -16,6 +17,8 @@ export interface PageWorkerOptions {
   userAgent: string | null;
   /** Stores an exchange (the recorder); resolves once its records are written or skipped. */
   storeExchange(exchange: Exchange): Promise<void>;
+  /** Whether the crawl already holds this URL's full (200) response. */
+  hasStoredResponse(url: string): Promise<boolean>;
 }
 
 /** Headers that make a page's document request conditional, and the capture a 304 would confirm. */
@@ -32,6 +35,17 @@ export interface PageLoadResult {
   links: string[];
   /** Set when the page could not be loaded at all. */
   error: string | null;
+  /** URLs whose bodies were cut off and stored marked WARC-Truncated (only on a page's last attempt). */
+  truncated: string[];
+}
+
+export interface LoadOptions {
+  conditional?: ConditionalRequest;
+  /**
+   * The page's last attempt: cut-off bodies are stored (marked truncated) rather than failing the
+   * attempt, since no retry is left to get them whole.
+   */
+  lastAttempt?: boolean;
 }
 
 
@@ -41,6 +55,9 @@ export class PageWorker {
   private tabBrowser: Browser | null = null;
   private capture: PageCapture | null = null;
   private readonly partialFetches = new Set<Promise<void>>();
+  /** Of the page being loaded: URLs whose bodies came cut off, and whether to store them anyway. */
+  private truncated: string[] = [];
+  private keepTruncated = false;
 
   constructor(
     readonly id: number,
@@ -55,8 +72,10 @@ export class PageWorker {
     this.tabBrowser = browser;
     if (this.options.userAgent) await tab.setUserAgent(this.options.userAgent);
     const capture = await PageCapture.attach(tab, {
-      onExchange: (exchange) => this.options.storeExchange(exchange),
+      onExchange: (exchange) => this.store(exchange),
       onPartialContent: (url, headers) => this.fetchFullBody(url, headers),
+      onRevalidated: (url, headers, pageDocument) => this.ensureFullResponse(url, headers, pageDocument),
+      onBodyUnavailable: (url, headers, status) => this.fetchUnavailableBody(url, headers, status),
     });
     this.tab = tab;
     this.capture = capture;
@@ -66,15 +85,73 @@ export class PageWorker {
   /** A 206 seen in the browser: archive the full resource instead of the fragment. */
   private fetchFullBody(url: string, headers: [string, string][]): void {
     const work = directFetch(url, { userAgent: this.options.userAgent, headers })
-      .then((exchange) => (exchange.status === 200 ? this.options.storeExchange(exchange) : undefined))
+      .then((exchange) => (exchange.status === 200 ? this.store(exchange) : undefined))
       .catch((err: unknown) => logger.warn("capture", "full fetch after 206 failed", { url, error: errorMessage(err) }));
     this.partialFetches.add(work);
     void work.finally(() => this.partialFetches.delete(work));
   }
 
-  async load(url: string, conditional?: ConditionalRequest): Promise<PageLoadResult> {
+  /**
+   * The browser revalidated its cached copy (304): unless the crawl holds the 200 already, fetch the
+   * full resource directly and store that. A page's own document is fetched to learn its type.
+   */
+  private async ensureFullResponse(url: string, headers: [string, string][], pageDocument: boolean): Promise<{ status: number; mime: string } | null> {
+    try {
+      if (!pageDocument && (await this.options.hasStoredResponse(url))) return null;
+      const exchange = await directFetch(url, { userAgent: this.options.userAgent, headers });
+      await this.store(exchange);
+      return { status: exchange.status, mime: mimeTypeOf(exchange) };
+    } catch (err) {
+      logger.warn("capture", "full fetch after the browser's revalidation (304) failed", { url, error: errorMessage(err) });
+      return null;
+    }
+  }
+
+  /** The browser could not give a body: fetch it directly, and store it if it is the same response. */
+  private async fetchUnavailableBody(url: string, headers: [string, string][], status: number): Promise<boolean> {
+    try {
+      const exchange = await directFetch(url, { userAgent: this.options.userAgent, headers });
+      if (exchange.status !== status) {
+        if (exchange.body.kind === "file") await rm(exchange.body.path, { force: true });
+        logger.warn("capture", "direct fetch for an unavailable body got another response", { url, browserStatus: status, status: exchange.status });
+        return false;
+      }
+      await this.store(exchange);
+      return true;
+    } catch (err) {
+      logger.warn("capture", "direct fetch for an unavailable body failed", { url, error: errorMessage(err) });
+      return false;
+    }
+  }
+
+  /** Store an exchange of the current page; a cut-off body only on the page's last attempt. */
+  private async store(exchange: Exchange): Promise<void> {
+    if (exchange.truncated) {
+      this.truncated.push(exchange.url);
+      if (!this.keepTruncated) {
+        if (exchange.body.kind === "file") await rm(exchange.body.path, { force: true });
+        logger.debug("capture", "body cut off; not stored, the page will be retried", { url: exchange.url });
+        return;
+      }
+    }
+    await this.options.storeExchange(exchange);
+  }
+
+  async load(url: string, { conditional, lastAttempt = false }: LoadOptions = {}): Promise<PageLoadResult> {
+    const result = await this.loadPage(url, conditional, lastAttempt);
+    const truncated = [...new Set(this.truncated)];
+    if (truncated.length && !lastAttempt) {
+      return { document: null, title: "", links: [], error: `truncated: ${truncated.join(" ")}`, truncated: [] };
+    }
+    return { ...result, truncated: result.document ? truncated : [] };
+  }
+
+  private async loadPage(url: string, conditional: ConditionalRequest | undefined, lastAttempt: boolean): Promise<Omit<PageLoadResult, "truncated">> {
     const { tab, capture } = await this.ensureTab();
+    this.truncated = [];
+    this.keepTruncated = lastAttempt;
     capture.captured.length = 0;
+    capture.lost.clear();
     capture.clearConditional();
     if (conditional) capture.expectConditional(url, conditional.headers, conditional.confirms);
     let navigationError: string | null = null;
@@ -98,6 +175,10 @@ export class PageWorker {
       if (!document) return { document: null, title: "", links: [], error: navigationError };
     }
     if (!document) return { document: null, title: "", links: [], error: navigationError ?? "no document captured" };
+    if (capture.lost.has(url) || capture.lost.has(document.url)) {
+      // Counting the page done would leave it out of the archive for good: retry it.
+      return { document: null, title: "", links: [], error: "the page's document could not be stored" };
+    }
     // Not rendered (PDF, image, download): archived as it is, no links. (We abort its navigation ourselves.)
     if (!isRenderedDocumentType(document.mime)) return { document, title: "", links: [], error: null };
     if (navigationError && !/timeout/i.test(navigationError)) {
@@ -117,7 +198,7 @@ export class PageWorker {
     try {
       // Within the page's own time allowance: a server that never answers must not hold the attempt longer.
       const exchange = await directFetch(url, { userAgent: this.options.userAgent, timeoutMs: this.options.pageLoadTimeoutMs });
-      await this.options.storeExchange(exchange);
+      await this.store(exchange);
       return { url, status: exchange.status, mime: mimeTypeOf(exchange), resourceType: "Direct", location: null, date: exchange.date };
     } catch (err) {
       logger.debug("fetch", "direct fetch failed too", { url, navigationError, error: errorMessage(err) });

@@ -92,6 +92,11 @@ return 1
 
 const STORED = "stored";
 
+/** Field of a stored exchange in the claims hash: "<status> <method> <url>[ <request body digest>]". */
+function exchangeField(status: number, method: string, url: string, requestDigest?: string): string {
+  return requestDigest ? `${status} ${method} ${url} ${requestDigest}` : `${status} ${method} ${url}`;
+}
+
 // A claim is "stored" (final) or the id of the process writing it (provisional).
 const CLAIM_LUA = `
 local current = redis.call('HGET', KEYS[1], ARGV[1])
@@ -172,6 +177,11 @@ export class CrawlState {
   async markFailed(url: string, reason: string, maxRetries: number): Promise<"retry" | "failed" | "not-owner"> {
     const result = await this.release(url, this.processId, "failed", maxRetries, reason);
     return result === 2 ? "failed" : result === 1 ? "retry" : "not-owner";
+  }
+
+  /** How many attempts at this page have failed so far. */
+  async failedAttemptsOf(url: string): Promise<number> {
+    return Number((await this.redis.hget(this.keys.retries, url)) ?? 0);
   }
 
   /** Hand a leased page back to the queue without counting an attempt (interrupted crawl). */
@@ -281,22 +291,27 @@ export class CrawlState {
    * confirmExchange(); a provisional claim of a process that died (its record may have been cut off
    * with its WARC) can be taken over.
    */
-  async claimExchange(status: number, method: string, url: string): Promise<boolean> {
+  async claimExchange(status: number, method: string, url: string, requestDigest?: string): Promise<boolean> {
     const k = this.keys;
     const result = (await this.redis.eval(
-      CLAIM_LUA, 1, k.storedExchanges, `${status} ${method} ${url}`, this.processId, k.processHeartbeat(""),
+      CLAIM_LUA, 1, k.storedExchanges, exchangeField(status, method, url, requestDigest), this.processId, k.processHeartbeat(""),
     )) as number;
     return result === 1;
   }
 
   /** The exchange's records are safely in the WARC. */
-  async confirmExchange(status: number, method: string, url: string): Promise<void> {
-    await this.redis.hset(this.keys.storedExchanges, `${status} ${method} ${url}`, STORED);
+  async confirmExchange(status: number, method: string, url: string, requestDigest?: string): Promise<void> {
+    await this.redis.hset(this.keys.storedExchanges, exchangeField(status, method, url, requestDigest), STORED);
+  }
+
+  /** Whether the exchange's records are in a WARC already (a provisional claim does not count). */
+  async isExchangeStored(status: number, method: string, url: string): Promise<boolean> {
+    return (await this.redis.hget(this.keys.storedExchanges, exchangeField(status, method, url))) === STORED;
   }
 
   /** Undo a claim whose records could not be written, so a later fetch may store it. */
-  async unclaimExchange(status: number, method: string, url: string): Promise<void> {
-    await this.redis.hdel(this.keys.storedExchanges, `${status} ${method} ${url}`);
+  async unclaimExchange(status: number, method: string, url: string, requestDigest?: string): Promise<void> {
+    await this.redis.hdel(this.keys.storedExchanges, exchangeField(status, method, url, requestDigest));
   }
 
   /** Ask for a turn to load a page from `host`; returns 0 (go) or how many ms to wait before asking again. */

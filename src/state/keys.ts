@@ -25,7 +25,7 @@ export function crawlStateKeys(crawlId: string) {
     done: `${p}:d`,
     /** List of failed page JSON. */
     failed: `${p}:f`,
-    /** Hash "<status> <method> <url>" -> "stored", or the id of the process writing it now: a URL+status is stored once per crawl. */
+    /** Hash "<status> <method> <url>[ <request body digest, not for GET/HEAD>]" -> "stored", or the id of the process writing it now: an exchange is stored once per crawl. */
     storedExchanges: `${p}:exch`,
     /** Heartbeat key of one crawler process; its leases are void once it expires. */
     processHeartbeat: (processId: string) => `${p}:proc:${processId}`,

@@ -41,6 +41,21 @@ export interface ReplayPageOptions {
   waitForText?: string;
   /** Overall time budget, including browser start-up and archive loading. Default 60 s. */
   timeoutMs?: number;
+  /** Keep polling until every <img> of the replayed page has finished loading (or failed). */
+  waitForImages?: boolean;
+}
+
+/** An <img> of the replayed page: naturalWidth is 0 when it failed to load or decode. */
+export interface ReplayedImage {
+  src: string;
+  complete: boolean;
+  naturalWidth: number;
+}
+
+/** A <link rel=stylesheet> of the replayed page: rules is null when its sheet did not load. */
+export interface ReplayedStylesheet {
+  href: string;
+  rules: number | null;
 }
 
 export interface ReplayPageResult {
@@ -50,6 +65,10 @@ export interface ReplayPageResult {
   text: string;
   /** URL of the replay frame, e.g. http://127.0.0.1:P/replay/w/<coll>/<ts>mp_/<archived url>. */
   frameUrl: string;
+  images: ReplayedImage[];
+  stylesheets: ReplayedStylesheet[];
+  /** getComputedStyle(document.body).backgroundColor: shows whether the page's CSS applied. */
+  bodyBackground: string;
 }
 
 /** Texts ReplayWeb.page / wabac.js show instead of an archived page. */
@@ -331,6 +350,9 @@ interface FrameSnapshot {
   readyState: string;
   title: string;
   text: string;
+  images: ReplayedImage[];
+  stylesheets: ReplayedStylesheet[];
+  bodyBackground: string;
 }
 
 async function snapshotFrame(frame: Frame): Promise<FrameSnapshot | null> {
@@ -339,6 +361,17 @@ async function snapshotFrame(frame: Frame): Promise<FrameSnapshot | null> {
       readyState: document.readyState,
       title: document.title,
       text: document.body ? document.body.innerText : "",
+      images: Array.from(document.images, (img) => ({ src: img.currentSrc || img.src, complete: img.complete, naturalWidth: img.naturalWidth })),
+      stylesheets: Array.from(document.querySelectorAll<HTMLLinkElement>('link[rel~="stylesheet"]'), (link) => {
+        let rules: number | null = null;
+        try {
+          rules = link.sheet ? link.sheet.cssRules.length : null;
+        } catch {
+          rules = null;
+        }
+        return { href: link.href, rules };
+      }),
+      bodyBackground: document.body ? getComputedStyle(document.body).backgroundColor : "",
     }));
   } catch {
     // Detached or navigating frame, or no execution context yet.
@@ -451,16 +484,24 @@ export async function replayPage(server: ReplayServer, opts: ReplayPageOptions):
         const snap = await snapshotFrame(frame);
         last = snap ?? last;
         if (snap && snap.readyState === "complete") {
-          const result: ReplayPageResult = { title: snap.title, text: snap.text, frameUrl: frame.url() };
+          const result: ReplayPageResult = {
+            title: snap.title,
+            text: snap.text,
+            frameUrl: frame.url(),
+            images: snap.images,
+            stylesheets: snap.stylesheets,
+            bodyBackground: snap.bodyBackground,
+          };
           if (detectReplayFailure(snap.text)) return result;
+          const imagesDone = !opts.waitForImages || snap.images.every((img) => img.complete);
           if (exact) {
-            if (!opts.waitForText || snap.text.includes(opts.waitForText)) return result;
+            if ((!opts.waitForText || snap.text.includes(opts.waitForText)) && imagesDone) return result;
           } else {
             // Redirected inside the archive: accept once the frame URL is stable.
             if (otherUrl !== frame.url()) {
               otherUrl = frame.url();
               otherSince = Date.now();
-            } else if (Date.now() - otherSince >= 1_500 && (!opts.waitForText || snap.text.includes(opts.waitForText))) {
+            } else if (Date.now() - otherSince >= 1_500 && (!opts.waitForText || snap.text.includes(opts.waitForText)) && imagesDone) {
               return result;
             }
           }
