@@ -152,3 +152,42 @@ describe("WARC writer after a failed write", () => {
     });
   }
 });
+
+describe("WARC file names", () => {
+  it("two writers on one folder with the same tag and clock (replicas all pid 1) each get their own files, no record lost", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "warc-writer-"));
+    dirs.push(dir);
+    const now = () => new Date("2026-03-04T05:06:07.089Z");
+    const writers = ["a", "b"].map(
+      (host) => [host, new WarcWriter({ dir, filenamePrefix: "rec-same", uniqueTag: "1", now, rolloverSize: 3000, owner: host, warcinfo: { software: host } })] as const,
+    );
+    const written = await Promise.all(writers.map(async ([host, writer]) => {
+      const records: WrittenRecord[] = [];
+      for (let i = 0; i < 5; i++) {
+        const ex = exchange(`http://${host}.test/${i}`, `body ${host} ${i} `.repeat(200));
+        const id = newRecordId();
+        records.push(...(await writer.writeRecords([responseRecord(ex, id, await payloadDigest(ex.body)), requestRecord(ex, id)])));
+      }
+      await writer.close();
+      return records;
+    }));
+    const files = readdirSync(dir).sort();
+    const [a, b] = writers.map(([, w]) => w.filesWritten);
+    expect(a.length).toBeGreaterThan(1);
+    expect(files).toEqual([...a, ...b].sort());
+    expect(new Set(files).size).toBe(a.length + b.length);
+    expect(files).toContain("rec-same-20260304050607089-1.warc.gz");
+    for (const [i, [host]] of writers.entries()) {
+      const urls = writers[i][1].filesWritten.flatMap((file) => {
+        const records = readWarcRecords(join(dir, file));
+        expect(records[0].headers.get("warc-filename")).toBe(file);
+        return records.filter((r) => r.headers.get("warc-type") === "response").map((r) => r.headers.get("warc-target-uri"));
+      });
+      expect(urls).toEqual([0, 1, 2, 3, 4].map((n) => `http://${host}.test/${n}`));
+      for (const w of written[i]) {
+        const record = readWarcRecords(join(dir, w.filename)).find((r) => r.offset === w.offset)!;
+        expect(record.headers.get("warc-record-id")).toBe(w.recordId);
+      }
+    }
+  });
+});

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { open, rm, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
@@ -19,8 +20,15 @@ export interface WrittenRecord {
 
 export interface WarcWriterOptions {
   dir: string;
-  /** File names are `<prefix>-<n>.warc.gz`; the prefix must be unique per writer process. */
+  /**
+   * File names are `<prefix>-<YYYYMMDDhhmmssSSS>-<tag>.warc.gz`, opened exclusively: a name another
+   * writer took first (same volume, same millisecond, same tag) gets a `-2`, `-3`... suffix instead.
+   */
   filenamePrefix: string;
+  /** Tells this writer's files apart from other writers' (default: random). */
+  uniqueTag?: string;
+  /** Clock for file names (tests force two writers onto the same millisecond). */
+  now?: () => Date;
   rolloverSize: number;
   warcinfo: Record<string, string>;
   /** Bodies larger than this are buffered in a temp file while digesting, not in memory. */
@@ -54,7 +62,7 @@ export class WarcWriter {
   private size = 0;
   /** Bytes past `size` may be on disk (a failed write whose truncate failed too): cut them first. */
   private dirtyTail = false;
-  private fileSeq = 0;
+  private readonly uniqueTag: string;
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
   readonly filesWritten: string[] = [];
@@ -62,6 +70,8 @@ export class WarcWriter {
 
   constructor(private readonly options: WarcWriterOptions) {
     mkdirSync(options.dir, { recursive: true });
+    // Replicas in containers all run as pid 1: a random tag keeps their names apart on a shared volume.
+    this.uniqueTag = options.uniqueTag ?? randomBytes(4).toString("hex");
   }
 
   /** Write records back to back in the same file; resolves with where each one landed. */
@@ -93,10 +103,16 @@ export class WarcWriter {
   }
 
   private async openNext(): Promise<void> {
-    this.fileSeq += 1;
-    this.filename = `${this.options.filenamePrefix}-${this.fileSeq}.warc.gz`;
-    // "wx": never append to (and so never corrupt) a file that already exists.
-    this.handle = await open(join(this.options.dir, this.filename), "wx");
+    const base = `${this.options.filenamePrefix}-${timestamp17((this.options.now ?? (() => new Date()))())}-${this.uniqueTag}`;
+    for (let n = 1; !this.handle; n++) {
+      this.filename = n === 1 ? `${base}.warc.gz` : `${base}-${n}.warc.gz`;
+      try {
+        // "wx" (O_EXCL): never append to (and so never corrupt) a file another writer has.
+        this.handle = await open(join(this.options.dir, this.filename), "wx");
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST" || n >= 1000) throw err;
+      }
+    }
     this.size = 0;
     this.dirtyTail = false;
     try {
@@ -211,6 +227,11 @@ export class WarcWriter {
     this.closed = true;
     await this.closeCurrent();
   }
+}
+
+/** "2026-01-02T03:04:05.678Z" -> "20260102030405678". */
+function timestamp17(date: Date): string {
+  return date.toISOString().replace(/[-:T.Z]/g, "");
 }
 
 /** A WARC file being written has a marker beside it: `<name>.open`, holding the whole size and the writer. */

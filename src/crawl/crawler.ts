@@ -112,7 +112,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
 
     const writer = new WarcWriter({
       dir: paths.archive,
-      filenamePrefix: `rec-${options.crawlId}-${timestamp14(new Date())}-${process.pid}`,
+      filenamePrefix: `rec-${options.crawlId}`,
       rolloverSize: options.rolloverSize,
       owner: processId,
       warcinfo: {
