@@ -10,9 +10,10 @@ import { repairUnfinishedWarcs } from "../archive/warcRepair.js";
 import { WriterSlots, writerName } from "../state/writerSlots.js";
 import { isStorageError, storageErrorMessage } from "./storageErrors.js";
 import { DedupeIndex } from "../dedupe/dedupeIndex.js";
+import { DedupeIndexUnavailableError } from "../dedupe/retry.js";
 import { Deduplicator } from "../dedupe/deduplicator.js";
 import { DependencyTracker } from "../dedupe/dependencies.js";
-import { logger } from "../log/logger.js";
+import { errorMessage, logger } from "../log/logger.js";
 import { formatCrawlProgress, ProgressLine } from "../log/progress.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
 import { connectRedis } from "../redis/connect.js";
@@ -127,7 +128,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     });
     const deduplicator = new Deduplicator(dedupe, dependencies, options.dedupeMinSize);
     const history = new CaptureHistory(dedupeRedis, options.crawlId);
-    const recorder = new ExchangeRecorder(writer, state, deduplicator, (warc) => plan.waczIndexOf(warc), history);
+    const recorder = new ExchangeRecorder(writer, state, deduplicator, (warc) => plan.waczOf(warc), history);
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => writer.bytesWritten });
 
     browserHost = new BrowserHost({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent });
@@ -190,8 +191,8 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       try {
         waczPaths = (await packageWaczFiles({ ...packaging, plan })).map((r) => r.path);
       } catch (err) {
-        if (!isStorageError(err)) throw err;
-        failure = `cannot write the WACZ in ${paths.root}: ${storageErrorMessage(err)}`;
+        if (!isStorageError(err) && !(err instanceof DedupeIndexUnavailableError)) throw err;
+        failure = isStorageError(err) ? `cannot write the WACZ in ${paths.root}: ${storageErrorMessage(err)}` : `WACZ files not finished: ${errorMessage(err)}`;
         status = "failed";
         logger.error("wacz", failure);
       }

@@ -32,7 +32,7 @@ export function crawlStateKeys(crawlId: string) {
     /** Set of "<crawlId> <waczIndex>" WACZ files this crawl's revisits point at. */
     dupeRefs: `${p}:duperefs`,
     /** The same, for the revisits held by one of this crawl's WACZ files (its relation.requires). */
-    dupeRefsOfWacz: (waczIndex: number) => `${p}:duperefs:${waczIndex}`,
+    dupeRefsOfWacz: (waczFilename: string) => `${p}:duperefs:${waczFilename}`,
     /** Hash WARC filename -> the WACZ filename it is packaged into. */
     warcToWacz: `${p}:warcs`,
     /** Hash WACZ filename -> bytes of the closed WARC files assigned to it (for WACZ rollover). */
