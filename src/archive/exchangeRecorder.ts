@@ -80,10 +80,14 @@ export class ExchangeRecorder {
       } else {
         await this.dedupe.noteResponse(digest, placement, this.dedupe.isIndexable(exchange.status, size));
       }
-      if (exchange.status >= 200 && exchange.status < 300 && exchange.status !== 206) {
+      // Redirects and errors too, so a refresh can tell an unchanged redirect from a new page. A 304 the
+      // browser got for its own conditional request stands for nothing it could confirm: left out.
+      if (exchange.status >= 200 && exchange.status !== 304) {
+        const success = exchange.status < 300;
         // Pages keep their status line and headers: a later 304 revisit is written with them.
-        const head = exchange.resourceType === "Document" ? { statusText: exchange.statusText, headers: storedResponseHeaders(exchange) } : {};
-        await this.noteCapture(exchange, placement.wacz, { date: warcDateToDigits(record.date), status: exchange.status, digest, ...head });
+        const head = success && exchange.resourceType === "Document" ? { statusText: exchange.statusText, headers: storedResponseHeaders(exchange) } : {};
+        const location = exchange.status >= 300 && exchange.status < 400 ? headerValue(exchange.responseHeaders, "location") : undefined;
+        await this.noteCapture(exchange, placement.wacz, { date: warcDateToDigits(record.date), status: exchange.status, digest, ...head, ...(location ? { location } : {}) });
       }
       return { kind: original ? ("revisit" as const) : ("response" as const), record, request };
     });

@@ -42,15 +42,25 @@ export class ChangeReport {
   }
 }
 
-/** Classify a page fetched in a refresh against its latest archived capture. */
-export function classifyChange(
-  previous: { digest: string } | null,
-  status: number,
-  digest: string | null,
-): ChangeKind | null {
-  if (!previous) return status >= 200 && status < 300 ? "new" : null;
-  if (status === 304) return "unchanged";
-  if (status === 404 || status === 410) return "gone";
-  if (status >= 200 && status < 300) return digest === previous.digest ? "unchanged" : "changed";
-  return null;
+/** What a capture of a page URL says about it: its own status (a redirect's, not its target's). */
+export interface CaptureFacts {
+  status: number;
+  /** Payload digest; null when this crawl's capture is not known (the history could not record it). */
+  digest: string | null;
+  location?: string;
+}
+
+const isGone = (status: number) => status === 404 || status === 410;
+const isRedirect = (status: number) => status >= 300 && status < 400 && status !== 304;
+/** A 304-confirmed capture stands for the 2xx response it confirmed. */
+const isContent = (status: number) => (status >= 200 && status < 300) || status === 304;
+
+/** Classify a page fetched in a refresh (its capture now) against its latest archived capture. */
+export function classifyChange(previous: CaptureFacts | null, current: CaptureFacts): ChangeKind | null {
+  if (!previous) return isContent(current.status) || isRedirect(current.status) ? "new" : null;
+  if (current.status === 304) return "unchanged";
+  if (isGone(current.status)) return isGone(previous.status) ? "unchanged" : "gone";
+  if (isRedirect(current.status)) return previous.status === current.status && previous.location === current.location ? "unchanged" : "changed";
+  if (isContent(current.status)) return isContent(previous.status) && current.digest === previous.digest ? "unchanged" : "changed";
+  return previous.status === current.status && current.digest === previous.digest ? "unchanged" : "changed";
 }
