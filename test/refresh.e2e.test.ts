@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startVersionedSite, type VersionedSite } from "../bench/lib/versionedSite.js";
-import { runCli, type CliResult } from "./helpers/cli.js";
+import { logLines, runCli, type CliResult } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { detectReplayFailure, replayPage, startReplayServer } from "./helpers/replay.js";
 import { httpHeader, httpStatus, readWarcRecords, sha256 } from "./helpers/warcFile.js";
@@ -65,6 +65,25 @@ describe("refresh crawl against the capture history", () => {
     expect(pathsOfKind(changes, "gone")).toEqual([...site.truth.gone].sort());
     expect(pathsOfKind(changes, "new")).toEqual([...site.truth.added].sort());
     expect(pathsOfKind(changes, "skipped-fresh")).toEqual([]);
+  });
+
+  it("puts counts, not URLs, into the stats file and the final log line", () => {
+    const stats = JSON.parse(readFileSync(join(cwd, "v2.json"), "utf8"));
+    const { truth } = site;
+    const counts = {
+      new: truth.added.length,
+      changed: truth.changed.length + truth.redirects.changed.length,
+      unchanged: truth.unchanged.length + truth.redirects.unchanged.length,
+      gone: truth.gone.length,
+      "skipped-fresh": 0,
+    };
+    expect(stats.changes).toEqual(counts);
+    expect(stats.changeReport).toBe(join(cwd, "collections", "v2", "reports", "changes.jsonl"));
+    const last = logLines(refresh.stderr).find((l) => l.message === "crawl done")!;
+    expect(last.details.changes).toEqual(counts);
+    // No page URL anywhere in either: their size does not grow with the crawl.
+    expect(JSON.stringify(stats)).not.toContain("/v/page/");
+    expect(JSON.stringify(last)).not.toContain("/v/page/");
   });
 
   it("reports a redirect by its own status and Location: the same 301 is unchanged, a new Location changed", () => {
@@ -153,6 +172,8 @@ describe("refresh crawl against the capture history", () => {
     const everything = [...site.truth.unchanged, ...site.truth.changed, ...site.truth.gone, ...site.truth.added, ...redirects].sort();
     expect(pathsOfKind(changesOf("fresh"), "skipped-fresh")).toEqual(everything);
     expect(changesOf("fresh").size).toBe(everything.length);
+    const stats = JSON.parse(readFileSync(join(cwd, "fresh.json"), "utf8"));
+    expect(stats.changes).toEqual({ new: 0, changed: 0, unchanged: 0, gone: 0, "skipped-fresh": everything.length });
   });
 
   it("replays changed version-2 pages from the multi-WACZ set of both crawls", async () => {

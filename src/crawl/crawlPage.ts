@@ -32,7 +32,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   const previous = options.refresh || options.skipFreshDays > 0 ? await latestCapture(page.url, context) : null;
   if (previous && isFresh(previous, options.skipFreshDays)) {
     // Archived recently enough: not fetched, but its archived links are still followed.
-    context.report.add({ url: page.url, change: "skipped-fresh", status: null, digest: null, previous: previousOf(previous) });
+    await context.report.add({ url: page.url, change: "skipped-fresh", status: null, digest: null, previous: previousOf(previous) });
     await enqueueLinks(previous.outlinks ?? [], page, context, scope);
     await state.markDone(page.url);
     logger.info("page", "page skipped (fresh)", { url: page.url, archived: previous.date });
@@ -183,7 +183,7 @@ async function reportChange(url: string, documentStatus: number, previous: Known
   const own = await context.history.ownCapture(url).catch(() => null);
   const current = own ?? { status: documentStatus, digest: null };
   const change = classifyChange(previous, current);
-  if (change) context.report.add({ url, change, status: current.status, digest: current.digest ?? previous?.digest ?? null, previous: previousOf(previous) });
+  if (change) await context.report.add({ url, change, status: current.status, digest: current.digest ?? previous?.digest ?? null, previous: previousOf(previous) });
 }
 
 function hardPageDeadlineMs(options: CrawlOptions): number {

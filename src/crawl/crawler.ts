@@ -54,8 +54,9 @@ export interface CrawlStats {
   /** This process's writer slot (several processes on one crawl each have one). */
   writer: number;
   browserLaunches: number;
-  /** With --refresh / --skipFreshDays: what changed since the archived captures. */
+  /** With --refresh / --skipFreshDays: pages per kind of change since the archived captures (the URLs are in changeReport). */
   changes?: ChangeSummary;
+  changeReport?: string;
 }
 
 /**
@@ -94,7 +95,8 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     const slot = await slots.claim();
     const plan = new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(slot) });
     const pageList = new PageList(paths.pages, `${options.collection}.wacz`);
-    const report = new ChangeReport(join(paths.root, "reports", slot === 0 ? "changes.jsonl" : `changes-${writerName(slot)}.jsonl`));
+    const report = new ChangeReport(join(paths.root, "reports", slot === 0 ? "changes.jsonl" : `changes-${writerName(slot)}.jsonl`), redis,
+      { kinds: state.keys.changeKinds(writerName(slot)), counts: state.keys.changeCounts(writerName(slot)) });
 
     // WARC files cut short by a writer that died end at their last whole record again.
     const repairWarcs = async () => {
@@ -229,7 +231,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       committed,
       writer: slot,
       browserLaunches: host.launches,
-      ...(options.refresh || options.skipFreshDays > 0 ? { changes: report.summary() } : {}),
+      ...(options.refresh || options.skipFreshDays > 0 ? { changes: await report.summary(), changeReport: report.path } : {}),
     };
     await state.setStatus(stats.status);
     if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");

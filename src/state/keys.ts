@@ -43,6 +43,10 @@ export function crawlStateKeys(crawlId: string) {
     writers: `${p}:writers`,
     /** Set of writer slots whose WACZ files are packaged; when all are, the crawl can be committed. */
     writersPackaged: `${p}:writersPackaged`,
+    /** Hash page url -> latest change kind in one writer's change report (so a retried page counts once). */
+    changeKinds: (writer: string) => `${p}:changes:${writer}`,
+    /** Hash change kind -> pages of that kind in one writer's change report. */
+    changeCounts: (writer: string) => `${p}:changecounts:${writer}`,
     /** List of one writer's WACZ filenames, in order. */
     waczNames: (writer: string) => `${p}:wacznames:${writer}`,
   };
