@@ -1,13 +1,15 @@
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { gunzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Exchange } from "../src/archive/exchange.js";
 import { storedResponseHeaders } from "../src/archive/httpHeaders.js";
 import { newRecordId, requestRecord, responseRecord } from "../src/archive/records.js";
-import { WarcWriter } from "../src/archive/warcWriter.js";
+import { WarcWriter, type WriteAt, type WrittenRecord } from "../src/archive/warcWriter.js";
+import { indexWarcFiles, parseCdxjLine } from "../src/wacz/cdxj.js";
 import { payloadDigest } from "../src/archive/digest.js";
-import { readWarcRecords, sha256 } from "./helpers/warcFile.js";
+import { gzipMembers, parseRecord, readWarcRecords, sha256 } from "./helpers/warcFile.js";
 
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -81,5 +83,111 @@ describe("WARC writer", () => {
       if (w.type === "response") expect(w.payloadDigest).toBe(sha256(record.payload));
     }
     expect(written[0].date).toBe("2026-01-02T03:04:05.678Z");
+  });
+});
+
+describe("WARC writer after a failed write", () => {
+  /** Writes like writev at the given position, except that the calls listed write only half their bytes. */
+  function shortWritesOn(calls: Set<number>, mode: "short" | "throw"): { writeAt: WriteAt; calls: () => number } {
+    let n = 0;
+    return {
+      calls: () => n,
+      writeAt: async (handle, chunks, position) => {
+        n += 1;
+        if (!calls.has(n)) return (await handle.writev(chunks, position)).bytesWritten;
+        const all = Buffer.concat(chunks);
+        const half = all.subarray(0, Math.floor(all.length / 2));
+        const { bytesWritten } = await handle.write(half, 0, half.length, position);
+        if (mode === "throw") throw Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
+        return bytesWritten;
+      },
+    };
+  }
+
+  for (const mode of ["short", "throw"] as const) {
+    it(`cuts a ${mode === "short" ? "short" : "failed"} write off and writes the next record right after the last whole one`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), "warc-writer-"));
+      dirs.push(dir);
+      // Call 1 is the warcinfo; each exchange is two calls (response, request). Fail a response (4, exchange 1) and a request (8, exchange 3).
+      const injected = shortWritesOn(new Set([4, 8]), mode);
+      const writer = new WarcWriter({ dir, filenamePrefix: "rec-short", rolloverSize: 1e9, owner: "test", warcinfo: { software: "test" }, writeAt: injected.writeAt });
+      const written: WrittenRecord[] = [];
+      const failed: string[] = [];
+      for (let i = 0; i < 7; i++) {
+        const ex = exchange(`http://a.test/${i}`, `body ${i} `.repeat(300));
+        const id = newRecordId();
+        try {
+          written.push(...(await writer.writeRecords([responseRecord(ex, id, await payloadDigest(ex.body)), requestRecord(ex, id)])));
+        } catch (err) {
+          expect((err as NodeJS.ErrnoException).code).toBe("ENOSPC");
+          failed.push(ex.url);
+        }
+      }
+      await writer.close();
+      expect(injected.calls()).toBe(1 + 2 * 7 - 1); // the exchange whose response failed never wrote its request
+      expect(failed).toEqual(["http://a.test/1", "http://a.test/3"]);
+
+      const [file] = writer.filesWritten;
+      const bytes = readFileSync(join(dir, file));
+      // The file is exactly warcinfo + the whole exchanges, back to back: no gap, no half record.
+      const members = gzipMembers(bytes);
+      const records = readWarcRecords(join(dir, file));
+      expect(records.map((r) => r.headers.get("warc-target-uri") ?? "warcinfo")).toEqual([
+        "warcinfo", ...["0", "2", "4", "5", "6"].flatMap((i) => [`http://a.test/${i}`, `http://a.test/${i}`]),
+      ]);
+      expect(members.map((m) => [m.offset, m.length])).toEqual(records.map((r) => [r.offset, r.length]));
+      expect(written.map((w) => [w.offset, w.length])).toEqual(records.slice(1).map((r) => [r.offset, r.length]));
+      expect(writer.bytesWritten).toBe(bytes.length);
+
+      // Every CDXJ line's offset and length read back one whole record of that URL.
+      const lines = await indexWarcFiles([join(dir, file)]);
+      expect(lines).toHaveLength(5);
+      for (const line of lines) {
+        const { json } = parseCdxjLine(line);
+        const offset = Number(json.offset);
+        const record = parseRecord(gunzipSync(bytes.subarray(offset, offset + Number(json.length))));
+        expect(record.headers.get("warc-target-uri")).toBe(json.url);
+        expect(record.headers.get("warc-type")).toBe("response");
+      }
+    });
+  }
+});
+
+describe("WARC file names", () => {
+  it("two writers on one folder with the same tag and clock (replicas all pid 1) each get their own files, no record lost", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "warc-writer-"));
+    dirs.push(dir);
+    const now = () => new Date("2026-03-04T05:06:07.089Z");
+    const writers = ["a", "b"].map(
+      (host) => [host, new WarcWriter({ dir, filenamePrefix: "rec-same", uniqueTag: "1", now, rolloverSize: 3000, owner: host, warcinfo: { software: host } })] as const,
+    );
+    const written = await Promise.all(writers.map(async ([host, writer]) => {
+      const records: WrittenRecord[] = [];
+      for (let i = 0; i < 5; i++) {
+        const ex = exchange(`http://${host}.test/${i}`, `body ${host} ${i} `.repeat(200));
+        const id = newRecordId();
+        records.push(...(await writer.writeRecords([responseRecord(ex, id, await payloadDigest(ex.body)), requestRecord(ex, id)])));
+      }
+      await writer.close();
+      return records;
+    }));
+    const files = readdirSync(dir).sort();
+    const [a, b] = writers.map(([, w]) => w.filesWritten);
+    expect(a.length).toBeGreaterThan(1);
+    expect(files).toEqual([...a, ...b].sort());
+    expect(new Set(files).size).toBe(a.length + b.length);
+    expect(files).toContain("rec-same-20260304050607089-1.warc.gz");
+    for (const [i, [host]] of writers.entries()) {
+      const urls = writers[i][1].filesWritten.flatMap((file) => {
+        const records = readWarcRecords(join(dir, file));
+        expect(records[0].headers.get("warc-filename")).toBe(file);
+        return records.filter((r) => r.headers.get("warc-type") === "response").map((r) => r.headers.get("warc-target-uri"));
+      });
+      expect(urls).toEqual([0, 1, 2, 3, 4].map((n) => `http://${host}.test/${n}`));
+      for (const w of written[i]) {
+        const record = readWarcRecords(join(dir, w.filename)).find((r) => r.offset === w.offset)!;
+        expect(record.headers.get("warc-record-id")).toBe(w.recordId);
+      }
+    }
   });
 });

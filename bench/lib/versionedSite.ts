@@ -18,7 +18,7 @@ export interface VersionedSite {
   requests: number;
   resetCounters(): void;
   /** The true differences between version 1 and 2, as page paths. */
-  truth: { unchanged: string[]; changed: string[]; gone: string[]; added: string[] };
+  truth: { unchanged: string[]; changed: string[]; gone: string[]; added: string[]; redirects: { unchanged: string[]; changed: string[] } };
   close(): Promise<void>;
 }
 
@@ -27,7 +27,9 @@ export interface VersionedSite {
  * Page i links to pages 2i+1 and 2i+2 (a binary tree from /v/page/0.html), loads a shared stylesheet
  * and its own image. Version 2 changes some pages, deletes some leaves (their parents stay unchanged,
  * so the links come from archived outlinks) and adds pages linked only from changed pages that are
- * reached through unchanged ones.
+ * reached through unchanged ones. Page 1 also links (after its children) to two redirects: /v/page/old-page,
+ * a 301 to page 3 in both versions, and /v/page/moved, a 301 to page 1 in version 1 and to page 2 in version 2;
+ * their targets are crawled before them, so following a redirect fetches nothing a page needs itself.
  */
 export async function startVersionedSite(options: VersionedSiteOptions): Promise<VersionedSite> {
   const n = options.pages;
@@ -54,6 +56,7 @@ export async function startVersionedSite(options: VersionedSiteOptions): Promise
       changed: [...changed].map((i) => `/v/page/${i}.html`),
       gone: [...deleted].map((i) => `/v/page/${i}.html`),
       added: added.map((a) => `/v/page/${a.id}.html`),
+      redirects: n > 4 ? { unchanged: ["/v/page/old-page"], changed: ["/v/page/moved"] } : { unchanged: [], changed: [] },
     },
     close: async () => {},
   };
@@ -64,7 +67,8 @@ export async function startVersionedSite(options: VersionedSiteOptions): Promise
     if (i >= n && (!v2 || i >= n + addedCount)) return null;
     const children = [2 * i + 1, 2 * i + 2].filter((c) => c < n);
     const extra = v2 ? added.filter((a) => a.parent === i).map((a) => a.id) : [];
-    const links = [...children, ...extra].map((c) => `<a href="/v/page/${c}.html">page ${c}</a>`).join(" ");
+    const redirects = i === 1 ? site.truth.redirects.unchanged.concat(site.truth.redirects.changed) : [];
+    const links = [...children.concat(extra).map((c) => `/v/page/${c}.html`), ...redirects].map((href) => `<a href="${href}">${href}</a>`).join(" ");
     const text = v2 && changed.has(i) ? `Version 2 text of page ${i}. UPDATED-${i}` : `Original text of page ${i}. ORIGINAL-${i}`;
     return `<!doctype html><html><head><title>Page ${i}</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/v/style.css"></head>` +
       `<body><h1>Page ${i}</h1><p>${text}</p><img src="/v/img/${i}.svg"><p>${"Filler words for a realistic page size. ".repeat(60)}</p>${links}</body></html>`;
@@ -82,6 +86,8 @@ export async function startVersionedSite(options: VersionedSiteOptions): Promise
     let content: string | null = null;
     let type = "text/html; charset=utf-8";
     let match: RegExpExecArray | null;
+    if (path === "/v/page/old-page" && site.truth.redirects.unchanged.length) return send(301, { Location: "/v/page/3.html" });
+    if (path === "/v/page/moved" && site.truth.redirects.changed.length) return send(301, { Location: site.version === 1 ? "/v/page/1.html" : "/v/page/2.html" });
     if (path === "/v/style.css") {
       content = "body { font-family: serif; }\n".repeat(40);
       type = "text/css";

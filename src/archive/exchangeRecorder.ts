@@ -9,6 +9,7 @@ import type { CaptureHistory } from "../history/captureHistory.js";
 import { digitsToWarcDate, warcDateToDigits, type CaptureRecord } from "../dedupe/keys.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { WarcWriter, WrittenRecord } from "./warcWriter.js";
+import type { OwnWacz } from "../dedupe/dependencies.js";
 
 /** Answers "was this exchange stored already in this crawl?" (shared across processes via Redis). */
 export interface ExchangeClaims {
@@ -33,8 +34,8 @@ export class ExchangeRecorder {
     private readonly writer: WarcWriter,
     private readonly claims: ExchangeClaims,
     private readonly dedupe: Deduplicator,
-    /** Index in c:<crawlId>:wacz of the WACZ a WARC file is packaged into. */
-    private readonly waczIndexOf: (warcFilename: string) => number,
+    /** The WACZ a WARC file is packaged into, with its index in c:<crawlId>:wacz when registered. */
+    private readonly waczOf: (warcFilename: string) => Promise<OwnWacz>,
     private readonly history: CaptureHistory,
   ) {}
 
@@ -87,16 +88,20 @@ export class ExchangeRecorder {
           })
         : responseRecord(exchange, recordId, digest);
       const [record, request] = await this.writer.writeRecords([main, requestRecord(exchange, recordId)]);
-      const placement = { url: record.url, date: record.date, length: record.length, waczIndex: this.waczIndexOf(record.filename) };
+      const placement = { url: record.url, date: record.date, length: record.length, wacz: await this.waczOf(record.filename) };
       if (original) {
         await this.dedupe.noteRevisit(original, placement);
       } else {
         await this.dedupe.noteResponse(digest, placement, this.dedupe.isIndexable(exchange.status, size));
       }
-      if (exchange.status >= 200 && exchange.status < 300 && exchange.status !== 206) {
+      // Redirects and errors too, so a refresh can tell an unchanged redirect from a new page. A 304 the
+      // browser got for its own conditional request stands for nothing it could confirm: left out.
+      if (exchange.status >= 200 && exchange.status !== 304) {
+        const success = exchange.status < 300;
         // Pages keep their status line and headers: a later 304 revisit is written with them.
-        const head = exchange.resourceType === "Document" ? { statusText: exchange.statusText, headers: storedResponseHeaders(exchange) } : {};
-        await this.noteCapture(exchange, { date: warcDateToDigits(record.date), status: exchange.status, digest, waczIndex: placement.waczIndex, ...head });
+        const head = success && exchange.resourceType === "Document" ? { statusText: exchange.statusText, headers: storedResponseHeaders(exchange) } : {};
+        const location = exchange.status >= 300 && exchange.status < 400 ? headerValue(exchange.responseHeaders, "location") : undefined;
+        await this.noteCapture(exchange, placement.wacz, { date: warcDateToDigits(record.date), status: exchange.status, digest, ...head, ...(location ? { location } : {}) });
       }
       return { kind: original ? ("revisit" as const) : ("response" as const), record, request };
     });
@@ -110,7 +115,7 @@ export class ExchangeRecorder {
     const digest = await payloadDigest(exchange.body);
     const recordId = newRecordId();
     const [record, request] = await this.writer.writeRecords([responseRecord(exchange, recordId, digest), requestRecord(exchange, recordId)]);
-    await this.dedupe.noteResponse(digest, { url: record.url, date: record.date, length: record.length, waczIndex: this.waczIndexOf(record.filename) }, false);
+    await this.dedupe.noteResponse(digest, { url: record.url, date: record.date, length: record.length, wacz: await this.waczOf(record.filename) }, false);
     return { kind: "response", record, request };
   }
 
@@ -128,17 +133,16 @@ export class ExchangeRecorder {
       }, head),
       requestRecord(exchange, recordId),
     ]);
-    const waczIndex = this.waczIndexOf(record.filename);
+    const wacz = await this.waczOf(record.filename);
     const original = await this.dedupe.findOriginal(confirms.digest);
     await this.dedupe.noteRevisit(
       { crawlId: confirms.crawlId, waczIndex: confirms.waczIndex, size: original?.size ?? record.length, url: confirms.url, date: confirms.date, waczFilename: confirms.waczFilename },
-      { url: record.url, date: record.date, length: record.length, waczIndex },
+      { url: record.url, date: record.date, length: record.length, wacz },
     );
-    await this.noteCapture(exchange, {
+    await this.noteCapture(exchange, wacz, {
       date: warcDateToDigits(record.date),
       status: 304,
       digest: confirms.digest,
-      waczIndex,
       original: { crawlId: confirms.crawlId, date: confirms.date, waczIndex: confirms.waczIndex },
       // What the next refresh's 304 revisit will be written with: the response as now validated.
       ...(head ? { statusText: confirms.statusText, headers: head.headers.filter(([n]) => n !== "x-orig-status") } : {}),
@@ -146,11 +150,16 @@ export class ExchangeRecorder {
     return { kind: "revisit", record, request };
   }
 
-  private async noteCapture(exchange: Exchange, capture: CaptureRecord): Promise<void> {
+  private async noteCapture(exchange: Exchange, wacz: OwnWacz, capture: Omit<CaptureRecord, "waczIndex">): Promise<void> {
     const etag = headerValue(exchange.responseHeaders, "etag");
     const lastModified = headerValue(exchange.responseHeaders, "last-modified");
+    if (wacz.index === null) {
+      // The history lives in the dedupe Redis, which could not even register the WACZ just now.
+      logger.warn("history", "capture not recorded in the history: dedupe index unavailable", { url: exchange.url });
+      return;
+    }
     try {
-      await this.history.recordCapture(exchange.url, { ...capture, ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) });
+      await this.history.recordCapture(exchange.url, { ...capture, waczIndex: wacz.index, ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) });
     } catch (err) {
       logger.warn("history", "could not record the capture in the history", { url: exchange.url, error: errorMessage(err) });
     }

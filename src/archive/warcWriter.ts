@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { open, rm, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
@@ -19,8 +20,15 @@ export interface WrittenRecord {
 
 export interface WarcWriterOptions {
   dir: string;
-  /** File names are `<prefix>-<n>.warc.gz`; the prefix must be unique per writer process. */
+  /**
+   * File names are `<prefix>-<YYYYMMDDhhmmssSSS>-<tag>.warc.gz`, opened exclusively: a name another
+   * writer took first (same volume, same millisecond, same tag) gets a `-2`, `-3`... suffix instead.
+   */
   filenamePrefix: string;
+  /** Tells this writer's files apart from other writers' (default: random). */
+  uniqueTag?: string;
+  /** Clock for file names (tests force two writers onto the same millisecond). */
+  now?: () => Date;
   rolloverSize: number;
   warcinfo: Record<string, string>;
   /** Bodies larger than this are buffered in a temp file while digesting, not in memory. */
@@ -30,19 +38,31 @@ export interface WarcWriterOptions {
   /** Awaited before the file's first record is written (e.g. to assign it to a WACZ). */
   onFileOpened?: (filename: string) => Promise<void>;
   onFileClosed?: (filename: string, size: number) => Promise<void>;
+  /** How bytes reach the file; tests inject short writes here. */
+  writeAt?: WriteAt;
 }
+
+/** Write `chunks` at byte `position` of the file; resolves with how many bytes were really written. */
+export type WriteAt = (handle: FileHandle, chunks: Uint8Array[], position: number) => Promise<number>;
+
+const writevAt: WriteAt = async (handle, chunks, position) => (await handle.writev(chunks, position)).bytesWritten;
 
 /**
  * Appends records to WARC files, each record one gzip member, a warcinfo record at the start of each
  * file, and a new file once the current one passes the rollover size. Writes are serialized so the
- * records of one exchange stay adjacent and offsets are exact.
+ * records of one exchange stay adjacent and offsets are exact. Every write is positional at `size`, the
+ * end of the last whole record: a write that fails or comes up short is cut off again, so the next
+ * record starts exactly where the recorded offsets say.
  */
 export class WarcWriter {
   private handle: FileHandle | null = null;
   private marker: FileHandle | null = null;
   private filename = "";
+  /** End of the last whole record: where the next record is written. */
   private size = 0;
-  private fileSeq = 0;
+  /** Bytes past `size` may be on disk (a failed write whose truncate failed too): cut them first. */
+  private dirtyTail = false;
+  private readonly uniqueTag: string;
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
   readonly filesWritten: string[] = [];
@@ -50,6 +70,8 @@ export class WarcWriter {
 
   constructor(private readonly options: WarcWriterOptions) {
     mkdirSync(options.dir, { recursive: true });
+    // Replicas in containers all run as pid 1: a random tag keeps their names apart on a shared volume.
+    this.uniqueTag = options.uniqueTag ?? randomBytes(4).toString("hex");
   }
 
   /** Write records back to back in the same file; resolves with where each one landed. */
@@ -62,25 +84,78 @@ export class WarcWriter {
   private async writeNow(records: WARCRecord[]): Promise<WrittenRecord[]> {
     if (this.closed) throw new Error("WARC writer is closed");
     if (!this.handle) await this.openNext();
+    await this.cutDirtyTail();
+    const batchStart = this.size;
     const written: WrittenRecord[] = [];
-    for (const record of records) written.push(await this.append(record));
-    await this.markComplete();
+    try {
+      for (const record of records) written.push(await this.append(record));
+      await this.markComplete();
+    } catch (err) {
+      // The records of one exchange go in whole or not at all: drop those of this batch already written.
+      this.bytesWritten -= this.size - batchStart;
+      this.size = batchStart;
+      await this.cutBack();
+      await this.markComplete().catch(() => undefined);
+      throw err;
+    }
     if (this.size >= this.options.rolloverSize) await this.closeCurrent();
     return written;
   }
 
   private async openNext(): Promise<void> {
-    this.fileSeq += 1;
-    this.filename = `${this.options.filenamePrefix}-${this.fileSeq}.warc.gz`;
-    // "wx": never append to (and so never corrupt) a file that already exists.
-    this.handle = await open(join(this.options.dir, this.filename), "wx");
-    this.marker = await open(join(this.options.dir, openMarkerName(this.filename)), "w");
-    await this.marker.write(`${"0".padStart(20, "0")}\n${this.options.owner}\n`, 0);
+    const base = `${this.options.filenamePrefix}-${timestamp17((this.options.now ?? (() => new Date()))())}-${this.uniqueTag}`;
+    for (let n = 1; !this.handle; n++) {
+      this.filename = n === 1 ? `${base}.warc.gz` : `${base}-${n}.warc.gz`;
+      try {
+        // "wx" (O_EXCL): never append to (and so never corrupt) a file another writer has.
+        this.handle = await open(join(this.options.dir, this.filename), "wx");
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST" || n >= 1000) throw err;
+      }
+    }
     this.size = 0;
+    this.dirtyTail = false;
+    try {
+      this.marker = await open(join(this.options.dir, openMarkerName(this.filename)), "w");
+      await this.marker.write(`${"0".padStart(20, "0")}\n${this.options.owner}\n`, 0);
+      await this.options.onFileOpened?.(this.filename);
+      await this.append(warcinfoRecord(this.filename, this.options.warcinfo));
+      await this.markComplete();
+    } catch (err) {
+      // A file without its warcinfo is no use: drop it, the next write opens a fresh one.
+      await this.discardCurrent();
+      throw err;
+    }
     this.filesWritten.push(this.filename);
-    await this.options.onFileOpened?.(this.filename);
-    await this.append(warcinfoRecord(this.filename, this.options.warcinfo));
-    await this.markComplete();
+  }
+
+  private async discardCurrent(): Promise<void> {
+    const handle = this.handle;
+    const marker = this.marker;
+    this.handle = null;
+    this.marker = null;
+    this.bytesWritten -= this.size;
+    this.size = 0;
+    await handle?.close().catch(() => undefined);
+    await marker?.close().catch(() => undefined);
+    await rm(join(this.options.dir, this.filename), { force: true }).catch(() => undefined);
+    await rm(join(this.options.dir, openMarkerName(this.filename)), { force: true }).catch(() => undefined);
+  }
+
+  /** Cut the file back to `size` after a failed write; if even that fails, the next write tries first. */
+  private async cutBack(): Promise<void> {
+    try {
+      await this.handle!.truncate(this.size);
+      this.dirtyTail = false;
+    } catch {
+      this.dirtyTail = true;
+    }
+  }
+
+  private async cutDirtyTail(): Promise<void> {
+    if (!this.dirtyTail) return;
+    await this.handle!.truncate(this.size);
+    this.dirtyTail = false;
   }
 
   /** Record in the marker that the file is whole up to here: a repair cuts it back to this size. */
@@ -88,8 +163,8 @@ export class WarcWriter {
     await this.marker?.write(String(this.size).padStart(20, "0"), 0);
   }
 
+  /** Write one record at `size`; on failure cut it off again (disk full or gone mid-record). */
   private async append(record: WARCRecord): Promise<WrittenRecord> {
-    const handle = this.handle!;
     const offset = this.size;
     const serializer = new WARCSerializer(record, { gzip: true, maxMemSize: this.options.maxMemSize ?? 4_000_000 });
     const chunks: Uint8Array[] = [];
@@ -99,16 +174,14 @@ export class WarcWriter {
       for await (const chunk of serializer) {
         chunks.push(chunk);
         pending += chunk.length;
-        length += chunk.length;
         if (pending >= 1 << 20) {
-          await writeFully(handle, chunks.splice(0), pending);
+          length += await this.writeFully(chunks.splice(0), pending, offset + length);
           pending = 0;
         }
       }
-      if (chunks.length) await writeFully(handle, chunks, pending);
+      if (chunks.length) length += await this.writeFully(chunks, pending, offset + length);
     } catch (err) {
-      // Disk full or gone mid-record: cut the half-written record off so the file stays whole.
-      await handle.truncate(offset).catch(() => undefined);
+      await this.cutBack();
       throw err;
     }
     this.size += length;
@@ -126,9 +199,19 @@ export class WarcWriter {
     };
   }
 
+  /** writev may write less than asked when the disk fills up, without an error: make that an error. */
+  private async writeFully(chunks: Uint8Array[], expected: number, position: number): Promise<number> {
+    const bytesWritten = await (this.options.writeAt ?? writevAt)(this.handle!, chunks, position);
+    if (bytesWritten !== expected) {
+      throw Object.assign(new Error(`short write: ${bytesWritten} of ${expected} bytes`), { code: "ENOSPC" });
+    }
+    return bytesWritten;
+  }
+
   private async closeCurrent(): Promise<void> {
     const handle = this.handle;
     if (!handle) return;
+    await this.cutDirtyTail();
     this.handle = null;
     await handle.sync();
     await handle.close();
@@ -146,15 +229,14 @@ export class WarcWriter {
   }
 }
 
+/** "2026-01-02T03:04:05.678Z" -> "20260102030405678". */
+function timestamp17(date: Date): string {
+  return date.toISOString().replace(/[-:T.Z]/g, "");
+}
+
 /** A WARC file being written has a marker beside it: `<name>.open`, holding the whole size and the writer. */
 export function openMarkerName(warcFilename: string): string {
   return `${warcFilename}.open`;
 }
 
-/** writev may write less than asked when the disk fills up, without an error: make that an error. */
-async function writeFully(handle: FileHandle, chunks: Uint8Array[], expected: number): Promise<void> {
-  const { bytesWritten } = await handle.writev(chunks);
-  if (bytesWritten !== expected) {
-    throw Object.assign(new Error(`short write: ${bytesWritten} of ${expected} bytes`), { code: "ENOSPC" });
-  }
-}
+

@@ -34,7 +34,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   const previous = options.refresh || options.skipFreshDays > 0 ? await latestCapture(page.url, context) : null;
   if (previous && isFresh(previous, options.skipFreshDays)) {
     // Archived recently enough: not fetched, but its archived links are still followed.
-    context.report.add({ url: page.url, change: "skipped-fresh", status: null, digest: null, previous: previousOf(previous) });
+    await context.report.add({ url: page.url, change: "skipped-fresh", status: null, digest: null, previous: previousOf(previous) });
     await enqueueLinks(previous.outlinks ?? [], page, context, scope);
     await state.markDone(page.url);
     logger.info("page", "page skipped (fresh)", { url: page.url, archived: previous.date });
@@ -153,6 +153,8 @@ function isFresh(previous: KnownCapture, days: number): boolean {
 
 /** If-None-Match / If-Modified-Since from the archived capture; the 304 would confirm its payload. */
 function conditionalRequest(previous: KnownCapture): ConditionalRequest | undefined {
+  // Only content can be confirmed: a 304 to a redirect's or an error's validators would stand for nothing.
+  if (!previous.original && !(previous.status >= 200 && previous.status < 300)) return undefined;
   const headers: Record<string, string> = {};
   if (previous.etag) headers["If-None-Match"] = previous.etag;
   if (previous.lastModified) headers["If-Modified-Since"] = previous.lastModified;
@@ -180,10 +182,15 @@ function previousOf(previous: KnownCapture | null) {
   return previous ? { crawlId: previous.crawlId, date: previous.date, digest: previous.digest } : null;
 }
 
-async function reportChange(url: string, status: number, previous: KnownCapture | null, context: PageContext): Promise<void> {
-  const own = status >= 200 && status < 300 ? await context.history.ownCapture(url) : null;
-  const change = classifyChange(previous, status, own?.digest ?? null);
-  if (change) context.report.add({ url, change, status, digest: own?.digest ?? previous?.digest ?? null, previous: previousOf(previous) });
+/**
+ * Compare the page URL's own capture in this crawl (for a redirect, the redirect itself, not the page it
+ * led to) with its archived one. Without an own capture (history unavailable) the document's status stands.
+ */
+async function reportChange(url: string, documentStatus: number, previous: KnownCapture | null, context: PageContext): Promise<void> {
+  const own = await context.history.ownCapture(url).catch(() => null);
+  const current = own ?? { status: documentStatus, digest: null };
+  const change = classifyChange(previous, current);
+  if (change) await context.report.add({ url, change, status: current.status, digest: current.digest ?? previous?.digest ?? null, previous: previousOf(previous) });
 }
 
 function hardPageDeadlineMs(options: CrawlOptions): number {

@@ -10,6 +10,7 @@ import { repairUnfinishedWarcs } from "../archive/warcRepair.js";
 import { WriterSlots, writerName } from "../state/writerSlots.js";
 import { isStorageError, storageErrorMessage } from "./storageErrors.js";
 import { DedupeIndex } from "../dedupe/dedupeIndex.js";
+import { DedupeIndexUnavailableError } from "../dedupe/retry.js";
 import { Deduplicator } from "../dedupe/deduplicator.js";
 import { DependencyTracker } from "../dedupe/dependencies.js";
 import { errorMessage, logger } from "../log/logger.js";
@@ -56,8 +57,9 @@ export interface CrawlStats {
   /** This process's writer slot (several processes on one crawl each have one). */
   writer: number;
   browserLaunches: number;
-  /** With --refresh / --skipFreshDays: what changed since the archived captures. */
+  /** With --refresh / --skipFreshDays: pages per kind of change since the archived captures (the URLs are in changeReport). */
   changes?: ChangeSummary;
+  changeReport?: string;
   /** Pages this process crawled whose bodies stayed cut off after every retry (stored WARC-Truncated). */
   truncated: { count: number; pages: { url: string; truncated: string[] }[] };
 }
@@ -98,7 +100,8 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     const slot = await slots.claim();
     const plan = new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(slot) });
     const pageList = new PageList(paths.pages, `${options.collection}.wacz`);
-    const report = new ChangeReport(join(paths.root, "reports", slot === 0 ? "changes.jsonl" : `changes-${writerName(slot)}.jsonl`));
+    const report = new ChangeReport(join(paths.root, "reports", slot === 0 ? "changes.jsonl" : `changes-${writerName(slot)}.jsonl`), redis,
+      { kinds: state.keys.changeKinds(writerName(slot)), counts: state.keys.changeCounts(writerName(slot)) });
 
     // WARC files cut short by a writer that died end at their last whole record again.
     const repairWarcs = async () => {
@@ -117,7 +120,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
 
     const writer = new WarcWriter({
       dir: paths.archive,
-      filenamePrefix: `rec-${options.crawlId}-${timestamp14(new Date())}-${process.pid}`,
+      filenamePrefix: `rec-${options.crawlId}`,
       rolloverSize: options.rolloverSize,
       owner: processId,
       warcinfo: {
@@ -132,7 +135,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     });
     const deduplicator = new Deduplicator(dedupe, dependencies, options.dedupeMinSize);
     const history = new CaptureHistory(dedupeRedis, options.crawlId);
-    const recorder = new ExchangeRecorder(writer, state, deduplicator, (warc) => plan.waczIndexOf(warc), history);
+    const recorder = new ExchangeRecorder(writer, state, deduplicator, (warc) => plan.waczOf(warc), history);
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => writer.bytesWritten });
 
     browserHost = new BrowserHost({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent });
@@ -198,8 +201,8 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       try {
         waczPaths = (await packageWaczFiles({ ...packaging, plan })).map((r) => r.path);
       } catch (err) {
-        if (!isStorageError(err)) throw err;
-        failure = `cannot write the WACZ in ${paths.root}: ${storageErrorMessage(err)}`;
+        if (!isStorageError(err) && !(err instanceof DedupeIndexUnavailableError)) throw err;
+        failure = isStorageError(err) ? `cannot write the WACZ in ${paths.root}: ${storageErrorMessage(err)}` : `WACZ files not finished: ${errorMessage(err)}`;
         status = "failed";
         logger.error("wacz", failure);
       }
@@ -238,7 +241,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       writer: slot,
       browserLaunches: host.launches,
       truncated: { count: context.truncatedPages.length, pages: context.truncatedPages },
-      ...(options.refresh || options.skipFreshDays > 0 ? { changes: report.summary() } : {}),
+      ...(options.refresh || options.skipFreshDays > 0 ? { changes: await report.summary(), changeReport: report.path } : {}),
     };
     await state.setStatus(stats.status);
     if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");

@@ -4,6 +4,7 @@ import type { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import type { DependencyTracker } from "../dedupe/dependencies.js";
 import { commitCrawl } from "../dedupe/commit.js";
 import { errorMessage, logger } from "../log/logger.js";
+import { withDedupeRetries } from "../dedupe/retry.js";
 import { writeWacz, type WaczResult } from "../wacz/index.js";
 import { SOFTWARE } from "../version.js";
 import type { CrawlOptions } from "../config/crawlOptions.js";
@@ -33,7 +34,7 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
     const warcFiles = group.warcFiles.map((f) => join(context.archiveDir, f)).filter((p) => existsSync(p));
     if (!warcFiles.length) continue;
     const pages = pageList.files(group.filename);
-    const requires = await withRetries("read dependencies", () => dependencies.requirementsOf(group.index, dedupe));
+    const requires = await withDedupeRetries("read the dependencies", () => dependencies.requirementsOf(group, dedupe));
     const result = await writeWacz({
       outputPath: join(context.outputDir, group.filename),
       warcFiles,
@@ -46,7 +47,7 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
       description: options.description ?? undefined,
       requires,
     });
-    await withRetries("complete the WACZ entry", () =>
+    await withDedupeRetries(`complete the index entry of ${group.filename}`, () =>
       dedupe.finishWacz(group.index, { filename: group.filename, hash: result.hash, size: result.size }),
     );
     logger.info("wacz", "WACZ written", {
@@ -61,25 +62,12 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
 /** Commit a finished crawl to the merged dedupe index; on failure it stays uncommitted (and says how to finish). */
 export async function commitFinishedCrawl(dedupe: DedupeIndex): Promise<boolean> {
   try {
-    const result = await withRetries("commit", () => commitCrawl(dedupe.redis, dedupe.crawlId));
+    const result = await withDedupeRetries("commit", () => commitCrawl(dedupe.redis, dedupe.crawlId));
     logger.info("dedupe", result.committed ? "crawl committed to the dedupe index" : "crawl was already committed", { ...result });
     return true;
   } catch (err) {
     logger.error("dedupe", `crawl not committed: ${errorMessage(err)}; run: indexer --redisDedupeUrl URL --commitCrawlId ${dedupe.crawlId}`);
     return false;
-  }
-}
-
-/** Retry a dedupe-index step with backoff while its Redis is briefly away. */
-async function withRetries<T>(what: string, step: () => Promise<T>, attempts = 6): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await step();
-    } catch (err) {
-      if (attempt >= attempts) throw err;
-      logger.warn("dedupe", `${what} failed, retrying`, { attempt, error: errorMessage(err) });
-      await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
-    }
   }
 }
 

@@ -1,6 +1,9 @@
 import type { Redis } from "ioredis";
 import type { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import type { CrawlStateKeys } from "../state/keys.js";
+import type { OwnWacz } from "../dedupe/dependencies.js";
+import { withDedupeRetries } from "../dedupe/retry.js";
+import { errorMessage, logger } from "../log/logger.js";
 
 export interface WaczGroup {
   filename: string;
@@ -12,12 +15,18 @@ export interface WaczGroup {
 /**
  * Which WARC files go into which WACZ. A writer fills one WACZ until the WARC files assigned to it
  * reach --rolloverSize, then starts the next one; every WARC file is assigned when it is opened, so each
- * record's waczIndex names the WACZ that really holds it. Kept in the crawl-state Redis, so a resumed
- * crawl continues the same WACZ (and never registers it twice).
+ * record's waczIndex names the WACZ that really holds it. The assignment is kept in the crawl-state Redis
+ * (so a resumed crawl continues the same WACZ, and never registers it twice) and is recorded there
+ * before the WACZ is registered in the dedupe index: with the dedupe Redis away, the WARC file is still
+ * packaged, and the WACZ is registered when that Redis answers again (at the latest when packaging).
  */
 export class WaczPlan {
-  private readonly indexOfWarc = new Map<string, number>();
-  private current: { filename: string; index: number } | null = null;
+  private readonly waczOfWarc = new Map<string, string>();
+  /** Index in c:<crawlId>:wacz of each WACZ registered so far. */
+  private readonly registered = new Map<string, number>();
+  /** WACZ files assigned while the dedupe Redis was away, oldest first. */
+  private readonly waiting: string[] = [];
+  private current: string | null = null;
 
   constructor(
     private readonly stateRedis: Redis,
@@ -33,7 +42,7 @@ export class WaczPlan {
   }
 
   /** Assign a newly opened WARC file to the current WACZ, starting the next WACZ if this one is full. */
-  async assignWarc(warcFilename: string): Promise<number> {
+  async assignWarc(warcFilename: string): Promise<OwnWacz> {
     const namesKey = this.keys.waczNames(this.options.writer);
     const names = await this.stateRedis.lrange(namesKey, 0, -1);
     let filename = names[names.length - 1];
@@ -42,12 +51,10 @@ export class WaczPlan {
       filename = this.waczFilename(names.length);
       await this.stateRedis.rpush(namesKey, filename);
     }
-    // The dedupe Redis may be away mid-crawl: a WACZ already registered keeps its known index.
-    const index = this.current?.filename === filename ? this.current.index : await this.dedupe.registerWacz(filename);
     await this.stateRedis.hset(this.keys.warcToWacz, warcFilename, filename);
-    this.indexOfWarc.set(warcFilename, index);
-    this.current = { filename, index };
-    return index;
+    this.waczOfWarc.set(warcFilename, filename);
+    this.current = filename;
+    return { filename, index: await this.tryRegister(filename) };
   }
 
   async warcClosed(warcFilename: string, size: number): Promise<void> {
@@ -55,26 +62,60 @@ export class WaczPlan {
     if (wacz) await this.stateRedis.hincrby(this.keys.waczBytes, wacz, size);
   }
 
-  waczIndexOf(warcFilename: string): number {
-    const index = this.indexOfWarc.get(warcFilename);
-    if (index === undefined) throw new Error(`WARC ${warcFilename} was never assigned to a WACZ`);
-    return index;
+  /** The WACZ a WARC file goes into; its index is null while the dedupe index cannot register it. */
+  async waczOf(warcFilename: string): Promise<OwnWacz> {
+    const filename = this.waczOfWarc.get(warcFilename);
+    if (filename === undefined) throw new Error(`WARC ${warcFilename} was never assigned to a WACZ`);
+    return { filename, index: await this.tryRegister(filename) };
   }
 
   /** The WACZ pages finishing now belong to (the first one before any WARC is open). */
   currentWaczFilename(): string {
-    return this.current?.filename ?? this.waczFilename(0);
+    return this.current ?? this.waczFilename(0);
   }
 
-  /** This writer's WACZ files in order, each with the WARC files assigned to it. */
+  /** This writer's WACZ files in order, each with the WARC files assigned to it, all registered. */
   async groups(): Promise<WaczGroup[]> {
     const names = await this.stateRedis.lrange(this.keys.waczNames(this.options.writer), 0, -1);
     const assignment = await this.stateRedis.hgetall(this.keys.warcToWacz);
     const groups: WaczGroup[] = [];
     for (const filename of names) {
       const warcFiles = Object.entries(assignment).filter(([, wacz]) => wacz === filename).map(([warc]) => warc).sort();
-      groups.push({ filename, index: await this.dedupe.registerWacz(filename), warcFiles });
+      const index = this.registered.get(filename) ?? (await withDedupeRetries(`register ${filename} in the dedupe index`, () => this.dedupe.registerWacz(filename)));
+      this.registered.set(filename, index);
+      groups.push({ filename, index, warcFiles });
     }
     return groups;
+  }
+
+  /**
+   * Register a WACZ once; while the dedupe Redis is away, null (tried again on the next call). Earlier
+   * WACZ files still waiting are registered first, so c:<crawlId>:wacz keeps this writer's order.
+   */
+  private async tryRegister(filename: string): Promise<number | null> {
+    const known = this.registered.get(filename);
+    if (known !== undefined) return known;
+    if (!this.waiting.includes(filename)) this.waiting.push(filename);
+    try {
+      while (this.waiting.length) {
+        const next = this.waiting[0];
+        this.registered.set(next, await this.dedupe.registerWacz(next));
+        // By value: a concurrent call may have registered and removed it already (registering twice is harmless).
+        if (this.waiting.includes(next)) this.waiting.splice(this.waiting.indexOf(next), 1);
+        if (next === filename) break;
+      }
+      return this.registered.get(filename) ?? null;
+    } catch (err) {
+      this.logUnregistered(filename, err);
+      return null;
+    }
+  }
+
+  private lastWarning = 0;
+
+  private logUnregistered(filename: string, err: unknown): void {
+    if (Date.now() - this.lastWarning < 5000) return;
+    this.lastWarning = Date.now();
+    logger.warn("dedupe", "dedupe index unavailable: WACZ not registered yet (its records are packaged all the same)", { wacz: filename, error: errorMessage(err) });
   }
 }

@@ -1,6 +1,6 @@
 import { errorMessage, logger } from "../log/logger.js";
 import type { DedupeIndex, OriginalCapture } from "./dedupeIndex.js";
-import type { DependencyTracker } from "./dependencies.js";
+import type { DependencyTracker, OwnWacz } from "./dependencies.js";
 import { warcDateToDigits } from "./keys.js";
 
 /**
@@ -16,8 +16,8 @@ export interface RecordPlacement {
   date: string;
   /** Record length in the WARC. */
   length: number;
-  /** Index in c:<crawlId>:wacz of the WACZ this record is packaged into. */
-  waczIndex: number;
+  /** The WACZ this record is packaged into (its index is null while the dedupe index could not register it). */
+  wacz: OwnWacz;
 }
 
 /**
@@ -70,9 +70,10 @@ export class Deduplicator {
 
   async noteResponse(digest: string, response: RecordPlacement, indexable: boolean): Promise<void> {
     try {
-      if (indexable) {
+      // Without the WACZ's index the entry could not say where the record is: it is left out (no revisit will point at it).
+      if (indexable && response.wacz.index !== null) {
         await this.index.addOriginal(digest, {
-          waczIndex: response.waczIndex,
+          waczIndex: response.wacz.index,
           date: warcDateToDigits(response.date),
           url: response.url,
           size: response.length,
@@ -86,7 +87,7 @@ export class Deduplicator {
 
   async noteRevisit(original: OriginalCapture, revisit: RecordPlacement): Promise<void> {
     try {
-      await this.dependencies.record(original.crawlId, original.waczIndex, revisit.waczIndex);
+      await this.dependencies.record(original.crawlId, original.waczIndex, revisit.wacz);
       await this.index.addCounts({ totalUrls: 1, dupeUrls: 1, conservedSize: original.size - revisit.length });
     } catch (err) {
       this.logFailure("could not record a revisit", err);

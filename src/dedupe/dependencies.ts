@@ -4,6 +4,12 @@ import type { RelationRequirement } from "../wacz/index.js";
 import type { DedupeIndex } from "./dedupeIndex.js";
 import { logger } from "../log/logger.js";
 
+/** One of this crawl's WACZ files: its filename, and its index in c:<crawlId>:wacz once registered. */
+export interface OwnWacz {
+  filename: string;
+  index: number | null;
+}
+
 /**
  * Which WACZ files of which crawls this crawl's revisits depend on, kept in the crawl-state Redis
  * (reqCrawls, duperefs) and turned into a WACZ's relation.requires when it is packaged.
@@ -15,22 +21,27 @@ export class DependencyTracker {
     private readonly crawlId: string,
   ) {}
 
-  /** A revisit in our WACZ `ownWaczIndex` points at WACZ `waczIndex` of crawl `crawlId`. */
-  async record(crawlId: string, waczIndex: number, ownWaczIndex: number): Promise<void> {
-    if (crawlId === this.crawlId && waczIndex === ownWaczIndex) return;
+  /**
+   * A revisit in our WACZ `own` points at WACZ `waczIndex` of crawl `crawlId`. Kept under our WACZ's
+   * filename, known even while the dedupe index is away (its index there may not be yet).
+   */
+  async record(crawlId: string, waczIndex: number, own: OwnWacz): Promise<void> {
+    if (crawlId === this.crawlId && waczIndex === own.index) return;
     const ref = `${crawlId} ${waczIndex}`;
     const pipeline = this.stateRedis.pipeline();
     if (crawlId !== this.crawlId) pipeline.sadd(this.keys.requiredCrawls, crawlId).sadd(this.keys.dupeRefs, ref);
-    pipeline.sadd(this.keys.dupeRefsOfWacz(ownWaczIndex), ref);
+    pipeline.sadd(this.keys.dupeRefsOfWacz(own.filename), ref);
     await pipeline.exec();
   }
 
-  /** relation.requires of our WACZ `ownWaczIndex`, from the dependencies' c:<crawlId>:wacz entries. */
-  async requirementsOf(ownWaczIndex: number, index: DedupeIndex): Promise<RelationRequirement[]> {
-    const refs = (await this.stateRedis.smembers(this.keys.dupeRefsOfWacz(ownWaczIndex))).sort();
+  /** relation.requires of our WACZ `own`, from the dependencies' c:<crawlId>:wacz entries. */
+  async requirementsOf(own: { filename: string; index: number }, index: DedupeIndex): Promise<RelationRequirement[]> {
+    const refs = (await this.stateRedis.smembers(this.keys.dupeRefsOfWacz(own.filename))).sort();
     const requirements: RelationRequirement[] = [];
     for (const ref of refs) {
       const [crawlId, waczIndexText] = ref.split(" ");
+      // Recorded before our own index was known: a revisit of a record in the same WACZ needs nothing.
+      if (crawlId === this.crawlId && Number(waczIndexText) === own.index) continue;
       const entry = (await index.waczEntries(crawlId))[Number(waczIndexText)];
       if (!entry?.hash || entry.size === undefined) {
         logger.warn("dedupe", "dependency WACZ has no finished entry; not listed in relation.requires", { crawlId, waczIndex: waczIndexText });

@@ -11,7 +11,7 @@
  *   allcounts              hash   sums of committed crawls' counts, plus removedCrawls, removedCrawlSize
  *
  * Capture history (same two-level shape; used by --refresh and `history`):
- *   u:<crawlId>            hash   url -> JSON CaptureRecord: the crawl's latest 2xx (or confirmed 304) capture
+ *   u:<crawlId>            hash   url -> JSON CaptureRecord: the crawl's latest capture (any status but 206 and unconfirmed 304)
  *   o:<crawlId>            hash   page url -> JSON list of the page's outlinks
  *   allurls                hash   url -> crawlId of the latest committed capture of that url
  *
@@ -115,7 +115,7 @@ export function digitsToWarcDate(digits: string): string {
   return fraction ? `${base}.${fraction}Z` : `${base}Z`;
 }
 
-/** One capture of a URL, the value of u:<crawlId>[url]. */
+/** One capture of a URL, the value of u:<crawlId>[url]: its latest response (redirects and errors too), or a confirming 304. */
 export interface CaptureRecord {
   /** WARC-Date as digits (see warcDateToDigits). */
   date: string;
@@ -123,6 +123,8 @@ export interface CaptureRecord {
   /** Payload digest of the capture (of the original, for a 304 that confirmed it). */
   digest: string;
   waczIndex: number;
+  /** Redirects: the Location header as served (a redirect is unchanged while status and Location are). */
+  location?: string;
   etag?: string;
   lastModified?: string;
   /** Pages only: the stored response's status text and headers, to write a replayable 304 revisit later. */

@@ -36,7 +36,7 @@ export function crawlStateKeys(crawlId: string) {
     /** Set of "<crawlId> <waczIndex>" WACZ files this crawl's revisits point at. */
     dupeRefs: `${p}:duperefs`,
     /** The same, for the revisits held by one of this crawl's WACZ files (its relation.requires). */
-    dupeRefsOfWacz: (waczIndex: number) => `${p}:duperefs:${waczIndex}`,
+    dupeRefsOfWacz: (waczFilename: string) => `${p}:duperefs:${waczFilename}`,
     /** Hash WARC filename -> the WACZ filename it is packaged into. */
     warcToWacz: `${p}:warcs`,
     /** Hash WACZ filename -> bytes of the closed WARC files assigned to it (for WACZ rollover). */
@@ -47,6 +47,10 @@ export function crawlStateKeys(crawlId: string) {
     writers: `${p}:writers`,
     /** Set of writer slots whose WACZ files are packaged; when all are, the crawl can be committed. */
     writersPackaged: `${p}:writersPackaged`,
+    /** Hash page url -> latest change kind in one writer's change report (so a retried page counts once). */
+    changeKinds: (writer: string) => `${p}:changes:${writer}`,
+    /** Hash change kind -> pages of that kind in one writer's change report. */
+    changeCounts: (writer: string) => `${p}:changecounts:${writer}`,
     /** List of one writer's WACZ filenames, in order. */
     waczNames: (writer: string) => `${p}:wacznames:${writer}`,
   };
