@@ -3,6 +3,9 @@ import { cancelCrawl, commitCrawl } from "../src/dedupe/commit.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { digitsToWarcDate, formatHashEntry, parseHashEntry, warcDateToDigits } from "../src/dedupe/keys.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
+import { Deduplicator } from "../src/dedupe/deduplicator.js";
+import { DependencyTracker } from "../src/dedupe/dependencies.js";
+import { crawlStateKeys } from "../src/state/keys.js";
 
 let redis: TestRedis;
 beforeAll(async () => {
@@ -44,10 +47,10 @@ describe("dedupe index", () => {
     await x.registerWacz("x.wacz");
     expect(await x.addOriginal(DIGEST, entry)).toBe(true);
     expect(await x.addOriginal(DIGEST, { ...entry, url: "http://a.test/other" })).toBe(false); // first writer wins
-    expect(await x.lookup(DIGEST)).toEqual({ ...entry, crawlId: "X", waczFilename: "x.wacz" });
+    expect(await x.lookup(DIGEST)).toEqual({ ...entry, crawlId: "X", waczFilename: "x.wacz", waczFinished: false });
     expect(await y.lookup(DIGEST)).toBeNull(); // X is not committed
     await commitCrawl(redis.client, "X");
-    expect(await y.lookup(DIGEST)).toEqual({ ...entry, crawlId: "X", waczFilename: "x.wacz" });
+    expect(await y.lookup(DIGEST)).toEqual({ ...entry, crawlId: "X", waczFilename: "x.wacz", waczFinished: false });
     expect(await redis.client.hget("allhashes", DIGEST)).toBe("X");
   });
 
@@ -99,5 +102,24 @@ describe("dedupe index", () => {
     // Repackaged after a resume: the entry is replaced and the size difference applied.
     await x.finishWacz(0, { filename: "a.wacz", hash: "sha256:bb", size: 150 });
     expect((await x.counts()).totalCrawlSize).toBe(150);
+  });
+});
+
+describe("which original a revisit may point at", () => {
+  it("within a crawl: another writer's WACZ only once it is packaged; this writer's own at once", async () => {
+    const index = new DedupeIndex(redis.client, "X");
+    const state = redis.client;
+    const dependencies = new DependencyTracker(state, crawlStateKeys("X"), "X");
+    const ownOf = (names: string[]) => async (filename: string) => names.includes(filename);
+    const writerA = new Deduplicator(index, dependencies, 0, ownOf(["a.wacz"]));
+    const writerB = new Deduplicator(index, dependencies, 0, ownOf(["b.wacz"]));
+    const aIndex = await index.registerWacz("a.wacz");
+    await writerA.noteResponse(DIGEST, { url: entry.url, date: digitsToWarcDate(entry.date), length: 1234, wacz: { filename: "a.wacz", index: aIndex } }, true);
+    // a.wacz is still being written: only writer A may point into it (it packages its files in order).
+    expect(await writerA.findOriginal(DIGEST)).toMatchObject({ crawlId: "X", waczFilename: "a.wacz", waczFinished: false });
+    expect(await writerB.findOriginal(DIGEST)).toBeNull();
+    await index.finishWacz(aIndex, { filename: "a.wacz", hash: "sha256:" + "cd".repeat(32), size: 999 });
+    // Packaged: its hash and size can be listed in relation.requires, so anyone may point into it.
+    expect(await writerB.findOriginal(DIGEST)).toMatchObject({ crawlId: "X", waczFilename: "a.wacz", waczFinished: true });
   });
 });

@@ -136,7 +136,7 @@ export class ExchangeRecorder {
     const wacz = await this.waczOf(record.filename);
     const original = await this.dedupe.findOriginal(confirms.digest);
     await this.dedupe.noteRevisit(
-      { crawlId: confirms.crawlId, waczIndex: confirms.waczIndex, size: original?.size ?? record.length, url: confirms.url, date: confirms.date, waczFilename: confirms.waczFilename },
+      { crawlId: confirms.crawlId, waczIndex: confirms.waczIndex, size: original?.size ?? record.length, url: confirms.url, date: confirms.date, waczFilename: confirms.waczFilename, waczFinished: true },
       { url: record.url, date: record.date, length: record.length, wacz },
     );
     await this.noteCapture(exchange, wacz, {

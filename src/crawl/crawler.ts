@@ -7,7 +7,7 @@ import { ExchangeRecorder, describeExchange } from "../archive/exchangeRecorder.
 import { WarcWriter } from "../archive/warcWriter.js";
 import { BrowserHost } from "../browser/browserHost.js";
 import { repairUnfinishedWarcs } from "../archive/warcRepair.js";
-import { WriterSlots, writerName } from "../state/writerSlots.js";
+import { WriterSlots, writerName, type UnreachableWriter } from "../state/writerSlots.js";
 import { isStorageError, storageErrorMessage } from "./storageErrors.js";
 import { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import { DedupeIndexUnavailableError } from "../dedupe/retry.js";
@@ -96,7 +96,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     await state.setStatus("running");
     const reaped = await state.reapLocalDeadProcesses();
     if (reaped.length) logger.info("crawl", "taking over from crawler processes of this machine that died", { processes: reaped });
-    const slots = new WriterSlots(redis, state.keys, processId);
+    const slots = new WriterSlots(redis, state.keys, processId, paths.archive);
     const slot = await slots.claim();
     const plan = new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(slot) });
     const pageList = new PageList(paths.pages, `${options.collection}.wacz`);
@@ -133,7 +133,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       onFileOpened: async (filename) => void (await plan.assignWarc(filename)),
       onFileClosed: (filename, size) => plan.warcClosed(filename, size),
     });
-    const deduplicator = new Deduplicator(dedupe, dependencies, options.dedupeMinSize);
+    const deduplicator = new Deduplicator(dedupe, dependencies, options.dedupeMinSize, (filename) => plan.isOwnWacz(filename));
     const history = new CaptureHistory(dedupeRedis, options.crawlId);
     const recorder = new ExchangeRecorder(writer, state, deduplicator, (warc) => plan.waczOf(warc), history);
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => writer.bytesWritten });
@@ -266,7 +266,9 @@ const BROWSER_CLOSE_DEADLINE_MS = 15_000;
 
 /**
  * Package the files of writers that died before packaging (their heartbeat expires within ~15 s, so wait
- * that long for slots whose owner may be gone but not yet known to be).
+ * that long for slots whose owner may be gone but not yet known to be). Only files in this process's
+ * archive folder can be packaged here; a dead writer of another folder must be run again to package its
+ * own, and until then the crawl is not committed (its records would otherwise be silently left out).
  */
 async function packageOrphans(
   state: CrawlState,
@@ -275,16 +277,23 @@ async function packageOrphans(
 ): Promise<string[]> {
   const paths: string[] = [];
   const deadline = Date.now() + 20_000;
+  let unreachable: UnreachableWriter[] = [];
   while (!(await slots.allPackaged()) && Date.now() < deadline) {
     await state.reapLocalDeadProcesses();
-    const orphan = await slots.adoptOrphan();
-    if (orphan === null) {
+    const adoption = await slots.adoptOrphan();
+    unreachable = adoption.unreachable;
+    if (adoption.slot === null) {
       await new Promise((r) => setTimeout(r, 1000));
       continue;
     }
-    logger.info("crawl", "packaging the files of a crawler process that died", { writer: orphan });
-    paths.push(...(await packageSlot(orphan)).map((r) => r.path));
-    await slots.markPackaged(orphan);
+    logger.info("crawl", "packaging the files of a crawler process that died", { writer: adoption.slot });
+    paths.push(...(await packageSlot(adoption.slot)).map((r) => r.path));
+    await slots.markPackaged(adoption.slot);
+  }
+  for (const writer of unreachable) {
+    logger.error("crawl", "a crawler process died before packaging its WACZ files, which are not in this archive folder: run that crawler again (the same command, on that machine) to package them; the crawl is committed then", {
+      writer: writer.slot, home: writer.home, warcFiles: writer.missingWarcs.length,
+    });
   }
   return paths;
 }

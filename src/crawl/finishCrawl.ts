@@ -31,7 +31,10 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
   const { options, plan, pageList, dedupe, dependencies } = context;
   const results: WaczResult[] = [];
   for (const group of await plan.groups()) {
-    const warcFiles = group.warcFiles.map((f) => join(context.archiveDir, f)).filter((p) => existsSync(p));
+    const missing = group.warcFiles.filter((f) => !existsSync(join(context.archiveDir, f)));
+    // A WARC file whose first record could not be written is removed by the writer: nothing was in it.
+    if (missing.length) logger.warn("wacz", "WARC files assigned to this WACZ are not in the archive folder", { wacz: group.filename, missing });
+    const warcFiles = group.warcFiles.filter((f) => !missing.includes(f)).map((f) => join(context.archiveDir, f));
     if (!warcFiles.length) continue;
     const pages = pageList.files(group.filename);
     const requires = await withDedupeRetries("read the dependencies", () => dependencies.requirementsOf(group, dedupe));

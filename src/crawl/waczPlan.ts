@@ -69,6 +69,17 @@ export class WaczPlan {
     return { filename, index: await this.tryRegister(filename) };
   }
 
+  /** Whether a WACZ is one of this writer's own (it is packaged by this writer, in order). */
+  async isOwnWacz(filename: string): Promise<boolean> {
+    if (this.waczOfWarcHas(filename)) return true;
+    return (await this.stateRedis.lrange(this.keys.waczNames(this.options.writer), 0, -1)).includes(filename);
+  }
+
+  private waczOfWarcHas(filename: string): boolean {
+    for (const wacz of this.waczOfWarc.values()) if (wacz === filename) return true;
+    return false;
+  }
+
   /** The WACZ pages finishing now belong to (the first one before any WARC is open). */
   currentWaczFilename(): string {
     return this.current ?? this.waczFilename(0);

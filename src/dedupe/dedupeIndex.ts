@@ -16,6 +16,8 @@ export interface OriginalCapture extends HashEntry {
   crawlId: string;
   /** The WACZ holding it, when its c:<crawlId>:wacz entry exists. */
   waczFilename: string | null;
+  /** Whether that WACZ is packaged (its entry has hash and size), so a relation.requires can name it. */
+  waczFinished: boolean;
 }
 
 // One round trip: this crawl's own hashes first, then the merged index of committed crawls.
@@ -76,7 +78,8 @@ export class DedupeIndex {
     if (!result) return null;
     const entry = parseHashEntry(result[1]);
     if (!entry) return null;
-    return { ...entry, crawlId: result[0], waczFilename: parseWaczEntry(result[2])?.filename ?? null };
+    const wacz = parseWaczEntry(result[2]);
+    return { ...entry, crawlId: result[0], waczFilename: wacz?.filename ?? null, waczFinished: Boolean(wacz?.hash && wacz.size !== undefined) };
   }
 
   /** Record this crawl's original response for a digest; the first writer wins. */

@@ -28,10 +28,15 @@ export class Deduplicator {
   private readonly digestLocks = new Map<string, Promise<unknown>>();
   private lastFailureLog = 0;
 
+  /**
+   * @param isOwnWacz whether a WACZ of this crawl is this writer's own: a revisit may point into it even
+   *   before it is packaged, since this writer packages its WACZ files in order.
+   */
   constructor(
     private readonly index: DedupeIndex,
     private readonly dependencies: DependencyTracker,
     private readonly minSize = DEFAULT_DEDUPE_MIN_SIZE,
+    private readonly isOwnWacz: (filename: string) => Promise<boolean> = async () => false,
   ) {}
 
   /**
@@ -59,9 +64,19 @@ export class Deduplicator {
     return this.isIndexable(status, payloadSize) && payloadSize >= this.minSize;
   }
 
+  /**
+   * The original a revisit may point at, or null: write the full response. A revisit must resolve to a
+   * WACZ its own WACZ can list in relation.requires, with that file's hash and size. So the original
+   * must be in a packaged WACZ, or in one of this writer's own (packaged before the revisit's WACZ).
+   * Another writer's WACZ of this crawl that is still being written can be listed by no one yet (and two
+   * writers pointing into each other's unfinished files could never both be hashed): store in full.
+   */
   async findOriginal(digest: string): Promise<OriginalCapture | null> {
     try {
-      return await this.index.lookup(digest);
+      const original = await this.index.lookup(digest);
+      if (!original || original.waczFinished) return original;
+      if (original.crawlId === this.index.crawlId && original.waczFilename && (await this.isOwnWacz(original.waczFilename))) return original;
+      return null;
     } catch (err) {
       this.logFailure("lookup failed; writing the full response", err);
       return null;

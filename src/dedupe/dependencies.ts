@@ -44,7 +44,9 @@ export class DependencyTracker {
       if (crawlId === this.crawlId && Number(waczIndexText) === own.index) continue;
       const entry = (await index.waczEntries(crawlId))[Number(waczIndexText)];
       if (!entry?.hash || entry.size === undefined) {
-        logger.warn("dedupe", "dependency WACZ has no finished entry; not listed in relation.requires", { crawlId, waczIndex: waczIndexText });
+        // Revisits only point into packaged WACZ files or this writer's earlier ones, so this means the
+        // dependency was removed from the index (indexer --remove) meanwhile: say so loudly.
+        logger.error("dedupe", "a WACZ this one's revisits depend on has no finished index entry: it cannot be listed in relation.requires", { wacz: own.filename, crawlId, waczIndex: waczIndexText });
         continue;
       }
       requirements.push({ filename: entry.filename, hash: entry.hash, size: entry.size, crawlId });

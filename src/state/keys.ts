@@ -45,6 +45,8 @@ export function crawlStateKeys(crawlId: string) {
     hostTurn: (host: string) => `${p}:host:${host}`,
     /** Hash writer slot -> id of the process writing it (a dead process's slot is taken over on restart). */
     writers: `${p}:writers`,
+    /** Hash writer slot -> "<host>:<archive folder>" where its files are (only there can they be packaged). */
+    writerHomes: `${p}:writerHomes`,
     /** Set of writer slots whose WACZ files are packaged; when all are, the crawl can be committed. */
     writersPackaged: `${p}:writersPackaged`,
     /** Hash page url -> latest change kind in one writer's change report (so a retried page counts once). */

@@ -1,8 +1,14 @@
+import { existsSync } from "node:fs";
+import { hostname } from "node:os";
+import { join, resolve } from "node:path";
 import type { Redis } from "ioredis";
 import type { CrawlStateKeys } from "./keys.js";
 
-// Take this process's slot back, else the lowest slot of a dead process, else a new one.
+// Take this process's slot back, else the lowest slot of a dead process that wrote into this same
+// folder on this same machine (a restart of that writer: its files are here), else a new slot. A dead
+// writer of another folder keeps its slot: its files can only be packaged where they are.
 const CLAIM_SLOT_LUA = `
+-- KEYS: writers, writersPackaged, writerHomes; ARGV: owner, heartbeatPrefix, home
 local slots = redis.call('HGETALL', KEYS[1])
 local taken = {}
 local free = nil
@@ -10,27 +16,41 @@ for i = 1, #slots, 2 do
   local slot = tonumber(slots[i])
   taken[slot] = true
   if slots[i + 1] == ARGV[1] then return slot end
-  if redis.call('EXISTS', ARGV[2] .. slots[i + 1]) == 0 and (free == nil or slot < free) then free = slot end
+  if redis.call('EXISTS', ARGV[2] .. slots[i + 1]) == 0 and redis.call('HGET', KEYS[3], slots[i]) == ARGV[3] and (free == nil or slot < free) then free = slot end
 end
 if free == nil then
   free = 0
   while taken[free] do free = free + 1 end
 end
 redis.call('HSET', KEYS[1], free, ARGV[1])
+redis.call('HSET', KEYS[3], free, ARGV[3])
 redis.call('SREM', KEYS[2], free)
 return free
 `;
 
-// An unpackaged slot whose process is gone: take it over (to package its files).
-const ADOPT_LUA = `
+// Unpackaged slots whose process is gone, with their owner and home: candidates for adoption.
+const ORPHANS_LUA = `
+-- KEYS: writers, writersPackaged, writerHomes; ARGV: owner, heartbeatPrefix
 local slots = redis.call('HGETALL', KEYS[1])
+local orphans = {}
 for i = 1, #slots, 2 do
   if redis.call('SISMEMBER', KEYS[2], slots[i]) == 0 and slots[i + 1] ~= ARGV[1] and redis.call('EXISTS', ARGV[2] .. slots[i + 1]) == 0 then
-    redis.call('HSET', KEYS[1], slots[i], ARGV[1])
-    return tonumber(slots[i])
+    table.insert(orphans, slots[i])
+    table.insert(orphans, slots[i + 1])
+    table.insert(orphans, redis.call('HGET', KEYS[3], slots[i]) or '')
   end
 end
-return -1
+return orphans
+`;
+
+// Take a slot over only if it still belongs to the dead owner we checked, and that owner is still dead.
+const ADOPT_LUA = `
+-- KEYS: writers, writersPackaged; ARGV: slot, expectedOwner, newOwner, heartbeatPrefix
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 0 end
+if redis.call('EXISTS', ARGV[4] .. ARGV[2]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
 `;
 
 const ALL_PACKAGED_LUA = `
@@ -40,29 +60,66 @@ end
 return 1
 `;
 
+/** A dead writer's slot that this process cannot package: its WARC files are elsewhere. */
+export interface UnreachableWriter {
+  slot: number;
+  home: string;
+  missingWarcs: string[];
+}
+
 /**
- * Each crawler process on a crawl writes its own WARC and WACZ files under a writer slot (0, 1, 2...).
- * A restarted process takes over the slot of a dead one, so its unfinished files are packaged by it.
+ * Each crawler process on a crawl writes its own WARC and WACZ files under a writer slot (0, 1, 2...),
+ * bound to its home: machine and archive folder. A restarted writer takes back the slot of its home; a
+ * process packages a dead writer's files only when they are in its own archive folder, and a crawl is
+ * committed only once every slot is packaged, so no writer's records are ever silently left out.
  */
 export class WriterSlots {
+  readonly home: string;
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: CrawlStateKeys,
     private readonly processId: string,
-  ) {}
+    private readonly archiveDir: string,
+  ) {
+    this.home = writerHome(archiveDir);
+  }
 
   async claim(): Promise<number> {
     return (await this.redis.eval(
-      CLAIM_SLOT_LUA, 2, this.keys.writers, this.keys.writersPackaged, this.processId, this.keys.processHeartbeat(""),
+      CLAIM_SLOT_LUA, 3, this.keys.writers, this.keys.writersPackaged, this.keys.writerHomes, this.processId, this.keys.processHeartbeat(""), this.home,
     )) as number;
   }
 
-  /** Take over one unpackaged slot of a dead process; null when there is none. */
-  async adoptOrphan(): Promise<number | null> {
-    const slot = (await this.redis.eval(
-      ADOPT_LUA, 2, this.keys.writers, this.keys.writersPackaged, this.processId, this.keys.processHeartbeat(""),
-    )) as number;
-    return slot >= 0 ? slot : null;
+  /**
+   * Take over one unpackaged slot of a dead process whose WARC files are all in this process's archive
+   * folder (to package them); null when there is none. Slots it cannot reach are returned in `unreachable`.
+   */
+  async adoptOrphan(): Promise<{ slot: number | null; unreachable: UnreachableWriter[] }> {
+    const flat = (await this.redis.eval(
+      ORPHANS_LUA, 3, this.keys.writers, this.keys.writersPackaged, this.keys.writerHomes, this.processId, this.keys.processHeartbeat(""),
+    )) as string[];
+    const unreachable: UnreachableWriter[] = [];
+    for (let i = 0; i < flat.length; i += 3) {
+      const [slot, owner, home] = [Number(flat[i]), flat[i + 1], flat[i + 2]];
+      const missingWarcs = (await this.warcFilesOf(slot)).filter((f) => !existsSync(join(this.archiveDir, f)));
+      if (home !== this.home && missingWarcs.length) {
+        unreachable.push({ slot, home, missingWarcs });
+        continue;
+      }
+      const adopted = (await this.redis.eval(
+        ADOPT_LUA, 2, this.keys.writers, this.keys.writersPackaged, slot, owner, this.processId, this.keys.processHeartbeat(""),
+      )) as number;
+      if (adopted === 1) return { slot, unreachable };
+    }
+    return { slot: null, unreachable };
+  }
+
+  /** The WARC files assigned to a slot's WACZ files. */
+  async warcFilesOf(slot: number): Promise<string[]> {
+    const names = new Set(await this.redis.lrange(this.keys.waczNames(writerName(slot)), 0, -1));
+    const assignment = await this.redis.hgetall(this.keys.warcToWacz);
+    return Object.entries(assignment).filter(([, wacz]) => names.has(wacz)).map(([warc]) => warc).sort();
   }
 
   async markPackaged(slot: number): Promise<void> {
@@ -73,6 +130,11 @@ export class WriterSlots {
   async allPackaged(): Promise<boolean> {
     return (await this.redis.eval(ALL_PACKAGED_LUA, 2, this.keys.writers, this.keys.writersPackaged)) === 1;
   }
+}
+
+/** Where a writer's files are: this machine and the absolute archive folder. */
+export function writerHome(archiveDir: string): string {
+  return `${hostname()}:${resolve(archiveDir)}`;
 }
 
 /** Writer slot 0 keeps the plain collection name for its WACZ; others are told apart by a suffix. */
