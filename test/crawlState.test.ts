@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CrawlState } from "../src/state/crawlState.js";
+import { FencedError, Liveness } from "../src/state/liveness.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 
 let redis: TestRedis;
@@ -96,5 +97,55 @@ describe("crawl state in Redis", () => {
     expect(await state.claimExchange(200, "GET", "http://a.test/x")).toBe(true);
     expect(await state.claimExchange(200, "GET", "http://a.test/x")).toBe(false);
     expect(await state.claimExchange(404, "GET", "http://a.test/x")).toBe(true);
+  });
+});
+
+describe("fencing: a process taken for dead never acts again", () => {
+  it("a stalled process's page, claim and writes are taken over; when it wakes it learns it is fenced", async () => {
+    const a = new CrawlState(redis.client, "f1", "A", 600);
+    const b = new CrawlState(redis.client, "f1", "B", 600, 0);
+    const fencedMessages: string[] = [];
+    // A renews once, then "stalls": no renewal until we say so.
+    const livenessA = new Liveness(a, (m) => fencedMessages.push(m), 3_600_000);
+    await livenessA.start();
+    await new Liveness(b, () => undefined).start();
+    await a.enqueue({ url: "http://a.test/1", depth: 0, seedId: 0, extraHops: 0 }, 0);
+    expect((await a.take())?.url).toBe("http://a.test/1");
+    expect(await a.claimExchange(200, "GET", "http://a.test/img")).toBe(true);
+    await livenessA.assertLive(); // just renewed: A may write
+
+    await new Promise((r) => setTimeout(r, 700)); // A's heartbeat expires
+    let writeAllowed: "waiting" | "allowed" | "refused" = "waiting";
+    const pendingWrite = livenessA.assertLive().then(() => (writeAllowed = "allowed"), (err: unknown) => {
+      writeAllowed = err instanceof FencedError ? "refused" : "waiting";
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(writeAllowed).toBe("waiting"); // past its heartbeat A writes nothing
+
+    // B takes A for dead: its page goes back, its provisional claim is B's now.
+    expect(await b.recoverAbandoned(2)).toEqual(["http://a.test/1"]);
+    expect(await b.claimExchange(200, "GET", "http://a.test/img")).toBe(true);
+    expect(await redis.client.sismember("f1:fenced", "A")).toBe(1);
+
+    // A wakes up: its late steps change nothing, and it cannot come back.
+    await a.confirmExchange(200, "GET", "http://a.test/img");
+    expect(await redis.client.hget("f1:exch", "200 GET http://a.test/img")).toBe("B");
+    await a.markDone("http://a.test/1");
+    expect((await b.counts()).done).toBe(0);
+    expect(await a.heartbeat()).toBe("fenced");
+    await livenessA.renewNow();
+    await pendingWrite;
+    expect(writeAllowed).toBe("refused");
+    expect(fencedMessages).toHaveLength(1);
+    expect(fencedMessages[0]).toMatch(/taken for dead/);
+    livenessA.stop();
+  });
+
+  it("a process alive by its heartbeat cannot be fenced", async () => {
+    const a = new CrawlState(redis.client, "f2", "A", 10_000);
+    const b = new CrawlState(redis.client, "f2", "B", 10_000);
+    await a.heartbeat();
+    expect(await b.fenceIfDead("A")).toBe(false);
+    expect(await a.heartbeat()).toBe("renewed");
   });
 });

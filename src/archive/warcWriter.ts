@@ -21,6 +21,11 @@ export interface WrittenRecord {
 export interface WarcWriterOptions {
   dir: string;
   /**
+   * Awaited before each batch of records: resolves while this process may write, throws once it may
+   * not (other processes took it for dead and may be repairing its files).
+   */
+  beforeWrite?: () => Promise<void>;
+  /**
    * File names are `<prefix>-<YYYYMMDDhhmmssSSS>-<tag>.warc.gz`, opened exclusively: a name another
    * writer took first (same volume, same millisecond, same tag) gets a `-2`, `-3`... suffix instead.
    */
@@ -83,6 +88,7 @@ export class WarcWriter {
 
   private async writeNow(records: WARCRecord[]): Promise<WrittenRecord[]> {
     if (this.closed) throw new Error("WARC writer is closed");
+    await this.options.beforeWrite?.();
     if (!this.handle) await this.openNext();
     await this.cutDirtyTail();
     const batchStart = this.size;

@@ -19,6 +19,7 @@ import { formatCrawlProgress, ProgressLine } from "../log/progress.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
 import { connectRedis } from "../redis/connect.js";
 import { CrawlState, newProcessId } from "../state/crawlState.js";
+import { Liveness } from "../state/liveness.js";
 import { SOFTWARE } from "../version.js";
 import { collectionPaths, createCollectionDirs, type CollectionPaths } from "./collection.js";
 import { crawlPage, type PageContext } from "./crawlPage.js";
@@ -83,7 +84,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
   const { redis, embedded } = await openStateRedis(options, paths);
   let dedupeRedis: Redis | null = null;
   let browserHost: BrowserHost | null = null;
-  let heartbeat: NodeJS.Timeout | null = null;
+  let liveness: Liveness | null = null;
   const state = new CrawlState(redis, options.crawlId, processId);
   try {
     dedupeRedis = await connectRedis(options.redisDedupeUrl ?? urlOf(redis), options.redisDedupeUrl ? "dedupe Redis (--redisDedupeUrl)" : "dedupe index Redis", { failFast: true });
@@ -91,8 +92,8 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     await dedupe.registerCrawl();
     const dependencies = new DependencyTracker(redis, state.keys, options.crawlId);
 
-    await state.heartbeat();
-    heartbeat = setInterval(() => void state.heartbeat().catch(() => undefined), 5000);
+    liveness = new Liveness(state, (message) => stop.fatal(message));
+    await liveness.start();
     await state.setStatus("running");
     const reaped = await state.reapLocalDeadProcesses();
     if (reaped.length) logger.info("crawl", "taking over from crawler processes of this machine that died", { processes: reaped });
@@ -105,7 +106,8 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
 
     // WARC files cut short by a writer that died end at their last whole record again.
     const repairWarcs = async () => {
-      const alive = async (owner: string) => Boolean(await redis.exists(state.keys.processHeartbeat(owner)));
+      // A writer is repaired only once it is fenced: should it be merely stalled, it will not write on.
+      const alive = async (owner: string) => !(await state.fenceIfDead(owner));
       for (const repaired of await repairUnfinishedWarcs(paths.archive, alive)) {
         logger.warn("writer", "repaired a WARC file left unfinished by a crawler that died", { ...repaired });
       }
@@ -123,6 +125,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       filenamePrefix: `rec-${options.crawlId}`,
       rolloverSize: options.rolloverSize,
       owner: processId,
+      beforeWrite: () => liveness!.assertLive(),
       warcinfo: {
         software: SOFTWARE,
         format: "WARC File Format 1.1",
@@ -253,7 +256,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       : ExitCode.Finished;
     return { exitCode, stats, waczPaths, failure };
   } finally {
-    if (heartbeat) clearInterval(heartbeat);
+    liveness?.stop();
     await withTimeout(browserHost?.close() ?? Promise.resolve(), BROWSER_CLOSE_DEADLINE_MS, "Chromium did not close").catch(() => undefined);
     await withTimeout(state.clearHeartbeat(), 5000, "heartbeat not cleared").catch(() => undefined);
     dedupeRedis?.disconnect();

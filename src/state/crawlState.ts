@@ -97,13 +97,46 @@ function exchangeField(status: number, method: string, url: string, requestDiges
   return requestDigest ? `${status} ${method} ${url} ${requestDigest}` : `${status} ${method} ${url}`;
 }
 
-// A claim is "stored" (final) or the id of the process writing it (provisional).
+// A claim is "stored" (final) or the id of the process writing it (provisional). Taking over the
+// provisional claim of a process whose heartbeat is gone fences that process.
 const CLAIM_LUA = `
+-- KEYS: storedExchanges, fenced; ARGV: claim, owner, heartbeatPrefix
 local current = redis.call('HGET', KEYS[1], ARGV[1])
 if current == '${STORED}' then return 0 end
-if current and current ~= ARGV[2] and redis.call('EXISTS', ARGV[3] .. current) == 1 then return 0 end
 if current == ARGV[2] then return 0 end
+if current then
+  if redis.call('EXISTS', ARGV[3] .. current) == 1 then return 0 end
+  redis.call('SADD', KEYS[2], current)
+end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+`;
+
+// Confirm only our own claim: one taken over from us (we were fenced) stays with its new owner.
+const CONFIRM_LUA = `
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], '${STORED}')
+return 1
+`;
+
+const UNCLAIM_LUA = `
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+return redis.call('HDEL', KEYS[1], ARGV[1])
+`;
+
+// Declare a process dead, atomically with the check that its heartbeat is gone.
+const FENCE_LUA = `
+-- KEYS: heartbeat, fenced; ARGV: owner
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('SADD', KEYS[2], ARGV[1])
+return 1
+`;
+
+// Renew our heartbeat, unless we were taken for dead meanwhile.
+const HEARTBEAT_LUA = `
+-- KEYS: heartbeat, fenced; ARGV: owner, ttlMs, now
+if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[3], 'PX', tonumber(ARGV[2]))
 return 1
 `;
 
@@ -197,8 +230,25 @@ export class CrawlState {
     )) as number;
   }
 
-  async heartbeat(): Promise<void> {
-    await this.redis.set(this.keys.processHeartbeat(this.processId), Date.now().toString(), "PX", this.heartbeatMs);
+  /** Renew this process's heartbeat; "fenced" when others took it for dead (it must stop at once). */
+  async heartbeat(): Promise<"renewed" | "fenced"> {
+    const result = await this.redis.eval(
+      HEARTBEAT_LUA, 2, this.keys.processHeartbeat(this.processId), this.keys.fenced, this.processId, this.heartbeatMs, Date.now(),
+    );
+    return result === 1 ? "renewed" : "fenced";
+  }
+
+  get heartbeatTtlMs(): number {
+    return this.heartbeatMs;
+  }
+
+  /**
+   * Take a process for dead if its heartbeat is gone: from then on it can never renew it, so whatever
+   * of its work is taken over (leases, claims, writer slot, open WARC) it will not touch again.
+   */
+  async fenceIfDead(owner: string): Promise<boolean> {
+    if (owner === this.processId) return false;
+    return (await this.redis.eval(FENCE_LUA, 2, this.keys.processHeartbeat(owner), this.keys.fenced, owner)) === 1;
   }
 
   async clearHeartbeat(): Promise<void> {
@@ -214,7 +264,8 @@ export class CrawlState {
     const owners = [...new Set(Object.values(leases))].filter((o) => o !== this.processId);
     if (!owners.length) return [];
     const alive = await this.redis.mget(owners.map((o) => this.keys.processHeartbeat(o)));
-    const dead = new Set(owners.filter((_, i) => alive[i] === null));
+    const dead = new Set<string>();
+    for (const [i, owner] of owners.entries()) if (alive[i] === null && (await this.fenceIfDead(owner))) dead.add(owner);
     const recovered: string[] = [];
     for (const [url, owner] of Object.entries(leases)) {
       if (!dead.has(owner)) continue;
@@ -257,7 +308,8 @@ export class CrawlState {
     for (const owner of owners) {
       const local = parseProcessId(owner);
       if (!local || local.host !== hostname() || owner === this.processId || isPidAlive(local.pid)) continue;
-      if (await this.redis.del(this.keys.processHeartbeat(owner))) reaped.push(owner);
+      await this.redis.del(this.keys.processHeartbeat(owner));
+      if (await this.fenceIfDead(owner)) reaped.push(owner);
     }
     return reaped;
   }
@@ -294,14 +346,14 @@ export class CrawlState {
   async claimExchange(status: number, method: string, url: string, requestDigest?: string): Promise<boolean> {
     const k = this.keys;
     const result = (await this.redis.eval(
-      CLAIM_LUA, 1, k.storedExchanges, exchangeField(status, method, url, requestDigest), this.processId, k.processHeartbeat(""),
+      CLAIM_LUA, 2, k.storedExchanges, k.fenced, exchangeField(status, method, url, requestDigest), this.processId, k.processHeartbeat(""),
     )) as number;
     return result === 1;
   }
 
   /** The exchange's records are safely in the WARC. */
   async confirmExchange(status: number, method: string, url: string, requestDigest?: string): Promise<void> {
-    await this.redis.hset(this.keys.storedExchanges, exchangeField(status, method, url, requestDigest), STORED);
+    await this.redis.eval(CONFIRM_LUA, 1, this.keys.storedExchanges, exchangeField(status, method, url, requestDigest), this.processId);
   }
 
   /** Whether the exchange's records are in a WARC already (a provisional claim does not count). */
@@ -311,7 +363,7 @@ export class CrawlState {
 
   /** Undo a claim whose records could not be written, so a later fetch may store it. */
   async unclaimExchange(status: number, method: string, url: string, requestDigest?: string): Promise<void> {
-    await this.redis.hdel(this.keys.storedExchanges, exchangeField(status, method, url, requestDigest));
+    await this.redis.eval(UNCLAIM_LUA, 1, this.keys.storedExchanges, exchangeField(status, method, url, requestDigest), this.processId);
   }
 
   /** Ask for a turn to load a page from `host`; returns 0 (go) or how many ms to wait before asking again. */

@@ -27,6 +27,12 @@ export function crawlStateKeys(crawlId: string) {
     failed: `${p}:f`,
     /** Hash "<status> <method> <url>[ <request body digest, not for GET/HEAD>]" -> "stored", or the id of the process writing it now: an exchange is stored once per crawl. */
     storedExchanges: `${p}:exch`,
+    /**
+     * Set of process ids taken for dead: their leases, claims and writer slot were (or may be) taken
+     * over. Added atomically with the check that the heartbeat is gone; a fenced process can never renew
+     * its heartbeat again, so a process that only stalled learns it and stops instead of writing on.
+     */
+    fenced: `${p}:fenced`,
     /** Heartbeat key of one crawler process; its leases are void once it expires. */
     processHeartbeat: (processId: string) => `${p}:proc:${processId}`,
     /** String: "running" | "done" | "interrupted" ... */

@@ -8,7 +8,7 @@ import type { CrawlStateKeys } from "./keys.js";
 // folder on this same machine (a restart of that writer: its files are here), else a new slot. A dead
 // writer of another folder keeps its slot: its files can only be packaged where they are.
 const CLAIM_SLOT_LUA = `
--- KEYS: writers, writersPackaged, writerHomes; ARGV: owner, heartbeatPrefix, home
+-- KEYS: writers, writersPackaged, writerHomes, fenced; ARGV: owner, heartbeatPrefix, home
 local slots = redis.call('HGETALL', KEYS[1])
 local taken = {}
 local free = nil
@@ -21,6 +21,8 @@ end
 if free == nil then
   free = 0
   while taken[free] do free = free + 1 end
+else
+  redis.call('SADD', KEYS[4], redis.call('HGET', KEYS[1], free))
 end
 redis.call('HSET', KEYS[1], free, ARGV[1])
 redis.call('HSET', KEYS[3], free, ARGV[3])
@@ -45,10 +47,11 @@ return orphans
 
 // Take a slot over only if it still belongs to the dead owner we checked, and that owner is still dead.
 const ADOPT_LUA = `
--- KEYS: writers, writersPackaged; ARGV: slot, expectedOwner, newOwner, heartbeatPrefix
+-- KEYS: writers, writersPackaged, fenced; ARGV: slot, expectedOwner, newOwner, heartbeatPrefix
 if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
 if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 0 end
 if redis.call('EXISTS', ARGV[4] .. ARGV[2]) == 1 then return 0 end
+redis.call('SADD', KEYS[3], ARGV[2])
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 return 1
 `;
@@ -87,7 +90,7 @@ export class WriterSlots {
 
   async claim(): Promise<number> {
     return (await this.redis.eval(
-      CLAIM_SLOT_LUA, 3, this.keys.writers, this.keys.writersPackaged, this.keys.writerHomes, this.processId, this.keys.processHeartbeat(""), this.home,
+      CLAIM_SLOT_LUA, 4, this.keys.writers, this.keys.writersPackaged, this.keys.writerHomes, this.keys.fenced, this.processId, this.keys.processHeartbeat(""), this.home,
     )) as number;
   }
 
@@ -108,7 +111,7 @@ export class WriterSlots {
         continue;
       }
       const adopted = (await this.redis.eval(
-        ADOPT_LUA, 2, this.keys.writers, this.keys.writersPackaged, slot, owner, this.processId, this.keys.processHeartbeat(""),
+        ADOPT_LUA, 3, this.keys.writers, this.keys.writersPackaged, this.keys.fenced, slot, owner, this.processId, this.keys.processHeartbeat(""),
       )) as number;
       if (adopted === 1) return { slot, unreachable };
     }
