@@ -20,6 +20,7 @@ import { EmbeddedRedis } from "../redis/embedded.js";
 import { connectRedis } from "../redis/connect.js";
 import { CrawlState, newProcessId } from "../state/crawlState.js";
 import { Liveness } from "../state/liveness.js";
+import { pauseForTests } from "../util/testPause.js";
 import { SOFTWARE } from "../version.js";
 import { collectionPaths, createCollectionDirs, type CollectionPaths } from "./collection.js";
 import { crawlPage, type PageContext } from "./crawlPage.js";
@@ -100,6 +101,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     const slots = new WriterSlots(redis, state.keys, processId, paths.archive);
     const slot = await slots.claim();
     const plan = new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(slot) });
+    await plan.load();
     const pageList = new PageList(paths.pages, `${options.collection}.wacz`);
     const report = new ChangeReport(join(paths.root, "reports", slot === 0 ? "changes.jsonl" : `changes-${writerName(slot)}.jsonl`), redis,
       { kinds: state.keys.changeKinds(writerName(slot)), counts: state.keys.changeCounts(writerName(slot)) });
@@ -201,6 +203,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     const packaging = { options, archiveDir: paths.archive, outputDir: paths.root, pageList, dedupe, dependencies, reportFile: report.path };
     let waczPaths: string[] = [];
     if (options.generateWACZ && !stop.fatalError) {
+      await pauseForTests("before-package");
       try {
         waczPaths = (await packageWaczFiles({ ...packaging, plan })).map((r) => r.path);
       } catch (err) {
@@ -223,7 +226,10 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
           const orphanPlan = new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(orphan) });
           return packageWaczFiles({ ...packaging, plan: orphanPlan });
         })));
-        if (await slots.allPackaged()) committed = await commitFinishedCrawl(dedupe);
+        if (await slots.allPackaged()) {
+          await pauseForTests("before-commit");
+          committed = await commitFinishedCrawl(dedupe);
+        }
         else logger.info("crawl", "other crawler processes are still packaging; the last one commits the crawl");
       }
     }

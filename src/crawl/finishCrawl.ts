@@ -31,6 +31,16 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
   const { options, plan, pageList, dedupe, dependencies } = context;
   const results: WaczResult[] = [];
   for (const group of await plan.groups()) {
+    const outputPath = join(context.outputDir, group.filename);
+    if ((await plan.isSealed(group.filename)) && existsSync(outputPath)) {
+      // Packaged before this writer was restarted: rewriting it would change the hash others require.
+      const entry = (await withDedupeRetries("read the WACZ list", () => dedupe.waczEntries()))[group.index];
+      if (entry?.hash && entry.size !== undefined) {
+        logger.info("wacz", "WACZ packaged before: kept as it is", { path: outputPath, hash: entry.hash });
+        results.push({ path: outputPath, filename: group.filename, hash: entry.hash, size: entry.size, cdxLines: 0 });
+        continue;
+      }
+    }
     const missing = group.warcFiles.filter((f) => !existsSync(join(context.archiveDir, f)));
     // A WARC file whose first record could not be written is removed by the writer: nothing was in it.
     if (missing.length) logger.warn("wacz", "WARC files assigned to this WACZ are not in the archive folder", { wacz: group.filename, missing });
@@ -39,7 +49,7 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
     const pages = pageList.files(group.filename);
     const requires = await withDedupeRetries("read the dependencies", () => dependencies.requirementsOf(group, dedupe));
     const result = await writeWacz({
-      outputPath: join(context.outputDir, group.filename),
+      outputPath,
       warcFiles,
       // Either list may not exist (no seed page in this WACZ, or no page besides the seeds).
       pagesFile: existingFile(pages.pagesFile),
@@ -53,6 +63,7 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
     await withDedupeRetries(`complete the index entry of ${group.filename}`, () =>
       dedupe.finishWacz(group.index, { filename: group.filename, hash: result.hash, size: result.size }),
     );
+    await plan.seal(group.filename);
     logger.info("wacz", "WACZ written", {
       path: result.path, size: result.size, hash: result.hash, cdxLines: result.cdxLines, waczIndex: group.index,
       requires: requires.map((r) => r.filename),

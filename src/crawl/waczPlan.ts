@@ -27,13 +27,17 @@ export class WaczPlan {
   /** WACZ files assigned while the dedupe Redis was away, oldest first. */
   private readonly waiting: string[] = [];
   private current: string | null = null;
+  /** The WACZ the first WARC file will open, until one does (see load()). */
+  private nextName: string;
 
   constructor(
     private readonly stateRedis: Redis,
     private readonly keys: CrawlStateKeys,
     private readonly dedupe: DedupeIndex,
     private readonly options: { collection: string; rolloverSize: number; writer: string },
-  ) {}
+  ) {
+    this.nextName = this.waczFilename(0);
+  }
 
   /** The WACZ filename of a writer's n-th WACZ (0-based): <collection>.wacz, <collection>-2.wacz, ... */
   waczFilename(n: number): string {
@@ -47,7 +51,8 @@ export class WaczPlan {
     const names = await this.stateRedis.lrange(namesKey, 0, -1);
     let filename = names[names.length - 1];
     const bytes = filename ? Number((await this.stateRedis.hget(this.keys.waczBytes, filename)) ?? 0) : 0;
-    if (!filename || bytes >= this.options.rolloverSize) {
+    // A packaged WACZ is sealed (other WACZ files may require it by its hash): a restarted writer starts the next.
+    if (!filename || bytes >= this.options.rolloverSize || (await this.isSealed(filename))) {
       filename = this.waczFilename(names.length);
       await this.stateRedis.rpush(namesKey, filename);
     }
@@ -69,6 +74,22 @@ export class WaczPlan {
     return { filename, index: await this.tryRegister(filename) };
   }
 
+  /** Find where a restarted writer goes on: its last WACZ, unless that one is packaged already. */
+  async load(): Promise<void> {
+    const names = await this.stateRedis.lrange(this.keys.waczNames(this.options.writer), 0, -1);
+    const last = names[names.length - 1];
+    this.current = last && !(await this.isSealed(last)) ? last : null;
+    this.nextName = this.waczFilename(names.length);
+  }
+
+  async isSealed(filename: string): Promise<boolean> {
+    return (await this.stateRedis.sismember(this.keys.waczSealed, filename)) === 1;
+  }
+
+  async seal(filename: string): Promise<void> {
+    await this.stateRedis.sadd(this.keys.waczSealed, filename);
+  }
+
   /** Whether a WACZ is one of this writer's own (it is packaged by this writer, in order). */
   async isOwnWacz(filename: string): Promise<boolean> {
     if (this.waczOfWarcHas(filename)) return true;
@@ -82,7 +103,7 @@ export class WaczPlan {
 
   /** The WACZ pages finishing now belong to (the first one before any WARC is open). */
   currentWaczFilename(): string {
-    return this.current ?? this.waczFilename(0);
+    return this.current ?? this.nextName;
   }
 
   /** This writer's WACZ files in order, each with the WARC files assigned to it, all registered. */

@@ -1,6 +1,7 @@
 import type { Redis } from "ioredis";
 import { dedupeKeys, LUA_KEY } from "./keys.js";
 import { mergeCrawlUrls } from "../history/captureHistory.js";
+import { pauseForTests } from "../util/testPause.js";
 
 // Merge one HSCAN page of h:<crawlId> into allhashes server-side (first writer wins), so only the
 // cursor crosses the network: a million hashes commit in a few hundred calls.
@@ -42,6 +43,7 @@ export async function commitCrawl(redis: Redis, crawlId: string, pageSize = 5000
   const started = performance.now();
   await mergeCrawlHashes(redis, crawlId, pageSize);
   await mergeCrawlUrls(redis, crawlId);
+  await pauseForTests("commit-merged");
   const added = (await redis.eval(
     FINALIZE_LUA, 4, dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.crawlCounts(crawlId), dedupeKeys.allCounts, crawlId,
   )) as number;

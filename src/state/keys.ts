@@ -59,6 +59,8 @@ export function crawlStateKeys(crawlId: string) {
     changeKinds: (writer: string) => `${p}:changes:${writer}`,
     /** Hash change kind -> pages of that kind in one writer's change report. */
     changeCounts: (writer: string) => `${p}:changecounts:${writer}`,
+    /** Set of WACZ filenames packaged and complete in the dedupe index: never written again (others' relation.requires hold their hash). */
+    waczSealed: `${p}:waczSealed`,
     /** List of one writer's WACZ filenames, in order. */
     waczNames: (writer: string) => `${p}:wacznames:${writer}`,
   };
