@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { browserProcesses } from "../src/browser/browserProcesses.js";
+import { browserProcesses, killBrowserProcesses } from "../src/browser/browserProcesses.js";
 import type { BrowserRecord } from "../src/browser/browserRecords.js";
 import { launchBrowser } from "../src/browser/launch.js";
 import { isPidAlive } from "../src/util/process.js";
@@ -21,8 +21,9 @@ const held: ServerResponse[] = [];
 let slowRequested = false;
 let redis: TestRedis;
 let cwd: string;
-/** Processes this file started itself; killed by pid at the end. */
+/** Processes and profile folders this file made itself; killed by pid and removed at the end. */
 const started: ChildProcess[] = [];
+const profiles: string[] = [];
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -43,7 +44,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  for (const dir of profiles) {
+    await killBrowserProcesses(dir); // only processes using these test profiles
+    rmSync(dir, { recursive: true, force: true });
+  }
   for (const res of held) res.destroy();
+  server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
   await redis.stop();
   rmSync(cwd, { recursive: true, force: true });
@@ -91,6 +97,7 @@ describe("Chromium does not outlive its crawler", () => {
     const run = crawl("killed", `${site}/`);
     expect(await until(() => slowRequested && existsSync(recordsDir("killed")) && readRecords("killed")[0]?.browserPid != null, 120_000)).toBe(true);
     const [record] = readRecords("killed");
+    profiles.push(record.profileDir);
     expect(record).toMatchObject({ crawlerPid: run.child.pid, host: hostname(), browserPid: expect.any(Number) });
     expect(record.crawlerStartTime).toBe(processStartTime(run.child.pid!));
     const family = browserProcesses(record.profileDir);
@@ -117,7 +124,11 @@ describe("Chromium does not outlive its crawler", () => {
   it("a crawl cleans up the browsers of dead crawlers recorded in its collection, and only those", async () => {
     const dir = recordsDir("leftovers");
     mkdirSync(dir, { recursive: true });
-    const profile = (name: string) => mkdtempSync(join(tmpdir(), `crawler-profile-test-${name}-`));
+    const profile = (name: string) => {
+      const dir = mkdtempSync(join(tmpdir(), `crawler-profile-test-${name}-`));
+      profiles.push(dir);
+      return dir;
+    };
     const deadPid = await new Promise<number>((resolve) => {
       const child = spawn("true");
       child.on("close", () => resolve(child.pid!));
@@ -167,7 +178,6 @@ describe("Chromium does not outlive its crawler", () => {
     live.kill("SIGKILL");
     sleeper.kill("SIGKILL");
     await until(() => browserProcesses(liveProfile).length === 0, 15_000);
-    rmSync(liveProfile, { recursive: true, force: true });
   }, 300_000);
 
   it("a browser that does not close within the deadline is killed, with all its processes", async () => {
