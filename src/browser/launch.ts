@@ -1,6 +1,6 @@
 import puppeteer, { type Browser } from "puppeteer-core";
 import { existsSync } from "node:fs";
-import { logger } from "../log/logger.js";
+import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
 import { createProfileDir, killBrowserProcesses, removeProfileDir } from "./browserProcesses.js";
 import type { BrowserRecords } from "./browserRecords.js";
@@ -47,10 +47,19 @@ export async function launchBrowser(options: LaunchOptions, records: BrowserReco
   if (!existsSync(options.executablePath)) throw new Error(`cannot start Chromium at ${options.executablePath}: no such file`);
   const profileDir = createProfileDir();
   // Recorded before the spawn: a crawler killed during the launch still leaves a record of its profile.
-  const recordFile = records?.add(profileDir) ?? null;
+  let recordFile: string | null = null;
+  try {
+    recordFile = records?.add(profileDir) ?? null;
+  } catch (err) {
+    logger.warn("browser", `cannot record the browser in ${records?.dir}: ${errorMessage(err)}`);
+  }
   const discard = () => {
-    removeProfileDir(profileDir);
-    if (recordFile) records?.remove(recordFile);
+    try {
+      removeProfileDir(profileDir);
+      if (recordFile) records?.remove(recordFile);
+    } catch (err) {
+      logger.warn("browser", `cannot remove the browser profile or its record: ${errorMessage(err)}`, { profileDir });
+    }
   };
   let browser: Browser;
   try {
@@ -73,7 +82,11 @@ export async function launchBrowser(options: LaunchOptions, records: BrowserReco
     throw new Error(`cannot start Chromium at ${options.executablePath}: ${message}`);
   }
   const pid = browser.process()?.pid;
-  if (recordFile && pid !== undefined) records?.setBrowserPid(recordFile, pid);
+  try {
+    if (recordFile && pid !== undefined) records?.setBrowserPid(recordFile, pid);
+  } catch (err) {
+    logger.warn("browser", `cannot record the browser's pid: ${errorMessage(err)}`);
+  }
   logger.info("browser", "Chromium started", { pid: pid ?? null, profileDir });
   return {
     browser,
