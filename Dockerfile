@@ -1,9 +1,11 @@
 # Debian-based Node image with Debian's Chromium and redis-server: the same steps as scripts/setup.sh.
 FROM node:20-bookworm-slim
 
+# setpriv (util-linux, essential in Debian) gives Chromium a parent-death signal: it dies with its crawler.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium redis-server fonts-dejavu-core ca-certificates \
- && rm -rf /var/lib/apt/lists/*
+ && rm -rf /var/lib/apt/lists/* \
+ && test -x /usr/bin/setpriv
 
 ENV BROWSER_BIN=/usr/bin/chromium
 WORKDIR /app

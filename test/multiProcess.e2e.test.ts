@@ -184,7 +184,9 @@ describe("a crawl that survives faults", () => {
     try {
       const crawler = startCrawler("browserdied", redis.url, ["--statsFilename", join(cwd, "browserdied.json")]);
       await whenCrawled(crawler, 10);
-      spawn("pkill", ["-9", "-f", "crawler-profile-"]);
+      // Only this crawler's browser (from its record in the collection), not every Chromium on the machine.
+      const records = join(cwd, "collections", "browserdied", "browsers");
+      for (const name of readdirSync(records)) process.kill((JSON.parse(readFileSync(join(records, name), "utf8")) as { browserPid: number }).browserPid, "SIGKILL");
       expect(await crawler.done).toBe(0);
       const stats = JSON.parse(readFileSync(join(cwd, "browserdied.json"), "utf8"));
       expect(stats.browserLaunches).toBeGreaterThanOrEqual(2);

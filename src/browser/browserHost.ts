@@ -1,6 +1,15 @@
 import type { Browser } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
+import { BrowserRecords } from "./browserRecords.js";
 import { launchBrowser, type LaunchedBrowser, type LaunchOptions } from "./launch.js";
+
+export interface BrowserHostOptions extends LaunchOptions {
+  /**
+   * Folder (in the collection) where each running browser is recorded. Before its first launch the host
+   * kills the browsers recorded there by crawlers that died, and removes their profiles.
+   */
+  recordsDir?: string;
+}
 
 /**
  * The one Chromium of a crawler process. If it crashes (disconnects), the next page asks for a new one
@@ -11,8 +20,11 @@ export class BrowserHost {
   private launching: Promise<LaunchedBrowser> | null = null;
   private closed = false;
   launches = 0;
+  private readonly records: BrowserRecords | null;
 
-  constructor(private readonly options: LaunchOptions) {}
+  constructor(private readonly options: BrowserHostOptions) {
+    this.records = options.recordsDir ? new BrowserRecords(options.recordsDir) : null;
+  }
 
   async browser(): Promise<Browser> {
     if (this.closed) throw new Error("browser closed: the crawl is stopping");
@@ -25,7 +37,8 @@ export class BrowserHost {
           logger.warn("browser", "Chromium is gone (crashed or killed): starting a new one");
           await previous.close().catch(() => undefined);
         }
-        const launched = await launchBrowser(this.options);
+        if (this.launches === 0) await this.records?.cleanLeftovers();
+        const launched = await launchBrowser(this.options, this.records);
         this.launches += 1;
         return launched;
       })();

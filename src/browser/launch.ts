@@ -1,7 +1,10 @@
 import puppeteer, { type Browser } from "puppeteer-core";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
+import { errorMessage, logger } from "../log/logger.js";
+import { withTimeout } from "../util/process.js";
+import { createProfileDir, killBrowserProcesses, removeProfileDir } from "./browserProcesses.js";
+import type { BrowserRecords } from "./browserRecords.js";
+import { executableWithDeathSignal } from "./deathSignal.js";
 
 export interface LaunchOptions {
   executablePath: string;
@@ -32,13 +35,36 @@ export interface LaunchedBrowser {
   close(): Promise<void>;
 }
 
-/** Start Chromium with a fresh profile (removed on close), so no cache or cookies leak between crawls. */
-export async function launchBrowser(options: LaunchOptions): Promise<LaunchedBrowser> {
-  const profileDir = mkdtempSync(join(tmpdir(), "crawler-profile-"));
+/** How long Chromium gets to close cleanly before it is killed. */
+const CLOSE_DEADLINE_MS = 10_000;
+
+/**
+ * Start Chromium with a fresh profile (removed on close), so no cache or cookies leak between crawls.
+ * The browser dies with this process (deathSignal.ts); with `records`, it is also recorded there until
+ * closed, for the cleanup of a crawler that died anyway.
+ */
+export async function launchBrowser(options: LaunchOptions, records: BrowserRecords | null = null): Promise<LaunchedBrowser> {
+  if (!existsSync(options.executablePath)) throw new Error(`cannot start Chromium at ${options.executablePath}: no such file`);
+  const profileDir = createProfileDir();
+  // Recorded before the spawn: a crawler killed during the launch still leaves a record of its profile.
+  let recordFile: string | null = null;
+  try {
+    recordFile = records?.add(profileDir) ?? null;
+  } catch (err) {
+    logger.warn("browser", `cannot record the browser in ${records?.dir}: ${errorMessage(err)}`);
+  }
+  const discard = () => {
+    try {
+      removeProfileDir(profileDir);
+      if (recordFile) records?.remove(recordFile);
+    } catch (err) {
+      logger.warn("browser", `cannot remove the browser profile or its record: ${errorMessage(err)}`, { profileDir });
+    }
+  };
   let browser: Browser;
   try {
     browser = await puppeteer.launch({
-      executablePath: options.executablePath,
+      executablePath: executableWithDeathSignal(options.executablePath, profileDir),
       headless: options.headless,
       userDataDir: profileDir,
       args: [...CHROMIUM_ARGS, ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : [])],
@@ -50,15 +76,29 @@ export async function launchBrowser(options: LaunchOptions): Promise<LaunchedBro
       handleSIGHUP: false,
     });
   } catch (err) {
-    rmSync(profileDir, { recursive: true, force: true });
+    await killBrowserProcesses(profileDir);
+    discard();
     const message = err instanceof Error ? err.message.split("\n")[0] : String(err);
     throw new Error(`cannot start Chromium at ${options.executablePath}: ${message}`);
   }
+  const pid = browser.process()?.pid;
+  try {
+    if (recordFile && pid !== undefined) records?.setBrowserPid(recordFile, pid);
+  } catch (err) {
+    logger.warn("browser", `cannot record the browser's pid: ${errorMessage(err)}`);
+  }
+  logger.info("browser", "Chromium started", { pid: pid ?? null, profileDir });
   return {
     browser,
     async close() {
-      await browser.close().catch(() => undefined);
-      rmSync(profileDir, { recursive: true, force: true });
+      // A close that fails (browser crashed already) is as good as done; one that hangs is cut short.
+      const closing = browser.close().then(() => true, () => true);
+      if (!(await withTimeout(closing, CLOSE_DEADLINE_MS, "deadline").catch(() => false))) {
+        logger.warn("browser", `Chromium did not close within ${CLOSE_DEADLINE_MS / 1000}s: killing it`, { pid: pid ?? null });
+      }
+      // Whatever is left of it (all of it after the deadline, a straggling child after a clean close).
+      await killBrowserProcesses(profileDir);
+      discard();
     },
   };
 }

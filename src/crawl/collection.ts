@@ -10,6 +10,8 @@ export function collectionPaths(cwd: string, collection: string) {
     pages: join(root, "pages"),
     logs: join(root, "logs"),
     redisData: join(root, "redis"),
+    /** One record per running Chromium (src/browser/browserRecords.ts). */
+    browsers: join(root, "browsers"),
     wacz: join(root, `${collection}.wacz`),
   };
 }

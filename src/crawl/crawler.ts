@@ -143,7 +143,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     const recorder = new ExchangeRecorder(writer, state, deduplicator, (warc) => plan.waczOf(warc), history);
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => writer.bytesWritten });
 
-    browserHost = new BrowserHost({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent });
+    browserHost = new BrowserHost({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent, recordsDir: paths.browsers });
     await browserHost.browser();
     const host = browserHost;
     stop.onImmediate(() => void host.closeAllPages());
