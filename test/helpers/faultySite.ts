@@ -16,7 +16,8 @@ export interface FaultySite {
 /**
  * A small site on 127.0.0.1 with `pages` pages (/page/1 ... linked from /), where chosen pages misbehave:
  * answer 500, declare Content-Length 100000 and close the connection after 512 bytes, or never answer.
- * Every page links to the shared stylesheet and logo, so captures exercise dedupe of subresources.
+ * Every page loads the shared stylesheet and logo, and its own /static/photo-<n>.png, whose bytes are the
+ * same for every page: different URLs with one payload, so writers store revisits of each other's records.
  */
 export async function startFaultySite(pages: number, faults: Record<string, PageFault>): Promise<FaultySite> {
   const hits = new Map<string, number>();
@@ -26,9 +27,12 @@ export async function startFaultySite(pages: number, faults: Record<string, Page
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000" + "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201e221bc330000000049454e44ae426082",
     "hex",
   );
+  // Larger than the dedupe minimum (512 bytes); bytes after IEND are ignored by image decoders.
+  const photo = Buffer.concat([logo, Buffer.alloc(2048, 7)]);
   const pageHtml = (path: string) => {
+    const photoName = path === "/" ? "home" : path.split("/").pop();
     const links = path === "/" ? pagePaths.slice(1).map((p) => `<li><a href="${p}">${p}</a></li>`).join("") : `<li><a href="/">home</a></li>`;
-    return `<!doctype html><html><head><title>${path}</title><link rel="stylesheet" href="/static/site.css"></head><body><h1>${path}</h1><img src="/static/logo.png" width="1" height="1"><ul>${links}</ul><p>${"text ".repeat(200)}</p></body></html>`;
+    return `<!doctype html><html><head><title>${path}</title><link rel="stylesheet" href="/static/site.css"></head><body><h1>${path}</h1><img src="/static/logo.png" width="1" height="1"><img src="/static/photo-${photoName}.png" width="1" height="1"><ul>${links}</ul><p>${"text ".repeat(200)}</p></body></html>`;
   };
 
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -52,6 +56,10 @@ export async function startFaultySite(pages: number, faults: Record<string, Page
     }
     if (path === "/static/logo.png") {
       res.writeHead(200, { "content-type": "image/png" }).end(logo);
+      return;
+    }
+    if (/^\/static\/photo-[\w]+\.png$/.test(path)) {
+      res.writeHead(200, { "content-type": "image/png" }).end(photo);
       return;
     }
     if (!pagePaths.includes(path)) {
