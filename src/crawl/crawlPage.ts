@@ -1,3 +1,5 @@
+import { appendFileSync, mkdirSync } from "node:fs";
+import { dirname } from "node:path";
 import { randomUUID } from "node:crypto";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import { errorMessage, logger } from "../log/logger.js";
@@ -22,7 +24,8 @@ export interface PageContext {
   pageList: PageList;
   stop: StopControl;
   /** Pages of this process crawled with cut-off bodies (after their last retry), for the stats. */
-  truncatedPages: { url: string; truncated: string[] }[];
+  /** Pages stored with bodies cut off on every attempt: counted here, listed in `truncatedReport` (JSON lines). */
+  truncated: { count: number; report: string };
   /** The WACZ a page finishing now is listed in. */
   currentWacz(): string;
 }
@@ -103,12 +106,22 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   const crawled = { url: page.url, status: result.document.status, title: result.title, depth: page.depth, linksQueued: queued };
   if (result.truncated.length) {
     // Retries did not get every body whole: stored as received (WARC-Truncated), and said so.
-    context.truncatedPages.push({ url: page.url, truncated: result.truncated });
+    context.truncated.count += 1;
+    appendTruncatedReport(context.truncated.report, { url: page.url, truncated: result.truncated });
     logger.warn("page", "page crawled, but truncated: bodies cut off on every attempt are stored marked WARC-Truncated", { ...crawled, truncated: result.truncated });
   } else {
     logger.info("page", "page crawled", crawled);
   }
   if (options.pageExtraDelay > 0) await context.stop.sleep(options.pageExtraDelay * 1000);
+}
+
+function appendTruncatedReport(path: string, entry: { url: string; truncated: string[] }): void {
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    appendFileSync(path, JSON.stringify(entry) + "\n");
+  } catch (err) {
+    logger.warn("page", "could not list the truncated page in the report", { path, error: errorMessage(err) });
+  }
 }
 
 /** --minHostInterval: wait for this host's turn (shared by all processes through Redis). */

@@ -63,7 +63,7 @@ export interface CrawlStats {
   changes?: ChangeSummary;
   changeReport?: string;
   /** Pages this process crawled whose bodies stayed cut off after every retry (stored WARC-Truncated). */
-  truncated: { count: number; pages: { url: string; truncated: string[] }[] };
+  truncated: { count: number; report: string };
 }
 
 /**
@@ -147,7 +147,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     await browserHost.browser();
     const host = browserHost;
     stop.onImmediate(() => void host.closeAllPages());
-    const context: PageContext = { options, state, history, report, scopes, pageList, stop, truncatedPages: [], currentWacz: () => plan.currentWaczFilename() };
+    const context: PageContext = { options, state, history, report, scopes, pageList, stop, truncated: { count: 0, report: join(paths.root, "reports", slot === 0 ? "truncated.jsonl" : `truncated-${writerName(slot)}.jsonl`) }, currentWacz: () => plan.currentWaczFilename() };
     const workers = Array.from({ length: options.workers }, (_, i) =>
       new PageWorker(i, host, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
@@ -249,7 +249,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       committed,
       writer: slot,
       browserLaunches: host.launches,
-      truncated: { count: context.truncatedPages.length, pages: context.truncatedPages },
+      truncated: { ...context.truncated },
       ...(options.refresh || options.skipFreshDays > 0 ? { changes: await report.summary(), changeReport: report.path } : {}),
     };
     await state.setStatus(stats.status);
