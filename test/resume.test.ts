@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -36,9 +36,12 @@ function crawlUntil(args: string[], pagesBefore: number, signal: NodeJS.Signals)
   });
 }
 
+/** Pages of every WACZ of the collection: a resumed crawl starts a new WACZ (the packaged one is sealed). */
 function capturedPages(collectionDir: string): string[] {
-  return ["pages.jsonl", "extraPages.jsonl"].flatMap((f) =>
-    readFileSync(join(collectionDir, "pages", f), "utf8")
+  const pagesDir = join(collectionDir, "pages");
+  const dirs = [pagesDir, ...readdirSync(pagesDir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(pagesDir, d.name))];
+  return dirs.flatMap((d) => ["pages.jsonl", "extraPages.jsonl"].map((f) => join(d, f))).filter((f) => existsSync(f)).flatMap((f) =>
+    readFileSync(f, "utf8")
       .trim()
       .split("\n")
       .slice(1)

@@ -200,7 +200,8 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       logger.error("crawl", failure, { failures });
     }
 
-    const packaging = { options, archiveDir: paths.archive, outputDir: paths.root, pageList, dedupe, dependencies, reportFile: report.path };
+    const assertOwner = () => liveness!.assertLive();
+    const packaging = { options, archiveDir: paths.archive, outputDir: paths.root, pageList, dedupe, dependencies, reportFile: report.path, assertOwner };
     let waczPaths: string[] = [];
     if (options.generateWACZ && !stop.fatalError) {
       await pauseForTests("before-package");

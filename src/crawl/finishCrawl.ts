@@ -21,6 +21,11 @@ export interface PackagingContext {
   dependencies: DependencyTracker;
   /** reports/changes.jsonl of this writer, packaged when it exists. */
   reportFile: string;
+  /**
+   * Throws once this process was taken for dead (fenced): then another may be packaging the same files,
+   * and this one must neither replace a WACZ nor complete its index entry.
+   */
+  assertOwner?: () => Promise<void>;
 }
 
 /**
@@ -59,7 +64,9 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
       title: options.title ?? undefined,
       description: options.description ?? undefined,
       requires,
+      beforeRename: context.assertOwner,
     });
+    await context.assertOwner?.();
     await withDedupeRetries(`complete the index entry of ${group.filename}`, () =>
       dedupe.finishWacz(group.index, { filename: group.filename, hash: result.hash, size: result.size }),
     );

@@ -56,6 +56,12 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 return 1
 `;
 
+// Only the slot's owner says it is packaged (one fenced meanwhile no longer owns it).
+const MARK_PACKAGED_LUA = `
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+return redis.call('SADD', KEYS[2], ARGV[1]) + 1
+`;
+
 const ALL_PACKAGED_LUA = `
 for _, slot in ipairs(redis.call('HKEYS', KEYS[1])) do
   if redis.call('SISMEMBER', KEYS[2], slot) == 0 then return 0 end
@@ -126,7 +132,8 @@ export class WriterSlots {
   }
 
   async markPackaged(slot: number): Promise<void> {
-    await this.redis.sadd(this.keys.writersPackaged, String(slot));
+    const result = await this.redis.eval(MARK_PACKAGED_LUA, 2, this.keys.writers, this.keys.writersPackaged, slot, this.processId);
+    if (result === 0) throw new Error(`writer slot ${slot} is no longer this process's: it was taken for dead and its files handed on`);
   }
 
   /** True when every writer of the crawl has packaged its WACZ files. */

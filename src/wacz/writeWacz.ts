@@ -34,6 +34,8 @@ import { DEFAULT_ZIPNUM_THRESHOLD_BYTES, writeCdxIndexes } from "./zipnum.js";
 export interface WaczInput {
   /** final .wacz path */
   outputPath: string;
+  /** Awaited before the finished zip replaces outputPath; throwing leaves outputPath untouched. */
+  beforeRename?: () => Promise<void>;
   /** stored as archive/<basename>; basenames must be unique */
   warcFiles: string[];
   /** pages.jsonl (seeds) -> pages/pages.jsonl; a header-only file is written when absent */
@@ -166,6 +168,7 @@ export async function writeWacz(input: WaczInput): Promise<WaczResult> {
       ];
     });
 
+    await input.beforeRename?.();
     await rename(tmpOutput, input.outputPath);
     return {
       path: input.outputPath,
