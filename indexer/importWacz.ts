@@ -3,6 +3,7 @@ import { createReadStream } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
 import { COUNT_FIELDS, dedupeKeys, formatHashEntry, LUA_KEY } from "../src/dedupe/keys.js";
+import { captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts } from "../src/dedupe/captureRule.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "../src/wacz/index.js";
 import type { ImportResource } from "./sources.js";
@@ -91,7 +92,6 @@ return 1
 `;
 
 const BATCH = 1000;
-const EMPTY_PAYLOAD = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 export interface WaczImportResult {
   name: string;
@@ -100,6 +100,8 @@ export interface WaczImportResult {
   lines: number;
   responses: number;
   revisits: number;
+  /** Lines that are not HTTP captures (resource records such as urn:pageinfo:, metadata): not counted. */
+  otherRecords: number;
   /** Already imported (by an earlier run, or written live by the crawler): nothing was added. */
   alreadyIndexed: boolean;
   bytesRead: number;
@@ -134,7 +136,7 @@ export async function importWacz(
     const size = resource.size ?? reader.size;
     const hash = resource.hash ?? (await localFileHash(resource.location)) ?? "";
     const result: WaczImportResult = {
-      name: resource.name, crawlId: resource.crawlId, waczIndex, lines: 0, responses: 0, revisits: 0,
+      name: resource.name, crawlId: resource.crawlId, waczIndex, lines: 0, responses: 0, revisits: 0, otherRecords: 0,
       alreadyIndexed: false, bytesRead: 0, size,
     };
 
@@ -168,15 +170,17 @@ export async function importWacz(
       for await (const records of iterWaczCdxjRecordBatches(reader)) {
         for (const cdx of records) {
           result.lines += 1;
-          if (cdx.mime === "warc/revisit") {
-            result.revisits += 1;
+          const kind = captureKind(cdxWarcType(cdx.mime, cdx.status), cdx.url);
+          if (kind !== "response") {
+            if (kind === "revisit") result.revisits += 1;
+            else result.otherRecords += 1;
             continue;
           }
           result.responses += 1;
-          const status = Number(cdx.status ?? 0);
-          if (!cdx.digest || status < 200 || status >= 300 || status === 206) continue;
+          const status = Number(cdx.status);
+          if (!cdx.digest) continue;
           const digest = payloadDigestOf(cdx.digest);
-          if (digest === EMPTY_PAYLOAD) continue;
+          if (!isIndexablePayload(status, digest === EMPTY_PAYLOAD_DIGEST)) continue;
           batch.push(digest, formatHashEntry({ waczIndex, date: cdx.timestamp, url: cdx.url, size: Number(cdx.length ?? 0) }));
           // The capture history from CDX: date, status, digest, WACZ (ETag, Last-Modified and outlinks are not in it).
           if (options.history) captures.push(cdx.url, `{"date":"${cdx.timestamp}","status":${status},"digest":${JSON.stringify(digest)},"waczIndex":${waczIndex}}`);
@@ -191,7 +195,7 @@ export async function importWacz(
       let conservedSize = 0;
       if (result.revisits) {
         for await (const records of iterWaczCdxjRecordBatches(reader)) {
-          const revisits = records.filter((cdx) => cdx.mime === "warc/revisit" && cdx.digest);
+          const revisits = records.filter((cdx) => cdx.digest && captureKind(cdxWarcType(cdx.mime, cdx.status), cdx.url) === "revisit");
           if (!revisits.length) continue;
           const sizes = (await redis.eval(
             ORIGINAL_SIZES_LUA, 2, hashesKey, dedupeKeys.allHashes, ...revisits.map((cdx) => payloadDigestOf(cdx.digest!)),
@@ -204,10 +208,9 @@ export async function importWacz(
       }
 
       // Count once.
+      // The same per-capture counts the crawler adds live, summed.
       await finalize(redis, resource, waczIndex, { filename: resource.name, hash, size }, datapackage.requires, {
-        totalUrls: result.responses + result.revisits,
-        dupeUrls: result.revisits,
-        conservedSize,
+        ...tallyCounts({ response: result.responses, revisit: result.revisits }, conservedSize),
         totalCrawlSize: size,
       });
     } catch (err) {

@@ -73,7 +73,7 @@ export class ExchangeRecorder {
           })
         : responseRecord(exchange, recordId, digest);
       const [record, request] = await this.writer.writeRecords([main, requestRecord(exchange, recordId)]);
-      const placement = { url: record.url, date: record.date, length: record.length, waczIndex: this.waczIndexOf(record.filename) };
+      const placement = { warcType: record.type, url: record.url, date: record.date, length: record.length, waczIndex: this.waczIndexOf(record.filename) };
       if (original) {
         await this.dedupe.noteRevisit(original, placement);
       } else {
@@ -106,7 +106,7 @@ export class ExchangeRecorder {
     const original = await this.dedupe.findOriginal(confirms.digest);
     await this.dedupe.noteRevisit(
       { crawlId: confirms.crawlId, waczIndex: confirms.waczIndex, size: original?.size ?? record.length, url: confirms.url, date: confirms.date, waczFilename: confirms.waczFilename },
-      { url: record.url, date: record.date, length: record.length, waczIndex },
+      { warcType: record.type, url: record.url, date: record.date, length: record.length, waczIndex },
     );
     await this.noteCapture(exchange, {
       date: warcDateToDigits(record.date),
