@@ -1,4 +1,6 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=4
+// A small young generation keeps the importer's memory flat (its per-line garbage dies young; a big
+// one only adds RSS) and is faster for it: see bench/indexer.ts.
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { Command, CommanderError } from "commander";

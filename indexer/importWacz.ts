@@ -8,18 +8,28 @@ import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "../src/wacz/index.js";
 import type { ImportResource } from "./sources.js";
 
-// One call per batch, each digest sent once: h:<crawlId> takes the whole batch (HSET: re-importing
-// writes the same values; within a crawl the last of several WACZ files holding a payload wins, which
-// in manifest order is deterministic); in allhashes the first crawl to index a payload keeps it.
+// One call per batch, each digest sent once, the batch's hash entries packed into one argument
+// ("<digest>\t<entry>\n" each): the importer builds one string instead of thousands of arguments and
+// holds one buffer per call in flight, not thousands of strings. h:<crawlId> takes the whole batch
+// (HSET: re-importing writes the same values; within a crawl the last of several WACZ files holding a
+// payload wins, which in manifest order is deterministic); in allhashes the first crawl to index a
+// payload keeps it. ARGV: packed entries, crawlId, then url/capture pairs of the capture history.
 const IMPORT_BATCH_LUA = `
-redis.call('HSET', KEYS[1], unpack(ARGV, 1, tonumber(ARGV[#ARGV - 1])))
-local crawl = ARGV[#ARGV]
-local pairs = tonumber(ARGV[#ARGV - 1])
-for i = 1, pairs - 1, 2 do redis.call('HSETNX', KEYS[2], ARGV[i], crawl) end
+local fields = {}
+local n = 0
+for digest, entry in string.gmatch(ARGV[1], '([^\\t\\n]*)\\t([^\\n]*)\\n') do
+  fields[n + 1] = digest
+  fields[n + 2] = entry
+  n = n + 2
+end
+local crawl = ARGV[2]
+-- unpack is limited by Lua's stack: HSET in slices.
+for i = 1, n, 4000 do redis.call('HSET', KEYS[1], unpack(fields, i, math.min(i + 3999, n))) end
+for i = 1, n - 1, 2 do redis.call('HSETNX', KEYS[2], fields[i], crawl) end
 -- Capture history: url -> capture JSON (which starts with its date, so dates compare without decoding);
 -- the newest capture of a URL wins in u:<crawl> and in allurls.
 local function newer(a, b) return string.sub(a, 10, 32) > string.sub(b, 10, 32) end
-for i = pairs + 1, #ARGV - 2, 2 do
+for i = 3, #ARGV - 1, 2 do
   local url, capture = ARGV[i], ARGV[i + 1]
   local own = redis.call('HGET', KEYS[3], url)
   if not own or newer(capture, own) then
@@ -91,7 +101,9 @@ redis.call('HSET', KEYS[7], ARGV[1], ARGV[5])
 return 1
 `;
 
-const BATCH = 1000;
+const BATCH_LINES = 500;
+const MAX_IN_FLIGHT = 3;
+const SEPARATORS = /[\t\n]/;
 
 export interface WaczImportResult {
   name: string;
@@ -150,22 +162,24 @@ export async function importWacz(
     const hashesKey = dedupeKeys.crawlHashes(resource.crawlId);
     try {
       // Pass 1: index response hashes and count lines. Batches go out while the next ones are parsed;
-      // at most a few are in flight, so memory stays flat.
-      let batch: string[] = [];
+      // a few are in flight (one running in Redis, the next ones queued), so memory stays flat.
+      let packed = "";
+      let packedLines = 0;
       let captures: string[] = [];
       const inFlight = new Set<Promise<unknown>>();
       const flush = async () => {
-        if (batch.length) {
+        if (packedLines || captures.length) {
           const sent = redis.eval(
             IMPORT_BATCH_LUA, 4, hashesKey, dedupeKeys.allHashes, dedupeKeys.crawlCaptures(resource.crawlId), dedupeKeys.allUrls,
-            ...batch, ...captures, batch.length, resource.crawlId,
+            packed, resource.crawlId, ...captures,
           );
           inFlight.add(sent);
           void sent.finally(() => inFlight.delete(sent)).catch(() => undefined);
         }
-        batch = [];
+        packed = "";
+        packedLines = 0;
         captures = [];
-        while (inFlight.size >= 8) await Promise.race(inFlight);
+        while (inFlight.size >= MAX_IN_FLIGHT) await Promise.race(inFlight);
       };
       for await (const records of iterWaczCdxjRecordBatches(reader)) {
         for (const cdx of records) {
@@ -181,11 +195,17 @@ export async function importWacz(
           if (!cdx.digest) continue;
           const digest = payloadDigestOf(cdx.digest);
           if (!isIndexablePayload(status, digest === EMPTY_PAYLOAD_DIGEST)) continue;
-          batch.push(digest, formatHashEntry({ waczIndex, date: cdx.timestamp, url: cdx.url, size: Number(cdx.length ?? 0) }));
+          const entry = formatHashEntry({ waczIndex, date: cdx.timestamp, url: cdx.url, size: Number(cdx.length ?? 0) });
+          // Separators in a digest or URL (only possible through JSON escapes) would break the packing.
+          if (SEPARATORS.test(digest) || entry.includes("\n")) await redis.hset(hashesKey, digest, entry).then(() => redis.hsetnx(dedupeKeys.allHashes, digest, resource.crawlId));
+          else {
+            packed += digest + "\t" + entry + "\n";
+            packedLines += 1;
+          }
           // The capture history from CDX: date, status, digest, WACZ (ETag, Last-Modified and outlinks are not in it).
           if (options.history) captures.push(cdx.url, `{"date":"${cdx.timestamp}","status":${status},"digest":${JSON.stringify(digest)},"waczIndex":${waczIndex}}`);
         }
-        if (batch.length >= BATCH * 2) await flush();
+        if (packedLines >= BATCH_LINES || captures.length >= BATCH_LINES * 2) await flush();
         await onProgress?.();
       }
       await flush();
