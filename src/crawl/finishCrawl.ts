@@ -45,6 +45,8 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
       title: options.title ?? undefined,
       description: options.description ?? undefined,
       requires,
+      // Scratch (sorted runs of a big index) on the collection's disk, not in a small system /tmp.
+      tmpDir: context.outputDir,
     });
     await withRetries("complete the WACZ entry", () =>
       dedupe.finishWacz(group.index, { filename: group.filename, hash: result.hash, size: result.size }),
