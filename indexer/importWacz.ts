@@ -10,22 +10,37 @@ import type { ImportResource } from "./sources.js";
 
 // One call per batch, each digest sent once, the batch's hash entries packed into one argument
 // ("<digest>\t<entry>\n" each): the importer builds one string instead of thousands of arguments and
-// holds one buffer per call in flight, not thousands of strings. h:<crawlId> takes the whole batch
+// holds one string per call in flight, not thousands. h:<crawlId> takes the whole batch
 // (HSET: re-importing writes the same values; within a crawl the last of several WACZ files holding a
 // payload wins, which in manifest order is deterministic); in allhashes the first crawl to index a
 // payload keeps it. ARGV: packed entries, crawlId, then url/capture pairs of the capture history.
+// Per line the script does no call of its own: a few bulk calls per batch (a call per line cost more
+// than the writes themselves).
 const IMPORT_BATCH_LUA = `
-local fields = {}
+local fields, digests = {}, {}
 local n = 0
 for digest, entry in string.gmatch(ARGV[1], '([^\\t\\n]*)\\t([^\\n]*)\\n') do
-  fields[n + 1] = digest
-  fields[n + 2] = entry
-  n = n + 2
+  n = n + 1
+  fields[2 * n - 1] = digest
+  fields[2 * n] = entry
+  digests[n] = digest
 end
 local crawl = ARGV[2]
--- unpack is limited by Lua's stack: HSET in slices.
-for i = 1, n, 4000 do redis.call('HSET', KEYS[1], unpack(fields, i, math.min(i + 3999, n))) end
-for i = 1, n - 1, 2 do redis.call('HSETNX', KEYS[2], fields[i], crawl) end
+-- unpack is limited by Lua's stack: calls take slices. One HMGET and one HSET for allhashes, not a
+-- call per digest: the script runs atomically, so the first crawl still wins.
+for i = 1, 2 * n, 4000 do redis.call('HSET', KEYS[1], unpack(fields, i, math.min(i + 3999, 2 * n))) end
+for i = 1, n, 2000 do
+  local last = math.min(i + 1999, n)
+  local known = redis.call('HMGET', KEYS[2], unpack(digests, i, last))
+  local new = {}
+  for j = i, last do
+    if not known[j - i + 1] then
+      new[#new + 1] = digests[j]
+      new[#new + 1] = crawl
+    end
+  end
+  if #new > 0 then redis.call('HSET', KEYS[2], unpack(new)) end
+end
 -- Capture history: url -> capture JSON (which starts with its date, so dates compare without decoding);
 -- the newest capture of a URL wins in u:<crawl> and in allurls.
 local function newer(a, b) return string.sub(a, 10, 32) > string.sub(b, 10, 32) end
