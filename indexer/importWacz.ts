@@ -6,11 +6,12 @@ import { COUNT_FIELDS, dedupeKeys, formatHashEntry, LUA_KEY } from "../src/dedup
 import { captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts } from "../src/dedupe/captureRule.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "../src/wacz/index.js";
+import { PackedBatch } from "./packedBatch.js";
 import type { ImportResource } from "./sources.js";
 
 // One call per batch, each digest sent once, the batch's hash entries packed into one argument
-// ("<digest>\t<entry>\n" each): the importer builds one string instead of thousands of arguments and
-// holds one string per call in flight, not thousands. h:<crawlId> takes the whole batch
+// ("<digest>\t<entry>\n" each, see packedBatch.ts): no argument per line, and a fixed set of buffers in
+// flight. h:<crawlId> takes the whole batch
 // (HSET: re-importing writes the same values; within a crawl the last of several WACZ files holding a
 // payload wins, which in manifest order is deterministic); in allhashes the first crawl to index a
 // payload keeps it. ARGV: packed entries, crawlId, then url/capture pairs of the capture history.
@@ -118,7 +119,6 @@ return 1
 
 const BATCH_LINES = 500;
 const MAX_IN_FLIGHT = 3;
-const SEPARATORS = /[\t\n]/;
 
 export interface WaczImportResult {
   name: string;
@@ -178,21 +178,26 @@ export async function importWacz(
     try {
       // Pass 1: index response hashes and count lines. Batches go out while the next ones are parsed;
       // a few are in flight (one running in Redis, the next ones queued), so memory stays flat.
-      let packed = "";
-      let packedLines = 0;
+      const batches = Array.from({ length: MAX_IN_FLIGHT + 1 }, () => new PackedBatch());
+      let current = 0;
+      let batch = batches[0]!;
       let captures: string[] = [];
       const inFlight = new Set<Promise<unknown>>();
       const flush = async () => {
-        if (packedLines || captures.length) {
+        if (batch.lines || captures.length) {
           const sent = redis.eval(
             IMPORT_BATCH_LUA, 4, hashesKey, dedupeKeys.allHashes, dedupeKeys.crawlCaptures(resource.crawlId), dedupeKeys.allUrls,
-            packed, resource.crawlId, ...captures,
+            batch.bytes(), resource.crawlId, ...captures,
           );
+          batch.busy = sent;
           inFlight.add(sent);
           void sent.finally(() => inFlight.delete(sent)).catch(() => undefined);
+          current = (current + 1) % batches.length;
+          batch = batches[current]!;
+          // Replies come in order, so this one is normally free already.
+          await batch.busy;
+          batch.reset();
         }
-        packed = "";
-        packedLines = 0;
         captures = [];
         while (inFlight.size >= MAX_IN_FLIGHT) await Promise.race(inFlight);
       };
@@ -210,17 +215,16 @@ export async function importWacz(
           if (!cdx.digest) continue;
           const digest = payloadDigestOf(cdx.digest);
           if (!isIndexablePayload(status, digest === EMPTY_PAYLOAD_DIGEST)) continue;
-          const entry = formatHashEntry({ waczIndex, date: cdx.timestamp, url: cdx.url, size: Number(cdx.length ?? 0) });
-          // Separators in a digest or URL (only possible through JSON escapes) would break the packing.
-          if (SEPARATORS.test(digest) || entry.includes("\n")) await redis.hset(hashesKey, digest, entry).then(() => redis.hsetnx(dedupeKeys.allHashes, digest, resource.crawlId));
+          const entry = { waczIndex, date: cdx.timestamp, url: cdx.url, size: Number(cdx.length ?? 0) };
+          if (PackedBatch.canPack(digest, cdx.url)) batch.add(digest, entry);
           else {
-            packed += digest + "\t" + entry + "\n";
-            packedLines += 1;
+            await redis.hset(hashesKey, digest, formatHashEntry(entry));
+            await redis.hsetnx(dedupeKeys.allHashes, digest, resource.crawlId);
           }
           // The capture history from CDX: date, status, digest, WACZ (ETag, Last-Modified and outlinks are not in it).
           if (options.history) captures.push(cdx.url, `{"date":"${cdx.timestamp}","status":${status},"digest":${JSON.stringify(digest)},"waczIndex":${waczIndex}}`);
         }
-        if (packedLines >= BATCH_LINES || captures.length >= BATCH_LINES * 2) await flush();
+        if (batch.lines >= BATCH_LINES || captures.length >= BATCH_LINES * 2) await flush();
         await onProgress?.();
       }
       await flush();

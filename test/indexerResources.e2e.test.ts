@@ -180,4 +180,21 @@ describe("WACZ files with browsertrix-crawler resource records", () => {
     await dedupe.noteResponse("sha256:cc", { ...placement, warcType: "response", url: "urn:text:https://site.example/a" }, false);
     expect(await index.counts()).toEqual({ totalCrawlSize: 0, totalUrls: 1, dupeUrls: 0, conservedSize: 0 });
   });
+
+  it("URLs with non-ASCII characters, tabs and newlines (JSON escapes) are indexed exactly", async () => {
+    const d = (c: string) => c.repeat(64);
+    const urls = ["https://example.com/\u00e9t\u00e9/\u{1d11e}", "https://example.com/a\tb", "https://example.com/a\nb", "https://example.com/plain"];
+    const lines = urls.map((url, i) =>
+      `com,example)/${i} 2025030112000${i} ${JSON.stringify({ url, mime: "text/html", status: "200", digest: d(String(i)), length: String(100 + i), offset: "0", filename: "x.warc.gz" })}`,
+    );
+    const datapackage = Buffer.from(JSON.stringify({ profile: "data-package", wacz_version: "1.1.1", resources: [] }));
+    await zipTo(wacz("odd"), [
+      { name: "indexes/index.cdxj", data: Buffer.from(lines.join("\n") + "\n") },
+      { name: "datapackage.json", data: datapackage },
+    ]);
+    const result = await runCli("indexer", ["--redisDedupeUrl", redis.url, "--sourceUrl", wacz("odd")]);
+    expect(result.code, result.stderr.slice(-1500)).toBe(0);
+    expect(await redis.client.hgetall("h:odd")).toEqual(Object.fromEntries(urls.map((url, i) => [`sha256:${d(String(i))}`, `0 2025030112000${i} ${url} ${100 + i}`])));
+    expect(await redis.client.hget("h:odd:counts", "totalUrls")).toBe("4");
+  }, 60_000);
 });
