@@ -10,13 +10,12 @@ import { PackedBatch } from "./packedBatch.js";
 import type { ImportResource } from "./sources.js";
 
 // One call per batch, each digest sent once, the batch's hash entries packed into one argument
-// ("<digest>\t<entry>\n" each, see packedBatch.ts): no argument per line, and a fixed set of buffers in
-// flight. h:<crawlId> takes the whole batch
-// (HSET: re-importing writes the same values; within a crawl the last of several WACZ files holding a
-// payload wins, which in manifest order is deterministic); in allhashes the first crawl to index a
-// payload keeps it. ARGV: packed entries, crawlId, then url/capture pairs of the capture history.
-// Per line the script does no call of its own: a few bulk calls per batch (a call per line cost more
-// than the writes themselves).
+// ("<digest>\t<entry>\n" each, see packedBatch.ts): no argument per line, and a fixed set of buffers
+// in flight. h:<crawlId> takes the whole batch (HSET: re-importing writes the same values; within a
+// crawl the last of several WACZ files holding a payload wins, which in manifest order is
+// deterministic); in allhashes the first crawl to index a payload keeps it. The script makes a few
+// bulk calls per batch, none per line (a call per line cost more than the writes themselves).
+// ARGV: packed entries, crawlId, then url/capture pairs of the capture history.
 const IMPORT_BATCH_LUA = `
 local fields, digests = {}, {}
 local n = 0

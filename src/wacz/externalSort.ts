@@ -7,8 +7,8 @@ import { mkdtemp, open, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 
-/** Default run size: sorted in memory, then spilled. */
-export const DEFAULT_SORT_RUN_BYTES = 64 * 1024 * 1024;
+/** Default run size: sorted in memory (with a UTF-8 copy of each line as its key), then spilled. */
+export const DEFAULT_SORT_RUN_BYTES = 16 * 1024 * 1024;
 
 export interface SortedLines {
   /** Number of lines. */

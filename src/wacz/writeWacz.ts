@@ -55,7 +55,7 @@ export interface WaczInput {
   zipNumThresholdBytes?: number;
   /** Where scratch files go (index files, sorted runs of CDXJ lines); default the system temp dir. */
   tmpDir?: string;
-  /** CDXJ bytes sorted in memory before a run is spilled to disk (default 64 MiB). */
+  /** CDXJ bytes sorted in memory before a run is spilled to disk (default 16 MiB). */
   sortRunBytes?: number;
 }
 
