@@ -1,4 +1,6 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=8
+// A young generation of 8 MB instead of 16: the importer's per-line garbage dies young either way, so
+// a bigger one only adds RSS (about 8 MB less peak RSS, same CPU; smaller costs CPU): see bench/indexer.ts.
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { Command, CommanderError } from "commander";

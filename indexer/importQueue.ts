@@ -1,7 +1,10 @@
+import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { dedupeKeys } from "../src/dedupe/keys.js";
 import type { ImportResource } from "./sources.js";
 
+// The lease holds the token of one take: renew, release and fail act only while it is still ours, so
+// an importer whose lease expired (its entry requeued and taken by another) cannot touch the entry.
 const TAKE_LUA = `
 local json = redis.call('LPOP', KEYS[1])
 if not json then return false end
@@ -10,6 +13,26 @@ redis.call('HSET', KEYS[2], name, json)
 redis.call('SET', ARGV[2] .. name, ARGV[1], 'PX', tonumber(ARGV[3]))
 return json
 `;
+
+const RENEW_LUA = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+`;
+
+// KEYS: lease, pending, queued; ARGV: token, name, forget ('1': the entry failed, let a later run retry it)
+const FINISH_LUA = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HDEL', KEYS[2], ARGV[2])
+if ARGV[3] == '1' then redis.call('SREM', KEYS[3], ARGV[2]) end
+return 1
+`;
+
+/** One taken entry: the resource and the token its lease holds. */
+export interface Lease {
+  resource: ImportResource;
+  token: string;
+}
 
 /**
  * Import tracking shared by cooperating importers: src:q (queued), src:qset (names ever queued),
@@ -35,30 +58,34 @@ export class ImportQueue {
     return queued;
   }
 
-  async take(): Promise<ImportResource | null> {
+  async take(): Promise<Lease | null> {
+    const token = `${this.importerId}:${randomUUID()}`;
     const json = (await this.redis.eval(
-      TAKE_LUA, 2, dedupeKeys.importQueue, dedupeKeys.importPending, this.importerId, dedupeKeys.importLease(""), this.leaseMs,
+      TAKE_LUA, 2, dedupeKeys.importQueue, dedupeKeys.importPending, token, dedupeKeys.importLease(""), this.leaseMs,
     )) as string | null;
-    return json ? (JSON.parse(json) as ImportResource) : null;
+    return json ? { resource: JSON.parse(json) as ImportResource, token } : null;
   }
 
-  async renew(name: string): Promise<void> {
-    await this.redis.set(dedupeKeys.importLease(name), this.importerId, "PX", this.leaseMs);
+  /** Extend the lease; false when it is no longer ours (it expired, and the entry went to another importer). */
+  async renew(lease: Lease): Promise<boolean> {
+    return (await this.redis.eval(RENEW_LUA, 1, dedupeKeys.importLease(lease.resource.name), lease.token, this.leaseMs)) === 1;
   }
 
-  /** The entry is finished (src:d was set by the import's final step). */
-  async release(name: string): Promise<void> {
-    await this.redis.multi().hdel(dedupeKeys.importPending, name).del(dedupeKeys.importLease(name)).exec();
+  /** The entry is finished (src:d was set by the import's final step); false if the lease was lost. */
+  async release(lease: Lease): Promise<boolean> {
+    return this.finish(lease, false);
   }
 
-  /** The entry failed: forget it was queued, so running the importer again retries it. */
-  async fail(name: string): Promise<void> {
-    await this.redis
-      .multi()
-      .hdel(dedupeKeys.importPending, name)
-      .del(dedupeKeys.importLease(name))
-      .srem(dedupeKeys.importQueued, name)
-      .exec();
+  /** The entry failed: forget it was queued, so running the importer again retries it; false if the lease was lost. */
+  async fail(lease: Lease): Promise<boolean> {
+    return this.finish(lease, true);
+  }
+
+  private async finish(lease: Lease, forget: boolean): Promise<boolean> {
+    const name = lease.resource.name;
+    return (await this.redis.eval(
+      FINISH_LUA, 3, dedupeKeys.importLease(name), dedupeKeys.importPending, dedupeKeys.importQueued, lease.token, name, forget ? "1" : "0",
+    )) === 1;
   }
 
   /** Requeue entries whose importer's lease expired (it died mid-import). */

@@ -3,22 +3,48 @@ import { createReadStream } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
 import { COUNT_FIELDS, dedupeKeys, formatHashEntry, LUA_KEY } from "../src/dedupe/keys.js";
+import { captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts } from "../src/dedupe/captureRule.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "../src/wacz/index.js";
+import { PackedBatch } from "./packedBatch.js";
 import type { ImportResource } from "./sources.js";
 
-// One call per batch, each digest sent once: h:<crawlId> takes the whole batch (HSET: re-importing
-// writes the same values; within a crawl the last of several WACZ files holding a payload wins, which
-// in manifest order is deterministic); in allhashes the first crawl to index a payload keeps it.
+// One call per batch, each digest sent once, the batch's hash entries packed into one argument
+// ("<digest>\t<entry>\n" each, see packedBatch.ts): no argument per line, and a fixed set of buffers
+// in flight. h:<crawlId> takes the whole batch (HSET: re-importing writes the same values; within a
+// crawl the last of several WACZ files holding a payload wins, which in manifest order is
+// deterministic); in allhashes the first crawl to index a payload keeps it. The script makes a few
+// bulk calls per batch, none per line (a call per line cost more than the writes themselves).
+// ARGV: packed entries, crawlId, then url/capture pairs of the capture history.
 const IMPORT_BATCH_LUA = `
-redis.call('HSET', KEYS[1], unpack(ARGV, 1, tonumber(ARGV[#ARGV - 1])))
-local crawl = ARGV[#ARGV]
-local pairs = tonumber(ARGV[#ARGV - 1])
-for i = 1, pairs - 1, 2 do redis.call('HSETNX', KEYS[2], ARGV[i], crawl) end
+local fields, digests = {}, {}
+local n = 0
+for digest, entry in string.gmatch(ARGV[1], '([^\\t\\n]*)\\t([^\\n]*)\\n') do
+  n = n + 1
+  fields[2 * n - 1] = digest
+  fields[2 * n] = entry
+  digests[n] = digest
+end
+local crawl = ARGV[2]
+-- unpack is limited by Lua's stack: calls take slices. One HMGET and one HSET for allhashes, not a
+-- call per digest: the script runs atomically, so the first crawl still wins.
+for i = 1, 2 * n, 4000 do redis.call('HSET', KEYS[1], unpack(fields, i, math.min(i + 3999, 2 * n))) end
+for i = 1, n, 2000 do
+  local last = math.min(i + 1999, n)
+  local known = redis.call('HMGET', KEYS[2], unpack(digests, i, last))
+  local new = {}
+  for j = i, last do
+    if not known[j - i + 1] then
+      new[#new + 1] = digests[j]
+      new[#new + 1] = crawl
+    end
+  end
+  if #new > 0 then redis.call('HSET', KEYS[2], unpack(new)) end
+end
 -- Capture history: url -> capture JSON (which starts with its date, so dates compare without decoding);
 -- the newest capture of a URL wins in u:<crawl> and in allurls.
 local function newer(a, b) return string.sub(a, 10, 32) > string.sub(b, 10, 32) end
-for i = pairs + 1, #ARGV - 2, 2 do
+for i = 3, #ARGV - 1, 2 do
   local url, capture = ARGV[i], ARGV[i + 1]
   local own = redis.call('HGET', KEYS[3], url)
   if not own or newer(capture, own) then
@@ -90,8 +116,8 @@ redis.call('HSET', KEYS[7], ARGV[1], ARGV[5])
 return 1
 `;
 
-const BATCH = 1000;
-const EMPTY_PAYLOAD = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+const BATCH_LINES = 500;
+const MAX_IN_FLIGHT = 3;
 
 export interface WaczImportResult {
   name: string;
@@ -100,6 +126,8 @@ export interface WaczImportResult {
   lines: number;
   responses: number;
   revisits: number;
+  /** Lines that are not HTTP captures (resource records such as urn:pageinfo:, metadata): not counted. */
+  otherRecords: number;
   /** Already imported (by an earlier run, or written live by the crawler): nothing was added. */
   alreadyIndexed: boolean;
   bytesRead: number;
@@ -134,7 +162,7 @@ export async function importWacz(
     const size = resource.size ?? reader.size;
     const hash = resource.hash ?? (await localFileHash(resource.location)) ?? "";
     const result: WaczImportResult = {
-      name: resource.name, crawlId: resource.crawlId, waczIndex, lines: 0, responses: 0, revisits: 0,
+      name: resource.name, crawlId: resource.crawlId, waczIndex, lines: 0, responses: 0, revisits: 0, otherRecords: 0,
       alreadyIndexed: false, bytesRead: 0, size,
     };
 
@@ -148,40 +176,54 @@ export async function importWacz(
     const hashesKey = dedupeKeys.crawlHashes(resource.crawlId);
     try {
       // Pass 1: index response hashes and count lines. Batches go out while the next ones are parsed;
-      // at most a few are in flight, so memory stays flat.
-      let batch: string[] = [];
+      // a few are in flight (one running in Redis, the next ones queued), so memory stays flat.
+      const batches = Array.from({ length: MAX_IN_FLIGHT + 1 }, () => new PackedBatch());
+      let current = 0;
+      let batch = batches[0]!;
       let captures: string[] = [];
       const inFlight = new Set<Promise<unknown>>();
       const flush = async () => {
-        if (batch.length) {
+        if (batch.lines || captures.length) {
           const sent = redis.eval(
             IMPORT_BATCH_LUA, 4, hashesKey, dedupeKeys.allHashes, dedupeKeys.crawlCaptures(resource.crawlId), dedupeKeys.allUrls,
-            ...batch, ...captures, batch.length, resource.crawlId,
+            batch.bytes(), resource.crawlId, ...captures,
           );
+          batch.busy = sent;
           inFlight.add(sent);
           void sent.finally(() => inFlight.delete(sent)).catch(() => undefined);
+          current = (current + 1) % batches.length;
+          batch = batches[current]!;
+          // Replies come in order, so this one is normally free already.
+          await batch.busy;
+          batch.reset();
         }
-        batch = [];
         captures = [];
-        while (inFlight.size >= 8) await Promise.race(inFlight);
+        while (inFlight.size >= MAX_IN_FLIGHT) await Promise.race(inFlight);
       };
       for await (const records of iterWaczCdxjRecordBatches(reader)) {
         for (const cdx of records) {
           result.lines += 1;
-          if (cdx.mime === "warc/revisit") {
-            result.revisits += 1;
+          const kind = captureKind(cdxWarcType(cdx.mime, cdx.status), cdx.url);
+          if (kind !== "response") {
+            if (kind === "revisit") result.revisits += 1;
+            else result.otherRecords += 1;
             continue;
           }
           result.responses += 1;
-          const status = Number(cdx.status ?? 0);
-          if (!cdx.digest || status < 200 || status >= 300 || status === 206) continue;
+          const status = Number(cdx.status);
+          if (!cdx.digest) continue;
           const digest = payloadDigestOf(cdx.digest);
-          if (digest === EMPTY_PAYLOAD) continue;
-          batch.push(digest, formatHashEntry({ waczIndex, date: cdx.timestamp, url: cdx.url, size: Number(cdx.length ?? 0) }));
+          if (!isIndexablePayload(status, digest === EMPTY_PAYLOAD_DIGEST)) continue;
+          const entry = { waczIndex, date: cdx.timestamp, url: cdx.url, size: Number(cdx.length ?? 0) };
+          if (PackedBatch.canPack(digest, cdx.url)) batch.add(digest, entry);
+          else {
+            await redis.hset(hashesKey, digest, formatHashEntry(entry));
+            await redis.hsetnx(dedupeKeys.allHashes, digest, resource.crawlId);
+          }
           // The capture history from CDX: date, status, digest, WACZ (ETag, Last-Modified and outlinks are not in it).
           if (options.history) captures.push(cdx.url, `{"date":"${cdx.timestamp}","status":${status},"digest":${JSON.stringify(digest)},"waczIndex":${waczIndex}}`);
         }
-        if (batch.length >= BATCH * 2) await flush();
+        if (batch.lines >= BATCH_LINES || captures.length >= BATCH_LINES * 2) await flush();
         await onProgress?.();
       }
       await flush();
@@ -191,7 +233,7 @@ export async function importWacz(
       let conservedSize = 0;
       if (result.revisits) {
         for await (const records of iterWaczCdxjRecordBatches(reader)) {
-          const revisits = records.filter((cdx) => cdx.mime === "warc/revisit" && cdx.digest);
+          const revisits = records.filter((cdx) => cdx.digest && captureKind(cdxWarcType(cdx.mime, cdx.status), cdx.url) === "revisit");
           if (!revisits.length) continue;
           const sizes = (await redis.eval(
             ORIGINAL_SIZES_LUA, 2, hashesKey, dedupeKeys.allHashes, ...revisits.map((cdx) => payloadDigestOf(cdx.digest!)),
@@ -204,10 +246,9 @@ export async function importWacz(
       }
 
       // Count once.
+      // The same per-capture counts the crawler adds live, summed.
       await finalize(redis, resource, waczIndex, { filename: resource.name, hash, size }, datapackage.requires, {
-        totalUrls: result.responses + result.revisits,
-        dupeUrls: result.revisits,
-        conservedSize,
+        ...tallyCounts({ response: result.responses, revisit: result.revisits }, conservedSize),
         totalCrawlSize: size,
       });
     } catch (err) {

@@ -48,29 +48,30 @@ export async function runImport(redis: Redis, options: ImportRunOptions): Promis
   const progress = new ProgressLine();
   try {
     for (;;) {
-      const resource = await queue.take();
-      if (!resource) {
+      const lease = await queue.take();
+      if (!lease) {
         if (await queue.isDrained()) break;
         await queue.recoverExpired();
         await new Promise((r) => setTimeout(r, 500));
         continue;
       }
+      const resource = lease.resource;
       const where = displayLocation(resource.location);
-      const lease = setInterval(() => void queue.renew(resource.name).catch(() => undefined), 3000);
+      const renewal = setInterval(() => void queue.renew(lease).catch(() => undefined), 3000);
       try {
         const result = await importWacz(redis, resource, { history: options.history });
-        await queue.release(resource.name);
+        if (!(await queue.release(lease))) logger.warn("indexer", `${resource.name}: lease lost while importing (the entry was requeued; importing it again is harmless)`);
         imported.push(result);
         logger.info("indexer", result.alreadyIndexed ? "WACZ already in the index" : "WACZ imported", { ...result, location: where });
       } catch (err) {
-        await queue.fail(resource.name);
+        await queue.fail(lease);
         await new DedupeIndex(redis, resource.crawlId).dropUnusedWaczList().catch(() => undefined);
         // Reader errors name the location themselves; it is in the entry label already.
         const message = errorMessage(err).replace(`${resource.location}: `, "");
         failed.push({ entry: `${resource.name} (${where})`, message });
         logger.error("indexer", `${resource.name} (${where}): ${message}`);
       } finally {
-        clearInterval(lease);
+        clearInterval(renewal);
       }
       const fraction = await queue.updateProgress();
       const lines = imported.reduce((sum, r) => sum + r.lines, 0);

@@ -15,6 +15,8 @@ export interface SyntheticWaczOptions {
   seed: string;
   /** Records whose body is this many random bytes (makes the archive large, its index small). */
   bigBodies?: { count: number; size: number };
+  /** Store a plain indexes/index.cdxj whatever its size (default: ZipNum above the usual threshold). */
+  plainIndex?: boolean;
 }
 
 export interface SyntheticWacz extends WaczResult {
@@ -53,7 +55,10 @@ export async function writeSyntheticWacz(options: SyntheticWaczOptions): Promise
   } finally {
     await file.close();
   }
-  const result = await writeWacz({ outputPath: join(options.dir, options.name), warcFiles: [warcPath], software: "synthetic" });
+  const result = await writeWacz({
+    outputPath: join(options.dir, options.name), warcFiles: [warcPath], software: "synthetic",
+    ...(options.plainIndex ? { zipNumThresholdBytes: Number.MAX_SAFE_INTEGER } : {}),
+  });
   return { ...result, digests };
 }
 

@@ -88,7 +88,7 @@ export class ExchangeRecorder {
           })
         : responseRecord(exchange, recordId, digest);
       const [record, request] = await this.writer.writeRecords([main, requestRecord(exchange, recordId)]);
-      const placement = { url: record.url, date: record.date, length: record.length, wacz: await this.waczOf(record.filename) };
+      const placement = { warcType: record.type, url: record.url, date: record.date, length: record.length, wacz: await this.waczOf(record.filename) };
       if (original) {
         await this.dedupe.noteRevisit(original, placement);
       } else {
@@ -115,7 +115,7 @@ export class ExchangeRecorder {
     const digest = await payloadDigest(exchange.body);
     const recordId = newRecordId();
     const [record, request] = await this.writer.writeRecords([responseRecord(exchange, recordId, digest), requestRecord(exchange, recordId)]);
-    await this.dedupe.noteResponse(digest, { url: record.url, date: record.date, length: record.length, wacz: await this.waczOf(record.filename) }, false);
+    await this.dedupe.noteResponse(digest, { warcType: record.type, url: record.url, date: record.date, length: record.length, wacz: await this.waczOf(record.filename) }, false);
     return { kind: "response", record, request };
   }
 
@@ -137,7 +137,7 @@ export class ExchangeRecorder {
     const original = await this.dedupe.findOriginal(confirms.digest);
     await this.dedupe.noteRevisit(
       { crawlId: confirms.crawlId, waczIndex: confirms.waczIndex, size: original?.size ?? record.length, url: confirms.url, date: confirms.date, waczFilename: confirms.waczFilename, waczFinished: true },
-      { url: record.url, date: record.date, length: record.length, wacz },
+      { warcType: record.type, url: record.url, date: record.date, length: record.length, wacz },
     );
     await this.noteCapture(exchange, wacz, {
       date: warcDateToDigits(record.date),

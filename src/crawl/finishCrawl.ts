@@ -65,6 +65,8 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
       description: options.description ?? undefined,
       requires,
       beforeRename: context.assertOwner,
+      // Scratch (sorted runs of a big index) on the collection's disk, not in a small system /tmp.
+      tmpDir: context.outputDir,
     });
     await context.assertOwner?.();
     await withDedupeRetries(`complete the index entry of ${group.filename}`, () =>

@@ -1,6 +1,7 @@
 import { errorMessage, logger } from "../log/logger.js";
 import type { DedupeIndex, OriginalCapture } from "./dedupeIndex.js";
 import type { DependencyTracker, OwnWacz } from "./dependencies.js";
+import { captureCounts, captureKind, isIndexablePayload } from "./captureRule.js";
 import { warcDateToDigits } from "./keys.js";
 
 /**
@@ -11,6 +12,8 @@ export const DEFAULT_DEDUPE_MIN_SIZE = 512;
 
 /** Where a written record landed, as the dedupe index needs it. */
 export interface RecordPlacement {
+  /** WARC-Type as written (response, revisit): whether it counts is decided by captureKind. */
+  warcType: string;
   url: string;
   /** WARC-Date as written. */
   date: string;
@@ -56,7 +59,7 @@ export class Deduplicator {
 
   /** Successful, non-empty payloads go into the index (the indexer, reading CDX, does the same). */
   isIndexable(status: number, payloadSize: number): boolean {
-    return status >= 200 && status < 300 && status !== 206 && payloadSize > 0;
+    return isIndexablePayload(status, payloadSize === 0);
   }
 
   /** Of those, payloads of at least the minimum size are looked up and may become revisits. */
@@ -94,7 +97,7 @@ export class Deduplicator {
           size: response.length,
         });
       }
-      await this.index.addCounts({ totalUrls: 1 });
+      await this.index.addCounts(captureCounts(captureKind(response.warcType, response.url)));
     } catch (err) {
       this.logFailure("could not index a response", err);
     }
@@ -103,7 +106,7 @@ export class Deduplicator {
   async noteRevisit(original: OriginalCapture, revisit: RecordPlacement): Promise<void> {
     try {
       await this.dependencies.record(original.crawlId, original.waczIndex, revisit.wacz);
-      await this.index.addCounts({ totalUrls: 1, dupeUrls: 1, conservedSize: original.size - revisit.length });
+      await this.index.addCounts(captureCounts(captureKind(revisit.warcType, revisit.url), original.size - revisit.length));
     } catch (err) {
       this.logFailure("could not record a revisit", err);
     }

@@ -12,6 +12,7 @@ import { StringDecoder } from "node:string_decoder";
 import { createGunzip, gunzipSync } from "node:zlib";
 
 import { parseCdxjLine as splitCdxjLine } from "./cdxj.js";
+import { scanCdxjLine } from "./cdxjScan.js";
 import { WaczReadError, type WaczReader } from "./zipReader.js";
 
 
@@ -34,6 +35,8 @@ export interface CdxjRecord {
 
 /** A line longer than this is not a CDXJ line (and must not grow memory without bound). */
 const MAX_LINE_CHARS = 16 * 1024 * 1024;
+/** Bytes of a read chunk decoded to text at once. */
+const DECODE_BYTES = 32 * 1024;
 /** A forward gap in a ZipNum .cdx.gz larger than this is skipped with a new range read. */
 const MAX_SKIP_BYTES = 256 * 1024;
 
@@ -92,7 +95,10 @@ function destroyStream(stream: NodeJS.ReadableStream): void {
 async function* streamLines(chunks: AsyncIterable<Buffer | string>, tooLong: () => Error): AsyncGenerator<string[], void, undefined> {
   const decoder = new StringDecoder("utf8");
   let pending = "";
-  for await (const chunk of chunks) {
+  for await (const whole of chunks) for (let at = 0; at < whole.length; at += DECODE_BYTES) {
+    // Decoded a slice at a time: strings this size die young, where a whole read chunk's text would
+    // be a large object that only a full GC frees.
+    const chunk = whole.length <= DECODE_BYTES ? whole : whole.slice(at, at + DECODE_BYTES);
     pending += typeof chunk === "string" ? chunk : decoder.write(chunk);
     const lines: string[] = [];
     let start = 0;
@@ -224,7 +230,7 @@ function isUnder(name: string, suffix: string): boolean {
  * Every line is checked with parseCdxjLine. Memory stays flat: one gzip block (ZipNum)
  * or one stream chunk (plain) at a time.
  */
-async function* iterWaczCdxjEntries(reader: WaczReader): AsyncGenerator<CdxjEntry[]> {
+async function* iterWaczCdxjEntries(reader: WaczReader): AsyncGenerator<CdxjChunk> {
   const loc = reader.location;
   const indexNames = reader.entryNames().filter((n) => n.startsWith("indexes/"));
   if (indexNames.length === 0) throw new WaczIndexError(`${loc}: has no CDXJ index (no indexes/ entry)`);
@@ -244,26 +250,36 @@ async function* iterWaczCdxjEntries(reader: WaczReader): AsyncGenerator<CdxjEntr
 
 /** Every CDXJ line of the WACZ's index, in order (see iterWaczCdxjEntries). */
 export async function* iterWaczCdxj(reader: WaczReader): AsyncGenerator<string> {
-  for await (const entries of iterWaczCdxjEntries(reader)) for (const entry of entries) yield entry.line;
+  for await (const chunk of iterWaczCdxjEntries(reader)) yield* chunk.lines;
 }
 
 /** The WACZ's index as parsed records, in order, a block or chunk at a time: what the importer reads. */
 export async function* iterWaczCdxjRecordBatches(reader: WaczReader): AsyncGenerator<CdxjRecord[]> {
-  for await (const entries of iterWaczCdxjEntries(reader)) yield entries.map((e) => e.record);
+  for await (const chunk of iterWaczCdxjEntries(reader)) yield chunk.records;
 }
 
-/** A line of the index and its parsed record (each line is parsed once). */
-interface CdxjEntry {
-  line: string;
-  record: CdxjRecord;
+/**
+ * Lines of the index and their records (each line is parsed once), as two parallel arrays: no
+ * object per line beyond the record. Records of lines in the common compact form carry the urlkey,
+ * timestamp and the fields the importer reads (url, mime, status, digest, length: see cdxjScan.ts);
+ * lines in any other form are parsed whole and carry every field.
+ */
+interface CdxjChunk {
+  lines: string[];
+  records: CdxjRecord[];
 }
 
-function checkedLine(loc: string, line: string, lineNo: number, where: string): CdxjEntry {
-  const result = parseOrReason(line);
+function newChunk(): CdxjChunk {
+  return { lines: [], records: [] };
+}
+
+function addCheckedLine(chunk: CdxjChunk, loc: string, line: string, lineNo: number, where: () => string): void {
+  const result = scanCdxjLine(line) ?? parseOrReason(line);
   if (typeof result === "string") {
-    throw new WaczIndexError(`${loc}: malformed CDXJ line ${lineNo} in ${where} (${result}): ${preview(line)}`);
+    throw new WaczIndexError(`${loc}: malformed CDXJ line ${lineNo} in ${where()} (${result}): ${preview(line)}`);
   }
-  return { line, record: result };
+  chunk.lines.push(line);
+  chunk.records.push(result);
 }
 
 function isRecordLine(line: string): boolean {
@@ -271,20 +287,21 @@ function isRecordLine(line: string): boolean {
 }
 
 /** The checked records of a stream of CDXJ text, a chunk at a time. */
-async function* checkedChunks(reader: WaczReader, name: string, stream: AsyncIterable<Buffer>): AsyncGenerator<CdxjEntry[], void, undefined> {
+async function* checkedChunks(reader: WaczReader, name: string, stream: AsyncIterable<Buffer>): AsyncGenerator<CdxjChunk, void, undefined> {
   let lineNo = 0;
   const lines = streamLines(stream, () => new WaczIndexError(`${reader.location}: ${name} has a line over ${MAX_LINE_CHARS} characters`));
-  for await (const chunk of lines) {
-    const entries: CdxjEntry[] = [];
-    for (const line of chunk) {
+  const where = () => name;
+  for await (const text of lines) {
+    const chunk = newChunk();
+    for (const line of text) {
       lineNo++;
-      if (isRecordLine(line)) entries.push(checkedLine(reader.location, line, lineNo, name));
+      if (isRecordLine(line)) addCheckedLine(chunk, reader.location, line, lineNo, where);
     }
-    if (entries.length) yield entries;
+    if (chunk.lines.length) yield chunk;
   }
 }
 
-async function* plainCdxjLines(reader: WaczReader, name: string): AsyncGenerator<CdxjEntry[], void, undefined> {
+async function* plainCdxjLines(reader: WaczReader, name: string): AsyncGenerator<CdxjChunk, void, undefined> {
   const stream = await reader.openEntryStream(name);
   try {
     yield* checkedChunks(reader, name, stream as AsyncIterable<Buffer>);
@@ -293,7 +310,7 @@ async function* plainCdxjLines(reader: WaczReader, name: string): AsyncGenerator
   }
 }
 
-async function* gzipCdxjLines(reader: WaczReader, name: string): AsyncGenerator<CdxjEntry[], void, undefined> {
+async function* gzipCdxjLines(reader: WaczReader, name: string): AsyncGenerator<CdxjChunk, void, undefined> {
   const stream = await reader.openEntryStream(name);
   const gunzipStream = createGunzip();
   stream.on("error", (err: Error) => gunzipStream.destroy(err));
@@ -310,7 +327,7 @@ async function* gzipCdxjLines(reader: WaczReader, name: string): AsyncGenerator<
   }
 }
 
-async function* zipNumLines(reader: WaczReader, idxName: string): AsyncGenerator<CdxjEntry[], void, undefined> {
+async function* zipNumLines(reader: WaczReader, idxName: string): AsyncGenerator<CdxjChunk, void, undefined> {
   const loc = reader.location;
   const dir = posix.dirname(idxName);
   // The default data file: the meta line's filename, else <idx name>.cdx.gz.
@@ -393,14 +410,15 @@ async function* zipNumLines(reader: WaczReader, idxName: string): AsyncGenerator
       let lineNo = lineNos.get(entryName) ?? 0;
       const lines = text.split("\n");
       if (lines[lines.length - 1] === "") lines.pop();
-      const entries: CdxjEntry[] = [];
+      const chunk = newChunk();
+      const where = () => `${entryName} (block ${blockNo})`;
       for (const raw of lines) {
         lineNo++;
         const line = stripCr(raw);
-        if (isRecordLine(line)) entries.push(checkedLine(loc, line, lineNo, `${entryName} (block ${blockNo})`));
+        if (isRecordLine(line)) addCheckedLine(chunk, loc, line, lineNo, where);
       }
       lineNos.set(entryName, lineNo);
-      if (entries.length) yield entries;
+      if (chunk.lines.length) yield chunk;
     }
   } finally {
     destroyStream(idxStream);

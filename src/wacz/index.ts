@@ -9,6 +9,7 @@ export {
   type CdxjIndexOptions,
   type CdxjLine,
 } from "./cdxj.js";
+export { sortLinesExternally, DEFAULT_SORT_RUN_BYTES, type SortedLines } from "./externalSort.js";
 export {
   writeCdxIndexes,
   writeZipNumIndex,

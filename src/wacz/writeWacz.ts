@@ -10,7 +10,8 @@ import { mkdtemp, rename, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 
-import { indexWarcFiles } from "./cdxj.js";
+import { iterCdxjLines } from "./cdxj.js";
+import { sortLinesExternally } from "./externalSort.js";
 import {
   DATAPACKAGE_DIGEST_PATH,
   DATAPACKAGE_PATH,
@@ -54,6 +55,10 @@ export interface WaczInput {
   requires?: RelationRequirement[];
   /** CDXJ size at or above which a ZipNum index is written; default 50_000 */
   zipNumThresholdBytes?: number;
+  /** Where scratch files go (index files, sorted runs of CDXJ lines); default the system temp dir. */
+  tmpDir?: string;
+  /** CDXJ bytes sorted in memory before a run is spilled to disk (default 16 MiB). */
+  sortRunBytes?: number;
 }
 
 export interface WaczResult {
@@ -107,9 +112,10 @@ export async function writeWacz(input: WaczInput): Promise<WaczResult> {
   const warcs = warcEntries(input.warcFiles);
 
   const tmpOutput = `${input.outputPath}.tmp-${process.pid}`;
-  const workDir = await mkdtemp(join(tmpdir(), "wacz-"));
+  const workDir = await mkdtemp(join(input.tmpDir ?? tmpdir(), "wacz-"));
   try {
-    const cdxLines = await indexWarcFiles(input.warcFiles);
+    // Sorted with bounded memory: runs spilled under workDir, merged while the index is written.
+    const cdxLines = await sortLinesExternally(iterCdxjLines(input.warcFiles), { tmpDir: workDir, runBytes: input.sortRunBytes });
     const indexes = await writeCdxIndexes(cdxLines, workDir, {
       thresholdBytes: input.zipNumThresholdBytes ?? DEFAULT_ZIPNUM_THRESHOLD_BYTES,
     });
@@ -175,7 +181,7 @@ export async function writeWacz(input: WaczInput): Promise<WaczResult> {
       filename: basename(input.outputPath),
       hash: `sha256:${zip.sha256}`,
       size: zip.size,
-      cdxLines: cdxLines.length,
+      cdxLines: cdxLines.count,
     };
   } catch (err) {
     await rm(tmpOutput, { force: true });

@@ -9,6 +9,7 @@ import { promisify } from "node:util";
 import { gzip } from "node:zlib";
 
 import { parseCdxjLine } from "./cdxj.js";
+import type { SortedLines } from "./externalSort.js";
 
 const gzipAsync = promisify(gzip);
 
@@ -67,7 +68,7 @@ export function zipNumIdxLine(block: ZipNumBlock): string {
  * `cdxGzPath`, and the block index to `idxPath`. Returns the blocks written.
  */
 export async function writeZipNumIndex(
-  sortedLines: readonly string[],
+  sortedLines: Iterable<string> | AsyncIterable<string>,
   cdxGzPath: string,
   idxPath: string,
   linesPerBlock: number = ZIPNUM_LINES_PER_BLOCK,
@@ -79,8 +80,7 @@ export async function writeZipNumIndex(
   const fh = await open(cdxGzPath, "w");
   try {
     let offset = 0;
-    for (let i = 0; i < sortedLines.length; i += linesPerBlock) {
-      const chunk = sortedLines.slice(i, i + linesPerBlock);
+    for await (const chunk of inGroups(sortedLines, linesPerBlock)) {
       const compressed = await gzipAsync(Buffer.from(chunk.join("\n") + "\n", "utf8"));
       await fh.write(compressed);
       const { urlkey, timestamp } = parseCdxjLine(chunk[0]!);
@@ -101,18 +101,27 @@ export async function writeZipNumIndex(
   return blocks;
 }
 
+/** Consecutive groups of `size` lines (the last one may be shorter). */
+async function* inGroups(lines: Iterable<string> | AsyncIterable<string>, size: number): AsyncGenerator<string[], void, undefined> {
+  let group: string[] = [];
+  for await (const line of lines) {
+    group.push(line);
+    if (group.length === size) {
+      yield group;
+      group = [];
+    }
+  }
+  if (group.length) yield group;
+}
+
 /** Write sorted lines as a plain CDXJ file, in batches so no giant string is built. */
 export async function writePlainCdxj(
-  sortedLines: readonly string[],
+  sortedLines: Iterable<string> | AsyncIterable<string>,
   path: string,
 ): Promise<void> {
   const fh = await open(path, "w");
   try {
-    const batch = 4096;
-    for (let i = 0; i < sortedLines.length; i += batch) {
-      const text = sortedLines.slice(i, i + batch).join("\n") + "\n";
-      await fh.write(text, null, "utf8");
-    }
+    for await (const group of inGroups(sortedLines, 4096)) await fh.write(group.join("\n") + "\n", null, "utf8");
   } finally {
     await fh.close();
   }
@@ -128,11 +137,13 @@ export interface WriteCdxIndexesOptions {
  * the zip entries to add: plain below the threshold, ZipNum at or above it.
  */
 export async function writeCdxIndexes(
-  sortedLines: readonly string[],
+  sorted: readonly string[] | SortedLines,
   dir: string,
   opts: WriteCdxIndexesOptions = {},
 ): Promise<IndexEntry[]> {
-  const total = cdxjByteSize(sortedLines);
+  const isArray = (x: readonly string[] | SortedLines): x is readonly string[] => Array.isArray(x);
+  const total = isArray(sorted) ? cdxjByteSize(sorted) : sorted.bytes;
+  const sortedLines = isArray(sorted) ? sorted : sorted.lines();
   if (!shouldUseZipNum(total, opts.thresholdBytes ?? DEFAULT_ZIPNUM_THRESHOLD_BYTES)) {
     const path = join(dir, PLAIN_CDXJ_FILENAME);
     await writePlainCdxj(sortedLines, path);

@@ -1,0 +1,71 @@
+// Leases of the import queue carry the token of one take: an importer whose lease expired (its entry
+// requeued and taken by another importer) can no longer renew, release or fail that entry.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { ImportQueue } from "../indexer/importQueue.js";
+import { dedupeKeys } from "../src/dedupe/keys.js";
+import { startTestRedis, type TestRedis } from "./helpers/redis.js";
+
+let redis: TestRedis;
+const entry = { name: "x.wacz", location: "file:///archive/x.wacz", crawlId: "x" };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+beforeAll(async () => {
+  redis = await startTestRedis();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+beforeEach(async () => {
+  await redis.client.flushdb();
+});
+
+async function expireAndHandOver(): Promise<{ stale: ImportQueue; live: ImportQueue; staleLease: NonNullable<Awaited<ReturnType<ImportQueue["take"]>>>; liveLease: NonNullable<Awaited<ReturnType<ImportQueue["take"]>>> }> {
+  const stale = new ImportQueue(redis.client, "importer-a", 200);
+  const live = new ImportQueue(redis.client, "importer-b", 60_000);
+  expect(await stale.enqueue([entry])).toBe(1);
+  const staleLease = (await stale.take())!;
+  expect(staleLease.resource).toEqual(entry);
+  await sleep(400); // importer A stalls past its lease
+  expect(await live.recoverExpired()).toEqual(["x.wacz"]);
+  const liveLease = (await live.take())!;
+  expect(liveLease.resource).toEqual(entry);
+  return { stale, live, staleLease, liveLease };
+}
+
+describe("import queue leases", () => {
+  it("a stale importer's release, fail and renew leave another importer's entry alone", async () => {
+    const { stale, live, staleLease, liveLease } = await expireAndHandOver();
+    const leaseKey = dedupeKeys.importLease("x.wacz");
+
+    expect(await stale.release(staleLease)).toBe(false);
+    expect(await stale.fail(staleLease)).toBe(false);
+    expect(await stale.renew(staleLease)).toBe(false);
+    // B's entry is still pending under B's lease and still known as queued: if B dies now, it is recovered.
+    expect(Object.keys(await redis.client.hgetall(dedupeKeys.importPending))).toEqual(["x.wacz"]);
+    expect(await redis.client.get(leaseKey)).toBe(liveLease.token);
+    expect(await redis.client.pttl(leaseKey)).toBeGreaterThan(30_000);
+    expect(await redis.client.sismember(dedupeKeys.importQueued, "x.wacz")).toBe(1);
+    expect(await live.isDrained()).toBe(false);
+
+    expect(await live.renew(liveLease)).toBe(true);
+    expect(await live.release(liveLease)).toBe(true);
+    expect(await live.isDrained()).toBe(true);
+    expect(await redis.client.exists(leaseKey)).toBe(0);
+  });
+
+  it("if the live importer dies, its entry is recovered and imported by another", async () => {
+    const { stale, staleLease, liveLease } = await expireAndHandOver();
+    await stale.release(staleLease);
+    // B dies: its lease runs out.
+    await redis.client.pexpire(dedupeKeys.importLease("x.wacz"), 1);
+    await sleep(20);
+    const third = new ImportQueue(redis.client, "importer-c", 60_000);
+    expect(await third.recoverExpired()).toEqual(["x.wacz"]);
+    const lease = (await third.take())!;
+    expect(lease.resource).toEqual(entry);
+    expect(lease.token).not.toBe(liveLease.token);
+    expect(await third.fail(lease)).toBe(true);
+    expect(await redis.client.sismember(dedupeKeys.importQueued, "x.wacz")).toBe(0);
+    expect(await third.isDrained()).toBe(true);
+  });
+});
