@@ -21,14 +21,18 @@ if ! "${B[@]}" inspect --type image "$BASE" >/dev/null 2>&1 && ! "${B[@]}" pull 
   cp -a "$NODE_PREFIX/lib/node_modules/npm" "$ROOTFS/usr/local/lib/node_modules/"
   ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$ROOTFS/usr/local/bin/npm"
   ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$ROOTFS/usr/local/bin/npx"
+  # Machines that reach the npm registry through a TLS-inspecting proxy trust it via their CA bundle:
+  # the stand-in trusts the same (npm and node), as the machine's own node does.
+  install -D -m 644 /etc/ssl/certs/ca-certificates.crt "$ROOTFS/usr/local/share/host-ca-bundle.crt"
   ctr="$("${B[@]}" from scratch)"
   mnt="$("${B[@]}" mount "$ctr")"
   cp -a "$ROOTFS/." "$mnt/"
   "${B[@]}" umount "$ctr"
-  "${B[@]}" config --env PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin --cmd node "$ctr"
+  "${B[@]}" config --env PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env NODE_EXTRA_CA_CERTS=/usr/local/share/host-ca-bundle.crt --env npm_config_cafile=/usr/local/share/host-ca-bundle.crt --cmd node "$ctr"
   "${B[@]}" commit -q "$ctr" "$BASE" >/dev/null
   "${B[@]}" rm "$ctr" >/dev/null
   rm -rf "$ROOTFS"
 fi
-"${B[@]}" bud --isolation chroot --network host -t "$TAG" .
+"${B[@]}" bud --layers --isolation chroot --network host -t "$TAG" .
 echo "build-image: built $TAG" >&2

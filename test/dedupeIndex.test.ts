@@ -114,7 +114,7 @@ describe("which original a revisit may point at", () => {
     const writerA = new Deduplicator(index, dependencies, 0, ownOf(["a.wacz"]));
     const writerB = new Deduplicator(index, dependencies, 0, ownOf(["b.wacz"]));
     const aIndex = await index.registerWacz("a.wacz");
-    await writerA.noteResponse(DIGEST, { url: entry.url, date: digitsToWarcDate(entry.date), length: 1234, wacz: { filename: "a.wacz", index: aIndex } }, true);
+    await writerA.noteResponse(DIGEST, { warcType: "response", url: entry.url, date: digitsToWarcDate(entry.date), length: 1234, wacz: { filename: "a.wacz", index: aIndex } }, true);
     // a.wacz is still being written: only writer A may point into it (it packages its files in order).
     expect(await writerA.findOriginal(DIGEST)).toMatchObject({ crawlId: "X", waczFilename: "a.wacz", waczFinished: false });
     expect(await writerB.findOriginal(DIGEST)).toBeNull();

@@ -174,7 +174,7 @@ describe("WACZ files with browsertrix-crawler resource records", () => {
   it("the crawler counts live by the same rule: a resource record at a urn: URL adds nothing", async () => {
     const index = new DedupeIndex(redis.client, "live-rule");
     const dedupe = new Deduplicator(index, new DependencyTracker(redis.client, crawlStateKeys("live-rule"), "live-rule"));
-    const placement = { date: "2025-03-01T12:00:00Z", length: 100, waczIndex: 0 };
+    const placement = { date: "2025-03-01T12:00:00Z", length: 100, wacz: { filename: "live-rule.wacz", index: 0 } };
     await dedupe.noteResponse("sha256:aa", { ...placement, warcType: "response", url: "https://site.example/a" }, true);
     await dedupe.noteResponse("sha256:bb", { ...placement, warcType: "resource", url: "urn:pageinfo:https://site.example/a" }, false);
     await dedupe.noteResponse("sha256:cc", { ...placement, warcType: "response", url: "urn:text:https://site.example/a" }, false);
