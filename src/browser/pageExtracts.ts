@@ -34,7 +34,12 @@ function wantsAny(options: ExtractOptions): boolean {
  * times out is a warning and is left out, the page itself still counts as crawled. The text comes first,
  * the full-page screenshot last (it lays the page out at full height, which may load more).
  */
-export async function takePageExtracts(tab: Page, options: ExtractOptions, url: string): Promise<PageExtracts> {
+export async function takePageExtracts(
+  tab: Pick<Page, "createCDPSession">,
+  options: ExtractOptions,
+  url: string,
+  deadlines = { textMs: TEXT_DEADLINE_MS, screenshotMs: SCREENSHOT_DEADLINE_MS },
+): Promise<PageExtracts> {
   const extracts: PageExtracts = { text: null, screenshots: [] };
   if (!wantsAny(options)) return extracts;
   let cdp: CDPSession;
@@ -48,7 +53,7 @@ export async function takePageExtracts(tab: Page, options: ExtractOptions, url: 
   try {
     if (options.text) {
       try {
-        extracts.text = await withTimeout(extractPageText(cdp), TEXT_DEADLINE_MS, `text not extracted within ${TEXT_DEADLINE_MS / 1000}s`);
+        extracts.text = await withTimeout(extractPageText(cdp), deadlines.textMs, `text not extracted within ${deadlines.textMs / 1000}s`);
       } catch (err) {
         logger.warn("page", "page text not extracted", { url, error: errorMessage(err) });
       }
@@ -56,7 +61,7 @@ export async function takePageExtracts(tab: Page, options: ExtractOptions, url: 
     const order: ScreenshotKind[] = ["view", "thumbnail", "fullPage"];
     for (const kind of order.filter((k) => options.screenshots.includes(k))) {
       try {
-        extracts.screenshots.push(await withTimeout(takeScreenshot(cdp, kind), SCREENSHOT_DEADLINE_MS, `not taken within ${SCREENSHOT_DEADLINE_MS / 1000}s`));
+        extracts.screenshots.push(await withTimeout(takeScreenshot(cdp, kind), deadlines.screenshotMs, `not taken within ${deadlines.screenshotMs / 1000}s`));
       } catch (err) {
         logger.warn("page", "screenshot not taken", { url, screenshot: kind, error: errorMessage(err) });
       }
