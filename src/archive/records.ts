@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { WARCRecord } from "warcio";
 import type { Exchange, ExchangeBody } from "./exchange.js";
@@ -131,4 +131,32 @@ export function notModifiedHead(
   for (const [lower, header] of updates) if (!kept.has(lower)) headers.push(header);
   headers.push(["x-orig-status", String(exchange.status)]);
   return { statusline: `${exchange.httpVersion} ${confirmed.status} ${confirmed.statusText ?? ""}`.trimEnd(), headers };
+}
+
+/** What a page yields besides its HTTP traffic: browsertrix-crawler's `urn:<kind>:<page url>` resource records. */
+export type PageResourceKind = "text" | "view" | "thumbnail" | "fullPage";
+
+export function pageResourceUrn(kind: PageResourceKind, pageUrl: string): string {
+  return `urn:${kind}:${pageUrl}`;
+}
+
+/**
+ * A resource record (WARC-Type resource, no HTTP head): the page's extracted text or a screenshot.
+ * Not an HTTP capture, so never a dedupe original nor a revisit.
+ */
+export function resourceRecord(targetUri: string, date: Date, contentType: string, content: Uint8Array): WARCRecord {
+  return WARCRecord.create(
+    {
+      url: targetUri,
+      date: date.toISOString(),
+      type: "resource",
+      warcVersion: WARC_VERSION,
+      warcHeaders: {
+        "WARC-Record-ID": newRecordId(),
+        "Content-Type": contentType,
+        "WARC-Payload-Digest": "sha256:" + createHash("sha256").update(content).digest("hex"),
+      },
+    },
+    content.length ? [content] : [],
+  );
 }

@@ -51,6 +51,8 @@ export function buildCrawlProgram(): Command {
     .addOption(new Option("--logLevel <level>", "minimum log level").choices(["debug", "info", "warn", "error"]).default("info"))
     .option("--browserPath <path>", "Chromium executable (default: env BROWSER_BIN, else /usr/bin/chromium)")
     .option("--headful", "show the browser window (needs a display)")
+    .addOption(new Option("--text [targets]", "store each page's text: to-pages (pages.jsonl 'text', for full-text search), to-warc (a urn:text:<url> record); comma-separated, repeatable; alone: to-pages").preset("to-pages").argParser(collect))
+    .option("--screenshot <kinds>", "store screenshots of each page as urn:<kind>:<url> records: view (viewport PNG), thumbnail (640px JPEG), fullPage (PNG); comma-separated, repeatable", collect)
     .allowExcessArguments(false)
     .showHelpAfterError(false);
 }

@@ -3,6 +3,11 @@ import { readFileSync } from "node:fs";
 import { SCOPE_TYPES, type ScopeType } from "../crawl/scope.js";
 import { normalizeCrawlUrl, UrlRefusedError } from "../crawl/urls.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
+import { SCREENSHOT_KINDS, type ScreenshotKind } from "../browser/screenshots.js";
+
+/** --text targets (browsertrix-crawler's names): the pages.jsonl `text` field, a urn:text: record. */
+export const TEXT_TARGETS = ["to-pages", "to-warc"] as const;
+export type TextTarget = (typeof TEXT_TARGETS)[number];
 
 /** Everything a crawl run needs to know, validated. The one place a flag's meaning lives. */
 export interface CrawlOptions {
@@ -52,6 +57,10 @@ export interface CrawlOptions {
   logLevel: "debug" | "info" | "warn" | "error";
   browserPath: string;
   headless: boolean;
+  /** --text: where each page's extracted text goes; empty = not extracted. */
+  text: TextTarget[];
+  /** --screenshot: screenshots stored per page as urn:<kind>:<url> resource records. */
+  screenshot: ScreenshotKind[];
 }
 
 export class OptionsError extends Error {}
@@ -96,6 +105,8 @@ export interface RawCrawlFlags {
   logLevel?: string;
   browserPath?: string;
   headful?: boolean;
+  text?: string[];
+  screenshot?: string[];
 }
 
 function integer(name: string, value: string | undefined, fallback: number, min: number): number {
@@ -132,6 +143,17 @@ function regexList(name: string, values: string[] | undefined): RegExp[] {
       throw new OptionsError(`--${name} is not a valid regular expression: ${JSON.stringify(source)}`);
     }
   });
+}
+
+/** A comma-separated (repeatable) flag whose values must come from `choices`; duplicates dropped. */
+function choiceList<T extends string>(name: string, values: string[] | undefined, choices: readonly T[]): T[] {
+  const picked = splitList(values);
+  for (const value of picked) {
+    if (!(choices as readonly string[]).includes(value)) {
+      throw new OptionsError(`--${name} takes a comma-separated list of ${choices.join(", ")}; got ${JSON.stringify(value)}`);
+    }
+  }
+  return [...new Set(picked)] as T[];
 }
 
 function splitList(values: string[] | undefined): string[] {
@@ -225,5 +247,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     logLevel: logging.includes("debug") ? "debug" : logLevel,
     browserPath: flags.browserPath ?? env.BROWSER_BIN ?? "/usr/bin/chromium",
     headless: !flags.headful,
+    text: choiceList("text", flags.text, TEXT_TARGETS),
+    screenshot: choiceList("screenshot", flags.screenshot, SCREENSHOT_KINDS),
   };
 }

@@ -14,6 +14,9 @@ import type { StopControl } from "./stopControl.js";
 import { isStorageError, storageErrorMessage } from "./storageErrors.js";
 import { digitsToWarcDate } from "../dedupe/keys.js";
 import { withTimeout } from "../util/process.js";
+import { extractBudgetMs } from "../browser/pageExtracts.js";
+import { TEXT_CONTENT_TYPE, type PageResource, type PageResourceRecorder } from "../archive/pageResourceRecorder.js";
+import type { ExtractOptions, PageExtracts } from "../browser/pageExtracts.js";
 
 export interface PageContext {
   options: CrawlOptions;
@@ -28,6 +31,8 @@ export interface PageContext {
   truncated: { count: number; report: string };
   /** The WACZ a page finishing now is listed in. */
   currentWacz(): string;
+  /** Writes pages' text and screenshot records (--text to-warc, --screenshot). */
+  pageResources: PageResourceRecorder;
 }
 
 /** Crawl one leased page: load and capture it, list it, queue its in-scope links, settle its lease. */
@@ -87,12 +92,14 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     mime: result.document.mime,
     depth: page.depth,
     seed: page.depth === 0,
+    ...(options.text.includes("to-pages") && typeof result.extracts?.text === "string" ? { text: result.extracts.text } : {}),
   };
   try {
+    await context.pageResources.record(page.url, result.document.date, pageResources(result.extracts, options));
     context.pageList.add(entry, context.currentWacz());
   } catch (err) {
     if (!isStorageError(err)) throw err;
-    context.stop.fatal(`cannot write the page list: ${storageErrorMessage(err)}`);
+    context.stop.fatal(`cannot write the page list or the page's text and screenshots: ${storageErrorMessage(err)}`);
     await state.handBack(page.url);
     return;
   }
@@ -113,6 +120,17 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     logger.info("page", "page crawled", crawled);
   }
   if (options.pageExtraDelay > 0) await context.stop.sleep(options.pageExtraDelay * 1000);
+}
+
+/** The page's text (--text to-warc) and screenshots, as urn:<kind>:<url> resource records. */
+function pageResources(extracts: PageExtracts | undefined, options: CrawlOptions): PageResource[] {
+  if (!extracts) return [];
+  const resources: PageResource[] = [];
+  if (options.text.includes("to-warc") && extracts.text !== null) {
+    resources.push({ kind: "text", contentType: TEXT_CONTENT_TYPE, content: Buffer.from(extracts.text, "utf8") });
+  }
+  for (const shot of extracts.screenshots) resources.push({ kind: shot.kind, contentType: shot.contentType, content: shot.bytes });
+  return resources;
 }
 
 function appendTruncatedReport(path: string, entry: { url: string; truncated: string[] }): void {
@@ -206,7 +224,12 @@ async function reportChange(url: string, documentStatus: number, previous: Known
   if (change) await context.report.add({ url, change, status: current.status, digest: current.digest ?? previous?.digest ?? null, previous: previousOf(previous) });
 }
 
+/** What each loaded page is asked for besides its traffic (--text, --screenshot). */
+export function extractOptionsOf(options: CrawlOptions): ExtractOptions {
+  return { text: options.text.length > 0, screenshots: options.screenshot };
+}
+
 function hardPageDeadlineMs(options: CrawlOptions): number {
-  return (options.pageLoadTimeout + options.netIdleWait) * 1000 + 30_000;
+  return (options.pageLoadTimeout + options.netIdleWait) * 1000 + 30_000 + extractBudgetMs(extractOptionsOf(options));
 }
 

@@ -23,7 +23,8 @@ import { Liveness } from "../state/liveness.js";
 import { pauseForTests } from "../util/testPause.js";
 import { SOFTWARE } from "../version.js";
 import { collectionPaths, createCollectionDirs, type CollectionPaths } from "./collection.js";
-import { crawlPage, type PageContext } from "./crawlPage.js";
+import { crawlPage, extractOptionsOf, type PageContext } from "./crawlPage.js";
+import { PageResourceRecorder } from "../archive/pageResourceRecorder.js";
 import { ExitCode, type ExitCodeValue } from "./exitCodes.js";
 import { commitFinishedCrawl, packageWaczFiles } from "./finishCrawl.js";
 import { PageList } from "./pageList.js";
@@ -102,7 +103,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     const slot = await slots.claim();
     const plan = new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(slot) });
     await plan.load();
-    const pageList = new PageList(paths.pages, `${options.collection}.wacz`);
+    const pageList = new PageList(paths.pages, `${options.collection}.wacz`, options.text.includes("to-pages"));
     const report = new ChangeReport(join(paths.root, "reports", slot === 0 ? "changes.jsonl" : `changes-${writerName(slot)}.jsonl`), redis,
       { kinds: state.keys.changeKinds(writerName(slot)), counts: state.keys.changeCounts(writerName(slot)) });
 
@@ -147,12 +148,13 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     await browserHost.browser();
     const host = browserHost;
     stop.onImmediate(() => void host.closeAllPages());
-    const context: PageContext = { options, state, history, report, scopes, pageList, stop, truncated: { count: 0, report: join(paths.root, "reports", slot === 0 ? "truncated.jsonl" : `truncated-${writerName(slot)}.jsonl`) }, currentWacz: () => plan.currentWaczFilename() };
+    const context: PageContext = { options, state, history, report, scopes, pageList, stop, truncated: { count: 0, report: join(paths.root, "reports", slot === 0 ? "truncated.jsonl" : `truncated-${writerName(slot)}.jsonl`) }, currentWacz: () => plan.currentWaczFilename(), pageResources: new PageResourceRecorder(writer) };
     const workers = Array.from({ length: options.workers }, (_, i) =>
       new PageWorker(i, host, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
         netIdleWaitMs: options.netIdleWait * 1000,
         userAgent: options.userAgent,
+        extracts: extractOptionsOf(options),
         hasStoredResponse: (url) => recorder.hasStoredResponse(url),
         storeExchange: async (exchange) => {
           try {

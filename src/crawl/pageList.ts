@@ -12,6 +12,8 @@ export interface PageEntry {
   mime: string;
   depth: number;
   seed: boolean;
+  /** The page's extracted text (--text to-pages): what ReplayWeb.page's full-text search looks in. */
+  text?: string;
 }
 
 const HEADERS = {
@@ -27,6 +29,8 @@ export class PageList {
   constructor(
     private readonly pagesDir: string,
     private readonly primaryWacz: string,
+    /** Pages carry their text: the header says so (hasText), and ReplayWeb.page indexes it for search. */
+    private readonly hasText = false,
   ) {}
 
   files(waczFilename: string): { pagesFile: string; extraPagesFile: string } {
@@ -40,7 +44,8 @@ export class PageList {
     const file = isSeed ? pagesFile : extraPagesFile;
     if (!existsSync(file)) {
       mkdirSync(dirname(file), { recursive: true });
-      appendFileSync(file, JSON.stringify(isSeed ? HEADERS.pages : HEADERS.extraPages) + "\n");
+      const header = isSeed ? HEADERS.pages : HEADERS.extraPages;
+      appendFileSync(file, JSON.stringify(this.hasText ? { ...header, hasText: true } : header) + "\n");
     }
     appendFileSync(file, JSON.stringify(entry) + "\n");
   }

@@ -10,6 +10,7 @@ import { rm } from "node:fs/promises";
 import { errorMessage, logger } from "../log/logger.js";
 import { tryNormalizeCrawlUrl } from "./urls.js";
 import { withTimeout } from "../util/process.js";
+import { takePageExtracts, type ExtractOptions, type PageExtracts } from "../browser/pageExtracts.js";
 
 export interface PageWorkerOptions {
   pageLoadTimeoutMs: number;
@@ -19,6 +20,8 @@ export interface PageWorkerOptions {
   storeExchange(exchange: Exchange): Promise<void>;
   /** Whether the crawl already holds this URL's full (200) response. */
   hasStoredResponse(url: string): Promise<boolean>;
+  /** Text and screenshots to take of each loaded page (--text, --screenshot). */
+  extracts?: ExtractOptions;
 }
 
 /** Headers that make a page's document request conditional, and the capture a 304 would confirm. */
@@ -37,6 +40,8 @@ export interface PageLoadResult {
   error: string | null;
   /** URLs whose bodies were cut off and stored marked WARC-Truncated (only on a page's last attempt). */
   truncated: string[];
+  /** The rendered page's text and screenshots, when asked for. */
+  extracts?: PageExtracts;
 }
 
 export interface LoadOptions {
@@ -187,11 +192,22 @@ export class PageWorker {
     }
     try {
       const [title, links] = await this.readPage(tab);
-      return { document, title, links, error: null };
+      const extracts = await this.takeExtracts(tab, capture, url, document.status);
+      return { document, title, links, error: null, ...(extracts ? { extracts } : {}) };
     } catch (err) {
       // Without its links the crawl would silently lose everything below this page: retry it instead.
       return { document: null, title: "", links: [], error: `could not read the page's links: ${errorMessage(err)}` };
     }
+  }
+
+  /** Text and screenshots after the load wait; what they make the page load is captured with it. */
+  private async takeExtracts(tab: Page, capture: PageCapture, url: string, status: number): Promise<PageExtracts | undefined> {
+    const wanted = this.options.extracts;
+    // A 304 page shows nothing: the browser got no body to render.
+    if (!wanted || status === 304 || (!wanted.text && !wanted.screenshots.length)) return undefined;
+    const extracts = await takePageExtracts(tab, wanted, url);
+    await capture.drain();
+    return extracts;
   }
 
   private async loadDirectly(url: string, navigationError: string): Promise<CapturedSummary | null> {

@@ -1,0 +1,26 @@
+import { pageResourceUrn, resourceRecord, type PageResourceKind } from "./records.js";
+import type { WarcWriter, WrittenRecord } from "./warcWriter.js";
+
+/** A page's text or screenshot, to be stored as a `urn:<kind>:<page url>` resource record. */
+export interface PageResource {
+  kind: PageResourceKind;
+  contentType: string;
+  content: Uint8Array;
+}
+
+export const TEXT_CONTENT_TYPE = "text/plain; charset=utf-8";
+
+/**
+ * Writes a page's resource records (text, screenshots). They are not HTTP captures: no claim, no
+ * dedupe index entry, no capture history, not counted in totalUrls; each page attempt that is kept
+ * writes its own.
+ */
+export class PageResourceRecorder {
+  constructor(private readonly writer: WarcWriter) {}
+
+  /** All of a page's resources in one batch (written whole or not at all), dated like the page. */
+  async record(pageUrl: string, date: Date, resources: PageResource[]): Promise<WrittenRecord[]> {
+    if (!resources.length) return [];
+    return this.writer.writeRecords(resources.map((r) => resourceRecord(pageResourceUrn(r.kind, pageUrl), date, r.contentType, r.content)));
+  }
+}
