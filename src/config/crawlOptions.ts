@@ -3,6 +3,9 @@ import { readFileSync } from "node:fs";
 import { SCOPE_TYPES, type ScopeType } from "../crawl/scope.js";
 import { normalizeCrawlUrl, UrlRefusedError } from "../crawl/urls.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
+import { robotsAgentOf } from "../robots/robotsTxt.js";
+import type { SitemapOptions } from "../sitemap/sitemapSeeds.js";
+import { parseW3cDate } from "../sitemap/w3cDate.js";
 
 /** Everything a crawl run needs to know, validated. The one place a flag's meaning lives. */
 export interface CrawlOptions {
@@ -52,6 +55,10 @@ export interface CrawlOptions {
   logLevel: "debug" | "info" | "warn" | "error";
   browserPath: string;
   headless: boolean;
+  /** --useSitemap: queue the pages the seeds' sitemaps list; null = off. */
+  sitemap: SitemapOptions | null;
+  /** --robots: obey robots.txt for this product token; null = off. */
+  robots: { agent: string } | null;
 }
 
 export class OptionsError extends Error {}
@@ -96,6 +103,11 @@ export interface RawCrawlFlags {
   logLevel?: string;
   browserPath?: string;
   headful?: boolean;
+  useSitemap?: string | boolean;
+  sitemapFromDate?: string;
+  sitemapToDate?: string;
+  robots?: boolean;
+  robotsAgent?: string;
 }
 
 function integer(name: string, value: string | undefined, fallback: number, min: number): number {
@@ -225,5 +237,40 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     logLevel: logging.includes("debug") ? "debug" : logLevel,
     browserPath: flags.browserPath ?? env.BROWSER_BIN ?? "/usr/bin/chromium",
     headless: !flags.headful,
+    sitemap: sitemapOptions(flags),
+    robots: flags.robots ? { agent: flags.robotsAgent ?? robotsAgentOf(flags.userAgent ?? null) } : null,
   };
+}
+
+function sitemapOptions(flags: RawCrawlFlags): SitemapOptions | null {
+  const period = (name: string, value: string | undefined) => {
+    if (value === undefined) return null;
+    const parsed = parseW3cDate(value);
+    if (!parsed) throw new OptionsError(`--${name} must be an ISO date such as 2024-03-05 or 2024-03-05T12:00:00Z, got ${JSON.stringify(value)}`);
+    return parsed;
+  };
+  const from = period("sitemapFromDate", flags.sitemapFromDate);
+  const to = period("sitemapToDate", flags.sitemapToDate);
+  if (flags.useSitemap === undefined || flags.useSitemap === false) {
+    if (from || to) throw new OptionsError(`--${from ? "sitemapFromDate" : "sitemapToDate"} needs --useSitemap`);
+    return null;
+  }
+  if (from && to && from.start > to.end) throw new OptionsError("--sitemapFromDate is after --sitemapToDate");
+  let url: string | null = null;
+  if (typeof flags.useSitemap === "string") {
+    url = flags.useSitemap.trim();
+    const base = "http://seed.invalid/";
+    const parsed = (() => {
+      try {
+        return new URL(url, base);
+      } catch {
+        return null;
+      }
+    })();
+    if (!url || !parsed || !["http:", "https:"].includes(parsed.protocol)) {
+      throw new OptionsError(`--useSitemap must be an http(s) URL or a path on the seed's site, got ${JSON.stringify(flags.useSitemap)}`);
+    }
+  }
+  // A date names a period: from its first instant, to its last ("--sitemapToDate 2024-03-05" keeps the whole day).
+  return { url, fromDate: from?.start ?? null, toDate: to?.end ?? null };
 }

@@ -14,6 +14,7 @@ import type { StopControl } from "./stopControl.js";
 import { isStorageError, storageErrorMessage } from "./storageErrors.js";
 import { digitsToWarcDate } from "../dedupe/keys.js";
 import { withTimeout } from "../util/process.js";
+import type { PageAdmission } from "./admission.js";
 
 export interface PageContext {
   options: CrawlOptions;
@@ -28,6 +29,8 @@ export interface PageContext {
   truncated: { count: number; report: string };
   /** The WACZ a page finishing now is listed in. */
   currentWacz(): string;
+  /** Queues pages (robots.txt permitting, with --robots). */
+  admission: PageAdmission;
 }
 
 /** Crawl one leased page: load and capture it, list it, queue its in-scope links, settle its lease. */
@@ -141,10 +144,7 @@ async function enqueueLinks(links: string[], page: QueuedPage, context: PageCont
   for (const link of links) {
     const decision = scope.decide(link, page.depth, page.extraHops);
     if (!decision.inScope) continue;
-    const added = await context.state.enqueue(
-      { url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: decision.extraHops },
-      context.options.limit,
-    );
+    const added = await context.admission.admit({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: decision.extraHops });
     if (added === "queued") queued += 1;
   }
   return queued;
