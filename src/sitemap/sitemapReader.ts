@@ -95,6 +95,10 @@ export async function* readSitemaps(roots: string[], options: SitemapReaderOptio
         }
         logger.debug("sitemap", "sitemap read", { url, pages: listed, format: document.kind });
       }
+      if (document.xmlErrors.length) {
+        counts.failed += 1;
+        logger.warn("sitemap", "sitemap is not well-formed XML: what could be read of it was", { url, pagesRead: listed, xmlErrors: document.xmlErrors.length, first: document.xmlErrors[0] });
+      }
     } catch (err) {
       counts.failed += 1;
       logger.warn("sitemap", "sitemap not read to the end", { url, pagesRead: listed, error: errorMessage(err) });
@@ -104,9 +108,17 @@ export async function* readSitemaps(roots: string[], options: SitemapReaderOptio
   }
 }
 
-type SitemapDocument =
-  | { kind: "index"; items: AsyncIterable<IndexItem>; close(): void }
-  | { kind: "urlset" | "text"; entries: AsyncIterable<SitemapEntry>; close(): void };
+type SitemapDocument = (
+  | { kind: "index"; items: AsyncIterable<IndexItem> }
+  | { kind: "urlset" | "text"; entries: AsyncIterable<SitemapEntry> }
+) & {
+  close(): void;
+  /** Malformed XML met so far (the parser reads on past it). */
+  xmlErrors: string[];
+};
+
+/** Past this many XML errors a document is given up. */
+const MAX_XML_ERRORS = 20;
 
 async function openSitemap(url: string, options: SitemapReaderOptions): Promise<SitemapDocument> {
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
@@ -120,17 +132,25 @@ async function openSitemap(url: string, options: SitemapReaderOptions): Promise<
   if (head[0] === 0x1f && head[1] === 0x8b) rest = capped(forward(rest, createGunzip()), maxBytes);
   ({ head, rest } = await peek(rest, knowsItsKind));
   const close = () => rest.destroy();
+  const xmlErrors: string[] = [];
+  // Like a browser, read on past malformed XML (a stray "&", a tag left open) rather than lose the rest.
+  const lenient = <P extends XMLToSitemapIndexStream | XMLToSitemapItemStream>(parser: P): P => {
+    parser.saxStream.on("error", (err: Error) => {
+      xmlErrors.push(err.message.split("\n")[0]);
+      if (xmlErrors.length >= MAX_XML_ERRORS) parser.destroy(new Error(`${MAX_XML_ERRORS} XML errors, the first: ${xmlErrors[0]}`));
+    });
+    return forward(rest, parser) as P;
+  };
   const text = head.toString("latin1");
   const root = ROOT_ELEMENT.exec(text)?.[1];
   if (root === "sitemapindex") {
-    return { kind: "index", items: forward(rest, new XMLToSitemapIndexStream({ logger: false })), close };
+    return { kind: "index", items: lenient(new XMLToSitemapIndexStream({ logger: false })), close, xmlErrors };
   }
   if (root === "urlset") {
-    const parser = forward(rest, new XMLToSitemapItemStream({ logger: false }));
-    return { kind: "urlset", entries: urlsetEntries(parser), close };
+    return { kind: "urlset", entries: urlsetEntries(lenient(new XMLToSitemapItemStream({ logger: false }))), close, xmlErrors };
   }
   if (/^https?:\/\//i.test(withoutBom(text).trimStart())) {
-    return { kind: "text", entries: textEntries(rest), close };
+    return { kind: "text", entries: textEntries(rest), close, xmlErrors };
   }
   close();
   throw new Error("not a sitemap (neither <urlset>, <sitemapindex> nor a list of URLs)");
