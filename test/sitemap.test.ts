@@ -134,7 +134,7 @@ describe("reading sitemaps", () => {
 });
 
 describe("robots.txt", () => {
-  it("429 and 5xx disallow the host until it is asked again; 4xx allows all", async () => {
+  it("429 and 5xx disallow the host until it is asked again; 4xx allows all; redirects are followed", async () => {
     let status = 503;
     const site = await serve(() => ({
       "/robots.txt": (res) => (status === 200 ? res.writeHead(200, { "content-type": "text/plain" }).end("User-agent: *\nDisallow: /no\n") : res.writeHead(status).end()),
@@ -156,6 +156,17 @@ describe("robots.txt", () => {
       status = 410;
       const gone = new RobotsTxt({ userAgent: null, agent: "x" });
       expect(await gone.check(`${site.origin}/no/page`)).toEqual({ allowed: true });
+
+      // A robots.txt that redirects (http -> https, another host...) is followed; its rules apply to the host asked about.
+      status = 200;
+      const moved = await serve(() => ({ "/robots.txt": (res) => res.writeHead(301, { location: `${site.origin}/robots.txt` }).end() }));
+      try {
+        const redirected = new RobotsTxt({ userAgent: null, agent: "x" });
+        expect(await redirected.check(`${moved.origin}/no/page`)).toEqual({ allowed: false, reason: "disallowed" });
+        expect(await redirected.check(`${moved.origin}/yes`)).toEqual({ allowed: true });
+      } finally {
+        await new Promise<void>((resolve) => moved.server.close(() => resolve()));
+      }
     } finally {
       await new Promise<void>((resolve) => site.server.close(() => resolve()));
     }
