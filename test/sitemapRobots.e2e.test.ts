@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { logLines, runCli, type CliResult } from "./helpers/cli.js";
 import { startSeedSite, type RobotsVariant, type SeedSite } from "./helpers/seedSite.js";
+import { startTestRedis } from "./helpers/redis.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
 
 let cwd: string;
@@ -91,6 +92,32 @@ describe("--useSitemap", () => {
       expect(site.hits("/sitemaps/old.xml")).toBe(0);
       for (const path of ["/site/from-sitemap/a.html", "/site/from-sitemap/c.html", "/site/from-sitemap/old.html"]) expect(site.hits(path), path).toBe(0);
     });
+  }, 300_000);
+
+  it("in a crawl shared by two processes, the sitemaps are read once, by one of them", async () => {
+    const redis = await startTestRedis();
+    try {
+      await withSite("rules", async (site) => {
+        const run = () => runCli("crawl", [
+          "--url", site.seed, "--collection", "sitemap-shared", "--crawlId", "sitemap-shared", "--cwd", cwd, "--redisStoreUrl", redis.url, "--redisDedupeUrl", redis.url,
+          "--netIdleWait", "1", "--useSitemap",
+        ], { timeoutMs: 240_000 });
+        const results = await Promise.all([run(), run()]);
+        for (const r of results) expect(r.code, r.stderr.slice(-3000)).toBe(0);
+        const logs = results.flatMap((r) => logLines(r.stderr)).filter((l) => l.context === "sitemap");
+        expect(logs.filter((l) => l.message === "sitemaps read").length).toBe(1);
+        expect(logs.filter((l) => /another crawler process is reading the sitemaps|sitemaps already read/.test(l.message)).length).toBe(1);
+        for (const path of ["/sitemap-index.xml", "/sitemaps/pages.xml", "/sitemaps/more.xml.gz", "/sitemaps/old.xml"]) expect(site.hits(path), path).toBe(1);
+        const crawled = results.flatMap((r) => logLines(r.stderr)).filter((l) => l.message === "page crawled").map((l) => new URL(l.details.url as string).pathname);
+        expect(crawled.sort()).toEqual([
+          ...LINKED,
+          "/site/from-sitemap/a.html", "/site/from-sitemap/b.html", "/site/from-sitemap/c.html",
+          "/site/from-sitemap/old.html", "/site/from-sitemap/undated.html", "/site/private/listed.html",
+        ].sort());
+      });
+    } finally {
+      await redis.stop();
+    }
   }, 300_000);
 
   it("a given sitemap URL (relative to the seed) is read instead of robots.txt's", async () => {
