@@ -8,6 +8,9 @@ import { SCREENSHOT_KINDS, type ScreenshotKind } from "../browser/screenshots.js
 /** --text targets (browsertrix-crawler's names): the pages.jsonl `text` field, a urn:text: record. */
 export const TEXT_TARGETS = ["to-pages", "to-warc"] as const;
 export type TextTarget = (typeof TEXT_TARGETS)[number];
+import { robotsAgentOf } from "../robots/robotsTxt.js";
+import type { SitemapOptions } from "../sitemap/sitemapSeeds.js";
+import { parseW3cDate } from "../sitemap/w3cDate.js";
 
 /** Everything a crawl run needs to know, validated. The one place a flag's meaning lives. */
 export interface CrawlOptions {
@@ -61,6 +64,10 @@ export interface CrawlOptions {
   text: TextTarget[];
   /** --screenshot: screenshots stored per page as urn:<kind>:<url> resource records. */
   screenshot: ScreenshotKind[];
+  /** --useSitemap: queue the pages the seeds' sitemaps list; null = off. */
+  sitemap: SitemapOptions | null;
+  /** --robots: obey robots.txt for this product token; null = off. */
+  robots: { agent: string } | null;
 }
 
 export class OptionsError extends Error {}
@@ -107,6 +114,11 @@ export interface RawCrawlFlags {
   headful?: boolean;
   text?: string[];
   screenshot?: string[];
+  useSitemap?: string | boolean;
+  sitemapFromDate?: string;
+  sitemapToDate?: string;
+  robots?: boolean;
+  robotsAgent?: string;
 }
 
 function integer(name: string, value: string | undefined, fallback: number, min: number): number {
@@ -249,5 +261,40 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     headless: !flags.headful,
     text: choiceList("text", flags.text, TEXT_TARGETS),
     screenshot: choiceList("screenshot", flags.screenshot, SCREENSHOT_KINDS),
+    sitemap: sitemapOptions(flags),
+    robots: flags.robots ? { agent: flags.robotsAgent ?? robotsAgentOf(flags.userAgent ?? null) } : null,
   };
+}
+
+function sitemapOptions(flags: RawCrawlFlags): SitemapOptions | null {
+  const period = (name: string, value: string | undefined) => {
+    if (value === undefined) return null;
+    const parsed = parseW3cDate(value);
+    if (!parsed) throw new OptionsError(`--${name} must be an ISO date such as 2024-03-05 or 2024-03-05T12:00:00Z, got ${JSON.stringify(value)}`);
+    return parsed;
+  };
+  const from = period("sitemapFromDate", flags.sitemapFromDate);
+  const to = period("sitemapToDate", flags.sitemapToDate);
+  if (flags.useSitemap === undefined || flags.useSitemap === false) {
+    if (from || to) throw new OptionsError(`--${from ? "sitemapFromDate" : "sitemapToDate"} needs --useSitemap`);
+    return null;
+  }
+  if (from && to && from.start > to.end) throw new OptionsError("--sitemapFromDate is after --sitemapToDate");
+  let url: string | null = null;
+  if (typeof flags.useSitemap === "string") {
+    url = flags.useSitemap.trim();
+    const base = "http://seed.invalid/";
+    const parsed = (() => {
+      try {
+        return new URL(url, base);
+      } catch {
+        return null;
+      }
+    })();
+    if (!url || !parsed || !["http:", "https:"].includes(parsed.protocol)) {
+      throw new OptionsError(`--useSitemap must be an http(s) URL or a path on the seed's site, got ${JSON.stringify(flags.useSitemap)}`);
+    }
+  }
+  // A date names a period: from its first instant, to its last ("--sitemapToDate 2024-03-05" keeps the whole day).
+  return { url, fromDate: from?.start ?? null, toDate: to?.end ?? null };
 }

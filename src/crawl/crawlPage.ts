@@ -17,6 +17,7 @@ import { withTimeout } from "../util/process.js";
 import { extractBudgetMs } from "../browser/pageExtracts.js";
 import { TEXT_CONTENT_TYPE, type PageResource, type PageResourceRecorder } from "../archive/pageResourceRecorder.js";
 import type { ExtractOptions, PageExtracts } from "../browser/pageExtracts.js";
+import type { PageAdmission } from "./admission.js";
 
 export interface PageContext {
   options: CrawlOptions;
@@ -33,6 +34,8 @@ export interface PageContext {
   currentWacz(): string;
   /** Writes pages' text and screenshot records (--text to-warc, --screenshot). */
   pageResources: PageResourceRecorder;
+  /** Queues pages (robots.txt permitting, with --robots). */
+  admission: PageAdmission;
 }
 
 /** Crawl one leased page: load and capture it, list it, queue its in-scope links, settle its lease. */
@@ -159,10 +162,7 @@ async function enqueueLinks(links: string[], page: QueuedPage, context: PageCont
   for (const link of links) {
     const decision = scope.decide(link, page.depth, page.extraHops);
     if (!decision.inScope) continue;
-    const added = await context.state.enqueue(
-      { url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: decision.extraHops },
-      context.options.limit,
-    );
+    const added = await context.admission.admit({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: decision.extraHops });
     if (added === "queued") queued += 1;
   }
   return queued;

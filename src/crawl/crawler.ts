@@ -34,6 +34,9 @@ import { StopControl } from "./stopControl.js";
 import { WaczPlan } from "./waczPlan.js";
 import { CaptureHistory } from "../history/captureHistory.js";
 import { ChangeReport, type ChangeSummary } from "./changeReport.js";
+import { PageAdmission } from "./admission.js";
+import { RobotsTxt } from "../robots/robotsTxt.js";
+import { startSitemapReading } from "../sitemap/sitemapSeeds.js";
 
 export interface CrawlOutcome {
   exitCode: ExitCodeValue;
@@ -65,6 +68,8 @@ export interface CrawlStats {
   changeReport?: string;
   /** Pages this process crawled whose bodies stayed cut off after every retry (stored WARC-Truncated). */
   truncated: { count: number; report: string };
+  /** Pages not crawled because robots.txt disallows them (--robots). */
+  skippedRobots: number;
 }
 
 /**
@@ -118,8 +123,10 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     await repairWarcs();
 
     const scopes = options.seeds.map((seed) => new SeedScope(seed, options));
+    const robotsTxt = new RobotsTxt({ userAgent: options.userAgent, agent: options.robots?.agent ?? "*" });
+    const admission = new PageAdmission(state, options.limit, options.robots ? robotsTxt : null);
     for (const [seedId, scope] of scopes.entries()) {
-      await state.enqueue({ url: scope.url, depth: 0, seedId, extraHops: 0 }, options.limit);
+      await admission.admit({ url: scope.url, depth: 0, seedId, extraHops: 0 });
     }
     logger.info("crawl", "crawl started", { crawlId: options.crawlId, processId, seeds: options.seeds, collection: options.collection });
 
@@ -148,7 +155,12 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     await browserHost.browser();
     const host = browserHost;
     stop.onImmediate(() => void host.closeAllPages());
-    const context: PageContext = { options, state, history, report, scopes, pageList, stop, truncated: { count: 0, report: join(paths.root, "reports", slot === 0 ? "truncated.jsonl" : `truncated-${writerName(slot)}.jsonl`) }, currentWacz: () => plan.currentWaczFilename(), pageResources: new PageResourceRecorder(writer) };
+    const context: PageContext = {
+      options, state, history, report, scopes, pageList, stop, admission,
+      truncated: { count: 0, report: join(paths.root, "reports", slot === 0 ? "truncated.jsonl" : `truncated-${writerName(slot)}.jsonl`) },
+      currentWacz: () => plan.currentWaczFilename(),
+      pageResources: new PageResourceRecorder(writer),
+    };
     const workers = Array.from({ length: options.workers }, (_, i) =>
       new PageWorker(i, host, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
@@ -177,9 +189,11 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
         if (logStats) logger.info("stats", "crawl statistics", { ...c, bytesWritten: writer.bytesWritten });
       }, () => undefined);
     }, 1000);
+    const sitemapReading = options.sitemap ? await startSitemapReading(options.sitemap, { state, admission, scopes, robotsTxt, stop, userAgent: options.userAgent }) : null;
     try {
       const local: LocalWork = { active: new Set(), taking: 0 };
       await Promise.all(workers.map((worker) => workLoop(worker, context, local)));
+      await sitemapReading?.finished;
     } finally {
       clearInterval(progressTimer);
       progress.stop();
@@ -253,6 +267,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       writer: slot,
       browserLaunches: host.launches,
       truncated: { ...context.truncated },
+      skippedRobots: counts.skippedRobots,
       ...(options.refresh || options.skipFreshDays > 0 ? { changes: await report.summary(), changeReport: report.path } : {}),
     };
     await state.setStatus(stats.status);
@@ -329,7 +344,8 @@ async function workLoop(worker: PageWorker, context: PageContext, local: LocalWo
     }
     if (!page) {
       const counts = await state.counts();
-      if (counts.queued === 0 && counts.pending === 0) return;
+      // Pages of the sitemaps may still come while they are being read (by this or another process).
+      if (counts.queued === 0 && counts.pending === 0 && !(await state.sitemapReadInProgress())) return;
       // Others are still busy, a retry waits out its backoff, or a dead process holds leases: look for
       // abandoned pages (of dead processes, and of this one's own attempts that ended unsettled), then wait.
       await state.reapLocalDeadProcesses();

@@ -64,6 +64,14 @@ export class SeedScope {
     return { inScope: false, reason: "out-of-scope" };
   }
 
+  /**
+   * Decide on a page a sitemap lists: judged like a link on the seed page, but with no extra hops
+   * (a sitemap may list a whole site; only the pages in scope are crawled).
+   */
+  decideListed(url: string): ScopeDecision {
+    return this.decide(url, 0, this.options.extraHops);
+  }
+
   private matches(url: string): boolean {
     if (this.options.scopeType === "page" && url === this.url) return true;
     if (this.options.scopeType === "page-spa" && url.split("#")[0] === this.url.split("#")[0]) return true;

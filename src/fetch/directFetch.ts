@@ -8,6 +8,8 @@ import { request } from "undici";
 import { shortOfDeclaredLength, type Exchange, type ExchangeBody } from "../archive/exchange.js";
 
 const IN_MEMORY_LIMIT = 4_000_000;
+/** User-Agent of the crawler's own fetches when --userAgent is not given. */
+export const DEFAULT_USER_AGENT = "Mozilla/5.0 (compatible; warc-crawler)";
 const UNCONDITIONAL_DROPS = new Set(["host", "accept-encoding", "range", "if-range", "if-none-match", "if-modified-since", "if-match", "if-unmodified-since"]);
 
 export interface DirectFetchOptions {
@@ -26,7 +28,7 @@ export async function directFetch(url: string, options: DirectFetchOptions = {})
   // (a direct fetch is made to get the full resource) and Accept-Encoding (only codings replay tools read).
   const given = (options.headers ?? []).filter(([n]) => !UNCONDITIONAL_DROPS.has(n.toLowerCase()));
   const defaults: [string, string][] = [
-    ["User-Agent", options.userAgent ?? "Mozilla/5.0 (compatible; warc-crawler)"],
+    ["User-Agent", options.userAgent ?? DEFAULT_USER_AGENT],
     ["Accept", "*/*"],
     ["Accept-Encoding", "gzip, deflate, br"],
   ];

@@ -150,6 +150,16 @@ redis.call('SET', KEYS[1], now + tonumber(ARGV[1]), 'PX', tonumber(ARGV[1]) * 2 
 return 0
 `;
 
+// Take on reading the sitemaps unless they were read, or a live process is reading them.
+const SITEMAP_CLAIM_LUA = `
+-- KEYS: sitemapRead; ARGV: owner, heartbeatPrefix
+local current = redis.call('GET', KEYS[1])
+if current == 'done' then return 'done' end
+if current and current ~= ARGV[1] and redis.call('EXISTS', ARGV[2] .. current) == 1 then return 'busy' end
+redis.call('SET', KEYS[1], ARGV[1])
+return 'claimed'
+`;
+
 export interface CrawlCounts {
   /** Waiting in the queue, including retries waiting out their backoff. */
   queued: number;
@@ -159,6 +169,8 @@ export interface CrawlCounts {
   seen: number;
   /** Page attempts that failed (each retry counts one, and so does the last, given-up attempt). */
   failedAttempts: number;
+  /** Pages not crawled because robots.txt disallows them (--robots). */
+  skippedRobots: number;
 }
 
 /** First retry after this long, doubling with each further attempt up to RETRY_BACKOFF_MAX_MS. */
@@ -316,7 +328,7 @@ export class CrawlState {
 
   async counts(): Promise<CrawlCounts> {
     const k = this.keys;
-    const [queued, delayed, pending, done, failed, seen, failedAttempts] = (await this.redis
+    const [queued, delayed, pending, done, failed, seen, failedAttempts, skippedRobots] = (await this.redis
       .multi()
       .zcard(k.queue)
       .zcard(k.retryDelayed)
@@ -325,11 +337,12 @@ export class CrawlState {
       .llen(k.failed)
       .scard(k.seen)
       .get(k.failedAttempts)
+      .scard(k.robotsSkipped)
       .exec())!.map(([err, value]) => {
       if (err) throw err;
       return Number(value ?? 0);
     });
-    return { queued: queued + delayed, pending, done, failed, seen, failedAttempts };
+    return { queued: queued + delayed, pending, done, failed, seen, failedAttempts, skippedRobots };
   }
 
   async failedPages(): Promise<FailedPage[]> {
@@ -371,6 +384,32 @@ export class CrawlState {
     return (await this.redis.eval(HOST_TURN_LUA, 1, this.keys.hostTurn(host), intervalMs)) as number;
   }
 
+
+  /** Count a page robots.txt keeps the crawler from; true the first time this URL is counted. */
+  async addRobotsSkipped(url: string): Promise<boolean> {
+    return (await this.redis.sadd(this.keys.robotsSkipped, url)) === 1;
+  }
+
+  /**
+   * The sitemaps are read once per crawl, by one process: "claimed" means this process reads them now
+   * (also when the one that started died before finishing), "busy" that a live process does, "done"
+   * that they were read.
+   */
+  async claimSitemapRead(): Promise<"claimed" | "busy" | "done"> {
+    return (await this.redis.eval(SITEMAP_CLAIM_LUA, 1, this.keys.sitemapRead, this.processId, this.keys.processHeartbeat(""))) as
+      "claimed" | "busy" | "done";
+  }
+
+  async finishSitemapRead(): Promise<void> {
+    await this.redis.set(this.keys.sitemapRead, "done");
+  }
+
+  /** Whether a live process is still reading the sitemaps (their pages may still be queued). */
+  async sitemapReadInProgress(): Promise<boolean> {
+    const owner = await this.redis.get(this.keys.sitemapRead);
+    if (owner === null || owner === "done") return false;
+    return owner === this.processId || (await this.redis.exists(this.keys.processHeartbeat(owner))) === 1;
+  }
 
   async setStatus(status: string): Promise<void> {
     await this.redis.set(this.keys.status, status);

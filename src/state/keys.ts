@@ -61,6 +61,10 @@ export function crawlStateKeys(crawlId: string) {
     changeCounts: (writer: string) => `${p}:changecounts:${writer}`,
     /** Set of WACZ filenames packaged and complete in the dedupe index: never written again (others' relation.requires hold their hash). */
     waczSealed: `${p}:waczSealed`,
+    /** Set of page URLs not crawled because robots.txt disallows them (--robots). */
+    robotsSkipped: `${p}:robotsSkipped`,
+    /** String: the id of the process reading the sitemaps now (--useSitemap), or "done" once they were read. */
+    sitemapRead: `${p}:sitemap`,
     /** List of one writer's WACZ filenames, in order. */
     waczNames: (writer: string) => `${p}:wacznames:${writer}`,
   };

@@ -1,0 +1,101 @@
+import { Readable, Transform, type TransformCallback } from "node:stream";
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import { Agent, interceptors, request, type Dispatcher } from "undici";
+import { DEFAULT_USER_AGENT } from "./directFetch.js";
+
+/**
+ * Fetches the crawler reads for itself, not for the archive (robots.txt, sitemaps): redirects followed,
+ * Content-Encoding undone, bodies capped so a hostile server cannot fill memory or disk.
+ */
+export interface PlainFetchOptions {
+  userAgent: string | null;
+  timeoutMs: number;
+  /** Largest body (after decoding) read; past it the body stream fails with BodyTooLargeError. */
+  maxBytes: number;
+}
+
+export interface PlainResponse {
+  status: number;
+  headers: Record<string, string>;
+  /** The body with its Content-Encoding undone. */
+  body: Readable;
+}
+
+export class BodyTooLargeError extends Error {}
+
+// RFC 9309 asks crawlers to follow at least five redirects for robots.txt; sitemaps are treated alike.
+const MAX_REDIRECTS = 5;
+let redirecting: Dispatcher | null = null;
+
+export async function plainFetch(url: string, options: PlainFetchOptions): Promise<PlainResponse> {
+  redirecting ??= new Agent().compose(interceptors.redirect({ maxRedirections: MAX_REDIRECTS }));
+  const response = await request(url, {
+    method: "GET",
+    dispatcher: redirecting,
+    headers: {
+      "user-agent": options.userAgent ?? DEFAULT_USER_AGENT,
+      accept: "*/*",
+      "accept-encoding": "gzip, deflate, br",
+    },
+    headersTimeout: options.timeoutMs,
+    bodyTimeout: options.timeoutMs,
+  });
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  const raw = response.body as unknown as Readable;
+  return { status: response.statusCode, headers, body: capped(decoded(raw, headers["content-encoding"]), options.maxBytes) };
+}
+
+/** Read a whole (capped) body as UTF-8 text. */
+export async function readText(body: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(Buffer.from(chunk as Buffer));
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** Drop a body not wanted, so the connection is freed. */
+export function discard(body: Readable): void {
+  body.on("error", () => undefined);
+  body.resume();
+}
+
+function decoded(body: Readable, contentEncoding: string | undefined): Readable {
+  const codings = (contentEncoding ?? "").split(",").map((c) => c.trim().toLowerCase()).filter((c) => c && c !== "identity");
+  let stream = body;
+  // Codings are listed in the order applied: undo the last first.
+  for (const coding of codings.reverse()) {
+    const decoder = coding === "gzip" || coding === "x-gzip" ? createGunzip()
+      : coding === "deflate" ? createInflate()
+      : coding === "br" ? createBrotliDecompress()
+      : null;
+    if (!decoder) throw new Error(`unsupported Content-Encoding: ${coding}`);
+    stream = forward(stream, decoder);
+  }
+  return stream;
+}
+
+/** Pipe into `next`, passing errors along (pipe alone would leave `next` waiting forever). */
+export function forward<T extends NodeJS.ReadWriteStream & Readable>(from: Readable, next: T): T {
+  from.on("error", (err) => next.destroy(err));
+  from.pipe(next);
+  return next;
+}
+
+/** Fail the stream with BodyTooLargeError once more than `maxBytes` passed. */
+export function capped(body: Readable, maxBytes: number): Readable {
+  let seen = 0;
+  const limiter = new Transform({
+    transform(chunk: Buffer, _encoding, callback: TransformCallback) {
+      seen += chunk.length;
+      if (seen > maxBytes) {
+        callback(new BodyTooLargeError(`body larger than ${maxBytes} bytes`));
+        body.destroy();
+        return;
+      }
+      callback(null, chunk);
+    },
+  });
+  return forward(body, limiter);
+}

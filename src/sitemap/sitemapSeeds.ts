@@ -1,0 +1,152 @@
+import type { PageAdmission, Admission } from "../crawl/admission.js";
+import type { SeedScope } from "../crawl/scope.js";
+import type { StopControl } from "../crawl/stopControl.js";
+import { tryNormalizeCrawlUrl } from "../crawl/urls.js";
+import { errorMessage, logger } from "../log/logger.js";
+import type { RobotsTxt } from "../robots/robotsTxt.js";
+import type { CrawlState } from "../state/crawlState.js";
+import { readSitemaps, type SitemapEntry, type SitemapReadCounts } from "./sitemapReader.js";
+
+export interface SitemapOptions {
+  /** The sitemap (or robots.txt) to read, relative to each seed; null = find it from the seed's robots.txt, else /sitemap.xml. */
+  url: string | null;
+  /** Keep pages whose <lastmod> is at or after this. */
+  fromDate: Date | null;
+  /** Keep pages whose <lastmod> is at or before this. */
+  toDate: Date | null;
+}
+
+/** What reading the sitemaps did, for the log. */
+export interface SitemapQueueCounts extends SitemapReadCounts {
+  /** Page entries listed (before any filter). */
+  found: number;
+  queued: number;
+  /** In scope, but queued before (a link, a seed, or listed twice). */
+  alreadyQueued: number;
+  outOfScope: number;
+  filteredByDate: number;
+  /** Disallowed by robots.txt (--robots). */
+  skippedRobots: number;
+  /** Entries whose URL cannot be crawled (not http(s)). */
+  invalid: number;
+  limitReached: boolean;
+}
+
+export interface SitemapReading {
+  /** Settles once the sitemaps are read (or reading stopped); never rejects. */
+  finished: Promise<void>;
+}
+
+interface SitemapContext {
+  state: CrawlState;
+  admission: PageAdmission;
+  scopes: SeedScope[];
+  robotsTxt: RobotsTxt;
+  stop: StopControl;
+  userAgent: string | null;
+}
+
+// Sitemap pages are queued in batches: one Redis round trip for many entries, yet bounded memory.
+const BATCH = 200;
+
+/**
+ * --useSitemap: once per crawl (whichever process claims it first; a restart does not read the
+ * sitemaps again once they were read), queue the pages the seeds' sitemaps list, through the seeds'
+ * scopes, the page limit and robots.txt, in the background while pages are crawled. Failures are warnings.
+ */
+export async function startSitemapReading(options: SitemapOptions, context: SitemapContext): Promise<SitemapReading> {
+  const claim = await context.state.claimSitemapRead();
+  if (claim !== "claimed") {
+    logger.info("sitemap", claim === "done" ? "sitemaps already read in this crawl" : "another crawler process is reading the sitemaps");
+    return { finished: Promise.resolve() };
+  }
+  const finished = queueSitemapPages(options, context).then(
+    async (complete) => {
+      if (complete) await context.state.finishSitemapRead();
+    },
+    (err: unknown) => logger.warn("sitemap", "reading the sitemaps failed", { error: errorMessage(err) }),
+  );
+  return { finished };
+}
+
+/** Returns whether every sitemap was gone through (false when the crawl was stopped meanwhile). */
+async function queueSitemapPages(options: SitemapOptions, context: SitemapContext): Promise<boolean> {
+  const counts: SitemapQueueCounts = {
+    sitemaps: 0, failed: 0, skipped: 0, found: 0, queued: 0, alreadyQueued: 0, outOfScope: 0, filteredByDate: 0, skippedRobots: 0, invalid: 0, limitReached: false,
+  };
+  // Seeds that share their sitemaps (the same site, or one --useSitemap URL) have them read once.
+  const groups = new Map<string, { roots: string[]; seedIds: number[] }>();
+  for (const [seedId, scope] of context.scopes.entries()) {
+    const roots = await sitemapsOf(scope.url, options.url, context.robotsTxt);
+    const key = roots.join(" ");
+    const group = groups.get(key) ?? { roots, seedIds: [] };
+    group.seedIds.push(seedId);
+    groups.set(key, group);
+  }
+  logger.info("sitemap", "reading sitemaps", { sitemaps: [...groups.values()].flatMap((g) => g.roots), from: options.fromDate?.toISOString() ?? null, to: options.toDate?.toISOString() ?? null });
+
+  let complete = true;
+  for (const { roots, seedIds } of groups.values()) {
+    const entries = readSitemaps(roots, { userAgent: context.userAgent, notBefore: options.fromDate }, counts);
+    let batch: SitemapEntry[] = [];
+    const flush = async () => {
+      const outcomes = await Promise.all(batch.map((entry) => queueEntry(entry, seedIds, options, context, counts)));
+      batch = [];
+      return outcomes.includes("limit");
+    };
+    for await (const entry of entries) {
+      counts.found += 1;
+      batch.push(entry);
+      if (batch.length < BATCH) continue;
+      if (await flush()) counts.limitReached = true;
+      if (counts.limitReached || context.stop.requested) break;
+    }
+    if (!counts.limitReached && !context.stop.requested && (await flush())) counts.limitReached = true;
+    if (counts.limitReached) break;
+    if (context.stop.requested) {
+      complete = false;
+      break;
+    }
+  }
+  const { found, queued, alreadyQueued, outOfScope, filteredByDate, skippedRobots, invalid, limitReached, sitemaps, failed, skipped } = counts;
+  logger.info("sitemap", complete ? "sitemaps read" : "reading the sitemaps stopped with the crawl: a restart reads them again", {
+    found, queued, alreadyQueued, outOfScope, filteredByDate, skippedRobots, invalid, limitReached, sitemaps, failedSitemaps: failed, sitemapsNotRead: skipped,
+  });
+  return complete;
+}
+
+async function queueEntry(entry: SitemapEntry, seedIds: number[], options: SitemapOptions, context: SitemapContext, counts: SitemapQueueCounts): Promise<Admission | "skipped"> {
+  // Pages without a <lastmod> are kept whatever the dates (as browsertrix-crawler does).
+  if (entry.lastmod && ((options.fromDate && entry.lastmod < options.fromDate) || (options.toDate && entry.lastmod > options.toDate))) {
+    counts.filteredByDate += 1;
+    return "skipped";
+  }
+  const url = tryNormalizeCrawlUrl(entry.url);
+  if (!url) {
+    counts.invalid += 1;
+    return "skipped";
+  }
+  const seedId = seedIds.find((id) => context.scopes[id].decideListed(url).inScope);
+  if (seedId === undefined) {
+    counts.outOfScope += 1;
+    return "skipped";
+  }
+  const outcome = await context.admission.admit({ url, depth: 1, seedId, extraHops: 0 });
+  if (outcome === "queued") counts.queued += 1;
+  else if (outcome === "seen") counts.alreadyQueued += 1;
+  else if (outcome === "robots") counts.skippedRobots += 1;
+  return outcome;
+}
+
+/** The sitemaps of a seed: the given one (resolved against the seed), else its robots.txt's Sitemap: lines, else /sitemap.xml. */
+async function sitemapsOf(seedUrl: string, given: string | null, robotsTxt: RobotsTxt): Promise<string[]> {
+  const origin = new URL(seedUrl).origin;
+  if (given !== null) {
+    const url = new URL(given, seedUrl);
+    if (url.pathname !== "/robots.txt") return [url.href];
+    const rules = await robotsTxt.rulesFor(url.origin);
+    return rules.sitemaps.length ? rules.sitemaps : [];
+  }
+  const rules = await robotsTxt.rulesFor(origin);
+  return rules.sitemaps.length ? rules.sitemaps : [`${origin}/sitemap.xml`];
+}
