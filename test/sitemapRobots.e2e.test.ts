@@ -26,12 +26,13 @@ interface SeedCrawl {
   warcTargets: string[];
 }
 
-async function crawlSite(site: SeedSite, collection: string, flags: string[]): Promise<SeedCrawl> {
+async function crawlSite(site: SeedSite, collection: string, flags: string[], expectedCode = 0): Promise<SeedCrawl> {
   const statsFile = join(cwd, `${collection}-stats.json`);
   const result = await runCli("crawl", [
     "--url", site.seed, "--collection", collection, "--cwd", cwd, "--workers", "2", "--statsFilename", statsFile, "--netIdleWait", "2", ...flags,
   ], { timeoutMs: 240_000 });
-  expect(result.code, result.stderr.slice(-3000)).toBe(0);
+  expect(result.code, result.stderr.slice(-3000)).toBe(expectedCode);
+  if (expectedCode !== 0) expect(result.stderr.trim().split("\n").pop()).toBe("crawl: no page could be crawled: robots.txt disallows every seed (--robots)");
   const dir = join(cwd, "collections", collection);
   const pages = ["pages.jsonl", "extraPages.jsonl"]
     .map((f) => join(dir, "pages", f))
@@ -157,9 +158,9 @@ describe("--robots", () => {
     });
   }, 300_000);
 
-  it("a robots.txt that answers 503 disallows the whole host: not even the seed is fetched", async () => {
+  it("a robots.txt that answers 503 disallows the whole host: not even the seed is fetched, and the crawl fails saying why", async () => {
     await withSite(503, async (site) => {
-      const crawl = await crawlSite(site, "robots-503", ["--robots"]);
+      const crawl = await crawlSite(site, "robots-503", ["--robots"], 1);
       expect(crawl.pages).toEqual([]);
       expect(site.requests).toEqual(["/robots.txt"]);
       expect(crawl.stats).toMatchObject({ crawled: 0, failed: 0, skippedRobots: 1 });

@@ -214,6 +214,10 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       status = "failed";
       failure = `no page could be crawled: ${failures[0]?.url} failed: ${failures[0]?.reason}`;
       logger.error("crawl", failure, { failures });
+    } else if (finished && counts.done === 0 && counts.skippedRobots > 0) {
+      status = "failed";
+      failure = `no page could be crawled: robots.txt disallows every seed (--robots)`;
+      logger.error("crawl", failure, { skippedRobots: counts.skippedRobots });
     }
 
     const assertOwner = () => liveness!.assertLive();
