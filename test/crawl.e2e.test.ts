@@ -55,7 +55,10 @@ describe("crawl of the fixture site", () => {
   it("finishes with exit code 0 and exact stats", () => {
     expect(crawl.code, crawl.stderr.slice(-2000)).toBe(0);
     const stats = JSON.parse(readFileSync(join(cwd, "stats.json"), "utf8"));
-    expect(stats).toMatchObject({ crawlId: "e2e", crawled: SITE_PAGES.length, failed: 0, queued: 0, pending: 0, status: "done" });
+    expect(stats).toMatchObject({ crawlId: "e2e", crawled: SITE_PAGES.length, failed: 0, failedAttempts: 0, queued: 0, pending: 0, status: "done" });
+    // Nothing on this site is cut off: a redirect's body, which the browser never hands over, is not "short".
+    expect(stats.truncated.count).toBe(0);
+    expect(records.filter((r) => r.headers.has("warc-truncated")).map((r) => r.headers.get("warc-target-uri"))).toEqual([]);
   });
 
   it("captures exactly the site's pages and resources, and nothing off scope", () => {

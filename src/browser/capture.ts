@@ -194,7 +194,9 @@ export class PageCapture {
     const archiveOnly = pageDocument && status >= 200 && status < 300 && !isRenderedDocumentType(mime);
     let body: ExchangeBody;
     let cutOff = false;
-    if ((status >= 300 && status < 400 && location) || status === 204 || status === 304) {
+    // Bodies the browser never hands over (a redirect's, 204, 304, HEAD): stored empty, not "short".
+    const bodiless = (status >= 300 && status < 400 && location) || status === 204 || status === 304 || request.method === "HEAD";
+    if (bodiless) {
       body = { kind: "bytes", bytes: new Uint8Array(0) };
       await this.continue(requestId);
     } else if (needsStreaming(responseHeaders)) {
@@ -219,7 +221,7 @@ export class PageCapture {
         cutOff = error !== null && CUT_OFF_ERRORS.test(error);
       }
     }
-    const truncated = cutOff || shortOfDeclaredLength(responseHeaders, bodySize(body), true);
+    const truncated = cutOff || (!bodiless && shortOfDeclaredLength(responseHeaders, bodySize(body), true));
 
     await this.events.onExchange({
       url: request.url,
