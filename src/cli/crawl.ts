@@ -1,6 +1,9 @@
 #!/usr/bin/env node
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { Command, CommanderError, Option } from "commander";
 import { resolveCrawlOptions, OptionsError, type RawCrawlFlags } from "../config/crawlOptions.js";
+import { applyConfig, readConfigFile } from "../config/configFile.js";
 import { SCOPE_TYPES } from "../crawl/scope.js";
 import { runCrawl } from "../crawl/crawler.js";
 import { ExitCode } from "../crawl/exitCodes.js";
@@ -15,6 +18,7 @@ export function buildCrawlProgram(): Command {
   return new Command("crawl")
     .description("Crawl a site in Chromium, write WARC/1.1 records and package them as WACZ 1.1.1.")
     .version(VERSION)
+    .option("--config <path>", "YAML file setting any of these flags by name (e.g. pageLoadTimeout: 30), and seeds with their own scope; flags given here win; 'stdin' reads standard input")
     .option("--url <url>", "seed URL (repeatable)", collect)
     .option("--seeds <urls>", "comma-separated seed URLs (repeatable)", collect)
     .option("--seedFile <path>", "file with one seed URL per line ('#' starts a comment)")
@@ -55,16 +59,27 @@ export function buildCrawlProgram(): Command {
     .showHelpAfterError(false);
 }
 
+/** Flags from the command line, then from the --config file for those not given there. */
+export function crawlFlags(program: Command, argv: string[], from: "node" | "user" = "node"): RawCrawlFlags {
+  program.parse(argv, { from });
+  const configFile = program.opts<RawCrawlFlags>().config;
+  if (configFile) applyConfig(program, readConfigFile(configFile), configFile);
+  return program.opts<RawCrawlFlags>();
+}
+
 async function main(argv: string[]): Promise<number> {
   const program = buildCrawlProgram().exitOverride();
   program.configureOutput({ writeErr: (text) => process.stderr.write(text.split("\n")[0] + "\n") });
   let flags: RawCrawlFlags;
   try {
-    program.parse(argv);
-    flags = program.opts<RawCrawlFlags>();
+    flags = crawlFlags(program, argv);
   } catch (err) {
     if (err instanceof CommanderError) {
       return err.exitCode === 0 ? 0 : ExitCode.BadUsage;
+    }
+    if (err instanceof OptionsError) {
+      process.stderr.write(`crawl: ${err.message}\n`);
+      return ExitCode.BadUsage;
     }
     throw err;
   }
@@ -112,10 +127,13 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv).then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(`crawl: ${errorMessage(err)}\n`);
-    process.exit(ExitCode.Failed);
-  },
-);
+// Run only as the program itself, so that tests can import the flag definitions.
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main(process.argv).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`crawl: ${errorMessage(err)}\n`);
+      process.exit(ExitCode.Failed);
+    },
+  );
+}

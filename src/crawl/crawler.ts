@@ -116,7 +116,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     };
     await repairWarcs();
 
-    const scopes = options.seeds.map((seed) => new SeedScope(seed, options));
+    const scopes = options.seeds.map((seed, i) => new SeedScope(seed, options.seedScopes[i]));
     for (const [seedId, scope] of scopes.entries()) {
       await state.enqueue({ url: scope.url, depth: 0, seedId, extraHops: 0 }, options.limit);
     }
