@@ -9,6 +9,7 @@ import { runCrawl } from "../crawl/crawler.js";
 import { ExitCode } from "../crawl/exitCodes.js";
 import { StopControl } from "../crawl/stopControl.js";
 import { errorMessage, logger } from "../log/logger.js";
+import { TerminalDisplay } from "../log/terminal.js";
 import { VERSION } from "../version.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
 
@@ -51,7 +52,7 @@ export function buildCrawlProgram(): Command {
     .option("--title <title>", "title written to datapackage.json")
     .option("--description <text>", "description written to datapackage.json")
     .option("--statsFilename <path>", "write final crawl counts as JSON to this file")
-    .option("--logging <list>", "comma-separated extras: stats (a statistics log line every 30s), debug (debug-level logs)", "stats")
+    .option("--logging <list>", "comma-separated extras: stats (a statistics log line every 30s), debug (debug-level logs), stderr-json (JSON log lines on stderr even on a terminal, instead of a progress bar and readable warnings)", "stats")
     .addOption(new Option("--logLevel <level>", "minimum log level").choices(["debug", "info", "warn", "error"]).default("info"))
     .option("--browserPath <path>", "Chromium executable (default: env BROWSER_BIN, else /usr/bin/chromium)")
     .option("--headful", "show the browser window (needs a display)")
@@ -95,6 +96,8 @@ async function main(argv: string[]): Promise<number> {
     throw err;
   }
   logger.setLevel(options.logLevel);
+  // A person at a terminal gets a progress bar and readable warnings; the JSON log is in logs/ all the same.
+  if (process.stderr.isTTY && !options.logging.includes("stderr-json")) logger.showIn(new TerminalDisplay(process.stderr));
 
   const graceMs = options.pageLoadTimeout * 1000;
   const stop = new StopControl(graceMs, {

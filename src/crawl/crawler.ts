@@ -15,7 +15,7 @@ import { Deduplicator } from "../dedupe/deduplicator.js";
 import { DependencyTracker } from "../dedupe/dependencies.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
-import { formatCrawlProgress, ProgressLine } from "../log/progress.js";
+import { CrawlProgressBar, crawlSummary } from "../log/progress.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
 import { connectRedis } from "../redis/connect.js";
 import { CrawlState, newProcessId } from "../state/crawlState.js";
@@ -120,7 +120,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     for (const [seedId, scope] of scopes.entries()) {
       await state.enqueue({ url: scope.url, depth: 0, seedId, extraHops: 0 }, options.limit);
     }
-    logger.info("crawl", "crawl started", { crawlId: options.crawlId, processId, seeds: options.seeds, collection: options.collection });
+    logger.milestone("crawl", "crawl started", { crawlId: options.crawlId, processId, seeds: options.seeds, collection: options.collection });
 
     const writer = new WarcWriter({
       dir: paths.archive,
@@ -166,12 +166,12 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       }),
     );
 
-    const progress = new ProgressLine();
+    const progress = new CrawlProgressBar();
     let ticks = 0;
     const progressTimer = setInterval(() => {
       const logStats = options.logging.includes("stats") && ++ticks % 30 === 0;
       void state.counts().then((c) => {
-        progress.update(formatCrawlProgress({ ...c, bytesWritten: writer.bytesWritten }));
+        progress.update({ ...c, bytesWritten: writer.bytesWritten });
         if (logStats) logger.info("stats", "crawl statistics", { ...c, bytesWritten: writer.bytesWritten });
       }, () => undefined);
     }, 1000);
@@ -254,7 +254,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     };
     await state.setStatus(stats.status);
     if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");
-    logger.info("crawl", `crawl ${stats.status}`, { ...stats });
+    logger.milestone("crawl", `crawl ${stats.status}`, { ...stats }, crawlSummary(stats));
     const exitCode =
       status === "failed" ? ExitCode.Failed
       : status === "interrupted" ? ExitCode.Interrupted
