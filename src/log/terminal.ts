@@ -39,7 +39,13 @@ export class TerminalDisplay implements LogView {
       fps: 4,
     });
     this.bar = this.bars.create(0, 0, payload);
+    process.once("exit", this.restoreTerminal);
   }
+
+  /** A process that exits with the bar still up (a stuck stop) must not leave the cursor hidden and wrapping off. */
+  private readonly restoreTerminal = (): void => {
+    if (this.bars) this.stream.write("\x1b[?25h\x1b[?7h\n");
+  };
 
   updateBar(value: number, total: number, payload: Record<string, string>): void {
     if (!this.bar) return;
@@ -54,6 +60,7 @@ export class TerminalDisplay implements LogView {
     this.bars.stop();
     this.bars = null;
     this.bar = null;
+    process.removeListener("exit", this.restoreTerminal);
   }
 }
 
