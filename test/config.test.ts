@@ -109,9 +109,12 @@ describe("--config YAML", () => {
   });
 
   it("any option of the program is a key, so flags added later are keys too", () => {
-    const program = quietProgram().option("--someNewFlag <value>", "added by a later feature");
-    const flags = crawlFlags(program, ["--config", yamlFile("url: http://a.test/\nsomeNewFlag: 7\n")], "user") as Record<string, unknown>;
-    expect(flags.someNewFlag).toBe("7");
+    const program = quietProgram()
+      .option("--someNewFlag <value>", "added by a later feature")
+      .option("--no-sandbox", "a negated flag: its key is the value's name")
+      .option("--tags <tags...>", "a variadic flag");
+    const flags = crawlFlags(program, ["--config", yamlFile("url: http://a.test/\nsomeNewFlag: 7\nsandbox: false\ntags: [a, b]\n")], "user") as Record<string, unknown>;
+    expect(flags).toMatchObject({ someNewFlag: "7", sandbox: false, tags: ["a", "b"] });
   });
 
   it.each([

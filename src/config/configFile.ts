@@ -46,7 +46,9 @@ export function applyConfig(program: Command, config: Record<string, unknown>, f
       const hint = closestKey(key, [...options.keys()].filter((k) => !NOT_CONFIGURABLE.has(k)));
       throw new OptionsError(`--config ${file}: unknown key "${key}"${hint ? ` (did you mean "${hint}"?)` : ""}`);
     }
-    if (program.getOptionValueSource(key) === "cli" || value === null || value === undefined) continue;
+    // Commander's order: a flag on the command line or from its environment variable beats the file.
+    const source = program.getOptionValueSource(key);
+    if (source === "cli" || source === "env" || value === null || value === undefined) continue;
     const where = `--config ${file}: ${key}`;
     program.setOptionValueWithSource(key, key === "seeds" ? seedList(value, where) : optionValue(option, value, where), "config");
   }
@@ -56,8 +58,9 @@ export function applyConfig(program: Command, config: Record<string, unknown>, f
 function optionValue(option: Option, value: unknown, where: string): unknown {
   const takesValue = option.required || option.optional;
   if (!takesValue) {
+    // The key is the value's name (`sandbox` for --no-sandbox), so the YAML value is stored as it is.
     if (typeof value !== "boolean") throw new OptionsError(`${where} must be true or false, got ${JSON.stringify(value)}`);
-    return option.negate ? !value : value;
+    return value;
   }
   if (typeof value === "boolean") {
     // `--flag [value]` given bare means true; a flag that needs a value cannot be switched on alone.
@@ -66,7 +69,7 @@ function optionValue(option: Option, value: unknown, where: string): unknown {
   }
   const items = Array.isArray(value) ? value : [value];
   const texts = items.map((item, i) => scalarText(item, Array.isArray(value) ? `${where}[${i}]` : where));
-  if (!option.parseArg) return texts.join(",");
+  if (!option.parseArg) return option.variadic ? texts : texts.join(",");
   let parsed: unknown = undefined;
   try {
     // Repeatable flags collect each item, as if the flag had been given once per item.
