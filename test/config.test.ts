@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { load } from "js-yaml";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -70,6 +71,12 @@ describe("--config YAML", () => {
     expect(blog).toMatchObject({ scopeType: "prefix", depth: 2, extraHops: 1 });
     expect(sources(blog.exclude)).toEqual(["\\/tag\\/", "[?&]replytocom="]);
     expect(report).toMatchObject({ scopeType: "page", depth: -1 });
+  });
+
+  it("the README shows the same example", () => {
+    const readme = readFileSync("README.md", "utf8");
+    const block = /\*\*Configuration file\.\*\*[\s\S]*?```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(load(block ?? "")).toEqual(load(readFileSync("docs/crawl.example.yaml", "utf8")));
   });
 
   it("command-line flags win over the file, key by key", () => {
