@@ -1,11 +1,15 @@
 #!/usr/bin/env node
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { Command, CommanderError, Option } from "commander";
 import { resolveCrawlOptions, OptionsError, type RawCrawlFlags } from "../config/crawlOptions.js";
+import { applyConfig, readConfigFile } from "../config/configFile.js";
 import { SCOPE_TYPES } from "../crawl/scope.js";
 import { runCrawl } from "../crawl/crawler.js";
 import { ExitCode } from "../crawl/exitCodes.js";
 import { StopControl } from "../crawl/stopControl.js";
 import { errorMessage, logger } from "../log/logger.js";
+import { TerminalDisplay } from "../log/terminal.js";
 import { VERSION } from "../version.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
 
@@ -15,6 +19,7 @@ export function buildCrawlProgram(): Command {
   return new Command("crawl")
     .description("Crawl a site in Chromium, write WARC/1.1 records and package them as WACZ 1.1.1.")
     .version(VERSION)
+    .option("--config <path>", "YAML file setting any of these flags by name (e.g. pageLoadTimeout: 30), and seeds with their own scope; flags given here win; 'stdin' reads standard input")
     .option("--url <url>", "seed URL (repeatable)", collect)
     .option("--seeds <urls>", "comma-separated seed URLs (repeatable)", collect)
     .option("--seedFile <path>", "file with one seed URL per line ('#' starts a comment)")
@@ -47,7 +52,7 @@ export function buildCrawlProgram(): Command {
     .option("--title <title>", "title written to datapackage.json")
     .option("--description <text>", "description written to datapackage.json")
     .option("--statsFilename <path>", "write final crawl counts as JSON to this file")
-    .option("--logging <list>", "comma-separated extras: stats (a statistics log line every 30s), debug (debug-level logs)", "stats")
+    .option("--logging <list>", "comma-separated extras: stats (a statistics log line every 30s), debug (debug-level logs), stderr-json (JSON log lines on stderr even on a terminal, instead of a progress bar and readable warnings)", "stats")
     .addOption(new Option("--logLevel <level>", "minimum log level").choices(["debug", "info", "warn", "error"]).default("info"))
     .option("--useSitemap [url]", "queue the pages the seeds' sitemaps list (in scope): from robots.txt Sitemap: lines, else /sitemap.xml, or this sitemap URL")
     .option("--sitemapFromDate <date>", "with --useSitemap: only pages whose <lastmod> is at or after this ISO date (pages without one are kept)")
@@ -62,16 +67,27 @@ export function buildCrawlProgram(): Command {
     .showHelpAfterError(false);
 }
 
+/** Flags from the command line, then from the --config file for those not given there. */
+export function crawlFlags(program: Command, argv: string[], from: "node" | "user" = "node"): RawCrawlFlags {
+  program.parse(argv, { from });
+  const configFile = program.opts<RawCrawlFlags>().config;
+  if (configFile) applyConfig(program, readConfigFile(configFile), configFile);
+  return program.opts<RawCrawlFlags>();
+}
+
 async function main(argv: string[]): Promise<number> {
   const program = buildCrawlProgram().exitOverride();
   program.configureOutput({ writeErr: (text) => process.stderr.write(text.split("\n")[0] + "\n") });
   let flags: RawCrawlFlags;
   try {
-    program.parse(argv);
-    flags = program.opts<RawCrawlFlags>();
+    flags = crawlFlags(program, argv);
   } catch (err) {
     if (err instanceof CommanderError) {
       return err.exitCode === 0 ? 0 : ExitCode.BadUsage;
+    }
+    if (err instanceof OptionsError) {
+      process.stderr.write(`crawl: ${err.message}\n`);
+      return ExitCode.BadUsage;
     }
     throw err;
   }
@@ -87,6 +103,8 @@ async function main(argv: string[]): Promise<number> {
     throw err;
   }
   logger.setLevel(options.logLevel);
+  // A person at a terminal gets a progress bar and readable warnings; the JSON log is in logs/ all the same.
+  if (process.stderr.isTTY && !options.logging.includes("stderr-json")) logger.showIn(new TerminalDisplay(process.stderr));
 
   const graceMs = options.pageLoadTimeout * 1000;
   const stop = new StopControl(graceMs, {
@@ -119,10 +137,13 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv).then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(`crawl: ${errorMessage(err)}\n`);
-    process.exit(ExitCode.Failed);
-  },
-);
+// Run only as the program itself, so that tests can import the flag definitions.
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main(process.argv).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`crawl: ${errorMessage(err)}\n`);
+      process.exit(ExitCode.Failed);
+    },
+  );
+}

@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import { readFileSync } from "node:fs";
-import { SCOPE_TYPES, type ScopeType } from "../crawl/scope.js";
+import { SCOPE_TYPES, type ScopeType, type SeedScopeOptions } from "../crawl/scope.js";
 import { normalizeCrawlUrl, UrlRefusedError } from "../crawl/urls.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
 import { SCREENSHOT_KINDS, type ScreenshotKind } from "../browser/screenshots.js";
@@ -15,6 +15,8 @@ import { parseW3cDate } from "../sitemap/w3cDate.js";
 /** Everything a crawl run needs to know, validated. The one place a flag's meaning lives. */
 export interface CrawlOptions {
   seeds: string[];
+  /** The scope of each seed, in the order of `seeds`: the flags', or a config seed's own. */
+  seedScopes: SeedScopeOptions[];
   crawlId: string;
   collection: string;
   cwd: string;
@@ -76,8 +78,10 @@ export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
 export interface RawCrawlFlags {
+  config?: string;
   url?: string[];
-  seeds?: string[];
+  /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
+  seeds?: (string | RawSeedSpec)[];
   seedFile?: string;
   crawlId?: string;
   collection?: string;
@@ -119,6 +123,16 @@ export interface RawCrawlFlags {
   sitemapToDate?: string;
   robots?: boolean;
   robotsAgent?: string;
+}
+
+/** A seed object of a config file's `seeds:` (browsertrix-crawler's format): its values override the flags'. */
+export interface RawSeedSpec {
+  url: string;
+  scopeType?: string;
+  include?: string[];
+  exclude?: string[];
+  depth?: string;
+  extraHops?: string;
 }
 
 function integer(name: string, value: string | undefined, fallback: number, min: number): number {
@@ -172,6 +186,21 @@ function splitList(values: string[] | undefined): string[] {
   return (values ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean);
 }
 
+/** A seed's scope from scope flags (or a config seed's own values laid over them, as browsertrix-crawler does). */
+function seedScope(flags: Pick<RawCrawlFlags, "scopeType" | "include" | "exclude" | "depth" | "extraHops">): SeedScopeOptions {
+  const scopeType = (flags.scopeType ?? (flags.include?.length ? "custom" : "prefix")) as ScopeType;
+  if (!SCOPE_TYPES.includes(scopeType)) {
+    throw new OptionsError(`--scopeType must be one of ${SCOPE_TYPES.join(", ")}, got ${JSON.stringify(flags.scopeType)}`);
+  }
+  return {
+    scopeType,
+    include: regexList("include", flags.include),
+    exclude: regexList("exclude", flags.exclude),
+    depth: integer("depth", flags.depth, -1, -1),
+    extraHops: integer("extraHops", flags.extraHops, 0, 0),
+  };
+}
+
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 export function defaultCollectionName(now = new Date()): string {
@@ -179,7 +208,9 @@ export function defaultCollectionName(now = new Date()): string {
 }
 
 export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv = process.env): CrawlOptions {
-  const rawSeeds = [...splitList(flags.url), ...splitList(flags.seeds)];
+  const seedFlags = flags.seeds ?? [];
+  const rawSeeds: (string | RawSeedSpec)[] = [...splitList(flags.url)];
+  for (const seed of seedFlags) rawSeeds.push(...(typeof seed === "string" ? splitList([seed]) : [seed]));
   if (flags.seedFile) {
     let text: string;
     try {
@@ -192,16 +223,21 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
   if (rawSeeds.length === 0) throw new OptionsError("no seed URL given: use --url URL (or --seeds, --seedFile)");
   const seeds = rawSeeds.map((raw) => {
     try {
-      return normalizeCrawlUrl(raw, undefined, true);
+      return normalizeCrawlUrl(typeof raw === "string" ? raw : raw.url, undefined, true);
     } catch (err) {
       throw new OptionsError(`bad seed URL: ${(err as UrlRefusedError).message}`);
     }
   });
-
-  const scopeType = (flags.scopeType ?? (flags.include?.length ? "custom" : "prefix")) as ScopeType;
-  if (!SCOPE_TYPES.includes(scopeType)) {
-    throw new OptionsError(`--scopeType must be one of ${SCOPE_TYPES.join(", ")}, got ${JSON.stringify(flags.scopeType)}`);
-  }
+  const globalScope = seedScope(flags);
+  const seedScopes = rawSeeds.map((raw) => {
+    if (typeof raw === "string") return globalScope;
+    try {
+      return seedScope({ ...flags, ...raw });
+    } catch (err) {
+      if (err instanceof OptionsError) throw new OptionsError(`seed ${raw.url}: ${err.message.replace(/^--/, "")}`);
+      throw err;
+    }
+  });
 
   const collection = flags.collection ?? defaultCollectionName();
   if (!SAFE_NAME.test(collection)) {
@@ -226,14 +262,11 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
 
   return {
     seeds,
+    seedScopes,
     crawlId,
     collection,
     cwd: resolve(flags.cwd ?? "crawls"),
-    scopeType,
-    include: regexList("include", flags.include),
-    exclude: regexList("exclude", flags.exclude),
-    depth: integer("depth", flags.depth, -1, -1),
-    extraHops: integer("extraHops", flags.extraHops, 0, 0),
+    ...globalScope,
     limit: integer("limit", flags.limit, 0, 0),
     timeLimit: integer("timeLimit", flags.timeLimit, 0, 0),
     sizeLimit: parseSize("sizeLimit", flags.sizeLimit, 0),

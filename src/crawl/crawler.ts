@@ -15,7 +15,7 @@ import { Deduplicator } from "../dedupe/deduplicator.js";
 import { DependencyTracker } from "../dedupe/dependencies.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
-import { formatCrawlProgress, ProgressLine } from "../log/progress.js";
+import { CrawlProgressBar, crawlSummary } from "../log/progress.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
 import { connectRedis } from "../redis/connect.js";
 import { CrawlState, newProcessId } from "../state/crawlState.js";
@@ -122,13 +122,13 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     };
     await repairWarcs();
 
-    const scopes = options.seeds.map((seed) => new SeedScope(seed, options));
+    const scopes = options.seeds.map((seed, i) => new SeedScope(seed, options.seedScopes[i]));
     const robotsTxt = new RobotsTxt({ userAgent: options.userAgent, agent: options.robots?.agent ?? "*" });
     const admission = new PageAdmission(state, options.limit, options.robots ? robotsTxt : null);
     for (const [seedId, scope] of scopes.entries()) {
       await admission.admit({ url: scope.url, depth: 0, seedId, extraHops: 0 });
     }
-    logger.info("crawl", "crawl started", { crawlId: options.crawlId, processId, seeds: options.seeds, collection: options.collection });
+    logger.milestone("crawl", "crawl started", { crawlId: options.crawlId, processId, seeds: options.seeds, collection: options.collection });
 
     const writer = new WarcWriter({
       dir: paths.archive,
@@ -180,12 +180,12 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       }),
     );
 
-    const progress = new ProgressLine();
+    const progress = new CrawlProgressBar();
     let ticks = 0;
     const progressTimer = setInterval(() => {
       const logStats = options.logging.includes("stats") && ++ticks % 30 === 0;
       void state.counts().then((c) => {
-        progress.update(formatCrawlProgress({ ...c, bytesWritten: writer.bytesWritten }));
+        progress.update({ ...c, bytesWritten: writer.bytesWritten });
         if (logStats) logger.info("stats", "crawl statistics", { ...c, bytesWritten: writer.bytesWritten });
       }, () => undefined);
     }, 1000);
@@ -276,7 +276,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     };
     await state.setStatus(stats.status);
     if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");
-    logger.info("crawl", `crawl ${stats.status}`, { ...stats });
+    logger.milestone("crawl", `crawl ${stats.status}`, { ...stats }, crawlSummary(stats));
     const exitCode =
       status === "failed" ? ExitCode.Failed
       : status === "interrupted" ? ExitCode.Interrupted

@@ -73,7 +73,7 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
       dedupe.finishWacz(group.index, { filename: group.filename, hash: result.hash, size: result.size }),
     );
     await plan.seal(group.filename);
-    logger.info("wacz", "WACZ written", {
+    logger.milestone("wacz", "WACZ written", {
       path: result.path, size: result.size, hash: result.hash, cdxLines: result.cdxLines, waczIndex: group.index,
       requires: requires.map((r) => r.filename),
     });
@@ -86,7 +86,7 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
 export async function commitFinishedCrawl(dedupe: DedupeIndex): Promise<boolean> {
   try {
     const result = await withDedupeRetries("commit", () => commitCrawl(dedupe.redis, dedupe.crawlId));
-    logger.info("dedupe", result.committed ? "crawl committed to the dedupe index" : "crawl was already committed", { ...result });
+    logger.milestone("dedupe", result.committed ? "crawl committed to the dedupe index" : "crawl was already committed", { ...result });
     return true;
   } catch (err) {
     logger.error("dedupe", `crawl not committed: ${errorMessage(err)}; run: indexer --redisDedupeUrl URL --commitCrawlId ${dedupe.crawlId}`);

@@ -38,7 +38,7 @@ export class StopControl {
   request(reason: StopReason): void {
     if (this.reason === null) {
       this.reason = reason;
-      logger.info("crawl", "stopping: no new pages will be started", { reason });
+      logger.milestone("crawl", "stopping: no new pages will be started", { reason });
       if (reason === "signal") this.armGrace();
       this.armWatchdog();
     } else if (reason === "signal" && !this.immediate) {

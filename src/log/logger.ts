@@ -7,9 +7,29 @@ const LEVEL_ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, e
 
 export type LogDetails = Record<string, unknown>;
 
+export interface LogEntry {
+  timestamp: string;
+  logLevel: LogLevel;
+  context: string;
+  message: string;
+  details: LogDetails;
+}
+
+export interface Milestone {
+  /** A short readable account for the terminal, e.g. "12 pages, 0 failed, 1.2 MB in 0:42" (not in the JSON). */
+  summary?: string;
+}
+
+/** Where stderr log entries go instead of JSON lines when a person watches a terminal. */
+export interface LogView {
+  /** `milestone`: set on the few info entries worth showing a person (crawl started, finished...). */
+  show(entry: LogEntry, milestone: Milestone | null): void;
+}
+
 /**
  * JSON-lines logger: one object per line with timestamp, level, context and message.
- * Writes to stderr and, once attached, to a log file under the collection's logs/ folder.
+ * Writes to stderr (or to a readable view of it on a terminal) and, once attached, to a log file
+ * under the collection's logs/ folder.
  */
 export class Logger {
   private file: WriteStream | null = null;
@@ -18,6 +38,7 @@ export class Logger {
   /** Called before each stderr line so a live progress line can be cleared and redrawn. */
   beforeStderrWrite: (() => void) | null = null;
   quietStderr = false;
+  private view: LogView | null = null;
 
   setLevel(level: LogLevel): void {
     this.minLevel = level;
@@ -26,6 +47,15 @@ export class Logger {
   /** Restrict stderr/file output to these contexts (errors always pass). Empty = everything. */
   setContexts(contexts: string[]): void {
     this.contexts = contexts.length ? new Set(contexts) : null;
+  }
+
+  /** Show stderr entries in this view instead of as JSON lines (the log file keeps the JSON). */
+  showIn(view: LogView | null): void {
+    this.view = view;
+  }
+
+  get currentView(): LogView | null {
+    return this.view;
   }
 
   attachFile(path: string): void {
@@ -57,14 +87,19 @@ export class Logger {
   error(context: string, message: string, details?: LogDetails): void {
     this.write("error", context, message, details);
   }
+  /** An info entry that a person watching the terminal sees too (the crawl started, finished, a WACZ written). */
+  milestone(context: string, message: string, details?: LogDetails, summary?: string): void {
+    this.write("info", context, message, details, { summary });
+  }
 
-  private write(level: LogLevel, context: string, message: string, details?: LogDetails): void {
+  private write(level: LogLevel, context: string, message: string, details?: LogDetails, milestone: Milestone | null = null): void {
     if (LEVEL_ORDER[level] < LEVEL_ORDER[this.minLevel]) return;
     if (level !== "error" && this.contexts && !this.contexts.has(context)) return;
-    const line =
-      JSON.stringify({ timestamp: new Date().toISOString(), logLevel: level, context, message, details: details ?? {} }) +
-      "\n";
-    if (!this.quietStderr) {
+    const entry: LogEntry = { timestamp: new Date().toISOString(), logLevel: level, context, message, details: details ?? {} };
+    const line = JSON.stringify(entry) + "\n";
+    if (this.view) {
+      this.view.show(entry, milestone);
+    } else if (!this.quietStderr) {
       this.beforeStderrWrite?.();
       process.stderr.write(line);
     }

@@ -1,4 +1,5 @@
 import { logger } from "./logger.js";
+import { TerminalDisplay } from "./terminal.js";
 
 export interface ProgressFigures {
   done: number;
@@ -10,11 +11,54 @@ export interface ProgressFigures {
   bytesWritten: number;
 }
 
-export function formatCrawlProgress(figures: ProgressFigures): string {
-  return (
-    `pages ${figures.done} done, ${figures.pending} in progress, ${figures.queued} queued, ` +
-    `${figures.failed} failed (${figures.failedAttempts} failed attempts) | ${formatBytes(figures.bytesWritten)} written`
-  );
+const CRAWL_BAR_FORMAT =
+  "{bar} {value}/{total} pages | {done} done, {pending} in progress, {queued} queued, {failed} | {bytes} | {rate} | {elapsed}";
+
+/** The crawl's progress bar on a terminal (see TerminalDisplay); does nothing when logs go to stderr as JSON. */
+export class CrawlProgressBar {
+  private readonly started = Date.now();
+  private display: TerminalDisplay | null;
+
+  constructor(view = logger.currentView) {
+    this.display = view instanceof TerminalDisplay ? view : null;
+    this.update({ done: 0, queued: 0, pending: 0, failed: 0, failedAttempts: 0, bytesWritten: 0 });
+  }
+
+  update(figures: ProgressFigures): void {
+    if (!this.display) return;
+    const finished = figures.done + figures.failed;
+    const seconds = (Date.now() - this.started) / 1000;
+    const payload = {
+      done: String(figures.done),
+      pending: String(figures.pending),
+      queued: String(figures.queued),
+      failed: `${figures.failed} failed` + (figures.failedAttempts > figures.failed ? ` (${figures.failedAttempts} failed attempts)` : ""),
+      bytes: formatBytes(figures.bytesWritten),
+      rate: `${(seconds > 0 ? (finished * 60) / seconds : 0).toFixed(1)} pages/min`,
+      elapsed: formatElapsed(seconds),
+    };
+    this.display.startBar(CRAWL_BAR_FORMAT, payload);
+    this.display.updateBar(finished, finished + figures.pending + figures.queued, payload);
+  }
+
+  /** Leaves the last figures on screen; updates still under way when the crawl stopped are dropped. */
+  stop(): void {
+    this.display?.stopBar();
+    this.display = null;
+  }
+}
+
+/** The end of a crawl in a few words, for a person at the terminal. */
+export function crawlSummary(stats: { crawled: number; failed: number; bytesWritten: number; elapsedSeconds: number }): string {
+  return `${stats.crawled} pages, ${stats.failed} failed, ${formatBytes(stats.bytesWritten)} in ${formatElapsed(stats.elapsedSeconds)}`;
+}
+
+/** 0:07, 12:34, 1:02:03 */
+export function formatElapsed(seconds: number): string {
+  const s = Math.floor(seconds);
+  const parts = [Math.floor(s / 3600), Math.floor((s % 3600) / 60), s % 60];
+  const [, m, sec] = parts.map((n) => String(n).padStart(2, "0"));
+  return parts[0] > 0 ? `${parts[0]}:${m}:${sec}` : `${parts[1]}:${sec}`;
 }
 
 export function formatBytes(bytes: number): string {

@@ -1,0 +1,138 @@
+import { readFileSync } from "node:fs";
+import { load, YAMLException } from "js-yaml";
+import { CommanderError, type Command, type Option } from "commander";
+import { OptionsError, type RawSeedSpec } from "./crawlOptions.js";
+
+/** Options about the command itself, not the crawl: a config file cannot set them. */
+const NOT_CONFIGURABLE = new Set(["config", "version", "help"]);
+
+/** Keys a seed object of `seeds:` may carry (browsertrix-crawler's per-seed scope). */
+const SEED_KEYS = new Set(["url", "scopeType", "include", "exclude", "depth", "extraHops"]);
+
+/** Read a YAML crawl config ("stdin" reads standard input, as browsertrix-crawler does). */
+export function readConfigFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path === "stdin" ? 0 : path, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new OptionsError(`--config ${path}: ${code === "ENOENT" ? "no such file" : code === "EISDIR" ? "is a folder" : "cannot be read"}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = text.trim() === "" ? {} : load(text, { filename: path });
+  } catch (err) {
+    if (err instanceof YAMLException) {
+      const where = err.mark ? ` line ${err.mark.line + 1}` : "";
+      throw new OptionsError(`--config ${path}${where}: not valid YAML: ${err.reason}`);
+    }
+    throw err;
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw new OptionsError(`--config ${path}: must be a mapping of flag names to values (e.g. "workers: 2")`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/**
+ * Give each config key to the program's option of the same name, unless the command line set it.
+ * The allowed keys are the program's own options, so every flag is a config key as soon as it exists.
+ */
+export function applyConfig(program: Command, config: Record<string, unknown>, file: string): void {
+  const options = new Map(program.options.map((opt) => [opt.attributeName(), opt] as const));
+  for (const [key, value] of Object.entries(config)) {
+    const option = options.get(key);
+    if (!option || NOT_CONFIGURABLE.has(key)) {
+      const hint = closestKey(key, [...options.keys()].filter((k) => !NOT_CONFIGURABLE.has(k)));
+      throw new OptionsError(`--config ${file}: unknown key "${key}"${hint ? ` (did you mean "${hint}"?)` : ""}`);
+    }
+    // Commander's order: a flag on the command line or from its environment variable beats the file.
+    const source = program.getOptionValueSource(key);
+    if (source === "cli" || source === "env" || value === null || value === undefined) continue;
+    const where = `--config ${file}: ${key}`;
+    program.setOptionValueWithSource(key, key === "seeds" ? seedList(value, where) : optionValue(option, value, where), "config");
+  }
+}
+
+/** The value commander itself would have produced had the flag been given on the command line. */
+function optionValue(option: Option, value: unknown, where: string): unknown {
+  const takesValue = option.required || option.optional;
+  if (!takesValue) {
+    // The key is the value's name (`sandbox` for --no-sandbox), so the YAML value is stored as it is.
+    if (typeof value !== "boolean") throw new OptionsError(`${where} must be true or false, got ${JSON.stringify(value)}`);
+    return value;
+  }
+  if (typeof value === "boolean") {
+    // `--flag [value]` given bare means true; a flag that needs a value cannot be switched on alone.
+    if (option.optional) return value ? true : undefined;
+    throw new OptionsError(`${where} needs a value, got ${value}`);
+  }
+  const items = Array.isArray(value) ? value : [value];
+  const texts = items.map((item, i) => scalarText(item, Array.isArray(value) ? `${where}[${i}]` : where));
+  if (!option.parseArg) return option.variadic ? texts : texts.join(",");
+  let parsed: unknown = undefined;
+  try {
+    // Repeatable flags collect each item, as if the flag had been given once per item.
+    for (const text of texts) parsed = option.parseArg(text, parsed);
+  } catch (err) {
+    if (err instanceof CommanderError) throw new OptionsError(`${where}: ${JSON.stringify(texts.join(","))} is invalid: ${err.message}`);
+    throw err;
+  }
+  return parsed;
+}
+
+function scalarText(value: unknown, where: string): string {
+  if (typeof value === "string") return value;
+  if (typeof value === "number" && Number.isFinite(value)) return String(value);
+  if (typeof value === "boolean") return String(value);
+  throw new OptionsError(`${where} must be a ${Array.isArray(value) ? "single value or a flat list" : "string, number or list"}, got ${JSON.stringify(value)}`);
+}
+
+/** `seeds:` is a list of URLs, of seed objects with their own scope, or a comma-separated string. */
+function seedList(value: unknown, where: string): (string | RawSeedSpec)[] {
+  const items = Array.isArray(value) ? value : [value];
+  return items.map((item, i) => {
+    const at = `${where}[${i}]`;
+    if (typeof item === "string") return item;
+    if (item === null || typeof item !== "object" || Array.isArray(item)) {
+      throw new OptionsError(`${at} must be a URL or a mapping with a url, got ${JSON.stringify(item)}`);
+    }
+    const fields = item as Record<string, unknown>;
+    for (const key of Object.keys(fields)) {
+      if (!SEED_KEYS.has(key)) throw new OptionsError(`${at}: unknown key "${key}" (a seed may have ${[...SEED_KEYS].join(", ")})`);
+    }
+    if (typeof fields.url !== "string") throw new OptionsError(`${at} has no url`);
+    const spec: RawSeedSpec = { url: fields.url };
+    if (fields.scopeType != null) spec.scopeType = scalarText(fields.scopeType, `${at}.scopeType`);
+    if (fields.depth != null) spec.depth = scalarText(fields.depth, `${at}.depth`);
+    if (fields.extraHops != null) spec.extraHops = scalarText(fields.extraHops, `${at}.extraHops`);
+    for (const key of ["include", "exclude"] as const) {
+      const rx = fields[key];
+      if (rx != null) spec[key] = (Array.isArray(rx) ? rx : [rx]).map((r, j) => scalarText(r, `${at}.${key}[${j}]`));
+    }
+    return spec;
+  });
+}
+
+/** The known key within two edits of a mistyped one, for a helpful error. */
+function closestKey(key: string, known: string[]): string | null {
+  let best: string | null = null;
+  let bestDistance = 3;
+  for (const candidate of known) {
+    const d = editDistance(key.toLowerCase(), candidate.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length];
+}

@@ -1,0 +1,152 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { load } from "js-yaml";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { buildCrawlProgram, crawlFlags } from "../src/cli/crawl.js";
+import { OptionsError, resolveCrawlOptions, type CrawlOptions } from "../src/config/crawlOptions.js";
+
+const dir = mkdtempSync(join(tmpdir(), "crawl-config-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+let files = 0;
+function yamlFile(text: string): string {
+  const path = join(dir, `config-${++files}.yaml`);
+  writeFileSync(path, text);
+  return path;
+}
+
+function quietProgram() {
+  return buildCrawlProgram().exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+}
+
+function optionsFrom(args: string[]): CrawlOptions {
+  return resolveCrawlOptions(crawlFlags(quietProgram(), args, "user"), {});
+}
+
+function configError(args: string[]): string {
+  try {
+    optionsFrom(args);
+  } catch (err) {
+    if (err instanceof OptionsError) return err.message;
+    throw err;
+  }
+  throw new Error("expected an OptionsError");
+}
+
+const sources = (rxs: RegExp[]) => rxs.map((rx) => rx.source);
+
+describe("--config YAML", () => {
+  it("loads the documented example: every key, with per-seed scopes", () => {
+    const options = optionsFrom(["--config", "docs/crawl.example.yaml"]);
+    expect(options).toMatchObject({
+      collection: "example-weekly",
+      crawlId: "example-weekly",
+      title: "Example.org, weekly capture",
+      description: "Public pages of example.org and its blog.",
+      seeds: ["https://example.org/", "https://blog.example.org/2024/", "https://example.org/annual-report.html"],
+      scopeType: "host",
+      extraHops: 1,
+      depth: -1,
+      limit: 5000,
+      timeLimit: 3600,
+      sizeLimit: 20_000_000_000,
+      workers: 4,
+      pageLoadTimeout: 60,
+      netIdleWait: 5,
+      maxPageRetries: 2,
+      pageExtraDelay: 0.5,
+      minHostInterval: 1,
+      generateWACZ: true,
+      rolloverSize: 1_000_000_000,
+      dedupeMinSize: 2000,
+      logging: ["stats"],
+      logLevel: "info",
+    });
+    expect(sources(options.exclude)).toEqual(["\\/logout", "\\.ics$"]);
+    const [first, blog, report] = options.seedScopes;
+    expect(first).toMatchObject({ scopeType: "host", depth: -1, extraHops: 1 });
+    expect(sources(first.exclude)).toEqual(["\\/logout", "\\.ics$"]);
+    // A seed's own values replace the flags' for that seed; the ones it does not set are the flags'.
+    expect(blog).toMatchObject({ scopeType: "prefix", depth: 2, extraHops: 1 });
+    expect(sources(blog.exclude)).toEqual(["\\/tag\\/", "[?&]replytocom="]);
+    expect(report).toMatchObject({ scopeType: "page", depth: -1 });
+  });
+
+  it("the README shows the same example", () => {
+    const readme = readFileSync("README.md", "utf8");
+    const block = /\*\*Configuration file\.\*\*[\s\S]*?```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(load(block ?? "")).toEqual(load(readFileSync("docs/crawl.example.yaml", "utf8")));
+  });
+
+  it("command-line flags win over the file, key by key", () => {
+    const path = yamlFile("seeds: [http://a.test/]\nworkers: 3\nexclude: [one, two]\ngenerateWACZ: true\ntitle: from file\n");
+    const options = optionsFrom(["--config", path, "--workers", "5", "--exclude", "cli"]);
+    expect(options.workers).toBe(5);
+    expect(sources(options.exclude)).toEqual(["cli"]);
+    expect(options.generateWACZ).toBe(true);
+    expect(options.title).toBe("from file");
+    // The flags' defaults do not count as given: the file's value is used.
+    expect(optionsFrom(["--config", yamlFile("url: http://a.test/\ncwd: out\ndepth: 3\n")])).toMatchObject({ cwd: resolve("out"), depth: 3 });
+  });
+
+  it("takes natural YAML values: numbers, booleans, lists, comma lists, seeds from --url too", () => {
+    const path = yamlFile([
+      "url: [http://a.test/x, http://b.test/]",
+      "seeds: http://c.test/, http://d.test/",
+      "pageLoadTimeout: 30",
+      "logging: [stats, debug]",
+      "headful: false",
+      "include: [a, 'b$']",
+      "scopeType: custom",
+      "",
+    ].join("\n"));
+    const options = optionsFrom(["--config", path]);
+    expect(options.seeds).toEqual(["http://a.test/x", "http://b.test/", "http://c.test/", "http://d.test/"]);
+    expect(options).toMatchObject({ pageLoadTimeout: 30, logging: ["stats", "debug"], logLevel: "debug", headless: true, scopeType: "custom" });
+    expect(sources(options.include)).toEqual(["a", "b$"]);
+  });
+
+  it("a seed with its own include is custom-scoped, as in browsertrix-crawler", () => {
+    const path = yamlFile("seeds:\n  - url: http://a.test/x/\n    include: '^http://a\\.test/(x|y)/'\n  - http://b.test/\n");
+    const options = optionsFrom(["--config", path]);
+    expect(options.seedScopes[0]).toMatchObject({ scopeType: "custom" });
+    expect(sources(options.seedScopes[0].include)).toEqual(["^http:\\/\\/a\\.test\\/(x|y)\\/"]);
+    expect(options.seedScopes[1]).toMatchObject({ scopeType: "prefix", include: [] });
+  });
+
+  it("any option of the program is a key, so flags added later are keys too", () => {
+    const program = quietProgram()
+      .option("--someNewFlag <value>", "added by a later feature")
+      .option("--no-sandbox", "a negated flag: its key is the value's name")
+      .option("--tags <tags...>", "a variadic flag");
+    const flags = crawlFlags(program, ["--config", yamlFile("url: http://a.test/\nsomeNewFlag: 7\nsandbox: false\ntags: [a, b]\n")], "user") as Record<string, unknown>;
+    expect(flags).toMatchObject({ someNewFlag: "7", sandbox: false, tags: ["a", "b"] });
+  });
+
+  it.each([
+    ["pageLoadTimout: 5\n", /^--config \S+: unknown key "pageLoadTimout" \(did you mean "pageLoadTimeout"\?\)$/],
+    ["frobnicate: true\n", /^--config \S+: unknown key "frobnicate"$/],
+    ["version: 2\n", /unknown key "version"/],
+    ["seeds:\n  - url: http://a.test/\n    sitemap: true\n", /seeds\[0\]: unknown key "sitemap"/],
+    ["seeds:\n  - scopeType: page\n", /seeds\[0\] has no url/],
+    ["seeds:\n  - url: http://a.test/\n    depth: deep\n", /^seed http:\/\/a.test\/: depth must be a whole number, got "deep"$/],
+    ["seeds:\n  - url: http://a.test/\n    scopeType: galaxy\n", /^seed http:\/\/a.test\/: scopeType must be one of/],
+    ["seeds:\n  - url: http://a.test/\n    exclude: ['(']\n", /^seed http:\/\/a.test\/: exclude is not a valid regular expression/],
+    ["url: http://a.test/\nlogLevel: loud\n", /logLevel: "loud" is invalid: Allowed choices are debug, info, warn, error/],
+    ["url: http://a.test/\ngenerateWACZ: yes\n", /generateWACZ must be true or false, got "yes"/],
+    ["url: http://a.test/\ntitle: true\n", /title needs a value/],
+    ["url: http://a.test/\nworkers: {n: 2}\n", /workers must be a string, number or list/],
+    ["url: http://a.test/\nworkers: many\n", /^--workers must be a whole number, got "many"$/],
+    ["url: http://a.test/\nworkers: 2\n  limit: 3\n", /^--config \S+ line 3: not valid YAML: /],
+    ["- http://a.test/\n", /must be a mapping of flag names to values/],
+  ])("rejects %j with one clear line", (text, message) => {
+    const error = configError(["--config", yamlFile(text)]);
+    expect(error).toMatch(message);
+    expect(error).not.toContain("\n");
+  });
+
+  it("a missing config file is one clear line", () => {
+    expect(configError(["--config", join(dir, "nope.yaml")])).toBe(`--config ${join(dir, "nope.yaml")}: no such file`);
+  });
+});
