@@ -8,6 +8,7 @@ import { StopControl } from "../crawl/stopControl.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { VERSION } from "../version.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
+import { BEHAVIOR_NAMES } from "../browser/behaviors.js";
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -51,6 +52,9 @@ export function buildCrawlProgram(): Command {
     .addOption(new Option("--logLevel <level>", "minimum log level").choices(["debug", "info", "warn", "error"]).default("info"))
     .option("--browserPath <path>", "Chromium executable (default: env BROWSER_BIN, else /usr/bin/chromium)")
     .option("--headful", "show the browser window (needs a display)")
+    .option("--behaviors <list>", `in-page behaviors run on each page after it loads, comma-separated (${BEHAVIOR_NAMES.join(", ")}); "" for none`, BEHAVIOR_NAMES.join(","))
+    .option("--behaviorTimeout <seconds>", "time allowed for a page's behaviors", "90")
+    .option("--postLoadDelay <seconds>", "wait this long after a page has loaded, before its behaviors")
     .allowExcessArguments(false)
     .showHelpAfterError(false);
 }

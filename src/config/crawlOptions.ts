@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { SCOPE_TYPES, type ScopeType } from "../crawl/scope.js";
 import { normalizeCrawlUrl, UrlRefusedError } from "../crawl/urls.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
+import { BEHAVIOR_NAMES, parseBehaviorList, type BehaviorName } from "../browser/behaviors.js";
 
 /** Everything a crawl run needs to know, validated. The one place a flag's meaning lives. */
 export interface CrawlOptions {
@@ -52,6 +53,12 @@ export interface CrawlOptions {
   logLevel: "debug" | "info" | "warn" | "error";
   browserPath: string;
   headless: boolean;
+  /** In-page behaviors run on every page after its load wait; empty = none. */
+  behaviors: BehaviorName[];
+  /** Seconds the behaviors of one page may run. */
+  behaviorTimeout: number;
+  /** Seconds to sleep after the load wait, before the behaviors. */
+  postLoadDelay: number;
 }
 
 export class OptionsError extends Error {}
@@ -96,6 +103,9 @@ export interface RawCrawlFlags {
   logLevel?: string;
   browserPath?: string;
   headful?: boolean;
+  behaviors?: string;
+  behaviorTimeout?: string;
+  postLoadDelay?: string;
 }
 
 function integer(name: string, value: string | undefined, fallback: number, min: number): number {
@@ -225,5 +235,18 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     logLevel: logging.includes("debug") ? "debug" : logLevel,
     browserPath: flags.browserPath ?? env.BROWSER_BIN ?? "/usr/bin/chromium",
     headless: !flags.headful,
+    ...behaviorOptions(flags),
   };
+}
+
+function behaviorOptions(flags: RawCrawlFlags): Pick<CrawlOptions, "behaviors" | "behaviorTimeout" | "postLoadDelay"> {
+  let behaviors: BehaviorName[];
+  try {
+    behaviors = flags.behaviors === undefined ? [...BEHAVIOR_NAMES] : parseBehaviorList(flags.behaviors);
+  } catch (err) {
+    throw new OptionsError(`--behaviors: ${(err as Error).message}`);
+  }
+  const behaviorTimeout = flags.behaviorTimeout === undefined ? 90 : seconds("behaviorTimeout", flags.behaviorTimeout);
+  if (behaviorTimeout <= 0) throw new OptionsError(`--behaviorTimeout must be more than 0 seconds (--behaviors "" turns behaviors off)`);
+  return { behaviors, behaviorTimeout, postLoadDelay: seconds("postLoadDelay", flags.postLoadDelay) };
 }

@@ -14,6 +14,7 @@ import type { StopControl } from "./stopControl.js";
 import { isStorageError, storageErrorMessage } from "./storageErrors.js";
 import { digitsToWarcDate } from "../dedupe/keys.js";
 import { withTimeout } from "../util/process.js";
+import { addToTally, type BehaviorTally } from "../browser/behaviors.js";
 
 export interface PageContext {
   options: CrawlOptions;
@@ -26,6 +27,8 @@ export interface PageContext {
   /** Pages of this process crawled with cut-off bodies (after their last retry), for the stats. */
   /** Pages stored with bodies cut off on every attempt: counted here, listed in `truncatedReport` (JSON lines). */
   truncated: { count: number; report: string };
+  /** Behavior outcomes of the pages this process crawled, for the stats. */
+  behaviors: BehaviorTally;
   /** The WACZ a page finishing now is listed in. */
   currentWacz(): string;
 }
@@ -103,6 +106,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   if (options.refresh) await reportChange(page.url, result.document.status, previous, context);
   const queued = await enqueueLinks(links, page, context, scope);
   await state.markDone(page.url);
+  if (result.behaviors) addToTally(context.behaviors, result.behaviors);
   const crawled = { url: page.url, status: result.document.status, title: result.title, depth: page.depth, linksQueued: queued };
   if (result.truncated.length) {
     // Retries did not get every body whole: stored as received (WARC-Truncated), and said so.
@@ -207,6 +211,8 @@ async function reportChange(url: string, documentStatus: number, previous: Known
 }
 
 function hardPageDeadlineMs(options: CrawlOptions): number {
-  return (options.pageLoadTimeout + options.netIdleWait) * 1000 + 30_000;
+  // Load, quiet network, post-load delay, behaviors, quiet network again; plus slack for the rest.
+  const behaviors = options.behaviors.length ? options.behaviorTimeout + options.netIdleWait : 0;
+  return (options.pageLoadTimeout + options.netIdleWait + options.postLoadDelay + behaviors) * 1000 + 30_000;
 }
 

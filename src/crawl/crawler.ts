@@ -28,6 +28,7 @@ import { ExitCode, type ExitCodeValue } from "./exitCodes.js";
 import { commitFinishedCrawl, packageWaczFiles } from "./finishCrawl.js";
 import { PageList } from "./pageList.js";
 import { PageWorker } from "./pageWorker.js";
+import { emptyTally, type BehaviorTally } from "../browser/behaviors.js";
 import { SeedScope } from "./scope.js";
 import { StopControl } from "./stopControl.js";
 import { WaczPlan } from "./waczPlan.js";
@@ -64,6 +65,8 @@ export interface CrawlStats {
   changeReport?: string;
   /** Pages this process crawled whose bodies stayed cut off after every retry (stored WARC-Truncated). */
   truncated: { count: number; report: string };
+  /** Pages this process crawled whose behaviors finished / timed out, and the seconds they ran. */
+  behaviors: BehaviorTally;
 }
 
 /**
@@ -147,12 +150,13 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     await browserHost.browser();
     const host = browserHost;
     stop.onImmediate(() => void host.closeAllPages());
-    const context: PageContext = { options, state, history, report, scopes, pageList, stop, truncated: { count: 0, report: join(paths.root, "reports", slot === 0 ? "truncated.jsonl" : `truncated-${writerName(slot)}.jsonl`) }, currentWacz: () => plan.currentWaczFilename() };
+    const context: PageContext = { options, state, history, report, scopes, pageList, stop, truncated: { count: 0, report: join(paths.root, "reports", slot === 0 ? "truncated.jsonl" : `truncated-${writerName(slot)}.jsonl`) }, behaviors: emptyTally(), currentWacz: () => plan.currentWaczFilename() };
     const workers = Array.from({ length: options.workers }, (_, i) =>
       new PageWorker(i, host, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
         netIdleWaitMs: options.netIdleWait * 1000,
         userAgent: options.userAgent,
+        behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000 },
         hasStoredResponse: (url) => recorder.hasStoredResponse(url),
         storeExchange: async (exchange) => {
           try {
@@ -250,6 +254,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       writer: slot,
       browserLaunches: host.launches,
       truncated: { ...context.truncated },
+      behaviors: { ...context.behaviors },
       ...(options.refresh || options.skipFreshDays > 0 ? { changes: await report.summary(), changeReport: report.path } : {}),
     };
     await state.setStatus(stats.status);

@@ -4,6 +4,7 @@ import type { ConfirmedCapture, Exchange } from "../archive/exchange.js";
 import { mimeTypeOf } from "../archive/exchange.js";
 import { PageCapture, type CapturedSummary } from "../browser/capture.js";
 import { waitForQuietNetwork } from "../browser/loadWait.js";
+import { installBehaviors, runBehaviors, type BehaviorOutcome, type BehaviorSettings } from "../browser/behaviors.js";
 import { isRenderedDocumentType } from "../browser/documentTypes.js";
 import { directFetch } from "../fetch/directFetch.js";
 import { rm } from "node:fs/promises";
@@ -15,6 +16,7 @@ export interface PageWorkerOptions {
   pageLoadTimeoutMs: number;
   netIdleWaitMs: number;
   userAgent: string | null;
+  behaviors: BehaviorSettings;
   /** Stores an exchange (the recorder); resolves once its records are written or skipped. */
   storeExchange(exchange: Exchange): Promise<void>;
   /** Whether the crawl already holds this URL's full (200) response. */
@@ -37,6 +39,8 @@ export interface PageLoadResult {
   error: string | null;
   /** URLs whose bodies were cut off and stored marked WARC-Truncated (only on a page's last attempt). */
   truncated: string[];
+  /** How the page's behaviors ended, when they ran. */
+  behaviors?: BehaviorOutcome;
 }
 
 export interface LoadOptions {
@@ -58,6 +62,7 @@ export class PageWorker {
   /** Of the page being loaded: URLs whose bodies came cut off, and whether to store them anyway. */
   private truncated: string[] = [];
   private keepTruncated = false;
+  private behaviorOutcome: BehaviorOutcome | undefined;
 
   constructor(
     readonly id: number,
@@ -71,6 +76,7 @@ export class PageWorker {
     const tab = await browser.newPage();
     this.tabBrowser = browser;
     if (this.options.userAgent) await tab.setUserAgent(this.options.userAgent);
+    await installBehaviors(tab, this.options.behaviors);
     const capture = await PageCapture.attach(tab, {
       onExchange: (exchange) => this.store(exchange),
       onPartialContent: (url, headers) => this.fetchFullBody(url, headers),
@@ -143,13 +149,14 @@ export class PageWorker {
     if (truncated.length && !lastAttempt) {
       return { document: null, title: "", links: [], error: `truncated: ${truncated.join(" ")}`, truncated: [] };
     }
-    return { ...result, truncated: result.document ? truncated : [] };
+    return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome };
   }
 
   private async loadPage(url: string, conditional: ConditionalRequest | undefined, lastAttempt: boolean): Promise<Omit<PageLoadResult, "truncated">> {
     const { tab, capture } = await this.ensureTab();
     this.truncated = [];
     this.keepTruncated = lastAttempt;
+    this.behaviorOutcome = undefined;
     capture.captured.length = 0;
     capture.lost.clear();
     capture.clearConditional();
@@ -164,6 +171,7 @@ export class PageWorker {
     const rendered = findDocument(capture.captured, url);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
       await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
+      await this.runBehaviors(tab, url);
     }
     await capture.drain();
     await Promise.allSettled([...this.partialFetches]);
@@ -192,6 +200,15 @@ export class PageWorker {
       // Without its links the crawl would silently lose everything below this page: retry it instead.
       return { document: null, title: "", links: [], error: `could not read the page's links: ${errorMessage(err)}` };
     }
+  }
+
+  /** --postLoadDelay, then the behaviors; the page is done once the network is quiet again. */
+  private async runBehaviors(tab: Page, url: string): Promise<void> {
+    const { enabled, timeoutMs, postLoadDelayMs } = this.options.behaviors;
+    if (postLoadDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, postLoadDelayMs));
+    if (!enabled.length) return;
+    this.behaviorOutcome = await runBehaviors(tab, url, timeoutMs);
+    await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
   }
 
   private async loadDirectly(url: string, navigationError: string): Promise<CapturedSummary | null> {
