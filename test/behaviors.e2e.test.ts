@@ -39,12 +39,12 @@ async function crawl(name: string, args: string[]): Promise<Crawl> {
   return { result, collectionDir: join(cwd, "collections", name), stats };
 }
 
-/** Paths (+ query) of the site's URLs with a response record in the collection's WARC files. */
+/** Paths (+ query) of the site's URLs with a response (or revisit: same bytes) record in the collection's WARC files. */
 function capturedPaths(collectionDir: string): string[] {
   const archive = join(collectionDir, "archive");
   const paths = readdirSync(archive)
     .flatMap((f) => readWarcRecords(join(archive, f)))
-    .filter((r) => r.headers.get("warc-type") === "response")
+    .filter((r) => r.headers.get("warc-type") === "response" || r.headers.get("warc-type") === "revisit")
     .map((r) => new URL(r.headers.get("warc-target-uri") ?? "").href.slice(site.url.length));
   return [...new Set(paths)].sort();
 }
@@ -53,7 +53,8 @@ beforeAll(async () => {
   site = await startBehaviorSite();
   cwd = mkdtempSync(join(tmpdir(), "behaviors-e2e-"));
   [withBehaviors, withoutBehaviors] = await Promise.all([
-    crawl("on", ["--generateWACZ"]),
+    // Two workers: the two feeds are scrolled side by side, each tab must be visible for that.
+    crawl("on", ["--generateWACZ", "--workers", "2"]),
     crawl("off", ["--behaviors", ""]),
   ]);
 }, 500_000);

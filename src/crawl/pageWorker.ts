@@ -73,7 +73,9 @@ export class PageWorker {
   private async ensureTab(): Promise<{ tab: Page; capture: PageCapture }> {
     const browser = await this.host.browser();
     if (this.tab && this.capture && !this.tab.isClosed() && this.tabBrowser === browser) return { tab: this.tab, capture: this.capture };
-    const tab = await browser.newPage();
+    // A window of its own: of several tabs in one window only the front one is visible, and a hidden
+    // page neither renders nor fires IntersectionObservers, so scrolling would load nothing in it.
+    const tab = await browser.newPage({ type: "window" });
     this.tabBrowser = browser;
     if (this.options.userAgent) await tab.setUserAgent(this.options.userAgent);
     await installBehaviors(tab, this.options.behaviors);
