@@ -173,7 +173,10 @@ export class PageWorker {
     const rendered = findDocument(capture.captured, url);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
       await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
-      await this.runBehaviors(tab, url);
+      // Only a page that shows a document has anything to act on (a page still waiting for its server
+      // would hold the behaviors until their timeout).
+      const shown = findDocument(capture.captured, url);
+      if (shown && isRenderedDocumentType(shown.mime)) await this.afterLoad(tab, url);
     }
     await capture.drain();
     await Promise.allSettled([...this.partialFetches]);
@@ -205,7 +208,7 @@ export class PageWorker {
   }
 
   /** --postLoadDelay, then the behaviors; the page is done once the network is quiet again. */
-  private async runBehaviors(tab: Page, url: string): Promise<void> {
+  private async afterLoad(tab: Page, url: string): Promise<void> {
     const { enabled, timeoutMs, postLoadDelayMs } = this.options.behaviors;
     if (postLoadDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, postLoadDelayMs));
     if (!enabled.length) return;
