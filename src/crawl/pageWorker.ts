@@ -173,10 +173,10 @@ export class PageWorker {
     const rendered = findDocument(capture.captured, url);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
       await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
-      // Only a page that shows a document has anything to act on (a page still waiting for its server
-      // would hold the behaviors until their timeout).
+      // Only a loaded page: the behaviors start at its load event, so on a page whose load timed out (its
+      // server still sending, say) they would only wait out their timeout, on every retry.
       const shown = findDocument(capture.captured, url);
-      if (shown && isRenderedDocumentType(shown.mime)) await this.afterLoad(tab, url);
+      if (!navigationError && shown && isRenderedDocumentType(shown.mime)) await this.afterLoad(tab, url);
     }
     await capture.drain();
     await Promise.allSettled([...this.partialFetches]);
