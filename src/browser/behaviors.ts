@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
+import { withTimeout } from "../util/process.js";
 
 /**
  * In-page behaviors from the browsertrix-behaviors package (scrolling, autoplay, fetching every srcset
@@ -56,6 +57,8 @@ export function addToTally(tally: BehaviorTally, outcome: BehaviorOutcome): void
   tally.seconds = Math.round((tally.seconds + outcome.seconds) * 10) / 10;
 }
 
+const READY_STATE_DEADLINE_MS = 5000;
+
 /** The page-side function behaviors log through (a CDP binding). */
 const LOG_BINDING = "__bx_log";
 
@@ -87,8 +90,16 @@ export async function installBehaviors(tab: Page, settings: BehaviorSettings): P
 /**
  * Run the behaviors in the page's frames until all finish or `timeoutMs` passes, then log the outcome.
  * After a timeout they may go on in the page until it is left; the caller's quiet-network wait is bounded.
+ * Null (logged, not run) when the page's document never finished loading.
  */
-export async function runBehaviors(tab: Page, url: string, timeoutMs: number): Promise<BehaviorOutcome> {
+export async function runBehaviors(tab: Page, url: string, timeoutMs: number): Promise<BehaviorOutcome | null> {
+  // The behaviors start at the document's load event: on a document that is still loading (its body cut
+  // off, say; Chromium may report the navigation loaded all the same) they would only wait out the timeout.
+  const readyState = await withTimeout(tab.mainFrame().evaluate(() => document.readyState), READY_STATE_DEADLINE_MS, "no answer").catch(errorMessage);
+  if (readyState !== "complete") {
+    logger.info("behavior", "behaviors skipped: the page did not finish loading", { url, readyState });
+    return null;
+  }
   const started = Date.now();
   const frames = tab.frames().filter((frame) => /^https?:/.test(frame.url()));
   const runs = Promise.allSettled(

@@ -173,10 +173,9 @@ export class PageWorker {
     const rendered = findDocument(capture.captured, url);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
       await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
-      // Only a loaded page: the behaviors start at its load event, so on a page whose load timed out (its
-      // server still sending, say) they would only wait out their timeout, on every retry.
+      // Only a page that shows a document has anything to act on.
       const shown = findDocument(capture.captured, url);
-      if (!navigationError && shown && isRenderedDocumentType(shown.mime)) await this.afterLoad(tab, url);
+      if (shown && isRenderedDocumentType(shown.mime)) await this.afterLoad(tab, url);
     }
     await capture.drain();
     await Promise.allSettled([...this.partialFetches]);
@@ -212,7 +211,7 @@ export class PageWorker {
     const { enabled, timeoutMs, postLoadDelayMs } = this.options.behaviors;
     if (postLoadDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, postLoadDelayMs));
     if (!enabled.length) return;
-    this.behaviorOutcome = await runBehaviors(tab, url, timeoutMs);
+    this.behaviorOutcome = (await runBehaviors(tab, url, timeoutMs)) ?? undefined;
     await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
   }
 
