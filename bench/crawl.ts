@@ -3,20 +3,31 @@
  * second, WARC bytes and the crawler processes' peak RSS. With --processes K, K crawler processes share
  * the crawl through one (private) redis-server.
  *   node dist/bench/crawl.js [--pages 200] [--workers 2] [--processes 1]
+ * With --behaviors, every page also has content only in-page behaviors capture (a second srcset
+ * candidate, lazy and data-src images far below the fold, a feed page fetched on scroll): the site is
+ * crawled without behaviors (--behaviors "") and with the default ones, and the JSON gives the seconds of
+ * each and the share of those lazy/scroll resources each captured (default --pages 20 then).
+ *   node dist/bench/crawl.js --behaviors [--pages 20] [--workers 2]
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createReadStream, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { startGeneratedSite } from "./lib/generatedSite.js";
+import { WARCParser } from "warcio";
+import { lazyResourcePaths, startGeneratedSite, type GeneratedSite } from "./lib/generatedSite.js";
 import { EmbeddedRedis } from "../src/redis/embedded.js";
 
 const { values } = parseArgs({
-  options: { pages: { type: "string", default: "200" }, workers: { type: "string", default: "2" }, processes: { type: "string", default: "1" } },
+  options: {
+    pages: { type: "string" },
+    workers: { type: "string", default: "2" },
+    processes: { type: "string", default: "1" },
+    behaviors: { type: "boolean", default: false },
+  },
 });
-const pages = Number(values.pages);
+const pages = Number(values.pages ?? (values.behaviors ? 20 : 200));
 const workers = Number(values.workers);
 const processes = Number(values.processes);
 const crawlEntry = fileURLToPath(new URL("../src/cli/crawl.js", import.meta.url));
@@ -30,34 +41,93 @@ function peakRssKb(pid: number): number {
   }
 }
 
-const site = await startGeneratedSite(pages);
-const cwd = mkdtempSync(join(tmpdir(), "bench-crawl-"));
-const redis = new EmbeddedRedis({ dataDir: join(cwd, "redis"), persist: false });
-const redisUrl = await redis.start();
-const started = process.hrtime.bigint();
-const children = Array.from({ length: processes }, () =>
-  spawn(process.execPath, [crawlEntry, "--url", `${site.url}/page/0.html`, "--collection", "bench", "--crawlId", "bench",
-    "--cwd", cwd, "--workers", String(workers), "--logLevel", "warn", "--netIdleWait", "2", "--redisStoreUrl", redisUrl],
-    { stdio: ["ignore", "ignore", "inherit"] }),
-);
-const peaks = children.map(() => 0);
-const sampler = setInterval(() => children.forEach((c, i) => (peaks[i] = Math.max(peaks[i], peakRssKb(c.pid!)))), 200);
-const codes: number[] = await Promise.all(children.map((c) => new Promise<number>((resolve) => c.on("exit", (code) => resolve(code ?? -1)))));
-clearInterval(sampler);
-await redis.stop();
-const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-const archive = join(cwd, "collections", "bench", "archive");
-const warcBytes = readdirSync(archive).reduce((sum, f) => sum + statSync(join(archive, f)).size, 0);
+interface CrawlRun {
+  exitCodes: number[];
+  seconds: number;
+  warcBytes: number;
+  peakRssKb: number[];
+  /** Target URIs of the response records written. */
+  captured: Set<string>;
+  /** stats.behaviors of the (first) crawler process. */
+  behaviors: unknown;
+}
+
+async function crawlSite(site: GeneratedSite, extraArgs: string[]): Promise<CrawlRun> {
+  const cwd = mkdtempSync(join(tmpdir(), "bench-crawl-"));
+  const redis = new EmbeddedRedis({ dataDir: join(cwd, "redis"), persist: false });
+  const redisUrl = await redis.start();
+  const started = process.hrtime.bigint();
+  const children = Array.from({ length: processes }, () =>
+    spawn(process.execPath, [crawlEntry, "--url", `${site.url}/page/0.html`, "--collection", "bench", "--crawlId", "bench",
+      "--cwd", cwd, "--workers", String(workers), "--logLevel", "warn", "--netIdleWait", "2", "--redisStoreUrl", redisUrl,
+      "--statsFilename", join(cwd, "stats.json"), ...extraArgs],
+      { stdio: ["ignore", "ignore", "inherit"] }),
+  );
+  const peaks = children.map(() => 0);
+  const sampler = setInterval(() => children.forEach((c, i) => (peaks[i] = Math.max(peaks[i], peakRssKb(c.pid!)))), 200);
+  const exitCodes: number[] = await Promise.all(children.map((c) => new Promise<number>((resolve) => c.on("exit", (code) => resolve(code ?? -1)))));
+  clearInterval(sampler);
+  await redis.stop();
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const archive = join(cwd, "collections", "bench", "archive");
+  const warcs = readdirSync(archive).map((f) => join(archive, f));
+  const warcBytes = warcs.reduce((sum, f) => sum + statSync(f).size, 0);
+  const captured = new Set<string>();
+  for (const warc of warcs) {
+    for await (const record of new WARCParser(createReadStream(warc))) {
+      if (record.warcType === "response" && record.warcTargetURI) captured.add(record.warcTargetURI);
+    }
+  }
+  let behaviors: unknown = null;
+  try {
+    behaviors = (JSON.parse(readFileSync(join(cwd, "stats.json"), "utf8")) as { behaviors?: unknown }).behaviors ?? null;
+  } catch {
+    // no stats: the exit code says why
+  }
+  rmSync(cwd, { recursive: true, force: true });
+  return { exitCodes, seconds: Math.round(seconds * 100) / 100, warcBytes, peakRssKb: peaks, captured, behaviors };
+}
+
+const site = await startGeneratedSite(pages, { lazy: values.behaviors });
+if (!values.behaviors) {
+  const run = await crawlSite(site, []);
+  console.log(JSON.stringify({
+    benchmark: "crawl",
+    exitCodes: run.exitCodes,
+    pages,
+    processes,
+    workersPerProcess: workers,
+    seconds: run.seconds,
+    pagesPerSecond: Math.round((pages / run.seconds) * 100) / 100,
+    warcBytes: run.warcBytes,
+    peakRssMBPerProcess: run.peakRssKb.map((kb) => Math.round(kb / 102.4) / 10),
+  }));
+} else {
+  const lazy = lazyResourcePaths(pages).map((path) => site.url + path);
+  const summary = (run: CrawlRun) => {
+    const captured = lazy.filter((url) => run.captured.has(url)).length;
+    return {
+      exitCodes: run.exitCodes,
+      seconds: run.seconds,
+      pagesPerSecond: Math.round((pages / run.seconds) * 100) / 100,
+      warcBytes: run.warcBytes,
+      lazyResourcesCaptured: captured,
+      lazyShare: Math.round((captured / lazy.length) * 1000) / 1000,
+      behaviors: run.behaviors,
+      lazyMissedSample: lazy.filter((url) => !run.captured.has(url)).slice(0, 5).map((url) => url.slice(site.url.length)),
+    };
+  };
+  const without = summary(await crawlSite(site, ["--behaviors", ""]));
+  const withBehaviors = summary(await crawlSite(site, []));
+  console.log(JSON.stringify({
+    benchmark: "crawl-behaviors",
+    pages,
+    processes,
+    workersPerProcess: workers,
+    lazyResources: lazy.length,
+    withoutBehaviors: without,
+    withBehaviors,
+    extraSecondsPerPage: Math.round(((withBehaviors.seconds - without.seconds) / pages) * 100) / 100,
+  }));
+}
 await site.close();
-rmSync(cwd, { recursive: true, force: true });
-console.log(JSON.stringify({
-  benchmark: "crawl",
-  exitCodes: codes,
-  pages,
-  processes,
-  workersPerProcess: workers,
-  seconds: Math.round(seconds * 100) / 100,
-  pagesPerSecond: Math.round((pages / seconds) * 100) / 100,
-  warcBytes,
-  peakRssMBPerProcess: peaks.map((kb) => Math.round(kb / 102.4) / 10),
-}));

@@ -12,6 +12,7 @@ import { errorMessage, logger } from "../log/logger.js";
 import { TerminalDisplay } from "../log/terminal.js";
 import { VERSION } from "../version.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
+import { BEHAVIOR_NAMES } from "../browser/behaviors.js";
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -63,6 +64,9 @@ export function buildCrawlProgram(): Command {
     .option("--headful", "show the browser window (needs a display)")
     .addOption(new Option("--text [targets]", "store each page's text: to-pages (pages.jsonl 'text', for full-text search), to-warc (a urn:text:<url> record); comma-separated, repeatable; alone: to-pages").preset("to-pages").argParser(collect))
     .option("--screenshot <kinds>", "store screenshots of each page as urn:<kind>:<url> records: view (viewport PNG), thumbnail (640px JPEG), fullPage (PNG); comma-separated, repeatable", collect)
+    .option("--behaviors <list>", `in-page behaviors run on each page after it loads, comma-separated (${BEHAVIOR_NAMES.join(", ")}); "" for none`, BEHAVIOR_NAMES.join(","))
+    .option("--behaviorTimeout <seconds>", "time allowed for a page's behaviors", "90")
+    .option("--postLoadDelay <seconds>", "wait this long after a page has loaded, before its behaviors")
     .allowExcessArguments(false)
     .showHelpAfterError(false);
 }

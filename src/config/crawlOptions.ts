@@ -11,6 +11,7 @@ export type TextTarget = (typeof TEXT_TARGETS)[number];
 import { robotsAgentOf } from "../robots/robotsTxt.js";
 import type { SitemapOptions } from "../sitemap/sitemapSeeds.js";
 import { parseW3cDate } from "../sitemap/w3cDate.js";
+import { BEHAVIOR_NAMES, parseBehaviorList, type BehaviorName } from "../browser/behaviors.js";
 
 /** Everything a crawl run needs to know, validated. The one place a flag's meaning lives. */
 export interface CrawlOptions {
@@ -70,6 +71,12 @@ export interface CrawlOptions {
   sitemap: SitemapOptions | null;
   /** --robots: obey robots.txt for this product token; null = off. */
   robots: { agent: string } | null;
+  /** In-page behaviors run on every page after its load wait; empty = none. */
+  behaviors: BehaviorName[];
+  /** Seconds the behaviors of one page may run. */
+  behaviorTimeout: number;
+  /** Seconds to sleep after the load wait, before the behaviors. */
+  postLoadDelay: number;
 }
 
 export class OptionsError extends Error {}
@@ -123,6 +130,9 @@ export interface RawCrawlFlags {
   sitemapToDate?: string;
   robots?: boolean;
   robotsAgent?: string;
+  behaviors?: string;
+  behaviorTimeout?: string;
+  postLoadDelay?: string;
 }
 
 /** A seed object of a config file's `seeds:` (browsertrix-crawler's format): its values override the flags'. */
@@ -296,6 +306,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     screenshot: choiceList("screenshot", flags.screenshot, SCREENSHOT_KINDS),
     sitemap: sitemapOptions(flags),
     robots: flags.robots ? { agent: flags.robotsAgent ?? robotsAgentOf(flags.userAgent ?? null) } : null,
+    ...behaviorOptions(flags),
   };
 }
 
@@ -330,4 +341,16 @@ function sitemapOptions(flags: RawCrawlFlags): SitemapOptions | null {
   }
   // A date names a period: from its first instant, to its last ("--sitemapToDate 2024-03-05" keeps the whole day).
   return { url, fromDate: from?.start ?? null, toDate: to?.end ?? null };
+}
+
+function behaviorOptions(flags: RawCrawlFlags): Pick<CrawlOptions, "behaviors" | "behaviorTimeout" | "postLoadDelay"> {
+  let behaviors: BehaviorName[];
+  try {
+    behaviors = flags.behaviors === undefined ? [...BEHAVIOR_NAMES] : parseBehaviorList(flags.behaviors);
+  } catch (err) {
+    throw new OptionsError(`--behaviors: ${(err as Error).message}`);
+  }
+  const behaviorTimeout = flags.behaviorTimeout === undefined ? 90 : seconds("behaviorTimeout", flags.behaviorTimeout);
+  if (behaviorTimeout <= 0) throw new OptionsError(`--behaviorTimeout must be more than 0 seconds (--behaviors "" turns behaviors off)`);
+  return { behaviors, behaviorTimeout, postLoadDelay: seconds("postLoadDelay", flags.postLoadDelay) };
 }

@@ -18,6 +18,7 @@ import { extractBudgetMs } from "../browser/pageExtracts.js";
 import { TEXT_CONTENT_TYPE, type PageResource, type PageResourceRecorder } from "../archive/pageResourceRecorder.js";
 import type { ExtractOptions, PageExtracts } from "../browser/pageExtracts.js";
 import type { PageAdmission } from "./admission.js";
+import { addToTally, type BehaviorTally } from "../browser/behaviors.js";
 
 export interface PageContext {
   options: CrawlOptions;
@@ -30,6 +31,8 @@ export interface PageContext {
   /** Pages of this process crawled with cut-off bodies (after their last retry), for the stats. */
   /** Pages stored with bodies cut off on every attempt: counted here, listed in `truncatedReport` (JSON lines). */
   truncated: { count: number; report: string };
+  /** Behavior outcomes of the pages this process crawled, for the stats. */
+  behaviors: BehaviorTally;
   /** The WACZ a page finishing now is listed in. */
   currentWacz(): string;
   /** Writes pages' text and screenshot records (--text to-warc, --screenshot). */
@@ -113,6 +116,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   if (options.refresh) await reportChange(page.url, result.document.status, previous, context);
   const queued = await enqueueLinks(links, page, context, scope);
   await state.markDone(page.url);
+  if (result.behaviors) addToTally(context.behaviors, result.behaviors);
   const crawled = { url: page.url, status: result.document.status, title: result.title, depth: page.depth, linksQueued: queued };
   if (result.truncated.length) {
     // Retries did not get every body whole: stored as received (WARC-Truncated), and said so.
@@ -230,6 +234,8 @@ export function extractOptionsOf(options: CrawlOptions): ExtractOptions {
 }
 
 function hardPageDeadlineMs(options: CrawlOptions): number {
-  return (options.pageLoadTimeout + options.netIdleWait) * 1000 + 30_000 + extractBudgetMs(extractOptionsOf(options));
+  // Load, quiet network, post-load delay, behaviors, quiet network again, text and screenshots; plus slack.
+  const behaviors = options.behaviors.length ? options.behaviorTimeout + options.netIdleWait : 0;
+  return (options.pageLoadTimeout + options.netIdleWait + options.postLoadDelay + behaviors) * 1000 + 30_000 + extractBudgetMs(extractOptionsOf(options));
 }
 

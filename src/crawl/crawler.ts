@@ -29,6 +29,7 @@ import { ExitCode, type ExitCodeValue } from "./exitCodes.js";
 import { commitFinishedCrawl, packageWaczFiles } from "./finishCrawl.js";
 import { PageList } from "./pageList.js";
 import { PageWorker } from "./pageWorker.js";
+import { emptyTally, type BehaviorTally } from "../browser/behaviors.js";
 import { SeedScope } from "./scope.js";
 import { StopControl } from "./stopControl.js";
 import { WaczPlan } from "./waczPlan.js";
@@ -70,6 +71,8 @@ export interface CrawlStats {
   truncated: { count: number; report: string };
   /** Pages not crawled because robots.txt disallows them (--robots). */
   skippedRobots: number;
+  /** Pages this process crawled whose behaviors finished / timed out, and the seconds they ran. */
+  behaviors: BehaviorTally;
 }
 
 /**
@@ -160,6 +163,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       truncated: { count: 0, report: join(paths.root, "reports", slot === 0 ? "truncated.jsonl" : `truncated-${writerName(slot)}.jsonl`) },
       currentWacz: () => plan.currentWaczFilename(),
       pageResources: new PageResourceRecorder(writer),
+      behaviors: emptyTally(),
     };
     const workers = Array.from({ length: options.workers }, (_, i) =>
       new PageWorker(i, host, {
@@ -167,6 +171,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
         netIdleWaitMs: options.netIdleWait * 1000,
         userAgent: options.userAgent,
         extracts: extractOptionsOf(options),
+        behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000 },
         hasStoredResponse: (url) => recorder.hasStoredResponse(url),
         storeExchange: async (exchange) => {
           try {
@@ -272,6 +277,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       browserLaunches: host.launches,
       truncated: { ...context.truncated },
       skippedRobots: counts.skippedRobots,
+      behaviors: { ...context.behaviors },
       ...(options.refresh || options.skipFreshDays > 0 ? { changes: await report.summary(), changeReport: report.path } : {}),
     };
     await state.setStatus(stats.status);

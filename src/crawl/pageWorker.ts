@@ -4,6 +4,7 @@ import type { ConfirmedCapture, Exchange } from "../archive/exchange.js";
 import { mimeTypeOf } from "../archive/exchange.js";
 import { PageCapture, type CapturedSummary } from "../browser/capture.js";
 import { waitForQuietNetwork } from "../browser/loadWait.js";
+import { installBehaviors, runBehaviors, type BehaviorOutcome, type BehaviorSettings } from "../browser/behaviors.js";
 import { isRenderedDocumentType } from "../browser/documentTypes.js";
 import { directFetch } from "../fetch/directFetch.js";
 import { rm } from "node:fs/promises";
@@ -16,6 +17,7 @@ export interface PageWorkerOptions {
   pageLoadTimeoutMs: number;
   netIdleWaitMs: number;
   userAgent: string | null;
+  behaviors: BehaviorSettings;
   /** Stores an exchange (the recorder); resolves once its records are written or skipped. */
   storeExchange(exchange: Exchange): Promise<void>;
   /** Whether the crawl already holds this URL's full (200) response. */
@@ -42,6 +44,8 @@ export interface PageLoadResult {
   truncated: string[];
   /** The rendered page's text and screenshots, when asked for. */
   extracts?: PageExtracts;
+  /** How the page's behaviors ended, when they ran. */
+  behaviors?: BehaviorOutcome;
 }
 
 export interface LoadOptions {
@@ -63,6 +67,7 @@ export class PageWorker {
   /** Of the page being loaded: URLs whose bodies came cut off, and whether to store them anyway. */
   private truncated: string[] = [];
   private keepTruncated = false;
+  private behaviorOutcome: BehaviorOutcome | undefined;
 
   constructor(
     readonly id: number,
@@ -73,9 +78,12 @@ export class PageWorker {
   private async ensureTab(): Promise<{ tab: Page; capture: PageCapture }> {
     const browser = await this.host.browser();
     if (this.tab && this.capture && !this.tab.isClosed() && this.tabBrowser === browser) return { tab: this.tab, capture: this.capture };
-    const tab = await browser.newPage();
+    // A window of its own: of several tabs in one window only the front one is visible, and a hidden
+    // page neither renders nor fires IntersectionObservers, so scrolling would load nothing in it.
+    const tab = await browser.newPage({ type: "window" });
     this.tabBrowser = browser;
     if (this.options.userAgent) await tab.setUserAgent(this.options.userAgent);
+    await installBehaviors(tab, this.options.behaviors);
     const capture = await PageCapture.attach(tab, {
       onExchange: (exchange) => this.store(exchange),
       onPartialContent: (url, headers) => this.fetchFullBody(url, headers),
@@ -148,13 +156,14 @@ export class PageWorker {
     if (truncated.length && !lastAttempt) {
       return { document: null, title: "", links: [], error: `truncated: ${truncated.join(" ")}`, truncated: [] };
     }
-    return { ...result, truncated: result.document ? truncated : [] };
+    return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome };
   }
 
   private async loadPage(url: string, conditional: ConditionalRequest | undefined, lastAttempt: boolean): Promise<Omit<PageLoadResult, "truncated">> {
     const { tab, capture } = await this.ensureTab();
     this.truncated = [];
     this.keepTruncated = lastAttempt;
+    this.behaviorOutcome = undefined;
     capture.captured.length = 0;
     capture.lost.clear();
     capture.clearConditional();
@@ -169,6 +178,9 @@ export class PageWorker {
     const rendered = findDocument(capture.captured, url);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
       await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
+      // Only a page that shows a document has anything to act on.
+      const shown = findDocument(capture.captured, url);
+      if (shown && isRenderedDocumentType(shown.mime)) await this.afterLoad(tab, url);
     }
     await capture.drain();
     await Promise.allSettled([...this.partialFetches]);
@@ -208,6 +220,15 @@ export class PageWorker {
     const extracts = await takePageExtracts(tab, wanted, url);
     await capture.drain();
     return extracts;
+  }
+
+  /** --postLoadDelay, then the behaviors; the page is done once the network is quiet again. */
+  private async afterLoad(tab: Page, url: string): Promise<void> {
+    const { enabled, timeoutMs, postLoadDelayMs } = this.options.behaviors;
+    if (postLoadDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, postLoadDelayMs));
+    if (!enabled.length) return;
+    this.behaviorOutcome = (await runBehaviors(tab, url, timeoutMs)) ?? undefined;
+    await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
   }
 
   private async loadDirectly(url: string, navigationError: string): Promise<CapturedSummary | null> {

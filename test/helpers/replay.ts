@@ -43,6 +43,8 @@ export interface ReplayPageOptions {
   timeoutMs?: number;
   /** Keep polling until every <img> of the replayed page has finished loading (or failed). */
   waitForImages?: boolean;
+  /** Scroll the replayed page to its bottom before each poll (infinite-scroll feeds load more then). */
+  scroll?: boolean;
 }
 
 /** An <img> of the replayed page: naturalWidth is 0 when it failed to load or decode. */
@@ -481,6 +483,7 @@ export async function replayPage(server: ReplayServer, opts: ReplayPageOptions):
       const exact = candidates.find((f) => sameArchivedUrl(parseReplayFrameUrl(f.url())?.archivedUrl ?? "", opts.url));
       const frame = exact ?? candidates[0];
       if (frame) {
+        if (opts.scroll) await frame.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight)).catch(() => undefined);
         const snap = await snapshotFrame(frame);
         last = snap ?? last;
         if (snap && snap.readyState === "complete") {

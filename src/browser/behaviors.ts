@@ -1,0 +1,128 @@
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import type { Page } from "puppeteer-core";
+import { errorMessage, logger } from "../log/logger.js";
+import { withTimeout } from "../util/process.js";
+
+/**
+ * In-page behaviors from the browsertrix-behaviors package (scrolling, autoplay, fetching every srcset
+ * candidate and lazy source): injected into every frame of a tab, run after each page's load wait.
+ * Their requests go through the tab's network like any other, so the tab's capture archives them.
+ */
+
+/** browsertrix-crawler's behavior names (its --behaviors flag). */
+export const BEHAVIOR_NAMES = ["autoscroll", "autoplay", "autofetch", "siteSpecific"] as const;
+export type BehaviorName = (typeof BEHAVIOR_NAMES)[number];
+
+export interface BehaviorSettings {
+  /** Empty: nothing is injected or run. */
+  enabled: readonly BehaviorName[];
+  /** How long the behaviors of one page may run. */
+  timeoutMs: number;
+  /** Sleep this long after the load wait, before the behaviors. */
+  postLoadDelayMs: number;
+}
+
+/** How one page's behaviors ended. */
+export interface BehaviorOutcome {
+  outcome: "finished" | "timed-out";
+  seconds: number;
+}
+
+/** Per-process counts for the stats file. */
+export interface BehaviorTally {
+  finished: number;
+  timedOut: number;
+  /** Seconds spent running behaviors, summed over pages. */
+  seconds: number;
+}
+
+/** Parse a --behaviors value: comma-separated names; empty turns behaviors off. Throws naming unknown names. */
+export function parseBehaviorList(value: string): BehaviorName[] {
+  const names = value.split(",").map((n) => n.trim()).filter(Boolean);
+  const unknown = names.filter((n) => !(BEHAVIOR_NAMES as readonly string[]).includes(n));
+  if (unknown.length) {
+    throw new Error(`unknown behavior ${unknown.map((n) => JSON.stringify(n)).join(", ")}; known: ${BEHAVIOR_NAMES.join(", ")} (or "" for none)`);
+  }
+  return [...new Set(names)] as BehaviorName[];
+}
+
+export function emptyTally(): BehaviorTally {
+  return { finished: 0, timedOut: 0, seconds: 0 };
+}
+
+export function addToTally(tally: BehaviorTally, outcome: BehaviorOutcome): void {
+  if (outcome.outcome === "finished") tally.finished += 1;
+  else tally.timedOut += 1;
+  tally.seconds = Math.round((tally.seconds + outcome.seconds) * 10) / 10;
+}
+
+const READY_STATE_DEADLINE_MS = 5000;
+
+/** The page-side function behaviors log through (a CDP binding). */
+const LOG_BINDING = "__bx_log";
+
+let libraryScript: string | null = null;
+
+function behaviorsLibrary(): string {
+  libraryScript ??= readFileSync(createRequire(import.meta.url).resolve("browsertrix-behaviors/dist/behaviors.js"), "utf8");
+  return libraryScript;
+}
+
+/**
+ * Inject the behaviors into every document the tab loads from now on (every frame), initialized with
+ * the enabled ones. Once per tab, before its first page.
+ */
+export async function installBehaviors(tab: Page, settings: BehaviorSettings): Promise<void> {
+  if (!settings.enabled.length) return;
+  await tab.exposeFunction(LOG_BINDING, (entry: unknown) => logBehaviorMessage(tab, entry));
+  const init = {
+    autoscroll: settings.enabled.includes("autoscroll"),
+    autoplay: settings.enabled.includes("autoplay"),
+    autofetch: settings.enabled.includes("autofetch"),
+    siteSpecific: settings.enabled.includes("siteSpecific"),
+    // Looked up by name as a global of the page; our own deadline decides "timed out".
+    log: LOG_BINDING,
+  };
+  await tab.evaluateOnNewDocument(`${behaviorsLibrary()}\n;self.__bx_behaviors.init(${JSON.stringify(init)});`);
+}
+
+/**
+ * Run the behaviors in the page's frames until all finish or `timeoutMs` passes, then log the outcome.
+ * After a timeout they may go on in the page until it is left; the caller's quiet-network wait is bounded.
+ * Null (logged, not run) when the page's document never finished loading.
+ */
+export async function runBehaviors(tab: Page, url: string, timeoutMs: number): Promise<BehaviorOutcome | null> {
+  // The behaviors start at the document's load event: on a document that is still loading (its body cut
+  // off, say; Chromium may report the navigation loaded all the same) they would only wait out the timeout.
+  const readyState = await withTimeout(tab.mainFrame().evaluate(() => document.readyState), READY_STATE_DEADLINE_MS, "no answer").catch(errorMessage);
+  if (readyState !== "complete") {
+    logger.info("behavior", "behaviors skipped: the page did not finish loading", { url, readyState });
+    return null;
+  }
+  const started = Date.now();
+  const frames = tab.frames().filter((frame) => /^https?:/.test(frame.url()));
+  const runs = Promise.allSettled(
+    frames.map((frame) => frame.evaluate("self.__bx_behaviors ? self.__bx_behaviors.run().then(() => true) : false")),
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<"timed-out">((resolve) => (timer = setTimeout(() => resolve("timed-out"), timeoutMs)));
+  const outcome = await Promise.race([runs.then(() => "finished" as const), deadline]);
+  clearTimeout(timer);
+  const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10 };
+  logger.info("behavior", outcome === "finished" ? "behaviors finished" : "behaviors timed out", { url, seconds: result.seconds, frames: frames.length });
+  return result;
+}
+
+/** The library logs `{data, type}`: debug steps (scroll states), info and errors. */
+function logBehaviorMessage(tab: Page, entry: unknown): void {
+  try {
+    const { data, type } = (typeof entry === "string" ? JSON.parse(entry) : entry) as { data?: unknown; type?: string };
+    const message = typeof data === "string" ? data : JSON.stringify(data);
+    const details = { url: tab.url() };
+    if (type === "error") logger.warn("behaviorScript", message, details);
+    else logger.debug("behaviorScript", message, details);
+  } catch (err) {
+    logger.debug("behaviorScript", `unreadable behavior log message: ${errorMessage(err)}`);
+  }
+}
