@@ -6,6 +6,7 @@ import { resolveCrawlOptions, OptionsError, type RawCrawlFlags } from "../config
 import { applyConfig, readConfigFile } from "../config/configFile.js";
 import { SCOPE_TYPES } from "../crawl/scope.js";
 import { runCrawl } from "../crawl/crawler.js";
+import { hardPageDeadlineMs } from "../crawl/crawlPage.js";
 import { ExitCode } from "../crawl/exitCodes.js";
 import { StopControl } from "../crawl/stopControl.js";
 import { errorMessage, logger } from "../log/logger.js";
@@ -114,7 +115,8 @@ async function main(argv: string[]): Promise<number> {
   const stop = new StopControl(graceMs, {
     // In-flight pages get their grace, shutting the browser and WARC down has its own deadlines: past
     // all that, something is stuck, and a crawl that never ends is worse than one that resumes.
-    ms: graceMs + (options.netIdleWait * 1000) + 120_000,
+    // (a time or size limit lets in-flight pages run to their own deadline, behaviors included).
+    ms: Math.max(graceMs, hardPageDeadlineMs(options)) + 120_000,
     onStuck: () => {
       process.stderr.write("crawl: the crawl did not stop in time after being asked to: exiting; run the same command again to resume\n");
       setTimeout(() => process.exit(ExitCode.Interrupted), 2000).unref();

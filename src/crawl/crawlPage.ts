@@ -233,7 +233,7 @@ export function extractOptionsOf(options: CrawlOptions): ExtractOptions {
   return { text: options.text.length > 0, screenshots: options.screenshot };
 }
 
-function hardPageDeadlineMs(options: CrawlOptions): number {
+export function hardPageDeadlineMs(options: CrawlOptions): number {
   // Load, quiet network, post-load delay, behaviors, quiet network again, text and screenshots; plus slack.
   const behaviors = options.behaviors.length ? options.behaviorTimeout + options.netIdleWait : 0;
   return (options.pageLoadTimeout + options.netIdleWait + options.postLoadDelay + behaviors) * 1000 + 30_000 + extractBudgetMs(extractOptionsOf(options));
