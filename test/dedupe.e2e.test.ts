@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFixtureServer, type FixtureServer } from "../fixtures/server.js";
 import { SEED_PATH, SITE_PAGES } from "../fixtures/site-manifest.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../src/dedupe/deduplicator.js";
-import { runCli } from "./helpers/cli.js";
+import { runCli, NO_BEHAVIORS } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { detectReplayFailure, replayPage, startReplayServer } from "./helpers/replay.js";
 import { httpStatus, readWarcRecords, sha256, type RawRecord } from "./helpers/warcFile.js";
@@ -25,7 +25,7 @@ const recordsOf = (name: string) => {
 const waczOf = (name: string) => join(collectionDir(name), `${name}.wacz`);
 
 function crawlArgs(name: string, extra: string[] = []): string[] {
-  return ["--url", site.url + SEED_PATH, "--collection", name, "--cwd", cwd, "--generateWACZ",
+  return ["--url", site.url + SEED_PATH, "--collection", name, "--cwd", cwd, ...NO_BEHAVIORS, "--generateWACZ",
     "--redisStoreUrl", redis.url, "--redisDedupeUrl", redis.url, "--workers", "2", ...extra];
 }
 
@@ -184,7 +184,7 @@ describe("dedupe keeps exact counts through interruptions and outages", () => {
 
   it("with the dedupe Redis stopped mid-crawl, the crawl completes with full responses and no wrong revisits", async () => {
     const dedupe = await startTestRedis();
-    const args = ["--url", site.url + SEED_PATH, "--collection", "D", "--cwd", cwd, "--redisDedupeUrl", dedupe.url, "--statsFilename", join(cwd, "D.json")];
+    const args = ["--url", site.url + SEED_PATH, "--collection", "D", "--cwd", cwd, ...NO_BEHAVIORS, "--redisDedupeUrl", dedupe.url, "--statsFilename", join(cwd, "D.json")];
     const result = await new Promise<number | null>((resolve) => {
       const child = spawn(process.execPath, ["dist/src/cli/crawl.js", ...args], { stdio: ["ignore", "ignore", "pipe"] });
       let stopped = false;

@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { logLines, runCli, type CliResult } from "./helpers/cli.js";
+import { logLines, runCli, type CliResult, NO_BEHAVIORS } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { readZip } from "./helpers/zip.js";
 
@@ -73,7 +73,7 @@ describe("dedupe Redis away while WARC files open", () => {
     redis = await startTestRedis(true);
     site = await startOutageSite({ "/": () => redis.stopServer(), "/c": () => redis.restartServer() });
     cwd = mkdtempSync(join(tmpdir(), "crawl-outage-"));
-    crawl = await runCli("crawl", ["--url", site.url + "/", "--collection", "outage", "--cwd", cwd, "--generateWACZ",
+    crawl = await runCli("crawl", ["--url", site.url + "/", "--collection", "outage", "--cwd", cwd, ...NO_BEHAVIORS, "--generateWACZ",
       "--redisDedupeUrl", redis.url, "--rolloverSize", "4KB", "--statsFilename", join(cwd, "stats.json")], { timeoutMs: 240_000 });
   }, 300_000);
 
@@ -115,7 +115,7 @@ describe("dedupe Redis still away when the WACZ files are registered", () => {
     redis = await startTestRedis(true);
     site = await startOutageSite({ "/": () => redis.stopServer() });
     cwd = mkdtempSync(join(tmpdir(), "crawl-outage-"));
-    crawl = await runCli("crawl", ["--url", site.url + "/", "--collection", "away", "--cwd", cwd, "--generateWACZ",
+    crawl = await runCli("crawl", ["--url", site.url + "/", "--collection", "away", "--cwd", cwd, ...NO_BEHAVIORS, "--generateWACZ",
       "--redisDedupeUrl", redis.url, "--statsFilename", join(cwd, "stats.json")], { timeoutMs: 240_000 });
   }, 300_000);
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startFixtureServer, type FixtureServer } from "../fixtures/server.js";
 import { SEED_PATH } from "../fixtures/site-manifest.js";
 import { writeSyntheticWacz } from "../bench/lib/syntheticWacz.js";
-import { runCli } from "./helpers/cli.js";
+import { runCli, NO_BEHAVIORS } from "./helpers/cli.js";
 import { startRangeServer } from "./helpers/rangeServer.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { sha256 } from "./helpers/warcFile.js";
@@ -53,7 +53,7 @@ beforeAll(async () => {
   target = await startTestRedis();
   dir = mkdtempSync(join(tmpdir(), "indexer-"));
   for (const name of ["A", "B"]) {
-    const result = await runCli("crawl", ["--url", site.url + SEED_PATH, "--collection", name, "--cwd", dir, "--generateWACZ", "--redisDedupeUrl", live.url]);
+    const result = await runCli("crawl", ["--url", site.url + SEED_PATH, "--collection", name, "--cwd", dir, ...NO_BEHAVIORS, "--generateWACZ", "--redisDedupeUrl", live.url]);
     if (result.code !== 0) throw new Error(result.stderr.slice(-1500));
     copyFileSync(join(dir, "collections", name, `${name}.wacz`), wacz(name));
   }

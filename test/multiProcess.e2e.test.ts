@@ -8,10 +8,12 @@ import { EmbeddedRedis } from "../src/redis/embedded.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { httpStatus, readWarcRecords, sha256 } from "./helpers/warcFile.js";
 import { readZip } from "./helpers/zip.js";
+import { NO_BEHAVIORS } from "./helpers/cli.js";
 
-// The multi-process tests crawl a 200-page site; the single-process fault tests a 60-page one (CI time).
-const PAGES = 200;
-const FAULT_PAGES = 60;
+// The multi-process tests crawl a 100-page site; the single-process fault tests a 40-page one (CI time:
+// behaviors run on every page by default). Kills at many more moments: test/reliability.e2e.test.ts.
+const PAGES = 100;
+const FAULT_PAGES = 40;
 let bigSite: GeneratedSite;
 let smallSite: GeneratedSite;
 let site: GeneratedSite;
@@ -38,7 +40,7 @@ interface Running {
 
 function startCrawler(collection: string, redisUrl: string, extra: string[] = []): Running {
   const child = spawn(process.execPath, [
-    "dist/src/cli/crawl.js", "--url", `${site.url}/page/0.html`, "--crawlId", collection, "--collection", collection, "--cwd", cwd,
+    "dist/src/cli/crawl.js", "--url", `${site.url}/page/0.html`, "--crawlId", collection, "--collection", collection, "--cwd", cwd, ...NO_BEHAVIORS,
     "--redisStoreUrl", redisUrl, "--redisDedupeUrl", redisUrl, "--generateWACZ", "--workers", "2", "--netIdleWait", "1", ...extra,
   ], { stdio: ["ignore", "ignore", "pipe"] });
   let crawled = 0;

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startVersionedSite, type VersionedSite } from "../bench/lib/versionedSite.js";
-import { logLines, runCli, type CliResult } from "./helpers/cli.js";
+import { logLines, runCli, type CliResult, NO_BEHAVIORS } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { detectReplayFailure, replayPage, startReplayServer } from "./helpers/replay.js";
 import { httpHeader, httpStatus, readWarcRecords, sha256 } from "./helpers/warcFile.js";
@@ -17,7 +17,7 @@ let refreshBytes: number;
 let refresh: CliResult;
 
 const crawl = (name: string, extra: string[] = []) =>
-  runCli("crawl", ["--url", `${site.url}/v/page/0.html`, "--collection", name, "--cwd", cwd, "--generateWACZ",
+  runCli("crawl", ["--url", `${site.url}/v/page/0.html`, "--collection", name, "--cwd", cwd, ...NO_BEHAVIORS, "--generateWACZ",
     "--redisDedupeUrl", redis.url, "--netIdleWait", "1", "--statsFilename", join(cwd, `${name}.json`), ...extra]);
 const pathOf = (url: string) => new URL(url).pathname;
 /** The change report's latest line per URL, as path -> entry. */

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFixtureServer, type FixtureServer } from "../fixtures/server.js";
 import { EXPECTED_PAGE_PATHS, SEED_PATH } from "../fixtures/site-manifest.js";
-import { runCli } from "./helpers/cli.js";
+import { runCli, NO_BEHAVIORS } from "./helpers/cli.js";
 import { httpStatus, readWarcRecords } from "./helpers/warcFile.js";
 
 let site: FixtureServer;
@@ -63,7 +63,7 @@ describe.each([
 ] as const)("a crawl stopped by %s", (signal, expectedCode) => {
   it("continues when the same command is run again, capturing every page, each response once", async () => {
     const collection = `resume-${signal.toLowerCase()}`;
-    const args = ["--url", site.url + SEED_PATH, "--collection", collection, "--cwd", cwd, "--generateWACZ", "--statsFilename", join(cwd, `${collection}.json`)];
+    const args = ["--url", site.url + SEED_PATH, "--collection", collection, "--cwd", cwd, ...NO_BEHAVIORS, "--generateWACZ", "--statsFilename", join(cwd, `${collection}.json`)];
     const firstCode = await crawlUntil(args, 3, signal);
     expect(firstCode).toBe(expectedCode);
     const dir = join(cwd, "collections", collection);

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGeneratedSite, type GeneratedSite } from "../bench/lib/generatedSite.js";
-import { runCli } from "./helpers/cli.js";
+import { runCli, NO_BEHAVIORS } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
 
@@ -38,7 +38,7 @@ describe("storage failures", () => {
   it("an output folder that cannot be created: one clear line, exit 1", async () => {
     const notADir = join(dir, "file");
     writeFileSync(notADir, "x");
-    const result = await runCli("crawl", ["--url", `${site.url}/page/0.html`, "--cwd", notADir, "--collection", "c"]);
+    const result = await runCli("crawl", ["--url", `${site.url}/page/0.html`, "--cwd", notADir, ...NO_BEHAVIORS, "--collection", "c"]);
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split("\n").pop()).toMatch(/^crawl: cannot create the output folder .*file\/collections\/c: /);
   });
@@ -48,7 +48,7 @@ describe("storage failures", () => {
   it.skipIf(!mounted)("a full disk stops the crawl with a clear error; the WARC files stay whole, no broken WACZ", async () => {
     try {
       const result = await runCli("crawl", [
-        "--url", `${site.url}/page/0.html`, "--cwd", disk, "--collection", "full", "--generateWACZ", "--netIdleWait", "1",
+        "--url", `${site.url}/page/0.html`, "--cwd", disk, ...NO_BEHAVIORS, "--collection", "full", "--generateWACZ", "--netIdleWait", "1",
         "--redisStoreUrl", redis.url,
       ]);
       expect(result.code).toBe(1);

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGeneratedSite, type GeneratedSite } from "../bench/lib/generatedSite.js";
-import { runCli, type CliResult } from "./helpers/cli.js";
+import { runCli, type CliResult, NO_BEHAVIORS } from "./helpers/cli.js";
 import { detectReplayFailure, replayPage, startReplayServer } from "./helpers/replay.js";
 import { readZip } from "./helpers/zip.js";
 
@@ -16,7 +16,7 @@ let crawl: CliResult;
 beforeAll(async () => {
   site = await startGeneratedSite(PAGES);
   cwd = mkdtempSync(join(tmpdir(), "crawl-zipnum-"));
-  crawl = await runCli("crawl", ["--url", `${site.url}/page/0.html`, "--collection", "big", "--cwd", cwd, "--generateWACZ", "--workers", "3", "--netIdleWait", "2"]);
+  crawl = await runCli("crawl", ["--url", `${site.url}/page/0.html`, "--collection", "big", "--cwd", cwd, ...NO_BEHAVIORS, "--generateWACZ", "--workers", "3", "--netIdleWait", "2"]);
 }, 240_000);
 
 afterAll(async () => {

@@ -37,3 +37,10 @@ export function logLines(stderr: string): { logLevel: string; context: string; m
     .filter((l) => l.startsWith("{"))
     .map((l) => JSON.parse(l) as { logLevel: string; context: string; message: string; details: Record<string, unknown> });
 }
+
+/**
+ * Crawl flags for suites about something other than capture completeness (sharing, storage, resume,
+ * dedupe, refresh, indexing): in-page behaviors, on by default, cost about a second a page, and their
+ * default path is covered by the crawl, fault, reliability and behaviors suites. Keeps CI under 20 minutes.
+ */
+export const NO_BEHAVIORS = ["--behaviors", ""];
