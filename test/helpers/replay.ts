@@ -442,6 +442,18 @@ function sleep(ms: number): Promise<void> {
  * once it has been stable for a moment (see `frameUrl`). Rejects on timeout
  * with a description of what the browser showed.
  */
+/** The headless Chromium the replay helpers drive (its own profile, loopback only). */
+export function launchReplayBrowser(userDataDir: string, timeoutMs: number): Promise<Browser> {
+  return puppeteer.launch({
+    executablePath: process.env.BROWSER_BIN ?? "/usr/bin/chromium",
+    headless: true,
+    userDataDir,
+    args: [...BROWSER_ARGS],
+    timeout: Math.max(5_000, timeoutMs),
+    protocolTimeout: Math.max(30_000, timeoutMs),
+  });
+}
+
 export async function replayPage(server: ReplayServer, opts: ReplayPageOptions): Promise<ReplayPageResult> {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const deadline = Date.now() + timeoutMs;
@@ -449,14 +461,7 @@ export async function replayPage(server: ReplayServer, opts: ReplayPageOptions):
   let browser: Browser | null = null;
   const consoleLines: string[] = [];
   try {
-    browser = await puppeteer.launch({
-      executablePath: process.env.BROWSER_BIN ?? "/usr/bin/chromium",
-      headless: true,
-      userDataDir,
-      args: [...BROWSER_ARGS],
-      timeout: Math.max(5_000, timeoutMs),
-      protocolTimeout: Math.max(30_000, timeoutMs),
-    });
+    browser = await launchReplayBrowser(userDataDir, timeoutMs);
     const page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 900 });
     page.on("console", (msg) => {

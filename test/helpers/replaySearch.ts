@@ -6,8 +6,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import puppeteer, { type Browser, type Frame } from "puppeteer-core";
-import { BROWSER_ARGS, closeBrowser, type ReplayServer } from "./replay.js";
+import type { Browser, Frame } from "puppeteer-core";
+import { closeBrowser, launchReplayBrowser, type ReplayServer } from "./replay.js";
 
 export interface SearchOptions {
   /** Archive as served by the replay server: "/archives/<file>.wacz". */
@@ -34,13 +34,7 @@ export async function searchReplayPages(server: ReplayServer, opts: SearchOption
   const userDataDir = await mkdtemp(path.join(os.tmpdir(), "replay-search-"));
   let browser: Browser | null = null;
   try {
-    browser = await puppeteer.launch({
-      executablePath: process.env.BROWSER_BIN ?? "/usr/bin/chromium",
-      headless: true,
-      userDataDir,
-      args: [...BROWSER_ARGS],
-      protocolTimeout: 60_000,
-    });
+    browser = await launchReplayBrowser(userDataDir, 60_000);
     const page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 900 });
     await page.goto(server.url + WARMUP_PATH, { waitUntil: "load" });
