@@ -304,10 +304,11 @@ export class CrawlState {
 
   /** Milliseconds until the next retry is due; null when no retry waits. */
   async nextRetryDueInMs(): Promise<number | null> {
-    const [first] = await this.redis.zrange(this.keys.retryDelayed, 0, 0, "WITHSCORES").then((r) => [r[1]]);
-    if (first === undefined) return null;
+    // Due times are Redis's clock (TIME in the release script): compare with the same clock.
+    const [, dueAt] = await this.redis.zrange(this.keys.retryDelayed, 0, 0, "WITHSCORES");
+    if (dueAt === undefined) return null;
     const [sec, micro] = await this.redis.time();
-    return Math.max(0, Number(first) - (Number(sec) * 1000 + Math.floor(Number(micro) / 1000)));
+    return Math.max(0, Number(dueAt) - (Number(sec) * 1000 + Math.floor(Number(micro) / 1000)));
   }
 
   /**
