@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { SeedScope, type SeedScopeOptions } from "../src/crawl/scope.js";
-import { normalizeCrawlUrl, tryNormalizeCrawlUrl } from "../src/crawl/urls.js";
+import { SeedScope, type SeedScopeOptions } from "../src/scope/seedScope.js";
+import { normalizeCrawlUrl, tryNormalizeCrawlUrl } from "../src/scope/urls.js";
 
 const base: SeedScopeOptions = { scopeType: "prefix", include: [], exclude: [], depth: -1, extraHops: 0 };
 

@@ -5,7 +5,7 @@ import { bodySize, headerValue, type Exchange } from "./exchange.js";
 import { payloadDigest } from "./digest.js";
 import { newRecordId, notModifiedHead, requestRecord, responseRecord, revisitRecord, REVISIT_PROFILE_IDENTICAL, REVISIT_PROFILE_NOT_MODIFIED } from "./records.js";
 import { storedResponseHeaders } from "./httpHeaders.js";
-import type { CaptureHistory } from "../history/captureHistory.js";
+import type { CaptureHistory } from "../dedupe/captureHistory.js";
 import { digitsToWarcDate, warcDateToDigits, type CaptureRecord } from "../dedupe/keys.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { WarcWriter, WrittenRecord } from "./warcWriter.js";

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { Command, CommanderError, Option } from "commander";
 import { resolveCrawlOptions, OptionsError, type RawCrawlFlags } from "../config/crawlOptions.js";
 import { applyConfig, readConfigFile } from "../config/configFile.js";
-import { SCOPE_TYPES } from "../crawl/scope.js";
+import { SCOPE_TYPES } from "../scope/seedScope.js";
 import { runCrawl } from "../crawl/crawler.js";
 import { hardPageDeadlineMs } from "../crawl/crawlPage.js";
 import { ExitCode } from "../crawl/exitCodes.js";

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
-import { listCaptures } from "../history/captureHistory.js";
+import { listCaptures } from "../dedupe/captureHistory.js";
 import { digitsToWarcDate } from "../dedupe/keys.js";
-import { normalizeCrawlUrl, UrlRefusedError } from "../crawl/urls.js";
+import { normalizeCrawlUrl, UrlRefusedError } from "../scope/urls.js";
 import { errorMessage } from "../log/logger.js";
 import { connectRedis } from "../redis/connect.js";
 import { VERSION } from "../version.js";

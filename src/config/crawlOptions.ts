@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { readFileSync } from "node:fs";
-import { SCOPE_TYPES, type ScopeType, type SeedScopeOptions } from "../crawl/scope.js";
-import { normalizeCrawlUrl, UrlRefusedError } from "../crawl/urls.js";
+import { SCOPE_TYPES, type ScopeType, type SeedScopeOptions } from "../scope/seedScope.js";
+import { normalizeCrawlUrl, UrlRefusedError } from "../scope/urls.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
 import { SCREENSHOT_KINDS, type ScreenshotKind } from "../browser/screenshots.js";
 

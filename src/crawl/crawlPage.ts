@@ -5,11 +5,11 @@ import type { CrawlOptions } from "../config/crawlOptions.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { CrawlState, QueuedPage } from "../state/crawlState.js";
 import type { PageList } from "./pageList.js";
-import type { CaptureHistory, KnownCapture } from "../history/captureHistory.js";
+import type { CaptureHistory, KnownCapture } from "../dedupe/captureHistory.js";
 import { classifyChange, type ChangeReport } from "./changeReport.js";
 import type { ConditionalRequest } from "./pageWorker.js";
 import type { PageWorker } from "./pageWorker.js";
-import type { SeedScope } from "./scope.js";
+import type { SeedScope } from "../scope/seedScope.js";
 import type { StopControl } from "./stopControl.js";
 import { isStorageError, storageErrorMessage } from "./storageErrors.js";
 import { digitsToWarcDate } from "../dedupe/keys.js";
@@ -17,7 +17,7 @@ import { withTimeout } from "../util/process.js";
 import { extractBudgetMs } from "../browser/pageExtracts.js";
 import { TEXT_CONTENT_TYPE, type PageResource, type PageResourceRecorder } from "../archive/pageResourceRecorder.js";
 import type { ExtractOptions, PageExtracts } from "../browser/pageExtracts.js";
-import type { PageAdmission } from "./admission.js";
+import type { PageAdmission } from "../scope/admission.js";
 import { addToTally, type BehaviorTally } from "../browser/behaviors.js";
 
 export interface PageContext {

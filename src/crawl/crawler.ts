@@ -30,12 +30,12 @@ import { commitFinishedCrawl, packageWaczFiles } from "./finishCrawl.js";
 import { PageList } from "./pageList.js";
 import { PageWorker } from "./pageWorker.js";
 import { emptyTally, type BehaviorTally } from "../browser/behaviors.js";
-import { SeedScope } from "./scope.js";
+import { SeedScope } from "../scope/seedScope.js";
 import { StopControl } from "./stopControl.js";
 import { WaczPlan } from "./waczPlan.js";
-import { CaptureHistory } from "../history/captureHistory.js";
+import { CaptureHistory } from "../dedupe/captureHistory.js";
 import { ChangeReport, type ChangeSummary } from "./changeReport.js";
-import { PageAdmission } from "./admission.js";
+import { PageAdmission } from "../scope/admission.js";
 import { RobotsTxt } from "../robots/robotsTxt.js";
 import { startSitemapReading } from "../sitemap/sitemapSeeds.js";
 

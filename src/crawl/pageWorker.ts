@@ -9,7 +9,7 @@ import { isRenderedDocumentType } from "../browser/documentTypes.js";
 import { directFetch } from "../fetch/directFetch.js";
 import { rm } from "node:fs/promises";
 import { errorMessage, logger } from "../log/logger.js";
-import { tryNormalizeCrawlUrl } from "./urls.js";
+import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { withTimeout } from "../util/process.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "../browser/pageExtracts.js";
 

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { dedupeKeys, LUA_KEY } from "./keys.js";
-import { mergeCrawlUrls } from "../history/captureHistory.js";
+import { mergeCrawlUrls } from "./captureHistory.js";
 import { pauseForTests } from "../util/testPause.js";
 
 // Merge one HSCAN page of h:<crawlId> into allhashes server-side (first writer wins), so only the

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { mergeCrawlHashes } from "./commit.js";
-import { mergeCrawlUrls } from "../history/captureHistory.js";
+import { mergeCrawlUrls } from "./captureHistory.js";
 import { dedupeKeys, REMOVED_COUNT_FIELDS } from "./keys.js";
 
 /** Committed crawls not in `keep`, with the total size of each. */

@@ -1,7 +1,6 @@
-import type { PageAdmission, Admission } from "../crawl/admission.js";
-import type { SeedScope } from "../crawl/scope.js";
-import type { StopControl } from "../crawl/stopControl.js";
-import { tryNormalizeCrawlUrl } from "../crawl/urls.js";
+import type { PageAdmission, Admission } from "../scope/admission.js";
+import type { SeedScope } from "../scope/seedScope.js";
+import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { RobotsTxt } from "../robots/robotsTxt.js";
 import type { CrawlState } from "../state/crawlState.js";
@@ -42,7 +41,8 @@ interface SitemapContext {
   admission: PageAdmission;
   scopes: SeedScope[];
   robotsTxt: RobotsTxt;
-  stop: StopControl;
+  /** The crawl is stopping: reading ends (a restart reads the sitemaps again). */
+  stop: { readonly requested: boolean };
   userAgent: string | null;
 }
 

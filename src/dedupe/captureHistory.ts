@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { dedupeKeys, LUA_KEY, parseWaczEntry, type CaptureRecord } from "../dedupe/keys.js";
+import { dedupeKeys, LUA_KEY, parseWaczEntry, type CaptureRecord } from "./keys.js";
 
 /** The latest committed capture of a URL, with where it is and what the page linked to. */
 export interface KnownCapture extends CaptureRecord {
