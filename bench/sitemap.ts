@@ -20,6 +20,8 @@ import { EmbeddedRedis } from "../src/redis/embedded.js";
 import { RobotsTxt } from "../src/robots/robotsTxt.js";
 import { startSitemapReading } from "../src/sitemap/sitemapSeeds.js";
 import { CrawlState } from "../src/state/crawlState.js";
+import { Membership } from "../src/state/membership/membership.js";
+import { SitemapClaim } from "../src/state/sitemapClaim.js";
 
 const { values } = parseArgs({ options: { sitemaps: { type: "string", default: "4" } } });
 const sitemaps = Number(values.sitemaps);
@@ -52,8 +54,9 @@ const dir = mkdtempSync(join(tmpdir(), "bench-sitemap-"));
 const redisServer = new EmbeddedRedis({ dataDir: join(dir, "redis"), persist: false });
 const redis = new Redis(await redisServer.start());
 try {
-  const state = new CrawlState(redis, "bench", "bench-1-abcd");
-  await state.heartbeat();
+  const membership = new Membership(redis, "bench", "bench-1-abcd");
+  const state = new CrawlState(redis, membership);
+  await membership.heartbeat();
   const scope = new SeedScope(`${origin}/site/`, { scopeType: "prefix", include: [], exclude: [], depth: -1, extraHops: 0 });
   const robotsTxt = new RobotsTxt({ userAgent: null, agent: "*" });
   const heapBefore = heapMb();
@@ -65,7 +68,7 @@ try {
   }, 50);
   const started = performance.now();
   const reading = await startSitemapReading({ url: null, fromDate: null, toDate: null }, {
-    state, admission: new PageAdmission(state, 0, null), scopes: [scope], robotsTxt, stop: new StopControl(), userAgent: null,
+    claim: new SitemapClaim(redis, membership), admission: new PageAdmission(state, 0, null), scopes: [scope], robotsTxt, stop: new StopControl(), userAgent: null,
   });
   await reading.finished;
   const seconds = (performance.now() - started) / 1000;

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { dedupeKeys } from "../src/dedupe/keys.js";
+import { ownerScript } from "../src/state/membership/ownerRule.js";
 import type { ImportResource } from "./sources.js";
 
 // The lease holds the token of one take: renew, release and fail act only while it is still ours, so
@@ -27,6 +28,18 @@ redis.call('HDEL', KEYS[2], ARGV[2])
 if ARGV[3] == '1' then redis.call('SREM', KEYS[3], ARGV[2]) end
 return 1
 `;
+
+// Requeue an entry whose importer's lease expired (see ownerRule.ts: the lease is the entry's liveness
+// key; no fence set is needed, the token of each take is the fence).
+const REQUEUE_LUA = ownerScript(`
+-- KEYS: lease, pending, queue; ARGV: name
+if is_alive(KEYS[1]) then return 0 end
+local json = redis.call('HGET', KEYS[2], ARGV[1])
+if not json then return 0 end
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('LPUSH', KEYS[3], json)
+return 1
+`);
 
 /** One taken entry: the resource and the token its lease holds. */
 export interface Lease {
@@ -90,15 +103,11 @@ export class ImportQueue {
 
   /** Requeue entries whose importer's lease expired (it died mid-import). */
   async recoverExpired(): Promise<string[]> {
-    const pending = await this.redis.hgetall(dedupeKeys.importPending);
     const recovered: string[] = [];
-    for (const [name, json] of Object.entries(pending)) {
-      if (await this.redis.exists(dedupeKeys.importLease(name))) continue;
-      // Only one importer wins the right to requeue it.
-      if ((await this.redis.hdel(dedupeKeys.importPending, name)) === 1) {
-        await this.redis.lpush(dedupeKeys.importQueue, json);
-        recovered.push(name);
-      }
+    for (const name of await this.redis.hkeys(dedupeKeys.importPending)) {
+      // Atomic: only one importer requeues it, and only while its lease is gone.
+      const requeued = await this.redis.eval(REQUEUE_LUA, 3, dedupeKeys.importLease(name), dedupeKeys.importPending, dedupeKeys.importQueue, name);
+      if (requeued === 1) recovered.push(name);
     }
     return recovered;
   }

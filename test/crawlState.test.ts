@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CrawlState } from "../src/state/crawlState.js";
-import { FencedError, Liveness } from "../src/state/liveness.js";
+import { ExchangeClaims } from "../src/state/exchangeClaims.js";
+import { FencedError, Liveness } from "../src/state/membership/liveness.js";
+import { Membership } from "../src/state/membership/membership.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 
 let redis: TestRedis;
@@ -13,7 +15,7 @@ afterAll(async () => {
 
 describe("crawl state in Redis", () => {
   it("queues each URL once, breadth first, honours the page limit", async () => {
-    const state = new CrawlState(redis.client, "c1", "p1");
+    const state = new CrawlState(redis.client, new Membership(redis.client, "c1", "p1"));
     expect(await state.enqueue({ url: "http://a.test/", depth: 0, seedId: 0, extraHops: 0 }, 3)).toBe("queued");
     expect(await state.enqueue({ url: "http://a.test/", depth: 0, seedId: 0, extraHops: 0 }, 3)).toBe("seen");
     expect(await state.enqueue({ url: "http://a.test/deep", depth: 2, seedId: 0, extraHops: 0 }, 3)).toBe("queued");
@@ -29,14 +31,14 @@ describe("crawl state in Redis", () => {
   });
 
   it("keys are prefixed by crawl id: another crawl sees nothing of the first", async () => {
-    const other = new CrawlState(redis.client, "c2", "p1");
+    const other = new CrawlState(redis.client, new Membership(redis.client, "c2", "p1"));
     expect(await other.enqueue({ url: "http://a.test/", depth: 0, seedId: 0, extraHops: 0 }, 0)).toBe("queued");
     const keys = await redis.client.keys("*");
     expect(keys.every((k) => k.startsWith("c1:") || k.startsWith("c2:"))).toBe(true);
   });
 
   it("retries a failed page after a doubling backoff, then records it as failed; attempts are counted", async () => {
-    const state = new CrawlState(redis.client, "c3", "p1", 15_000, 300);
+    const state = new CrawlState(redis.client, new Membership(redis.client, "c3", "p1"), 300);
     await state.enqueue({ url: "http://a.test/bad", depth: 0, seedId: 0, extraHops: 0 }, 0);
     await state.enqueue({ url: "http://a.test/good", depth: 1, seedId: 0, extraHops: 0 }, 0);
     expect((await state.take())?.url).toBe("http://a.test/bad");
@@ -63,7 +65,7 @@ describe("crawl state in Redis", () => {
   });
 
   it("a page leased by this live process that no worker is loading is put back", async () => {
-    const state = new CrawlState(redis.client, "c6", "p1", 15_000, 0);
+    const state = new CrawlState(redis.client, new Membership(redis.client, "c6", "p1"), 0);
     await state.enqueue({ url: "http://a.test/1", depth: 0, seedId: 0, extraHops: 0 }, 0);
     await state.enqueue({ url: "http://a.test/2", depth: 0, seedId: 0, extraHops: 0 }, 0);
     await state.take();
@@ -75,12 +77,14 @@ describe("crawl state in Redis", () => {
   });
 
   it("pages leased by a dead process go back to the queue; a live process keeps its leases", async () => {
-    const dead = new CrawlState(redis.client, "c4", "dead", 100);
-    const alive = new CrawlState(redis.client, "c4", "alive", 10_000, 0);
+    const deadMember = new Membership(redis.client, "c4", "dead", 100);
+    const aliveMember = new Membership(redis.client, "c4", "alive", 10_000);
+    const dead = new CrawlState(redis.client, deadMember);
+    const alive = new CrawlState(redis.client, aliveMember, 0);
     await dead.enqueue({ url: "http://a.test/1", depth: 0, seedId: 0, extraHops: 0 }, 0);
     await dead.enqueue({ url: "http://a.test/2", depth: 0, seedId: 0, extraHops: 0 }, 0);
-    await dead.heartbeat();
-    await alive.heartbeat();
+    await deadMember.heartbeat();
+    await aliveMember.heartbeat();
     expect((await dead.take())?.url).toBe("http://a.test/1");
     expect((await alive.take())?.url).toBe("http://a.test/2");
     expect(await alive.recoverAbandoned(2)).toEqual([]);
@@ -93,25 +97,29 @@ describe("crawl state in Redis", () => {
   });
 
   it("claims an exchange once per status and URL", async () => {
-    const state = new CrawlState(redis.client, "c5", "p1");
-    expect(await state.claimExchange(200, "GET", "http://a.test/x")).toBe(true);
-    expect(await state.claimExchange(200, "GET", "http://a.test/x")).toBe(false);
-    expect(await state.claimExchange(404, "GET", "http://a.test/x")).toBe(true);
+    const claims = new ExchangeClaims(redis.client, new Membership(redis.client, "c5", "p1"));
+    expect(await claims.claim({ status: 200, method: "GET", url: "http://a.test/x" })).toBe(true);
+    expect(await claims.claim({ status: 200, method: "GET", url: "http://a.test/x" })).toBe(false);
+    expect(await claims.claim({ status: 404, method: "GET", url: "http://a.test/x" })).toBe(true);
   });
 });
 
 describe("fencing: a process taken for dead never acts again", () => {
   it("a stalled process's page, claim and writes are taken over; when it wakes it learns it is fenced", async () => {
-    const a = new CrawlState(redis.client, "f1", "A", 600);
-    const b = new CrawlState(redis.client, "f1", "B", 600, 0);
+    const memberA = new Membership(redis.client, "f1", "A", 600);
+    const memberB = new Membership(redis.client, "f1", "B", 600);
+    const a = new CrawlState(redis.client, memberA);
+    const b = new CrawlState(redis.client, memberB, 0);
+    const claimsA = new ExchangeClaims(redis.client, memberA);
+    const claimsB = new ExchangeClaims(redis.client, memberB);
     const fencedMessages: string[] = [];
     // A renews once, then "stalls": no renewal until we say so.
-    const livenessA = new Liveness(a, (m) => fencedMessages.push(m), 3_600_000);
+    const livenessA = new Liveness(memberA, (m) => fencedMessages.push(m), 3_600_000);
     await livenessA.start();
-    await new Liveness(b, () => undefined).start();
+    await new Liveness(memberB, () => undefined).start();
     await a.enqueue({ url: "http://a.test/1", depth: 0, seedId: 0, extraHops: 0 }, 0);
     expect((await a.take())?.url).toBe("http://a.test/1");
-    expect(await a.claimExchange(200, "GET", "http://a.test/img")).toBe(true);
+    expect(await claimsA.claim({ status: 200, method: "GET", url: "http://a.test/img" })).toBe(true);
     await livenessA.assertLive(); // just renewed: A may write
 
     await new Promise((r) => setTimeout(r, 700)); // A's heartbeat expires
@@ -124,15 +132,15 @@ describe("fencing: a process taken for dead never acts again", () => {
 
     // B takes A for dead: its page goes back, its provisional claim is B's now.
     expect(await b.recoverAbandoned(2)).toEqual(["http://a.test/1"]);
-    expect(await b.claimExchange(200, "GET", "http://a.test/img")).toBe(true);
+    expect(await claimsB.claim({ status: 200, method: "GET", url: "http://a.test/img" })).toBe(true);
     expect(await redis.client.sismember("f1:fenced", "A")).toBe(1);
 
     // A wakes up: its late steps change nothing, and it cannot come back.
-    await a.confirmExchange(200, "GET", "http://a.test/img");
+    await claimsA.confirm({ status: 200, method: "GET", url: "http://a.test/img" });
     expect(await redis.client.hget("f1:exch", "200 GET http://a.test/img")).toBe("B");
     await a.markDone("http://a.test/1");
     expect((await b.counts()).done).toBe(0);
-    expect(await a.heartbeat()).toBe("fenced");
+    expect(await memberA.heartbeat()).toBe("fenced");
     await livenessA.renewNow();
     await pendingWrite;
     expect(writeAllowed).toBe("refused");
@@ -142,8 +150,8 @@ describe("fencing: a process taken for dead never acts again", () => {
   });
 
   it("a process alive by its heartbeat cannot be fenced", async () => {
-    const a = new CrawlState(redis.client, "f2", "A", 10_000);
-    const b = new CrawlState(redis.client, "f2", "B", 10_000);
+    const a = new Membership(redis.client, "f2", "A", 10_000);
+    const b = new Membership(redis.client, "f2", "B", 10_000);
     await a.heartbeat();
     expect(await b.fenceIfDead("A")).toBe(false);
     expect(await a.heartbeat()).toBe("renewed");

@@ -5,7 +5,8 @@ import { OptionsError, resolveCrawlOptions } from "../src/config/crawlOptions.js
 import { RobotsTxt, robotsAgentOf } from "../src/robots/robotsTxt.js";
 import { readSitemaps, type SitemapEntry, type SitemapReadCounts } from "../src/sitemap/sitemapReader.js";
 import { parseW3cDate } from "../src/sitemap/w3cDate.js";
-import { CrawlState } from "../src/state/crawlState.js";
+import { Membership } from "../src/state/membership/membership.js";
+import { SitemapClaim } from "../src/state/sitemapClaim.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 
 describe("W3C dates (<lastmod>, --sitemapFromDate/--sitemapToDate)", () => {
@@ -183,20 +184,22 @@ describe("the sitemaps are read once per crawl", () => {
   });
 
   it("one live process claims the reading; once done nobody reads again; a dead reader's claim is taken over", async () => {
-    const a = new CrawlState(redis.client, "sm", "host-1-aaaa");
-    const b = new CrawlState(redis.client, "sm", "host-2-bbbb");
-    await a.heartbeat();
-    await b.heartbeat();
-    expect(await a.claimSitemapRead()).toBe("claimed");
-    expect(await b.claimSitemapRead()).toBe("busy");
-    expect(await b.sitemapReadInProgress()).toBe(true);
+    const memberA = new Membership(redis.client, "sm", "host-1-aaaa");
+    const memberB = new Membership(redis.client, "sm", "host-2-bbbb");
+    const a = new SitemapClaim(redis.client, memberA);
+    const b = new SitemapClaim(redis.client, memberB);
+    await memberA.heartbeat();
+    await memberB.heartbeat();
+    expect(await a.claim()).toBe("claimed");
+    expect(await b.claim()).toBe("busy");
+    expect(await b.inProgress()).toBe(true);
     // a dies before finishing: its heartbeat goes, b takes the reading over.
-    await a.clearHeartbeat();
-    expect(await b.sitemapReadInProgress()).toBe(false);
-    expect(await b.claimSitemapRead()).toBe("claimed");
-    await b.finishSitemapRead();
-    expect(await a.claimSitemapRead()).toBe("done");
-    expect(await b.claimSitemapRead()).toBe("done");
-    expect(await a.sitemapReadInProgress()).toBe(false);
+    await memberA.clearHeartbeat();
+    expect(await b.inProgress()).toBe(false);
+    expect(await b.claim()).toBe("claimed");
+    await b.finish();
+    expect(await a.claim()).toBe("done");
+    expect(await b.claim()).toBe("done");
+    expect(await a.inProgress()).toBe(false);
   });
 });

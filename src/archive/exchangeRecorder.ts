@@ -10,15 +10,8 @@ import { digitsToWarcDate, warcDateToDigits, type CaptureRecord } from "../dedup
 import { errorMessage, logger } from "../log/logger.js";
 import type { WarcWriter, WrittenRecord } from "./warcWriter.js";
 import type { OwnWacz } from "../dedupe/dependencies.js";
+import type { ExchangeClaims } from "../state/exchangeClaims.js";
 
-/** Answers "was this exchange stored already in this crawl?" (shared across processes via Redis). */
-export interface ExchangeClaims {
-  /** `requestDigest` (of the request body) tells apart requests other than GET/HEAD to one URL. */
-  claimExchange(status: number, method: string, url: string, requestDigest?: string): Promise<boolean>;
-  confirmExchange(status: number, method: string, url: string, requestDigest?: string): Promise<void>;
-  unclaimExchange(status: number, method: string, url: string, requestDigest?: string): Promise<void>;
-  isExchangeStored(status: number, method: string, url: string): Promise<boolean>;
-}
 
 export type RecordOutcome =
   | { kind: "response" | "revisit"; record: WrittenRecord; request: WrittenRecord }
@@ -48,16 +41,16 @@ export class ExchangeRecorder {
       if (exchange.status === 304 && !exchange.confirms) return { kind: "skipped", reason: "browser-revalidation" };
       // A cut-off body holds no claim, so a later complete fetch of the URL is still stored.
       if (exchange.truncated) return await this.writeTruncated(exchange);
-      const claim = [exchange.status, exchange.method, exchange.url, requestBodyDigest(exchange)] as const;
-      if (!(await this.claims.claimExchange(...claim))) {
+      const claim = { status: exchange.status, method: exchange.method, url: exchange.url, requestDigest: requestBodyDigest(exchange) };
+      if (!(await this.claims.claim(claim))) {
         return { kind: "skipped", reason: "already-stored" };
       }
       try {
         const outcome = await this.write(exchange);
-        await this.claims.confirmExchange(...claim);
+        await this.claims.confirm(claim);
         return outcome;
       } catch (err) {
-        await this.claims.unclaimExchange(...claim).catch(() => undefined);
+        await this.claims.unclaim(claim).catch(() => undefined);
         throw err;
       }
     } finally {
@@ -67,7 +60,7 @@ export class ExchangeRecorder {
 
   /** Whether this crawl holds the URL's 200 response (to GET) already. */
   async hasStoredResponse(url: string): Promise<boolean> {
-    return this.claims.isExchangeStored(200, "GET", url).catch(() => false);
+    return this.claims.isStored({ status: 200, method: "GET", url }).catch(() => false);
   }
 
   private async write(exchange: Exchange): Promise<RecordOutcome> {

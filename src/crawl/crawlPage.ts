@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { CrawlState, QueuedPage } from "../state/crawlState.js";
+import type { Membership } from "../state/membership/membership.js";
 import type { PageList } from "./pageList.js";
 import type { CaptureHistory, KnownCapture } from "../dedupe/captureHistory.js";
 import { classifyChange, type ChangeReport } from "./changeReport.js";
@@ -18,11 +19,14 @@ import { extractBudgetMs } from "../browser/pageExtracts.js";
 import { TEXT_CONTENT_TYPE, type PageResource, type PageResourceRecorder } from "../archive/pageResourceRecorder.js";
 import type { ExtractOptions, PageExtracts } from "../browser/pageExtracts.js";
 import type { PageAdmission } from "../scope/admission.js";
+import type { HostPacing } from "../state/hostPacing.js";
+import type { SitemapClaim } from "../state/sitemapClaim.js";
 import { addToTally, type BehaviorTally } from "../browser/behaviors.js";
 
 export interface PageContext {
   options: CrawlOptions;
   state: CrawlState;
+  membership: Membership;
   history: CaptureHistory;
   report: ChangeReport;
   scopes: SeedScope[];
@@ -39,6 +43,9 @@ export interface PageContext {
   pageResources: PageResourceRecorder;
   /** Queues pages (robots.txt permitting, with --robots). */
   admission: PageAdmission;
+  hostPacing: HostPacing;
+  /** Sitemap pages may still be queued while they are being read. */
+  sitemapClaim: SitemapClaim;
 }
 
 /** Crawl one leased page: load and capture it, list it, queue its in-scope links, settle its lease. */
@@ -155,7 +162,7 @@ async function waitForHostTurn(url: string, context: PageContext): Promise<void>
   if (intervalMs <= 0) return;
   const host = new URL(url).host;
   for (;;) {
-    const waitMs = await context.state.hostTurn(host, intervalMs);
+    const waitMs = await context.hostPacing.turn(host, intervalMs);
     if (waitMs <= 0 || context.stop.immediate) return;
     await context.stop.sleep(waitMs);
   }

@@ -7,7 +7,11 @@ import { ExchangeRecorder, describeExchange } from "../archive/exchangeRecorder.
 import { WarcWriter } from "../archive/warcWriter.js";
 import { BrowserHost } from "../browser/browserHost.js";
 import { repairUnfinishedWarcs } from "../archive/warcRepair.js";
-import { WriterSlots, writerName, type UnreachableWriter } from "../state/writerSlots.js";
+import { WriterSlots, writerName, type UnreachableWriter } from "../state/membership/writerSlots.js";
+import { Membership, newProcessId } from "../state/membership/membership.js";
+import { ExchangeClaims } from "../state/exchangeClaims.js";
+import { HostPacing } from "../state/hostPacing.js";
+import { SitemapClaim } from "../state/sitemapClaim.js";
 import { isStorageError, storageErrorMessage } from "./storageErrors.js";
 import { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import { DedupeIndexUnavailableError } from "../dedupe/retry.js";
@@ -18,8 +22,8 @@ import { withTimeout } from "../util/process.js";
 import { CrawlProgressBar, crawlSummary } from "../log/progress.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
 import { connectRedis } from "../redis/connect.js";
-import { CrawlState, newProcessId } from "../state/crawlState.js";
-import { Liveness } from "../state/liveness.js";
+import { CrawlState } from "../state/crawlState.js";
+import { Liveness } from "../state/membership/liveness.js";
 import { pauseForTests } from "../util/testPause.js";
 import { SOFTWARE } from "../version.js";
 import { collectionPaths, createCollectionDirs, type CollectionPaths } from "./collection.js";
@@ -95,19 +99,20 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
   let dedupeRedis: Redis | null = null;
   let browserHost: BrowserHost | null = null;
   let liveness: Liveness | null = null;
-  const state = new CrawlState(redis, options.crawlId, processId);
+  const membership = new Membership(redis, options.crawlId, processId);
+  const state = new CrawlState(redis, membership);
   try {
     dedupeRedis = await connectRedis(options.redisDedupeUrl ?? urlOf(redis), options.redisDedupeUrl ? "dedupe Redis (--redisDedupeUrl)" : "dedupe index Redis", { failFast: true });
     const dedupe = new DedupeIndex(dedupeRedis, options.crawlId);
     await dedupe.registerCrawl();
     const dependencies = new DependencyTracker(redis, state.keys, options.crawlId);
 
-    liveness = new Liveness(state, (message) => stop.fatal(message));
+    liveness = new Liveness(membership, (message) => stop.fatal(message));
     await liveness.start();
     await state.setStatus("running");
-    const reaped = await state.reapLocalDeadProcesses();
+    const reaped = await membership.reapLocalDeadProcesses();
     if (reaped.length) logger.info("crawl", "taking over from crawler processes of this machine that died", { processes: reaped });
-    const slots = new WriterSlots(redis, state.keys, processId, paths.archive);
+    const slots = new WriterSlots(redis, membership, paths.archive);
     const slot = await slots.claim();
     const plan = new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(slot) });
     await plan.load();
@@ -118,7 +123,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     // WARC files cut short by a writer that died end at their last whole record again.
     const repairWarcs = async () => {
       // A writer is repaired only once it is fenced: should it be merely stalled, it will not write on.
-      const alive = async (owner: string) => !(await state.fenceIfDead(owner));
+      const alive = async (owner: string) => !(await membership.fenceIfDead(owner));
       for (const repaired of await repairUnfinishedWarcs(paths.archive, alive)) {
         logger.warn("writer", "repaired a WARC file left unfinished by a crawler that died", { ...repaired });
       }
@@ -151,15 +156,16 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     });
     const deduplicator = new Deduplicator(dedupe, dependencies, options.dedupeMinSize, (filename) => plan.isOwnWacz(filename));
     const history = new CaptureHistory(dedupeRedis, options.crawlId);
-    const recorder = new ExchangeRecorder(writer, state, deduplicator, (warc) => plan.waczOf(warc), history);
+    const recorder = new ExchangeRecorder(writer, new ExchangeClaims(redis, membership), deduplicator, (warc) => plan.waczOf(warc), history);
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => writer.bytesWritten });
 
     browserHost = new BrowserHost({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent, recordsDir: paths.browsers });
     await browserHost.browser();
     const host = browserHost;
     stop.onImmediate(() => void host.closeAllPages());
+    const sitemapClaim = new SitemapClaim(redis, membership);
     const context: PageContext = {
-      options, state, history, report, scopes, pageList, stop, admission,
+      options, state, membership, history, report, scopes, pageList, stop, admission, sitemapClaim, hostPacing: new HostPacing(redis, state.keys),
       truncated: { count: 0, report: join(paths.root, "reports", slot === 0 ? "truncated.jsonl" : `truncated-${writerName(slot)}.jsonl`) },
       currentWacz: () => plan.currentWaczFilename(),
       pageResources: new PageResourceRecorder(writer),
@@ -194,7 +200,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
         if (logStats) logger.info("stats", "crawl statistics", { ...c, bytesWritten: writer.bytesWritten });
       }, () => undefined);
     }, 1000);
-    const sitemapReading = options.sitemap ? await startSitemapReading(options.sitemap, { state, admission, scopes, robotsTxt, stop, userAgent: options.userAgent }) : null;
+    const sitemapReading = options.sitemap ? await startSitemapReading(options.sitemap, { claim: sitemapClaim, admission, scopes, robotsTxt, stop, userAgent: options.userAgent }) : null;
     try {
       const local: LocalWork = { active: new Set(), taking: 0 };
       await Promise.all(workers.map((worker) => workLoop(worker, context, local)));
@@ -246,7 +252,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     if (!failure) {
       await slots.markPackaged(slot);
       if (status === "done") {
-        waczPaths.push(...(await packageOrphans(state, slots, async (orphan) => {
+        waczPaths.push(...(await packageOrphans(membership, slots, async (orphan) => {
           await repairWarcs();
           if (!options.generateWACZ) return [];
           const orphanPlan = new WaczPlan(redis, state.keys, dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(orphan) });
@@ -292,7 +298,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
   } finally {
     liveness?.stop();
     await withTimeout(browserHost?.close() ?? Promise.resolve(), BROWSER_CLOSE_DEADLINE_MS, "Chromium did not close").catch(() => undefined);
-    await withTimeout(state.clearHeartbeat(), 5000, "heartbeat not cleared").catch(() => undefined);
+    await withTimeout(membership.clearHeartbeat(), 5000, "heartbeat not cleared").catch(() => undefined);
     dedupeRedis?.disconnect();
     redis.disconnect();
     await embedded?.stop();
@@ -308,7 +314,7 @@ const BROWSER_CLOSE_DEADLINE_MS = 15_000;
  * own, and until then the crawl is not committed (its records would otherwise be silently left out).
  */
 async function packageOrphans(
-  state: CrawlState,
+  membership: Membership,
   slots: WriterSlots,
   packageSlot: (slot: number) => Promise<{ path: string }[]>,
 ): Promise<string[]> {
@@ -316,7 +322,7 @@ async function packageOrphans(
   const deadline = Date.now() + 20_000;
   let unreachable: UnreachableWriter[] = [];
   while (!(await slots.allPackaged()) && Date.now() < deadline) {
-    await state.reapLocalDeadProcesses();
+    await membership.reapLocalDeadProcesses();
     const adoption = await slots.adoptOrphan();
     unreachable = adoption.unreachable;
     if (adoption.slot === null) {
@@ -355,10 +361,10 @@ async function workLoop(worker: PageWorker, context: PageContext, local: LocalWo
     if (!page) {
       const counts = await state.counts();
       // Pages of the sitemaps may still come while they are being read (by this or another process).
-      if (counts.queued === 0 && counts.pending === 0 && !(await state.sitemapReadInProgress())) return;
+      if (counts.queued === 0 && counts.pending === 0 && !(await context.sitemapClaim.inProgress())) return;
       // Others are still busy, a retry waits out its backoff, or a dead process holds leases: look for
       // abandoned pages (of dead processes, and of this one's own attempts that ended unsettled), then wait.
-      await state.reapLocalDeadProcesses();
+      await context.membership.reapLocalDeadProcesses();
       await state.recoverAbandoned(options.maxPageRetries);
       if (local.taking === 0) {
         for (const url of await state.recoverOwnOrphans(new Set(local.active), options.maxPageRetries)) {

@@ -3,7 +3,7 @@ import type { SeedScope } from "../scope/seedScope.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { RobotsTxt } from "../robots/robotsTxt.js";
-import type { CrawlState } from "../state/crawlState.js";
+import type { SitemapClaim } from "../state/sitemapClaim.js";
 import { readSitemaps, type SitemapEntry, type SitemapReadCounts } from "./sitemapReader.js";
 
 export interface SitemapOptions {
@@ -37,7 +37,8 @@ export interface SitemapReading {
 }
 
 interface SitemapContext {
-  state: CrawlState;
+  /** Who reads the sitemaps of this crawl (once per crawl). */
+  claim: SitemapClaim;
   admission: PageAdmission;
   scopes: SeedScope[];
   robotsTxt: RobotsTxt;
@@ -55,14 +56,14 @@ const BATCH = 200;
  * scopes, the page limit and robots.txt, in the background while pages are crawled. Failures are warnings.
  */
 export async function startSitemapReading(options: SitemapOptions, context: SitemapContext): Promise<SitemapReading> {
-  const claim = await context.state.claimSitemapRead();
+  const claim = await context.claim.claim();
   if (claim !== "claimed") {
     logger.info("sitemap", claim === "done" ? "sitemaps already read in this crawl" : "another crawler process is reading the sitemaps");
     return { finished: Promise.resolve() };
   }
   const finished = queueSitemapPages(options, context).then(
     async (complete) => {
-      if (complete) await context.state.finishSitemapRead();
+      if (complete) await context.claim.finish();
     },
     (err: unknown) => logger.warn("sitemap", "reading the sitemaps failed", { error: errorMessage(err) }),
   );

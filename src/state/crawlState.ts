@@ -1,7 +1,6 @@
-import { hostname } from "node:os";
 import type { Redis } from "ioredis";
-import { isPidAlive } from "../util/process.js";
-import { crawlStateKeys, type CrawlStateKeys } from "./keys.js";
+import type { CrawlStateKeys } from "./keys.js";
+import type { Membership } from "./membership/membership.js";
 
 /** A page waiting in, or taken from, the shared queue. */
 export interface QueuedPage {
@@ -90,76 +89,6 @@ redis.call('ZADD', KEYS[3], page.depth * ${DEPTH_WEIGHT} + seq, json)
 return 1
 `;
 
-const STORED = "stored";
-
-/** Field of a stored exchange in the claims hash: "<status> <method> <url>[ <request body digest>]". */
-function exchangeField(status: number, method: string, url: string, requestDigest?: string): string {
-  return requestDigest ? `${status} ${method} ${url} ${requestDigest}` : `${status} ${method} ${url}`;
-}
-
-// A claim is "stored" (final) or the id of the process writing it (provisional). Taking over the
-// provisional claim of a process whose heartbeat is gone fences that process.
-const CLAIM_LUA = `
--- KEYS: storedExchanges, fenced; ARGV: claim, owner, heartbeatPrefix
-local current = redis.call('HGET', KEYS[1], ARGV[1])
-if current == '${STORED}' then return 0 end
-if current == ARGV[2] then return 0 end
-if current then
-  if redis.call('EXISTS', ARGV[3] .. current) == 1 then return 0 end
-  redis.call('SADD', KEYS[2], current)
-end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-return 1
-`;
-
-// Confirm only our own claim: one taken over from us (we were fenced) stays with its new owner.
-const CONFIRM_LUA = `
-if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], '${STORED}')
-return 1
-`;
-
-const UNCLAIM_LUA = `
-if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
-return redis.call('HDEL', KEYS[1], ARGV[1])
-`;
-
-// Declare a process dead, atomically with the check that its heartbeat is gone.
-const FENCE_LUA = `
--- KEYS: heartbeat, fenced; ARGV: owner
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('SADD', KEYS[2], ARGV[1])
-return 1
-`;
-
-// Renew our heartbeat, unless we were taken for dead meanwhile.
-const HEARTBEAT_LUA = `
--- KEYS: heartbeat, fenced; ARGV: owner, ttlMs, now
-if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 0 end
-redis.call('SET', KEYS[1], ARGV[3], 'PX', tonumber(ARGV[2]))
-return 1
-`;
-
-// Per-host pacing shared by all processes: 0 = go now, else milliseconds to wait.
-const HOST_TURN_LUA = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local next = tonumber(redis.call('GET', KEYS[1]) or '0')
-if next > now then return next - now end
-redis.call('SET', KEYS[1], now + tonumber(ARGV[1]), 'PX', tonumber(ARGV[1]) * 2 + 1000)
-return 0
-`;
-
-// Take on reading the sitemaps unless they were read, or a live process is reading them.
-const SITEMAP_CLAIM_LUA = `
--- KEYS: sitemapRead; ARGV: owner, heartbeatPrefix
-local current = redis.call('GET', KEYS[1])
-if current == 'done' then return 'done' end
-if current and current ~= ARGV[1] and redis.call('EXISTS', ARGV[2] .. current) == 1 then return 'busy' end
-redis.call('SET', KEYS[1], ARGV[1])
-return 'claimed'
-`;
-
 export interface CrawlCounts {
   /** Waiting in the queue, including retries waiting out their backoff. */
   queued: number;
@@ -178,21 +107,24 @@ export const RETRY_BACKOFF_BASE_MS = 1000;
 export const RETRY_BACKOFF_MAX_MS = 30_000;
 
 /**
- * The shared crawl state: queue, seen set, leased pending pages and counters, all in Redis so that
- * several crawler processes can work on one crawl. Each process has a heartbeat; pages leased by a
- * process whose heartbeat expired go back to the queue.
+ * The crawl's frontier, shared through Redis by every crawler process on the crawl: the queue (in
+ * depth-major order), the seen set and page limit, pages leased to a process while it crawls them,
+ * retries waiting out their backoff, finished and failed pages, and the counts over all of them. A lease
+ * is held by a process id (Membership); pages of a process taken for dead go back to the queue.
  */
 export class CrawlState {
   readonly keys: CrawlStateKeys;
+  readonly crawlId: string;
+  private readonly processId: string;
 
   constructor(
     private readonly redis: Redis,
-    readonly crawlId: string,
-    readonly processId: string,
-    private readonly heartbeatMs = 15_000,
+    private readonly membership: Membership,
     private readonly retryBackoffBaseMs = RETRY_BACKOFF_BASE_MS,
   ) {
-    this.keys = crawlStateKeys(crawlId);
+    this.keys = membership.keys;
+    this.crawlId = membership.crawlId;
+    this.processId = membership.processId;
   }
 
   /** Queue a page unless it was seen before or the page limit is reached. */
@@ -242,42 +174,14 @@ export class CrawlState {
     )) as number;
   }
 
-  /** Renew this process's heartbeat; "fenced" when others took it for dead (it must stop at once). */
-  async heartbeat(): Promise<"renewed" | "fenced"> {
-    const result = await this.redis.eval(
-      HEARTBEAT_LUA, 2, this.keys.processHeartbeat(this.processId), this.keys.fenced, this.processId, this.heartbeatMs, Date.now(),
-    );
-    return result === 1 ? "renewed" : "fenced";
-  }
-
-  get heartbeatTtlMs(): number {
-    return this.heartbeatMs;
-  }
-
   /**
-   * Take a process for dead if its heartbeat is gone: from then on it can never renew it, so whatever
-   * of its work is taken over (leases, claims, writer slot, open WARC) it will not touch again.
-   */
-  async fenceIfDead(owner: string): Promise<boolean> {
-    if (owner === this.processId) return false;
-    return (await this.redis.eval(FENCE_LUA, 2, this.keys.processHeartbeat(owner), this.keys.fenced, owner)) === 1;
-  }
-
-  async clearHeartbeat(): Promise<void> {
-    await this.redis.del(this.keys.processHeartbeat(this.processId));
-  }
-
-  /**
-   * Return pages leased by processes that are gone (heartbeat expired) to the queue, counting one attempt.
-   * Returns the URLs recovered.
+   * Return pages leased by processes that are gone (heartbeat expired, fenced now) to the queue,
+   * counting one attempt. Returns the URLs recovered.
    */
   async recoverAbandoned(maxRetries: number): Promise<string[]> {
     const leases = await this.redis.hgetall(this.keys.leases);
-    const owners = [...new Set(Object.values(leases))].filter((o) => o !== this.processId);
-    if (!owners.length) return [];
-    const alive = await this.redis.mget(owners.map((o) => this.keys.processHeartbeat(o)));
     const dead = new Set<string>();
-    for (const [i, owner] of owners.entries()) if (alive[i] === null && (await this.fenceIfDead(owner))) dead.add(owner);
+    for (const owner of new Set(Object.values(leases))) if (await this.membership.fenceIfDead(owner)) dead.add(owner);
     const recovered: string[] = [];
     for (const [url, owner] of Object.entries(leases)) {
       if (!dead.has(owner)) continue;
@@ -311,20 +215,9 @@ export class CrawlState {
     return Math.max(0, Number(dueAt) - (Number(sec) * 1000 + Math.floor(Number(micro) / 1000)));
   }
 
-  /**
-   * Processes of this machine that are gone (killed, crashed) need not wait for their heartbeat to
-   * expire: drop it now, so their leases and writer slots are taken over at once.
-   */
-  async reapLocalDeadProcesses(): Promise<string[]> {
-    const owners = new Set([...Object.values(await this.redis.hgetall(this.keys.leases)), ...Object.values(await this.redis.hgetall(this.keys.writers))]);
-    const reaped: string[] = [];
-    for (const owner of owners) {
-      const local = parseProcessId(owner);
-      if (!local || local.host !== hostname() || owner === this.processId || isPidAlive(local.pid)) continue;
-      await this.redis.del(this.keys.processHeartbeat(owner));
-      if (await this.fenceIfDead(owner)) reaped.push(owner);
-    }
-    return reaped;
+  /** Count a page robots.txt keeps the crawler from (never queued); true the first time this URL is counted. */
+  async addRobotsSkipped(url: string): Promise<boolean> {
+    return (await this.redis.sadd(this.keys.robotsSkipped, url)) === 1;
   }
 
   async counts(): Promise<CrawlCounts> {
@@ -350,81 +243,8 @@ export class CrawlState {
     return (await this.redis.lrange(this.keys.failed, 0, -1)).map((s) => JSON.parse(s) as FailedPage);
   }
 
-
-  /**
-   * Claim the right to store an exchange: true the first time a (status, method, url) is seen in this
-   * crawl, false afterwards, so identical later fetches are skipped. A claim stays provisional until
-   * confirmExchange(); a provisional claim of a process that died (its record may have been cut off
-   * with its WARC) can be taken over.
-   */
-  async claimExchange(status: number, method: string, url: string, requestDigest?: string): Promise<boolean> {
-    const k = this.keys;
-    const result = (await this.redis.eval(
-      CLAIM_LUA, 2, k.storedExchanges, k.fenced, exchangeField(status, method, url, requestDigest), this.processId, k.processHeartbeat(""),
-    )) as number;
-    return result === 1;
-  }
-
-  /** The exchange's records are safely in the WARC. */
-  async confirmExchange(status: number, method: string, url: string, requestDigest?: string): Promise<void> {
-    await this.redis.eval(CONFIRM_LUA, 1, this.keys.storedExchanges, exchangeField(status, method, url, requestDigest), this.processId);
-  }
-
-  /** Whether the exchange's records are in a WARC already (a provisional claim does not count). */
-  async isExchangeStored(status: number, method: string, url: string): Promise<boolean> {
-    return (await this.redis.hget(this.keys.storedExchanges, exchangeField(status, method, url))) === STORED;
-  }
-
-  /** Undo a claim whose records could not be written, so a later fetch may store it. */
-  async unclaimExchange(status: number, method: string, url: string, requestDigest?: string): Promise<void> {
-    await this.redis.eval(UNCLAIM_LUA, 1, this.keys.storedExchanges, exchangeField(status, method, url, requestDigest), this.processId);
-  }
-
-  /** Ask for a turn to load a page from `host`; returns 0 (go) or how many ms to wait before asking again. */
-  async hostTurn(host: string, intervalMs: number): Promise<number> {
-    return (await this.redis.eval(HOST_TURN_LUA, 1, this.keys.hostTurn(host), intervalMs)) as number;
-  }
-
-
-  /** Count a page robots.txt keeps the crawler from; true the first time this URL is counted. */
-  async addRobotsSkipped(url: string): Promise<boolean> {
-    return (await this.redis.sadd(this.keys.robotsSkipped, url)) === 1;
-  }
-
-  /**
-   * The sitemaps are read once per crawl, by one process: "claimed" means this process reads them now
-   * (also when the one that started died before finishing), "busy" that a live process does, "done"
-   * that they were read.
-   */
-  async claimSitemapRead(): Promise<"claimed" | "busy" | "done"> {
-    return (await this.redis.eval(SITEMAP_CLAIM_LUA, 1, this.keys.sitemapRead, this.processId, this.keys.processHeartbeat(""))) as
-      "claimed" | "busy" | "done";
-  }
-
-  async finishSitemapRead(): Promise<void> {
-    await this.redis.set(this.keys.sitemapRead, "done");
-  }
-
-  /** Whether a live process is still reading the sitemaps (their pages may still be queued). */
-  async sitemapReadInProgress(): Promise<boolean> {
-    const owner = await this.redis.get(this.keys.sitemapRead);
-    if (owner === null || owner === "done") return false;
-    return owner === this.processId || (await this.redis.exists(this.keys.processHeartbeat(owner))) === 1;
-  }
-
+  /** The crawl's status for observers ("running", then how it ended). */
   async setStatus(status: string): Promise<void> {
     await this.redis.set(this.keys.status, status);
   }
-
 }
-
-/** Process ids are "<host>-<pid>-<random>"; the host may itself contain dashes. */
-export function newProcessId(random: string): string {
-  return `${hostname()}-${process.pid}-${random}`;
-}
-
-function parseProcessId(id: string): { host: string; pid: number } | null {
-  const match = /^(.*)-(\d+)-[0-9a-f]+$/.exec(id);
-  return match ? { host: match[1], pid: Number(match[2]) } : null;
-}
-

@@ -1,6 +1,6 @@
-import { errorMessage, logger } from "../log/logger.js";
-import { withTimeout } from "../util/process.js";
-import type { CrawlState } from "./crawlState.js";
+import { errorMessage, logger } from "../../log/logger.js";
+import { withTimeout } from "../../util/process.js";
+import type { Membership } from "./membership.js";
 
 /** Thrown at a write attempted after other processes took this one for dead. */
 export class FencedError extends Error {}
@@ -23,9 +23,9 @@ export class Liveness {
   fenced = false;
 
   constructor(
-    private readonly state: CrawlState,
+    private readonly membership: Membership,
     private readonly onFenced: (message: string) => void,
-    private readonly renewEveryMs = Math.floor(state.heartbeatTtlMs / 3),
+    private readonly renewEveryMs = Math.floor(membership.heartbeatTtlMs / 3),
   ) {}
 
   async start(): Promise<void> {
@@ -44,7 +44,7 @@ export class Liveness {
     if (this.fenced) return;
     const sentAt = Date.now();
     try {
-      const result = await withTimeout(this.state.heartbeat(), this.state.heartbeatTtlMs / 3, "heartbeat renewal timed out");
+      const result = await withTimeout(this.membership.heartbeat(), this.membership.heartbeatTtlMs / 3, "heartbeat renewal timed out");
       if (result === "fenced") {
         this.fenced = true;
         logger.error("crawl", fencedMessage);
@@ -60,7 +60,7 @@ export class Liveness {
   }
 
   private inForce(): boolean {
-    return Date.now() < this.renewedAt + this.state.heartbeatTtlMs - safetyMarginMs(this.state.heartbeatTtlMs);
+    return Date.now() < this.renewedAt + this.membership.heartbeatTtlMs - safetyMarginMs(this.membership.heartbeatTtlMs);
   }
 
   /** Resolves while this process may write; waits out a Redis outage; throws once it is fenced. */

@@ -2,12 +2,13 @@ import { existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import type { Redis } from "ioredis";
-import type { CrawlStateKeys } from "./keys.js";
+import type { Membership } from "./membership.js";
+import { ownerScript } from "./ownerRule.js";
 
 // Take this process's slot back, else the lowest slot of a dead process that wrote into this same
 // folder on this same machine (a restart of that writer: its files are here), else a new slot. A dead
 // writer of another folder keeps its slot: its files can only be packaged where they are.
-const CLAIM_SLOT_LUA = `
+const CLAIM_SLOT_LUA = ownerScript(`
 -- KEYS: writers, writersPackaged, writerHomes, fenced; ARGV: owner, heartbeatPrefix, home
 local slots = redis.call('HGETALL', KEYS[1])
 local taken = {}
@@ -16,45 +17,45 @@ for i = 1, #slots, 2 do
   local slot = tonumber(slots[i])
   taken[slot] = true
   if slots[i + 1] == ARGV[1] then return slot end
-  if redis.call('EXISTS', ARGV[2] .. slots[i + 1]) == 0 and redis.call('HGET', KEYS[3], slots[i]) == ARGV[3] and (free == nil or slot < free) then free = slot end
+  if not is_alive(ARGV[2] .. slots[i + 1]) and redis.call('HGET', KEYS[3], slots[i]) == ARGV[3] and (free == nil or slot < free) then free = slot end
 end
 if free == nil then
   free = 0
   while taken[free] do free = free + 1 end
 else
-  redis.call('SADD', KEYS[4], redis.call('HGET', KEYS[1], free))
+  local previous = redis.call('HGET', KEYS[1], free)
+  take_over(ARGV[2] .. previous, KEYS[4], previous)
 end
 redis.call('HSET', KEYS[1], free, ARGV[1])
 redis.call('HSET', KEYS[3], free, ARGV[3])
 redis.call('SREM', KEYS[2], free)
 return free
-`;
+`);
 
 // Unpackaged slots whose process is gone, with their owner and home: candidates for adoption.
-const ORPHANS_LUA = `
+const ORPHANS_LUA = ownerScript(`
 -- KEYS: writers, writersPackaged, writerHomes; ARGV: owner, heartbeatPrefix
 local slots = redis.call('HGETALL', KEYS[1])
 local orphans = {}
 for i = 1, #slots, 2 do
-  if redis.call('SISMEMBER', KEYS[2], slots[i]) == 0 and slots[i + 1] ~= ARGV[1] and redis.call('EXISTS', ARGV[2] .. slots[i + 1]) == 0 then
+  if redis.call('SISMEMBER', KEYS[2], slots[i]) == 0 and slots[i + 1] ~= ARGV[1] and not is_alive(ARGV[2] .. slots[i + 1]) then
     table.insert(orphans, slots[i])
     table.insert(orphans, slots[i + 1])
     table.insert(orphans, redis.call('HGET', KEYS[3], slots[i]) or '')
   end
 end
 return orphans
-`;
+`);
 
 // Take a slot over only if it still belongs to the dead owner we checked, and that owner is still dead.
-const ADOPT_LUA = `
+const ADOPT_LUA = ownerScript(`
 -- KEYS: writers, writersPackaged, fenced; ARGV: slot, expectedOwner, newOwner, heartbeatPrefix
 if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
 if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 0 end
-if redis.call('EXISTS', ARGV[4] .. ARGV[2]) == 1 then return 0 end
-redis.call('SADD', KEYS[3], ARGV[2])
+if not take_over(ARGV[4] .. ARGV[2], KEYS[3], ARGV[2]) then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 return 1
-`;
+`);
 
 // Only the slot's owner says it is packaged (one fenced meanwhile no longer owns it).
 const MARK_PACKAGED_LUA = `
@@ -87,16 +88,23 @@ export class WriterSlots {
 
   constructor(
     private readonly redis: Redis,
-    private readonly keys: CrawlStateKeys,
-    private readonly processId: string,
+    private readonly membership: Membership,
     private readonly archiveDir: string,
   ) {
     this.home = writerHome(archiveDir);
   }
 
+  private get keys() {
+    return this.membership.keys;
+  }
+
+  private get processId(): string {
+    return this.membership.processId;
+  }
+
   async claim(): Promise<number> {
     return (await this.redis.eval(
-      CLAIM_SLOT_LUA, 4, this.keys.writers, this.keys.writersPackaged, this.keys.writerHomes, this.keys.fenced, this.processId, this.keys.processHeartbeat(""), this.home,
+      CLAIM_SLOT_LUA, 4, this.keys.writers, this.keys.writersPackaged, this.keys.writerHomes, this.keys.fenced, this.processId, this.membership.heartbeatPrefix, this.home,
     )) as number;
   }
 
@@ -106,7 +114,7 @@ export class WriterSlots {
    */
   async adoptOrphan(): Promise<{ slot: number | null; unreachable: UnreachableWriter[] }> {
     const flat = (await this.redis.eval(
-      ORPHANS_LUA, 3, this.keys.writers, this.keys.writersPackaged, this.keys.writerHomes, this.processId, this.keys.processHeartbeat(""),
+      ORPHANS_LUA, 3, this.keys.writers, this.keys.writersPackaged, this.keys.writerHomes, this.processId, this.membership.heartbeatPrefix,
     )) as string[];
     const unreachable: UnreachableWriter[] = [];
     for (let i = 0; i < flat.length; i += 3) {
@@ -117,7 +125,7 @@ export class WriterSlots {
         continue;
       }
       const adopted = (await this.redis.eval(
-        ADOPT_LUA, 3, this.keys.writers, this.keys.writersPackaged, this.keys.fenced, slot, owner, this.processId, this.keys.processHeartbeat(""),
+        ADOPT_LUA, 3, this.keys.writers, this.keys.writersPackaged, this.keys.fenced, slot, owner, this.processId, this.membership.heartbeatPrefix,
       )) as number;
       if (adopted === 1) return { slot, unreachable };
     }

@@ -1,0 +1,74 @@
+import type { Redis } from "ioredis";
+import type { Membership } from "./membership/membership.js";
+import { ownerScript } from "./membership/ownerRule.js";
+
+/** What tells exchanges apart: status, method and URL (and the request body's digest, for other methods than GET and HEAD). */
+export interface ExchangeIdentity {
+  status: number;
+  method: string;
+  url: string;
+  requestDigest?: string;
+}
+
+const STORED = "stored";
+
+/** Field of a stored exchange in the claims hash: "<status> <method> <url>[ <request body digest>]". */
+function exchangeField({ status, method, url, requestDigest }: ExchangeIdentity): string {
+  return requestDigest ? `${status} ${method} ${url} ${requestDigest}` : `${status} ${method} ${url}`;
+}
+
+// A claim is "stored" (final) or the id of the process writing it (provisional). The provisional claim
+// of a process taken for dead is taken over (see ownerRule.ts).
+const CLAIM_LUA = ownerScript(`
+-- KEYS: storedExchanges, fenced; ARGV: claim, owner, heartbeatPrefix
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if current == '${STORED}' or current == ARGV[2] then return 0 end
+if current and not take_over(ARGV[3] .. current, KEYS[2], current) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+`);
+
+// Confirm only our own claim: one taken over from us (we were fenced) stays with its new owner.
+const CONFIRM_LUA = `
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], '${STORED}')
+return 1
+`;
+
+const UNCLAIM_LUA = `
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+return redis.call('HDEL', KEYS[1], ARGV[1])
+`;
+
+/**
+ * Which exchanges this crawl has stored, shared by its processes: an exchange is stored once per crawl.
+ * A claim stays provisional (held by the writing process) until its records are safely in a WARC; a
+ * provisional claim of a process that died (its record may have been cut off with its WARC) is taken over.
+ */
+export class ExchangeClaims {
+  constructor(
+    private readonly redis: Redis,
+    private readonly membership: Membership,
+  ) {}
+
+  /** True the first time an exchange is seen in this crawl (this process may store it), false afterwards. */
+  async claim(exchange: ExchangeIdentity): Promise<boolean> {
+    const { keys, processId, heartbeatPrefix } = this.membership;
+    return (await this.redis.eval(CLAIM_LUA, 2, keys.storedExchanges, keys.fenced, exchangeField(exchange), processId, heartbeatPrefix)) === 1;
+  }
+
+  /** The exchange's records are safely in the WARC. */
+  async confirm(exchange: ExchangeIdentity): Promise<void> {
+    await this.redis.eval(CONFIRM_LUA, 1, this.membership.keys.storedExchanges, exchangeField(exchange), this.membership.processId);
+  }
+
+  /** Undo a claim whose records could not be written, so a later fetch may store it. */
+  async unclaim(exchange: ExchangeIdentity): Promise<void> {
+    await this.redis.eval(UNCLAIM_LUA, 1, this.membership.keys.storedExchanges, exchangeField(exchange), this.membership.processId);
+  }
+
+  /** Whether the exchange's records are in a WARC already (a provisional claim does not count). */
+  async isStored(exchange: ExchangeIdentity): Promise<boolean> {
+    return (await this.redis.hget(this.membership.keys.storedExchanges, exchangeField(exchange))) === STORED;
+  }
+}
