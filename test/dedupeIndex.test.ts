@@ -4,8 +4,6 @@ import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { digitsToWarcDate, formatHashEntry, parseHashEntry, warcDateToDigits } from "../src/dedupe/keys.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { Deduplicator } from "../src/dedupe/deduplicator.js";
-import { DependencyTracker } from "../src/dedupe/dependencies.js";
-import { crawlStateKeys } from "../src/state/keys.js";
 
 let redis: TestRedis;
 beforeAll(async () => {
@@ -108,11 +106,9 @@ describe("dedupe index", () => {
 describe("which original a revisit may point at", () => {
   it("within a crawl: another writer's WACZ only once it is packaged; this writer's own at once", async () => {
     const index = new DedupeIndex(redis.client, "X");
-    const state = redis.client;
-    const dependencies = new DependencyTracker(state, crawlStateKeys("X"), "X");
     const ownOf = (names: string[]) => async (filename: string) => names.includes(filename);
-    const writerA = new Deduplicator(index, dependencies, 0, ownOf(["a.wacz"]));
-    const writerB = new Deduplicator(index, dependencies, 0, ownOf(["b.wacz"]));
+    const writerA = new Deduplicator(index, 0, ownOf(["a.wacz"]));
+    const writerB = new Deduplicator(index, 0, ownOf(["b.wacz"]));
     const aIndex = await index.registerWacz("a.wacz");
     await writerA.noteResponse(DIGEST, { warcType: "response", url: entry.url, date: digitsToWarcDate(entry.date), length: 1234, wacz: { filename: "a.wacz", index: aIndex } }, true);
     // a.wacz is still being written: only writer A may point into it (it packages its files in order).

@@ -12,9 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WARCRecord, WARCSerializer } from "warcio";
 import yazl from "yazl";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
-import { DependencyTracker } from "../src/dedupe/dependencies.js";
 import { Deduplicator } from "../src/dedupe/deduplicator.js";
-import { crawlStateKeys } from "../src/state/keys.js";
 import { indexWarcFiles, parseCdxjRecord, writeCdxIndexes, writeWacz } from "../src/wacz/index.js";
 import { runCli } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
@@ -173,7 +171,7 @@ describe("WACZ files with browsertrix-crawler resource records", () => {
 
   it("the crawler counts live by the same rule: a resource record at a urn: URL adds nothing", async () => {
     const index = new DedupeIndex(redis.client, "live-rule");
-    const dedupe = new Deduplicator(index, new DependencyTracker(redis.client, crawlStateKeys("live-rule"), "live-rule"));
+    const dedupe = new Deduplicator(index);
     const placement = { date: "2025-03-01T12:00:00Z", length: 100, wacz: { filename: "live-rule.wacz", index: 0 } };
     await dedupe.noteResponse("sha256:aa", { ...placement, warcType: "response", url: "https://site.example/a" }, true);
     await dedupe.noteResponse("sha256:bb", { ...placement, warcType: "resource", url: "urn:pageinfo:https://site.example/a" }, false);

@@ -1,58 +1,52 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { randomUUID } from "node:crypto";
-import type { CrawlOptions } from "../config/crawlOptions.js";
-import { errorMessage, logger } from "../log/logger.js";
-import type { CrawlState, QueuedPage } from "../state/crawlState.js";
-import type { Membership } from "../state/membership/membership.js";
-import type { PageList } from "./pageList.js";
-import type { CaptureHistory, KnownCapture } from "../dedupe/captureHistory.js";
-import { classifyChange, type ChangeReport } from "./changeReport.js";
-import type { ConditionalRequest } from "./pageWorker.js";
-import type { PageWorker } from "./pageWorker.js";
-import type { SeedScope } from "../scope/seedScope.js";
-import type { StopControl } from "./stopControl.js";
-import { isStorageError, storageErrorMessage } from "./storageErrors.js";
-import { digitsToWarcDate } from "../dedupe/keys.js";
-import { withTimeout } from "../util/process.js";
-import { extractBudgetMs } from "../browser/pageExtracts.js";
-import { TEXT_CONTENT_TYPE, type PageResource, type PageResourceRecorder } from "../archive/pageResourceRecorder.js";
-import type { ExtractOptions, PageExtracts } from "../browser/pageExtracts.js";
-import type { PageAdmission } from "../scope/admission.js";
-import type { HostPacing } from "../state/hostPacing.js";
-import type { SitemapClaim } from "../state/sitemapClaim.js";
 import { addToTally, type BehaviorTally } from "../browser/behaviors.js";
+import { extractBudgetMs, type ExtractOptions, type PageExtracts } from "../browser/pageExtracts.js";
+import type { PageWorker } from "../browser/pageWorker.js";
+import type { CrawlOptions } from "../config/crawlOptions.js";
+import type { CaptureHistory } from "../dedupe/captureHistory.js";
+import { errorMessage, logger } from "../log/logger.js";
+import { TEXT_CONTENT_TYPE, type PageResource, type PageResourceRecorder } from "../pipeline/pageResources.js";
+import type { WaczPlan } from "../pipeline/waczPlan.js";
+import type { PageAdmission } from "../scope/admission.js";
+import type { SeedScope } from "../scope/seedScope.js";
+import type { CrawlState, QueuedPage } from "../state/crawlState.js";
+import type { HostPacing } from "../state/hostPacing.js";
+import { withTimeout } from "../util/process.js";
+import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
+import type { ChangeReport } from "./changeReport.js";
+import type { PageList } from "./pageList.js";
+import { conditionalRequest, isFresh, latestCapture, previousOf, reportChange } from "./refresh.js";
+import type { StopControl } from "./stopControl.js";
 
+/** What crawling a page reads and writes besides the page itself. */
 export interface PageContext {
   options: CrawlOptions;
   state: CrawlState;
-  membership: Membership;
   history: CaptureHistory;
   report: ChangeReport;
   scopes: SeedScope[];
   pageList: PageList;
   stop: StopControl;
-  /** Pages of this process crawled with cut-off bodies (after their last retry), for the stats. */
-  /** Pages stored with bodies cut off on every attempt: counted here, listed in `truncatedReport` (JSON lines). */
+  /** Pages stored with bodies cut off on every attempt: counted here, listed in `report` (JSON lines). */
   truncated: { count: number; report: string };
   /** Behavior outcomes of the pages this process crawled, for the stats. */
   behaviors: BehaviorTally;
-  /** The WACZ a page finishing now is listed in. */
-  currentWacz(): string;
+  /** Which WACZ a page finishing now is listed in. */
+  plan: WaczPlan;
   /** Writes pages' text and screenshot records (--text to-warc, --screenshot). */
   pageResources: PageResourceRecorder;
   /** Queues pages (robots.txt permitting, with --robots). */
   admission: PageAdmission;
   hostPacing: HostPacing;
-  /** Sitemap pages may still be queued while they are being read. */
-  sitemapClaim: SitemapClaim;
 }
 
 /** Crawl one leased page: load and capture it, list it, queue its in-scope links, settle its lease. */
 export async function crawlPage(worker: PageWorker, page: QueuedPage, context: PageContext): Promise<void> {
   const { state, options, scopes } = context;
   const scope = scopes[page.seedId] ?? scopes[0];
-  const previous = options.refresh || options.skipFreshDays > 0 ? await latestCapture(page.url, context) : null;
+  const previous = options.refresh || options.skipFreshDays > 0 ? await latestCapture(page.url, context.history) : null;
   if (previous && isFresh(previous, options.skipFreshDays)) {
     // Archived recently enough: not fetched, but its archived links are still followed.
     await context.report.add({ url: page.url, change: "skipped-fresh", status: null, digest: null, previous: previousOf(previous) });
@@ -109,7 +103,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   };
   try {
     await context.pageResources.record(page.url, result.document.date, pageResources(result.extracts, options));
-    context.pageList.add(entry, context.currentWacz());
+    context.pageList.add(entry, context.plan.currentWaczFilename());
   } catch (err) {
     if (!isStorageError(err)) throw err;
     context.stop.fatal(`cannot write the page list or the page's text and screenshots: ${storageErrorMessage(err)}`);
@@ -120,7 +114,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   if (links.length || notModified) {
     await context.history.recordOutlinks(page.url, links).catch((err: unknown) => logger.warn("history", "outlinks not recorded", { url: page.url, error: errorMessage(err) }));
   }
-  if (options.refresh) await reportChange(page.url, result.document.status, previous, context);
+  if (options.refresh) await reportChange(page.url, result.document.status, previous, context.history, context.report);
   const queued = await enqueueLinks(links, page, context, scope);
   await state.markDone(page.url);
   if (result.behaviors) addToTally(context.behaviors, result.behaviors);
@@ -177,62 +171,6 @@ async function enqueueLinks(links: string[], page: QueuedPage, context: PageCont
     if (added === "queued") queued += 1;
   }
   return queued;
-}
-
-async function latestCapture(url: string, context: PageContext): Promise<KnownCapture | null> {
-  try {
-    return await context.history.latest(url);
-  } catch (err) {
-    logger.warn("history", "capture history unavailable: fetching the page in full", { url, error: errorMessage(err) });
-    return null;
-  }
-}
-
-function isFresh(previous: KnownCapture, days: number): boolean {
-  if (days <= 0) return false;
-  return Date.now() - Date.parse(digitsToWarcDate(previous.date)) < days * 86_400_000;
-}
-
-/** If-None-Match / If-Modified-Since from the archived capture; the 304 would confirm its payload. */
-function conditionalRequest(previous: KnownCapture): ConditionalRequest | undefined {
-  // Only content can be confirmed: a 304 to a redirect's or an error's validators would stand for nothing.
-  if (!previous.original && !(previous.status >= 200 && previous.status < 300)) return undefined;
-  const headers: Record<string, string> = {};
-  if (previous.etag) headers["If-None-Match"] = previous.etag;
-  if (previous.lastModified) headers["If-Modified-Since"] = previous.lastModified;
-  if (!Object.keys(headers).length) return undefined;
-  const payload = previous.original ?? { crawlId: previous.crawlId, date: previous.date, waczIndex: previous.waczIndex };
-  return {
-    headers,
-    confirms: {
-      url: previous.url,
-      crawlId: payload.crawlId,
-      date: payload.date,
-      digest: previous.digest,
-      waczIndex: payload.waczIndex,
-      // The WACZ holding the payload: the capture's own, unless it was itself a 304 confirmation.
-      waczFilename: previous.original ? null : previous.waczFilename,
-      // A 304-confirmed capture stands for the original response (status 200 and its headers).
-      status: previous.original ? 200 : previous.status,
-      statusText: previous.statusText,
-      headers: previous.headers,
-    },
-  };
-}
-
-function previousOf(previous: KnownCapture | null) {
-  return previous ? { crawlId: previous.crawlId, date: previous.date, digest: previous.digest } : null;
-}
-
-/**
- * Compare the page URL's own capture in this crawl (for a redirect, the redirect itself, not the page it
- * led to) with its archived one. Without an own capture (history unavailable) the document's status stands.
- */
-async function reportChange(url: string, documentStatus: number, previous: KnownCapture | null, context: PageContext): Promise<void> {
-  const own = await context.history.ownCapture(url).catch(() => null);
-  const current = own ?? { status: documentStatus, digest: null };
-  const change = classifyChange(previous, current);
-  if (change) await context.report.add({ url, change, status: current.status, digest: current.digest ?? previous?.digest ?? null, previous: previousOf(previous) });
 }
 
 /** What each loaded page is asked for besides its traffic (--text, --screenshot). */

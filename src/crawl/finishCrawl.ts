@@ -1,99 +1,100 @@
-import { existsSync } from "node:fs";
-import { join } from "node:path";
-import type { DedupeIndex } from "../dedupe/dedupeIndex.js";
-import type { DependencyTracker } from "../dedupe/dependencies.js";
-import { commitCrawl } from "../dedupe/commit.js";
+import { writeFileSync } from "node:fs";
+import { DedupeIndexUnavailableError } from "../dedupe/retry.js";
 import { errorMessage, logger } from "../log/logger.js";
-import { withDedupeRetries } from "../dedupe/retry.js";
-import { writeWacz, type WaczResult } from "../wacz/index.js";
-import { SOFTWARE } from "../version.js";
-import type { CrawlOptions } from "../config/crawlOptions.js";
-import type { PageList } from "./pageList.js";
-import type { WaczPlan } from "./waczPlan.js";
-
-export interface PackagingContext {
-  options: CrawlOptions;
-  archiveDir: string;
-  outputDir: string;
-  plan: WaczPlan;
-  pageList: PageList;
-  dedupe: DedupeIndex;
-  dependencies: DependencyTracker;
-  /** reports/changes.jsonl of this writer, packaged when it exists. */
-  reportFile: string;
-  /**
-   * Throws once this process was taken for dead (fenced): then another may be packaging the same files,
-   * and this one must neither replace a WACZ nor complete its index entry.
-   */
-  assertOwner?: () => Promise<void>;
-}
+import { crawlSummary } from "../log/progress.js";
+import type { CrawlCounts, CrawlState } from "../state/crawlState.js";
+import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
+import { pauseForTests } from "../util/testPause.js";
+import type { CrawlRun } from "./crawlRun.js";
+import { exitCodeOf, type CrawlOutcome, type CrawlStats, type CrawlStatus } from "./outcome.js";
+import { commitFinishedCrawl, packageOrphans, packageWaczFiles, type PackagingContext } from "./packaging.js";
+import type { PagePhaseResult } from "./pagePhase.js";
+import type { StopControl } from "./stopControl.js";
 
 /**
- * Package each of this writer's WACZ files (in order, so a later one can depend on an earlier one),
- * with its own pages and its own relation.requires, then complete its c:<crawlId>:wacz entry.
+ * The end of a crawl run, once its pages are done: how it ended, this writer's WACZ files, those of
+ * writers that died, the commit into the merged dedupe index, and the stats.
  */
-export async function packageWaczFiles(context: PackagingContext): Promise<WaczResult[]> {
-  const { options, plan, pageList, dedupe, dependencies } = context;
-  const results: WaczResult[] = [];
-  for (const group of await plan.groups()) {
-    const outputPath = join(context.outputDir, group.filename);
-    if ((await plan.isSealed(group.filename)) && existsSync(outputPath)) {
-      // Packaged before this writer was restarted: rewriting it would change the hash others require.
-      const entry = (await withDedupeRetries("read the WACZ list", () => dedupe.waczEntries()))[group.index];
-      if (entry?.hash && entry.size !== undefined) {
-        logger.info("wacz", "WACZ packaged before: kept as it is", { path: outputPath, hash: entry.hash });
-        results.push({ path: outputPath, filename: group.filename, hash: entry.hash, size: entry.size, cdxLines: 0 });
-        continue;
+export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promise<CrawlOutcome> {
+  const { options, session, stop } = run;
+  const counts = await session.state.counts();
+  let { status, failure } = await howItEnded(counts, session.state, stop);
+
+  const packaging: Omit<PackagingContext, "plan"> = {
+    options, archiveDir: run.paths.archive, outputDir: run.paths.root, pageList: run.pageList, dedupe: session.dedupe,
+    dependencies: run.pipeline.dependencies, reportFile: run.report.path, assertOwner: () => session.liveness.assertLive(),
+  };
+  let waczPaths: string[] = [];
+  if (options.generateWACZ && !stop.fatalError) {
+    await pauseForTests("before-package");
+    try {
+      waczPaths = (await packageWaczFiles({ ...packaging, plan: run.pipeline.plan })).map((r) => r.path);
+    } catch (err) {
+      if (!isStorageError(err) && !(err instanceof DedupeIndexUnavailableError)) throw err;
+      failure = isStorageError(err) ? `cannot write the WACZ in ${run.paths.root}: ${storageErrorMessage(err)}` : `WACZ files not finished: ${errorMessage(err)}`;
+      status = "failed";
+      logger.error("wacz", failure);
+    }
+  }
+
+  // Only a crawl that ran to the end joins the merged index, once every process on it has packaged
+  // its files (this one packages those of processes that died); interrupted or limited crawls stay
+  // uncommitted and can be resumed.
+  let committed = false;
+  if (!failure) {
+    await session.slots.markPackaged(session.slot);
+    if (status === "done") {
+      waczPaths.push(...(await packageOrphans({ packaging, stateRedis: session.redis, membership: session.membership, slots: session.slots })));
+      if (await session.slots.allPackaged()) {
+        await pauseForTests("before-commit");
+        committed = await commitFinishedCrawl(session.dedupe);
+      } else {
+        logger.info("crawl", "other crawler processes are still packaging; the last one commits the crawl");
       }
     }
-    const missing = group.warcFiles.filter((f) => !existsSync(join(context.archiveDir, f)));
-    // A WARC file whose first record could not be written is removed by the writer: nothing was in it.
-    if (missing.length) logger.warn("wacz", "WARC files assigned to this WACZ are not in the archive folder", { wacz: group.filename, missing });
-    const warcFiles = group.warcFiles.filter((f) => !missing.includes(f)).map((f) => join(context.archiveDir, f));
-    if (!warcFiles.length) continue;
-    const pages = pageList.files(group.filename);
-    const requires = await withDedupeRetries("read the dependencies", () => dependencies.requirementsOf(group, dedupe));
-    const result = await writeWacz({
-      outputPath,
-      warcFiles,
-      // Either list may not exist (no seed page in this WACZ, or no page besides the seeds).
-      pagesFile: existingFile(pages.pagesFile),
-      extraPagesFile: existingFile(pages.extraPagesFile),
-      extraEntries: existsSync(context.reportFile) ? [{ zipPath: "reports/changes.jsonl", sourcePath: context.reportFile }] : [],
-      software: SOFTWARE,
-      title: options.title ?? undefined,
-      description: options.description ?? undefined,
-      requires,
-      beforeRename: context.assertOwner,
-      // Scratch (sorted runs of a big index) on the collection's disk, not in a small system /tmp.
-      tmpDir: context.outputDir,
-    });
-    await context.assertOwner?.();
-    await withDedupeRetries(`complete the index entry of ${group.filename}`, () =>
-      dedupe.finishWacz(group.index, { filename: group.filename, hash: result.hash, size: result.size }),
-    );
-    await plan.seal(group.filename);
-    logger.milestone("wacz", "WACZ written", {
-      path: result.path, size: result.size, hash: result.hash, cdxLines: result.cdxLines, waczIndex: group.index,
-      requires: requires.map((r) => r.filename),
-    });
-    results.push(result);
   }
-  return results;
+
+  const stats: CrawlStats = {
+    crawlId: options.crawlId,
+    crawled: counts.done,
+    failed: counts.failed,
+    failedAttempts: counts.failedAttempts,
+    queued: counts.queued,
+    pending: counts.pending,
+    total: counts.seen,
+    limit: { max: options.limit, hit: options.limit > 0 && counts.seen >= options.limit },
+    bytesWritten: run.pipeline.writer.bytesWritten,
+    elapsedSeconds: Math.round((Date.now() - run.started) / 100) / 10,
+    status,
+    committed,
+    writer: session.slot,
+    browserLaunches: pages.browserLaunches,
+    truncated: { ...pages.truncated },
+    skippedRobots: counts.skippedRobots,
+    behaviors: { ...pages.behaviors },
+    ...(options.refresh || options.skipFreshDays > 0 ? { changes: await run.report.summary(), changeReport: run.report.path } : {}),
+  };
+  await session.state.setStatus(stats.status);
+  if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");
+  logger.milestone("crawl", `crawl ${stats.status}`, { ...stats }, crawlSummary(stats));
+  return { exitCode: exitCodeOf(status), stats, waczPaths, failure };
 }
 
-/** Commit a finished crawl to the merged dedupe index; on failure it stays uncommitted (and says how to finish). */
-export async function commitFinishedCrawl(dedupe: DedupeIndex): Promise<boolean> {
-  try {
-    const result = await withDedupeRetries("commit", () => commitCrawl(dedupe.redis, dedupe.crawlId));
-    logger.milestone("dedupe", result.committed ? "crawl committed to the dedupe index" : "crawl was already committed", { ...result });
-    return true;
-  } catch (err) {
-    logger.error("dedupe", `crawl not committed: ${errorMessage(err)}; run: indexer --redisDedupeUrl URL --commitCrawlId ${dedupe.crawlId}`);
-    return false;
+/** The crawl's status once its pages are done, and the one line saying why, if it failed. */
+async function howItEnded(counts: CrawlCounts, state: CrawlState, stop: StopControl): Promise<{ status: CrawlStatus; failure: string | null }> {
+  const finished = counts.queued === 0 && counts.pending === 0;
+  if (stop.fatalError) return { status: "failed", failure: stop.fatalError };
+  if (counts.done === 0 && counts.failed > 0) {
+    const failures = await state.failedPages();
+    const failure = `no page could be crawled: ${failures[0]?.url} failed: ${failures[0]?.reason}`;
+    logger.error("crawl", failure, { failures });
+    return { status: "failed", failure };
   }
-}
-
-function existingFile(path: string): string | undefined {
-  return existsSync(path) ? path : undefined;
+  if (finished && counts.done === 0 && counts.skippedRobots > 0) {
+    const failure = `no page could be crawled: robots.txt disallows every seed (--robots)`;
+    logger.error("crawl", failure, { skippedRobots: counts.skippedRobots });
+    return { status: "failed", failure };
+  }
+  const status = stop.reason === "signal" ? "interrupted" : stop.reason === "failed-limit" ? "failed-limit" : finished ? "done" : "limit-reached";
+  return { status, failure: null };
 }

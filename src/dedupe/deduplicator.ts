@@ -1,6 +1,7 @@
-import { errorMessage, logger } from "../log/logger.js";
+import { errorMessage } from "../log/logger.js";
+import { ThrottledWarning } from "../log/throttledWarning.js";
 import type { DedupeIndex, OriginalCapture } from "./dedupeIndex.js";
-import type { DependencyTracker, OwnWacz } from "./dependencies.js";
+import type { OwnWacz } from "./dependencies.js";
 import { captureCounts, captureKind, isIndexablePayload } from "./captureRule.js";
 import { warcDateToDigits } from "./keys.js";
 
@@ -23,13 +24,20 @@ export interface RecordPlacement {
   wacz: OwnWacz;
 }
 
+/** What to write for a payload: a revisit of an archived original, or the full response. */
+export type DedupeDecision =
+  | { kind: "revisit"; original: OriginalCapture }
+  /** `indexable`: the response becomes an original later revisits may point at. */
+  | { kind: "response"; indexable: boolean };
+
 /**
- * Where dedupe decisions are made: response or revisit. Never throws: when the index cannot answer, the
- * answer is "write the full response" (a revisit is only written against a confirmed original).
+ * Where dedupe decisions are made: response or revisit; and the index notes that follow a written
+ * record. It writes no records itself. Never throws: when the index cannot answer, the answer is "write
+ * the full response" (a revisit is only written against a confirmed original).
  */
 export class Deduplicator {
   private readonly digestLocks = new Map<string, Promise<unknown>>();
-  private lastFailureLog = 0;
+  private readonly unavailable = new ThrottledWarning("dedupe");
 
   /**
    * @param isOwnWacz whether a WACZ of this crawl is this writer's own: a revisit may point into it even
@@ -37,7 +45,6 @@ export class Deduplicator {
    */
   constructor(
     private readonly index: DedupeIndex,
-    private readonly dependencies: DependencyTracker,
     private readonly minSize = DEFAULT_DEDUPE_MIN_SIZE,
     private readonly isOwnWacz: (filename: string) => Promise<boolean> = async () => false,
   ) {}
@@ -55,6 +62,12 @@ export class Deduplicator {
     } finally {
       if (this.digestLocks.get(digest) === current) this.digestLocks.delete(digest);
     }
+  }
+
+  /** Response or revisit, for a payload of this status and size. */
+  async decide(digest: string, status: number, payloadSize: number): Promise<DedupeDecision> {
+    const original = this.isEligible(status, payloadSize) ? await this.findOriginal(digest) : null;
+    return original ? { kind: "revisit", original } : { kind: "response", indexable: this.isIndexable(status, payloadSize) };
   }
 
   /** Successful, non-empty payloads go into the index (the indexer, reading CDX, does the same). */
@@ -105,7 +118,6 @@ export class Deduplicator {
 
   async noteRevisit(original: OriginalCapture, revisit: RecordPlacement): Promise<void> {
     try {
-      await this.dependencies.record(original.crawlId, original.waczIndex, revisit.wacz);
       await this.index.addCounts(captureCounts(captureKind(revisit.warcType, revisit.url), original.size - revisit.length));
     } catch (err) {
       this.logFailure("could not record a revisit", err);
@@ -114,8 +126,6 @@ export class Deduplicator {
 
   private logFailure(message: string, err: unknown): void {
     // The crawl goes on; one line every few seconds is enough while the index is away.
-    if (Date.now() - this.lastFailureLog < 5000) return;
-    this.lastFailureLog = Date.now();
-    logger.warn("dedupe", `dedupe index unavailable: ${message}`, { error: errorMessage(err) });
+    this.unavailable.warn(`dedupe index unavailable: ${message}`, { error: errorMessage(err) });
   }
 }

@@ -2,7 +2,8 @@ import type { Redis } from "ioredis";
 import type { CrawlStateKeys } from "../state/keys.js";
 import type { RelationRequirement } from "../wacz/index.js";
 import type { DedupeIndex } from "./dedupeIndex.js";
-import { logger } from "../log/logger.js";
+import { errorMessage, logger } from "../log/logger.js";
+import { ThrottledWarning } from "../log/throttledWarning.js";
 
 /** One of this crawl's WACZ files: its filename, and its index in c:<crawlId>:wacz once registered. */
 export interface OwnWacz {
@@ -15,6 +16,8 @@ export interface OwnWacz {
  * (reqCrawls, duperefs) and turned into a WACZ's relation.requires when it is packaged.
  */
 export class DependencyTracker {
+  private readonly unavailable = new ThrottledWarning("dedupe");
+
   constructor(
     private readonly stateRedis: Redis,
     private readonly keys: CrawlStateKeys,
@@ -23,7 +26,8 @@ export class DependencyTracker {
 
   /**
    * A revisit in our WACZ `own` points at WACZ `waczIndex` of crawl `crawlId`. Kept under our WACZ's
-   * filename, known even while the dedupe index is away (its index there may not be yet).
+   * filename, known even while the dedupe index is away (its index there may not be yet). Never throws:
+   * the record is written already; a dependency that cannot be noted is logged.
    */
   async record(crawlId: string, waczIndex: number, own: OwnWacz): Promise<void> {
     if (crawlId === this.crawlId && waczIndex === own.index) return;
@@ -31,7 +35,11 @@ export class DependencyTracker {
     const pipeline = this.stateRedis.pipeline();
     if (crawlId !== this.crawlId) pipeline.sadd(this.keys.requiredCrawls, crawlId).sadd(this.keys.dupeRefs, ref);
     pipeline.sadd(this.keys.dupeRefsOfWacz(own.filename), ref);
-    await pipeline.exec();
+    try {
+      await pipeline.exec();
+    } catch (err) {
+      this.unavailable.warn("dedupe index unavailable: could not record a revisit", { error: errorMessage(err) });
+    }
   }
 
   /** relation.requires of our WACZ `own`, from the dependencies' c:<crawlId>:wacz entries. */

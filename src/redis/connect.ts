@@ -38,6 +38,12 @@ export async function connectRedis(
   return redis;
 }
 
+/** The URL an open connection was made with (to open a second connection to the same server). */
+export function connectionUrl(redis: Redis): string {
+  const { host, port, db, password, username } = redis.options;
+  const auth = password ? `${encodeURIComponent(username ?? "")}:${encodeURIComponent(password)}@` : "";
+  return `redis://${auth}${host}:${port}/${db ?? 0}`;
+}
 
 /** Hide a password in a Redis URL before it goes into a log or an error. */
 export function redactUrl(url: string): string {

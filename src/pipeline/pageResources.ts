@@ -1,5 +1,5 @@
-import { pageResourceUrn, resourceRecord, type PageResourceKind } from "./records.js";
-import type { WarcWriter, WrittenRecord } from "./warcWriter.js";
+import { pageResourceUrn, resourceRecord, type PageResourceKind } from "../archive/records.js";
+import type { WarcWriter, WrittenRecord } from "../archive/warcWriter.js";
 
 /** A page's text or screenshot, to be stored as a `urn:<kind>:<page url>` resource record. */
 export interface PageResource {

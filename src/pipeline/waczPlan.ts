@@ -3,7 +3,8 @@ import type { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import type { CrawlStateKeys } from "../state/keys.js";
 import type { OwnWacz } from "../dedupe/dependencies.js";
 import { withDedupeRetries } from "../dedupe/retry.js";
-import { errorMessage, logger } from "../log/logger.js";
+import { errorMessage } from "../log/logger.js";
+import { ThrottledWarning } from "../log/throttledWarning.js";
 
 export interface WaczGroup {
   filename: string;
@@ -26,6 +27,7 @@ export class WaczPlan {
   private readonly registered = new Map<string, number>();
   /** WACZ files assigned while the dedupe Redis was away, oldest first. */
   private readonly waiting: string[] = [];
+  private readonly unregistered = new ThrottledWarning("dedupe");
   private current: string | null = null;
   /** The WACZ the first WARC file will open, until one does (see load()). */
   private nextName: string;
@@ -138,16 +140,8 @@ export class WaczPlan {
       }
       return this.registered.get(filename) ?? null;
     } catch (err) {
-      this.logUnregistered(filename, err);
+      this.unregistered.warn("dedupe index unavailable: WACZ not registered yet (its records are packaged all the same)", { wacz: filename, error: errorMessage(err) });
       return null;
     }
-  }
-
-  private lastWarning = 0;
-
-  private logUnregistered(filename: string, err: unknown): void {
-    if (Date.now() - this.lastWarning < 5000) return;
-    this.lastWarning = Date.now();
-    logger.warn("dedupe", "dedupe index unavailable: WACZ not registered yet (its records are packaged all the same)", { wacz: filename, error: errorMessage(err) });
   }
 }

@@ -1,35 +1,23 @@
 import type { Browser, Page } from "puppeteer-core";
-import type { BrowserHost } from "../browser/browserHost.js";
-import type { ConfirmedCapture, Exchange } from "../archive/exchange.js";
-import { mimeTypeOf } from "../archive/exchange.js";
-import { PageCapture, type CapturedSummary } from "../browser/capture.js";
-import { waitForQuietNetwork } from "../browser/loadWait.js";
-import { installBehaviors, runBehaviors, type BehaviorOutcome, type BehaviorSettings } from "../browser/behaviors.js";
-import { isRenderedDocumentType } from "../browser/documentTypes.js";
-import { directFetch } from "../fetch/directFetch.js";
-import { rm } from "node:fs/promises";
+import { FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
+import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { withTimeout } from "../util/process.js";
-import { takePageExtracts, type ExtractOptions, type PageExtracts } from "../browser/pageExtracts.js";
+import { installBehaviors, runBehaviors, type BehaviorOutcome, type BehaviorSettings } from "./behaviors.js";
+import type { BrowserHost } from "./browserHost.js";
+import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAttempt } from "./capture.js";
+import { isRenderedDocumentType } from "./documentTypes.js";
+import { waitForQuietNetwork } from "./loadWait.js";
+import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
 
 export interface PageWorkerOptions {
   pageLoadTimeoutMs: number;
   netIdleWaitMs: number;
   userAgent: string | null;
   behaviors: BehaviorSettings;
-  /** Stores an exchange (the recorder); resolves once its records are written or skipped. */
-  storeExchange(exchange: Exchange): Promise<void>;
-  /** Whether the crawl already holds this URL's full (200) response. */
-  hasStoredResponse(url: string): Promise<boolean>;
   /** Text and screenshots to take of each loaded page (--text, --screenshot). */
   extracts?: ExtractOptions;
-}
-
-/** Headers that make a page's document request conditional, and the capture a 304 would confirm. */
-export interface ConditionalRequest {
-  headers: Record<string, string>;
-  confirms: ConfirmedCapture;
 }
 
 /** What loading one page produced. */
@@ -58,22 +46,25 @@ export interface LoadOptions {
 }
 
 
-/** One browser tab that loads pages one at a time and captures everything they fetch. */
+/**
+ * One browser tab that loads pages one at a time; its capture hands everything they fetch to the
+ * exchange sink (the capture pipeline).
+ */
 export class PageWorker {
   private tab: Page | null = null;
   private tabBrowser: Browser | null = null;
   private capture: PageCapture | null = null;
-  private readonly partialFetches = new Set<Promise<void>>();
-  /** Of the page being loaded: URLs whose bodies came cut off, and whether to store them anyway. */
-  private truncated: string[] = [];
-  private keepTruncated = false;
+  private readonly fetcher: FallbackFetcher;
   private behaviorOutcome: BehaviorOutcome | undefined;
 
   constructor(
     readonly id: number,
     private readonly host: BrowserHost,
+    private readonly sink: ExchangeSink,
     private readonly options: PageWorkerOptions,
-  ) {}
+  ) {
+    this.fetcher = new FallbackFetcher({ userAgent: options.userAgent });
+  }
 
   private async ensureTab(): Promise<{ tab: Page; capture: PageCapture }> {
     const browser = await this.host.browser();
@@ -84,90 +75,25 @@ export class PageWorker {
     this.tabBrowser = browser;
     if (this.options.userAgent) await tab.setUserAgent(this.options.userAgent);
     await installBehaviors(tab, this.options.behaviors);
-    const capture = await PageCapture.attach(tab, {
-      onExchange: (exchange) => this.store(exchange),
-      onPartialContent: (url, headers) => this.fetchFullBody(url, headers),
-      onRevalidated: (url, headers, pageDocument) => this.ensureFullResponse(url, headers, pageDocument),
-      onBodyUnavailable: (url, headers, status) => this.fetchUnavailableBody(url, headers, status),
-    });
+    const capture = await PageCapture.attach(tab, this.sink, this.fetcher);
     this.tab = tab;
     this.capture = capture;
     return { tab, capture };
   }
 
-  /** A 206 seen in the browser: archive the full resource instead of the fragment. */
-  private fetchFullBody(url: string, headers: [string, string][]): void {
-    const work = directFetch(url, { userAgent: this.options.userAgent, headers })
-      .then((exchange) => (exchange.status === 200 ? this.store(exchange) : undefined))
-      .catch((err: unknown) => logger.warn("capture", "full fetch after 206 failed", { url, error: errorMessage(err) }));
-    this.partialFetches.add(work);
-    void work.finally(() => this.partialFetches.delete(work));
-  }
-
-  /**
-   * The browser revalidated its cached copy (304): unless the crawl holds the 200 already, fetch the
-   * full resource directly and store that. A page's own document is fetched to learn its type.
-   */
-  private async ensureFullResponse(url: string, headers: [string, string][], pageDocument: boolean): Promise<{ status: number; mime: string } | null> {
-    try {
-      if (!pageDocument && (await this.options.hasStoredResponse(url))) return null;
-      const exchange = await directFetch(url, { userAgent: this.options.userAgent, headers });
-      await this.store(exchange);
-      return { status: exchange.status, mime: mimeTypeOf(exchange) };
-    } catch (err) {
-      logger.warn("capture", "full fetch after the browser's revalidation (304) failed", { url, error: errorMessage(err) });
-      return null;
-    }
-  }
-
-  /** The browser could not give a body: fetch it directly, and store it if it is the same response. */
-  private async fetchUnavailableBody(url: string, headers: [string, string][], status: number): Promise<boolean> {
-    try {
-      const exchange = await directFetch(url, { userAgent: this.options.userAgent, headers });
-      if (exchange.status !== status) {
-        if (exchange.body.kind === "file") await rm(exchange.body.path, { force: true });
-        logger.warn("capture", "direct fetch for an unavailable body got another response", { url, browserStatus: status, status: exchange.status });
-        return false;
-      }
-      await this.store(exchange);
-      return true;
-    } catch (err) {
-      logger.warn("capture", "direct fetch for an unavailable body failed", { url, error: errorMessage(err) });
-      return false;
-    }
-  }
-
-  /** Store an exchange of the current page; a cut-off body only on the page's last attempt. */
-  private async store(exchange: Exchange): Promise<void> {
-    if (exchange.truncated) {
-      this.truncated.push(exchange.url);
-      if (!this.keepTruncated) {
-        if (exchange.body.kind === "file") await rm(exchange.body.path, { force: true });
-        logger.debug("capture", "body cut off; not stored, the page will be retried", { url: exchange.url });
-        return;
-      }
-    }
-    await this.options.storeExchange(exchange);
-  }
-
   async load(url: string, { conditional, lastAttempt = false }: LoadOptions = {}): Promise<PageLoadResult> {
-    const result = await this.loadPage(url, conditional, lastAttempt);
-    const truncated = [...new Set(this.truncated)];
+    const { tab, capture } = await this.ensureTab();
+    this.behaviorOutcome = undefined;
+    const attempt = capture.beginPage(url, { conditional, lastAttempt });
+    const result = await this.loadPage(tab, capture, attempt, url);
+    const truncated = [...attempt.truncated];
     if (truncated.length && !lastAttempt) {
       return { document: null, title: "", links: [], error: `truncated: ${truncated.join(" ")}`, truncated: [] };
     }
     return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome };
   }
 
-  private async loadPage(url: string, conditional: ConditionalRequest | undefined, lastAttempt: boolean): Promise<Omit<PageLoadResult, "truncated">> {
-    const { tab, capture } = await this.ensureTab();
-    this.truncated = [];
-    this.keepTruncated = lastAttempt;
-    this.behaviorOutcome = undefined;
-    capture.captured.length = 0;
-    capture.lost.clear();
-    capture.clearConditional();
-    if (conditional) capture.expectConditional(url, conditional.headers, conditional.confirms);
+  private async loadPage(tab: Page, capture: PageCapture, attempt: PageAttempt, url: string): Promise<Omit<PageLoadResult, "truncated">> {
     let navigationError: string | null = null;
     try {
       await tab.goto(url, { waitUntil: "load", timeout: this.options.pageLoadTimeoutMs });
@@ -175,24 +101,24 @@ export class PageWorker {
       navigationError = errorMessage(err);
     }
     // Only rendered documents load more after "load"; a PDF viewer never goes quiet, so don't wait on it.
-    const rendered = findDocument(capture.captured, url);
+    const rendered = findDocument(attempt.captured, url);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
       await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
       // Only a page that shows a document has anything to act on.
-      const shown = findDocument(capture.captured, url);
+      const shown = findDocument(attempt.captured, url);
       if (shown && isRenderedDocumentType(shown.mime)) await this.afterLoad(tab, url);
     }
     await capture.drain();
-    await Promise.allSettled([...this.partialFetches]);
 
-    let document = findDocument(capture.captured, url);
+    let document = findDocument(attempt.captured, url);
     if (!document && navigationError) {
-      // The browser would not render it (a download, say): fetch the page URL directly instead.
-      document = await this.loadDirectly(url, navigationError);
+      // The browser would not render it (a download, say): fetch the page URL directly instead, within
+      // the page's own time allowance (a server that never answers must not hold the attempt longer).
+      document = await capture.fetchPageDirectly(url, this.options.pageLoadTimeoutMs, navigationError);
       if (!document) return { document: null, title: "", links: [], error: navigationError };
     }
     if (!document) return { document: null, title: "", links: [], error: navigationError ?? "no document captured" };
-    if (capture.lost.has(url) || capture.lost.has(document.url)) {
+    if (attempt.lost.has(url) || attempt.lost.has(document.url)) {
       // Counting the page done would leave it out of the archive for good: retry it.
       return { document: null, title: "", links: [], error: "the page's document could not be stored" };
     }
@@ -231,18 +157,6 @@ export class PageWorker {
     await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
   }
 
-  private async loadDirectly(url: string, navigationError: string): Promise<CapturedSummary | null> {
-    try {
-      // Within the page's own time allowance: a server that never answers must not hold the attempt longer.
-      const exchange = await directFetch(url, { userAgent: this.options.userAgent, timeoutMs: this.options.pageLoadTimeoutMs });
-      await this.store(exchange);
-      return { url, status: exchange.status, mime: mimeTypeOf(exchange), resourceType: "Direct", location: null, date: exchange.date };
-    } catch (err) {
-      logger.debug("fetch", "direct fetch failed too", { url, navigationError, error: errorMessage(err) });
-      return null;
-    }
-  }
-
   private async readPage(tab: Page): Promise<[string, string[]]> {
     const title = await tab.title();
     const hrefs = await tab.evaluate(() =>
@@ -265,8 +179,7 @@ export class PageWorker {
   }
 
   async close(): Promise<void> {
-    await bounded(this.capture?.detach(), CAPTURE_DRAIN_DEADLINE_MS, "capture did not drain before closing", { worker: this.id });
-    await bounded(Promise.allSettled([...this.partialFetches]), CAPTURE_DRAIN_DEADLINE_MS, "full fetches after 206 did not finish", { worker: this.id });
+    await bounded(this.capture?.drain(), CAPTURE_DRAIN_DEADLINE_MS, "capture (and full fetches after 206) did not drain before closing", { worker: this.id });
     await this.reset();
   }
 }

@@ -1,0 +1,56 @@
+import type { BehaviorTally } from "../browser/behaviors.js";
+import type { ChangeSummary } from "./changeReport.js";
+import { ExitCode, type ExitCodeValue } from "./exitCodes.js";
+
+export type CrawlStatus = "done" | "interrupted" | "limit-reached" | "failed" | "failed-limit";
+
+export interface CrawlOutcome {
+  exitCode: ExitCodeValue;
+  stats: CrawlStats;
+  waczPaths: string[];
+  /** One line saying why the crawl failed (exit code 1). */
+  failure: string | null;
+}
+
+/** The crawl's final counts, as written to --statsFilename and the last log line. */
+export interface CrawlStats {
+  crawlId: string;
+  crawled: number;
+  failed: number;
+  /** Failed page attempts, those that were retried included. */
+  failedAttempts: number;
+  queued: number;
+  pending: number;
+  total: number;
+  limit: { max: number; hit: boolean };
+  bytesWritten: number;
+  elapsedSeconds: number;
+  status: CrawlStatus;
+  committed: boolean;
+  /** This process's writer slot (several processes on one crawl each have one). */
+  writer: number;
+  browserLaunches: number;
+  /** With --refresh / --skipFreshDays: pages per kind of change since the archived captures (the URLs are in changeReport). */
+  changes?: ChangeSummary;
+  changeReport?: string;
+  /** Pages this process crawled whose bodies stayed cut off after every retry (stored WARC-Truncated). */
+  truncated: { count: number; report: string };
+  /** Pages not crawled because robots.txt disallows them (--robots). */
+  skippedRobots: number;
+  /** Pages this process crawled whose behaviors finished / timed out, and the seconds they ran. */
+  behaviors: BehaviorTally;
+}
+
+export function exitCodeOf(status: CrawlStatus): ExitCodeValue {
+  switch (status) {
+    case "failed":
+      return ExitCode.Failed;
+    case "interrupted":
+      return ExitCode.Interrupted;
+    case "failed-limit":
+      return ExitCode.FailedLimit;
+    case "done":
+    case "limit-reached":
+      return ExitCode.Finished;
+  }
+}

@@ -1,0 +1,146 @@
+import { existsSync } from "node:fs";
+import type { Redis } from "ioredis";
+import { join } from "node:path";
+import type { CrawlOptions } from "../config/crawlOptions.js";
+import type { DedupeIndex } from "../dedupe/dedupeIndex.js";
+import type { DependencyTracker } from "../dedupe/dependencies.js";
+import { commitCrawl } from "../dedupe/commit.js";
+import { withDedupeRetries } from "../dedupe/retry.js";
+import { errorMessage, logger } from "../log/logger.js";
+import { repairAbandonedWarcs } from "../pipeline/openPipeline.js";
+import { WaczPlan } from "../pipeline/waczPlan.js";
+import type { Membership } from "../state/membership/membership.js";
+import { writerName, type UnreachableWriter, type WriterSlots } from "../state/membership/writerSlots.js";
+import { writeWacz, type WaczResult } from "../wacz/index.js";
+import { SOFTWARE } from "../version.js";
+import type { PageList } from "./pageList.js";
+
+export interface PackagingContext {
+  options: CrawlOptions;
+  archiveDir: string;
+  outputDir: string;
+  plan: WaczPlan;
+  pageList: PageList;
+  dedupe: DedupeIndex;
+  dependencies: DependencyTracker;
+  /** reports/changes.jsonl of this writer, packaged when it exists. */
+  reportFile: string;
+  /**
+   * Throws once this process was taken for dead (fenced): then another may be packaging the same files,
+   * and this one must neither replace a WACZ nor complete its index entry.
+   */
+  assertOwner?: () => Promise<void>;
+}
+
+/**
+ * Package each of this writer's WACZ files (in order, so a later one can depend on an earlier one),
+ * with its own pages and its own relation.requires, then complete its c:<crawlId>:wacz entry.
+ */
+export async function packageWaczFiles(context: PackagingContext): Promise<WaczResult[]> {
+  const { options, plan, pageList, dedupe, dependencies } = context;
+  const results: WaczResult[] = [];
+  for (const group of await plan.groups()) {
+    const outputPath = join(context.outputDir, group.filename);
+    if ((await plan.isSealed(group.filename)) && existsSync(outputPath)) {
+      // Packaged before this writer was restarted: rewriting it would change the hash others require.
+      const entry = (await withDedupeRetries("read the WACZ list", () => dedupe.waczEntries()))[group.index];
+      if (entry?.hash && entry.size !== undefined) {
+        logger.info("wacz", "WACZ packaged before: kept as it is", { path: outputPath, hash: entry.hash });
+        results.push({ path: outputPath, filename: group.filename, hash: entry.hash, size: entry.size, cdxLines: 0 });
+        continue;
+      }
+    }
+    const missing = group.warcFiles.filter((f) => !existsSync(join(context.archiveDir, f)));
+    // A WARC file whose first record could not be written is removed by the writer: nothing was in it.
+    if (missing.length) logger.warn("wacz", "WARC files assigned to this WACZ are not in the archive folder", { wacz: group.filename, missing });
+    const warcFiles = group.warcFiles.filter((f) => !missing.includes(f)).map((f) => join(context.archiveDir, f));
+    if (!warcFiles.length) continue;
+    const pages = pageList.files(group.filename);
+    const requires = await withDedupeRetries("read the dependencies", () => dependencies.requirementsOf(group, dedupe));
+    const result = await writeWacz({
+      outputPath,
+      warcFiles,
+      // Either list may not exist (no seed page in this WACZ, or no page besides the seeds).
+      pagesFile: existingFile(pages.pagesFile),
+      extraPagesFile: existingFile(pages.extraPagesFile),
+      extraEntries: existsSync(context.reportFile) ? [{ zipPath: "reports/changes.jsonl", sourcePath: context.reportFile }] : [],
+      software: SOFTWARE,
+      title: options.title ?? undefined,
+      description: options.description ?? undefined,
+      requires,
+      beforeRename: context.assertOwner,
+      // Scratch (sorted runs of a big index) on the collection's disk, not in a small system /tmp.
+      tmpDir: context.outputDir,
+    });
+    await context.assertOwner?.();
+    await withDedupeRetries(`complete the index entry of ${group.filename}`, () =>
+      dedupe.finishWacz(group.index, { filename: group.filename, hash: result.hash, size: result.size }),
+    );
+    await plan.seal(group.filename);
+    logger.milestone("wacz", "WACZ written", {
+      path: result.path, size: result.size, hash: result.hash, cdxLines: result.cdxLines, waczIndex: group.index,
+      requires: requires.map((r) => r.filename),
+    });
+    results.push(result);
+  }
+  return results;
+}
+
+/** What packaging the files of dead writers takes, besides the packaging of this writer's own. */
+export interface OrphanPackaging {
+  packaging: Omit<PackagingContext, "plan">;
+  stateRedis: Redis;
+  membership: Membership;
+  slots: WriterSlots;
+}
+
+/**
+ * Package the files of writers that died before packaging (their heartbeat expires within ~15 s, so wait
+ * that long for slots whose owner may be gone but not yet known to be). Only files in this process's
+ * archive folder can be packaged here; a dead writer of another folder must be run again to package its
+ * own, and until then the crawl is not committed (its records would otherwise be silently left out).
+ */
+export async function packageOrphans({ packaging, stateRedis, membership, slots }: OrphanPackaging): Promise<string[]> {
+  const { options } = packaging;
+  const paths: string[] = [];
+  const deadline = Date.now() + 20_000;
+  let unreachable: UnreachableWriter[] = [];
+  while (!(await slots.allPackaged()) && Date.now() < deadline) {
+    await membership.reapLocalDeadProcesses();
+    const adoption = await slots.adoptOrphan();
+    unreachable = adoption.unreachable;
+    if (adoption.slot === null) {
+      await new Promise((r) => setTimeout(r, 1000));
+      continue;
+    }
+    logger.info("crawl", "packaging the files of a crawler process that died", { writer: adoption.slot });
+    await repairAbandonedWarcs(packaging.archiveDir, membership);
+    if (options.generateWACZ) {
+      const plan = new WaczPlan(stateRedis, membership.keys, packaging.dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(adoption.slot) });
+      paths.push(...(await packageWaczFiles({ ...packaging, plan })).map((r) => r.path));
+    }
+    await slots.markPackaged(adoption.slot);
+  }
+  for (const writer of unreachable) {
+    logger.error("crawl", "a crawler process died before packaging its WACZ files, which are not in this archive folder: run that crawler again (the same command, on that machine) to package them; the crawl is committed then", {
+      writer: writer.slot, home: writer.home, warcFiles: writer.missingWarcs.length,
+    });
+  }
+  return paths;
+}
+
+/** Commit a finished crawl to the merged dedupe index; on failure it stays uncommitted (and says how to finish). */
+export async function commitFinishedCrawl(dedupe: DedupeIndex): Promise<boolean> {
+  try {
+    const result = await withDedupeRetries("commit", () => commitCrawl(dedupe.redis, dedupe.crawlId));
+    logger.milestone("dedupe", result.committed ? "crawl committed to the dedupe index" : "crawl was already committed", { ...result });
+    return true;
+  } catch (err) {
+    logger.error("dedupe", `crawl not committed: ${errorMessage(err)}; run: indexer --redisDedupeUrl URL --commitCrawlId ${dedupe.crawlId}`);
+    return false;
+  }
+}
+
+function existingFile(path: string): string | undefined {
+  return existsSync(path) ? path : undefined;
+}

@@ -1,0 +1,152 @@
+import { emptyTally, type BehaviorTally } from "../browser/behaviors.js";
+import { BrowserHost } from "../browser/browserHost.js";
+import { PageWorker } from "../browser/pageWorker.js";
+import { errorMessage, logger } from "../log/logger.js";
+import { CrawlProgressBar } from "../log/progress.js";
+import { startSitemapReading } from "../sitemap/sitemapSeeds.js";
+import type { CrawlState } from "../state/crawlState.js";
+import { HostPacing } from "../state/hostPacing.js";
+import type { Membership } from "../state/membership/membership.js";
+import { SitemapClaim } from "../state/sitemapClaim.js";
+import { withTimeout } from "../util/process.js";
+import { storageErrorMessage } from "../util/storageErrors.js";
+import { crawlPage, extractOptionsOf, type PageContext } from "./crawlPage.js";
+import type { CrawlRun } from "./crawlRun.js";
+import type { Seeding } from "./seeds.js";
+import type { StopControl } from "./stopControl.js";
+
+/** What the page phase leaves for the stats. */
+export interface PagePhaseResult {
+  /** Pages whose bodies stayed cut off after every retry, and where they are listed. */
+  truncated: { count: number; report: string };
+  behaviors: BehaviorTally;
+  browserLaunches: number;
+}
+
+const BROWSER_CLOSE_DEADLINE_MS = 15_000;
+
+/**
+ * The page phase: one Chromium with --workers tabs takes pages from the shared queue (and, with
+ * --useSitemap, the sitemaps' pages as they are read) until the queue is drained everywhere or a stop
+ * is asked for; then tabs, the WARC file and the browser are closed, each within a deadline.
+ */
+export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PagePhaseResult> {
+  const { options, session, pipeline, stop } = run;
+  const host = new BrowserHost({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent, recordsDir: run.paths.browsers });
+  try {
+    await host.browser();
+    stop.onImmediate(() => void host.closeAllPages());
+    const context: PageContext = {
+      options, stop, state: session.state, history: pipeline.history, report: run.report, pageList: run.pageList, plan: pipeline.plan,
+      pageResources: pipeline.pageResources, scopes: seeding.scopes, admission: seeding.admission, hostPacing: new HostPacing(session.redis, session.membership.keys),
+      truncated: { count: 0, report: run.truncatedReport },
+      behaviors: emptyTally(),
+    };
+    const workers = Array.from({ length: options.workers }, (_, i) =>
+      new PageWorker(i, host, pipeline.sink, {
+        pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
+        netIdleWaitMs: options.netIdleWait * 1000,
+        userAgent: options.userAgent,
+        extracts: extractOptionsOf(options),
+        behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000 },
+      }),
+    );
+    const stopProgress = showProgress(session.state, () => pipeline.writer.bytesWritten, options.logging.includes("stats"));
+    const sitemapClaim = new SitemapClaim(session.redis, session.membership);
+    try {
+      const sitemapReading = options.sitemap
+        ? await startSitemapReading(options.sitemap, { claim: sitemapClaim, admission: seeding.admission, scopes: seeding.scopes, robotsTxt: seeding.robotsTxt, stop, userAgent: options.userAgent })
+        : null;
+      const loop: WorkLoop = { context, membership: session.membership, sitemapClaim, active: new Set(), taking: 0 };
+      await Promise.all(workers.map((worker) => workLoop(worker, loop)));
+      await sitemapReading?.finished;
+    } finally {
+      stopProgress();
+      await Promise.all(workers.map((w) => w.close()));
+      await pipeline.close().catch((err: unknown) => stop.fatal(`cannot finish ${run.paths.archive}: ${storageErrorMessage(err)}`));
+    }
+    return { truncated: { ...context.truncated }, behaviors: { ...context.behaviors }, browserLaunches: host.launches };
+  } finally {
+    await withTimeout(host.close(), BROWSER_CLOSE_DEADLINE_MS, "Chromium did not close").catch((err: unknown) => logger.warn("browser", errorMessage(err)));
+    stop.pagesClosed = true;
+  }
+}
+
+/** The progress bar (on a terminal) every second, and with --logging stats a statistics line every 30 s. */
+function showProgress(state: CrawlState, bytesWritten: () => number, logStats: boolean): () => void {
+  const progress = new CrawlProgressBar();
+  let ticks = 0;
+  const timer = setInterval(() => {
+    const logNow = logStats && ++ticks % 30 === 0;
+    void state.counts().then((c) => {
+      progress.update({ ...c, bytesWritten: bytesWritten() });
+      if (logNow) logger.info("stats", "crawl statistics", { ...c, bytesWritten: bytesWritten() });
+    }, () => undefined);
+  }, 1000);
+  return () => {
+    clearInterval(timer);
+    progress.stop();
+  };
+}
+
+/** What this process's workers share: pages they are loading now, and takes in flight (see recoverOwnOrphans). */
+interface WorkLoop {
+  context: PageContext;
+  membership: Membership;
+  sitemapClaim: SitemapClaim;
+  active: Set<string>;
+  taking: number;
+}
+
+/** Take pages from the shared queue until it is drained everywhere or a stop is asked for. */
+async function workLoop(worker: PageWorker, loop: WorkLoop): Promise<void> {
+  const { state, stop, options } = loop.context;
+  while (!stop.requested) {
+    loop.taking += 1;
+    let page;
+    try {
+      page = await state.take();
+    } finally {
+      loop.taking -= 1;
+    }
+    if (!page) {
+      if (await crawlIsDrained(state, loop.sitemapClaim)) return;
+      await recoverWork(loop, stop);
+      continue;
+    }
+    loop.active.add(page.url);
+    try {
+      await crawlPage(worker, page, loop.context);
+    } catch (err) {
+      // Whatever went wrong (Redis, the page list), the page's lease must not stay with this process.
+      logger.error("page", "page attempt failed unexpectedly", { url: page.url, error: errorMessage(err) });
+      await worker.reset();
+      await state.markFailed(page.url, `crawler error: ${errorMessage(err)}`, options.maxPageRetries).catch(() => undefined);
+    } finally {
+      loop.active.delete(page.url);
+    }
+  }
+}
+
+/** Nothing queued or in progress anywhere, and no sitemap still being read (by this or another process). */
+async function crawlIsDrained(state: CrawlState, sitemapClaim: SitemapClaim): Promise<boolean> {
+  const counts = await state.counts();
+  return counts.queued === 0 && counts.pending === 0 && !(await sitemapClaim.inProgress());
+}
+
+/**
+ * Others are still busy, a retry waits out its backoff, or a dead process holds leases: take back
+ * abandoned pages (of dead processes, and of this one's own attempts that ended unsettled), then wait.
+ */
+async function recoverWork(loop: WorkLoop, stop: StopControl): Promise<void> {
+  const { state, options } = loop.context;
+  await loop.membership.reapLocalDeadProcesses();
+  await state.recoverAbandoned(options.maxPageRetries);
+  if (loop.taking === 0) {
+    for (const url of await state.recoverOwnOrphans(new Set(loop.active), options.maxPageRetries)) {
+      logger.warn("page", "page attempt ended without settling its lease: put back", { url });
+    }
+  }
+  const retryDue = await state.nextRetryDueInMs();
+  await stop.sleep(Math.min(500, retryDue ?? 500));
+}

@@ -1,0 +1,66 @@
+import type { ConditionalRequest } from "../browser/capture.js";
+import type { CaptureHistory, KnownCapture } from "../dedupe/captureHistory.js";
+import { digitsToWarcDate } from "../dedupe/keys.js";
+import { errorMessage, logger } from "../log/logger.js";
+import { classifyChange, type ChangeEntry, type ChangeReport } from "./changeReport.js";
+
+// Re-crawls (--refresh, --skipFreshDays): what the capture history says of a page before it is loaded,
+// and what changed once it is.
+
+/** The page's latest archived capture; null when it has none (or the history is unavailable: then it is fetched in full). */
+export async function latestCapture(url: string, history: CaptureHistory): Promise<KnownCapture | null> {
+  try {
+    return await history.latest(url);
+  } catch (err) {
+    logger.warn("history", "capture history unavailable: fetching the page in full", { url, error: errorMessage(err) });
+    return null;
+  }
+}
+
+/** --skipFreshDays: archived recently enough not to be fetched again. */
+export function isFresh(previous: KnownCapture, days: number): boolean {
+  if (days <= 0) return false;
+  return Date.now() - Date.parse(digitsToWarcDate(previous.date)) < days * 86_400_000;
+}
+
+/** If-None-Match / If-Modified-Since from the archived capture; the 304 would confirm its payload. */
+export function conditionalRequest(previous: KnownCapture): ConditionalRequest | undefined {
+  // Only content can be confirmed: a 304 to a redirect's or an error's validators would stand for nothing.
+  if (!previous.original && !(previous.status >= 200 && previous.status < 300)) return undefined;
+  const headers: Record<string, string> = {};
+  if (previous.etag) headers["If-None-Match"] = previous.etag;
+  if (previous.lastModified) headers["If-Modified-Since"] = previous.lastModified;
+  if (!Object.keys(headers).length) return undefined;
+  const payload = previous.original ?? { crawlId: previous.crawlId, date: previous.date, waczIndex: previous.waczIndex };
+  return {
+    headers,
+    confirms: {
+      url: previous.url,
+      crawlId: payload.crawlId,
+      date: payload.date,
+      digest: previous.digest,
+      waczIndex: payload.waczIndex,
+      // The WACZ holding the payload: the capture's own, unless it was itself a 304 confirmation.
+      waczFilename: previous.original ? null : previous.waczFilename,
+      // A 304-confirmed capture stands for the original response (status 200 and its headers).
+      status: previous.original ? 200 : previous.status,
+      statusText: previous.statusText,
+      headers: previous.headers,
+    },
+  };
+}
+
+export function previousOf(previous: KnownCapture | null): ChangeEntry["previous"] {
+  return previous ? { crawlId: previous.crawlId, date: previous.date, digest: previous.digest } : null;
+}
+
+/**
+ * Compare the page URL's own capture in this crawl (for a redirect, the redirect itself, not the page it
+ * led to) with its archived one. Without an own capture (history unavailable) the document's status stands.
+ */
+export async function reportChange(url: string, documentStatus: number, previous: KnownCapture | null, history: CaptureHistory, report: ChangeReport): Promise<void> {
+  const own = await history.ownCapture(url).catch(() => null);
+  const current = own ?? { status: documentStatus, digest: null };
+  const change = classifyChange(previous, current);
+  if (change) await report.add({ url, change, status: current.status, digest: current.digest ?? previous?.digest ?? null, previous: previousOf(previous) });
+}

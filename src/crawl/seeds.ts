@@ -1,0 +1,24 @@
+import type { CrawlOptions } from "../config/crawlOptions.js";
+import { RobotsTxt } from "../robots/robotsTxt.js";
+import { PageAdmission } from "../scope/admission.js";
+import { SeedScope } from "../scope/seedScope.js";
+import type { CrawlState } from "../state/crawlState.js";
+
+/** How pages enter the crawl: each seed's scope, and the admission rules (page limit, robots.txt). */
+export interface Seeding {
+  /** The scope of each seed, in the order of the seeds (a page carries its seed's index). */
+  scopes: SeedScope[];
+  admission: PageAdmission;
+  robotsTxt: RobotsTxt;
+}
+
+/** Queue the seeds (robots.txt permitting, with --robots); seen before, as on a restart, they are not queued again. */
+export async function admitSeeds(options: CrawlOptions, state: CrawlState): Promise<Seeding> {
+  const scopes = options.seeds.map((seed, i) => new SeedScope(seed, options.seedScopes[i]));
+  const robotsTxt = new RobotsTxt({ userAgent: options.userAgent, agent: options.robots?.agent ?? "*" });
+  const admission = new PageAdmission(state, options.limit, options.robots ? robotsTxt : null);
+  for (const [seedId, scope] of scopes.entries()) {
+    await admission.admit({ url: scope.url, depth: 0, seedId, extraHops: 0 });
+  }
+  return { scopes, admission, robotsTxt };
+}

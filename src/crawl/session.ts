@@ -1,0 +1,81 @@
+import { randomUUID } from "node:crypto";
+import type { Redis } from "ioredis";
+import type { CrawlOptions } from "../config/crawlOptions.js";
+import { DedupeIndex } from "../dedupe/dedupeIndex.js";
+import { logger } from "../log/logger.js";
+import { connectRedis, connectionUrl } from "../redis/connect.js";
+import { EmbeddedRedis } from "../redis/embedded.js";
+import { CrawlState } from "../state/crawlState.js";
+import { Liveness } from "../state/membership/liveness.js";
+import { Membership, newProcessId } from "../state/membership/membership.js";
+import { WriterSlots } from "../state/membership/writerSlots.js";
+import { withTimeout } from "../util/process.js";
+import type { CollectionPaths } from "./collection.js";
+
+/** This process's place in a crawl: its Redis connections, its membership and its writer slot. */
+export interface CrawlSession {
+  processId: string;
+  /** The crawl-state Redis. */
+  redis: Redis;
+  dedupe: DedupeIndex;
+  membership: Membership;
+  /** This process writes only while its heartbeat is surely in force. */
+  liveness: Liveness;
+  /** The shared frontier: queue, leases, counts. */
+  state: CrawlState;
+  slots: WriterSlots;
+  /** This process's writer slot (several processes on one crawl each have one). */
+  slot: number;
+  /** Stop the heartbeat (clearing it) and close the connections (and the embedded redis-server). */
+  close(): Promise<void>;
+}
+
+/**
+ * Join the crawl: open the crawl-state Redis (an embedded redis-server by default) and the dedupe
+ * index, register the crawl there, start this process's heartbeat, take over from dead processes of
+ * this machine at once, and claim a writer slot.
+ */
+export async function openCrawlSession(options: CrawlOptions, paths: CollectionPaths, stop: { fatal(message: string): void }): Promise<CrawlSession> {
+  const processId = newProcessId(randomUUID().slice(0, 8));
+  const { redis, embedded } = await openStateRedis(options.redisStoreUrl, paths.redisData);
+  const membership = new Membership(redis, options.crawlId, processId);
+  let dedupeRedis: Redis | null = null;
+  let liveness: Liveness | null = null;
+  const close = async () => {
+    liveness?.stop();
+    await withTimeout(membership.clearHeartbeat(), 5000, "heartbeat not cleared").catch(() => undefined);
+    dedupeRedis?.disconnect();
+    redis.disconnect();
+    await embedded?.stop();
+  };
+  try {
+    dedupeRedis = await connectRedis(options.redisDedupeUrl ?? connectionUrl(redis), options.redisDedupeUrl ? "dedupe Redis (--redisDedupeUrl)" : "dedupe index Redis", { failFast: true });
+    const dedupe = new DedupeIndex(dedupeRedis, options.crawlId);
+    await dedupe.registerCrawl();
+    liveness = new Liveness(membership, (message) => stop.fatal(message));
+    await liveness.start();
+    const state = new CrawlState(redis, membership);
+    await state.setStatus("running");
+    const reaped = await membership.reapLocalDeadProcesses();
+    if (reaped.length) logger.info("crawl", "taking over from crawler processes of this machine that died", { processes: reaped });
+    const slots = new WriterSlots(redis, membership, paths.archive);
+    const slot = await slots.claim();
+    return { processId, redis, dedupe, membership, liveness, state, slots, slot, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+async function openStateRedis(redisStoreUrl: string | null, dataDir: string): Promise<{ redis: Redis; embedded: EmbeddedRedis | null }> {
+  if (redisStoreUrl) return { redis: await connectRedis(redisStoreUrl, "crawl-state Redis (--redisStoreUrl)"), embedded: null };
+  const embedded = new EmbeddedRedis({ dataDir, persist: true });
+  const url = await embedded.start();
+  logger.info("redis", "embedded redis-server started", { url, dataDir });
+  try {
+    return { redis: await connectRedis(url, "embedded redis-server"), embedded };
+  } catch (err) {
+    await embedded.stop();
+    throw err;
+  }
+}

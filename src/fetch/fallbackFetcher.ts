@@ -1,0 +1,66 @@
+import { rm } from "node:fs/promises";
+import type { Exchange } from "../archive/exchange.js";
+import { errorMessage, logger } from "../log/logger.js";
+import { directFetch } from "./directFetch.js";
+
+/**
+ * What the crawler fetches outside the browser for the archive, when the browser could not hand a
+ * response over as a whole capture. Together with directFetch below it, the one place archived bytes
+ * come from that did not come through Chromium. Each method returns the exchange to store (the capture
+ * hands it to the exchange sink), or null when there is nothing to store; failures are logged here.
+ */
+export class FallbackFetcher {
+  constructor(private readonly options: { userAgent: string | null }) {}
+
+  /** The browser got a 206 (a fragment): the whole resource, when the server sends it whole (200). */
+  async wholeResource(url: string, requestHeaders: [string, string][]): Promise<Exchange | null> {
+    try {
+      const exchange = await directFetch(url, { userAgent: this.options.userAgent, headers: requestHeaders });
+      if (exchange.status === 200) return exchange;
+      await discardBody(exchange);
+      return null;
+    } catch (err) {
+      logger.warn("capture", "full fetch after 206 failed", { url, error: errorMessage(err) });
+      return null;
+    }
+  }
+
+  /** The browser revalidated its own cached copy (304): the full response, fetched without its validators. */
+  async fullResponse(url: string, requestHeaders: [string, string][]): Promise<Exchange | null> {
+    try {
+      return await directFetch(url, { userAgent: this.options.userAgent, headers: requestHeaders });
+    } catch (err) {
+      logger.warn("capture", "full fetch after the browser's revalidation (304) failed", { url, error: errorMessage(err) });
+      return null;
+    }
+  }
+
+  /** The browser could not give a response's body: the same response (same status) fetched again, else null. */
+  async sameResponse(url: string, requestHeaders: [string, string][], status: number): Promise<Exchange | null> {
+    try {
+      const exchange = await directFetch(url, { userAgent: this.options.userAgent, headers: requestHeaders });
+      if (exchange.status === status) return exchange;
+      await discardBody(exchange);
+      logger.warn("capture", "direct fetch for an unavailable body got another response", { url, browserStatus: status, status: exchange.status });
+      return null;
+    } catch (err) {
+      logger.warn("capture", "direct fetch for an unavailable body failed", { url, error: errorMessage(err) });
+      return null;
+    }
+  }
+
+  /** A page the browser would not render (a download, say), fetched within the page's own time allowance. */
+  async page(url: string, timeoutMs: number, navigationError: string): Promise<Exchange | null> {
+    try {
+      return await directFetch(url, { userAgent: this.options.userAgent, timeoutMs });
+    } catch (err) {
+      logger.debug("fetch", "direct fetch failed too", { url, navigationError, error: errorMessage(err) });
+      return null;
+    }
+  }
+}
+
+/** Drop a fetched body that will not be stored (a large one is a temp file). */
+export async function discardBody(exchange: Exchange): Promise<void> {
+  if (exchange.body.kind === "file") await rm(exchange.body.path, { force: true });
+}

@@ -1,0 +1,21 @@
+import type { Exchange } from "../archive/exchange.js";
+import type { WrittenRecord } from "../archive/warcWriter.js";
+
+export type StoreOutcome =
+  | { kind: "response" | "revisit"; record: WrittenRecord; request: WrittenRecord }
+  | { kind: "skipped"; reason: "already-stored" | "partial-content" | "browser-revalidation" };
+
+/**
+ * Where captured exchanges go: the one way an HTTP exchange enters the archive, whether the browser's
+ * capture (browser/capture.ts) or a fetch outside the browser (fetch/fallbackFetcher.ts) produced it.
+ * Implemented by CapturePipeline (capturePipeline.ts).
+ */
+export interface ExchangeSink {
+  /**
+   * Store one exchange: resolves once its records are in the WARC (or it was skipped), rejects when they
+   * could not be written. The sink takes over the exchange's body file, if it has one.
+   */
+  store(exchange: Exchange): Promise<StoreOutcome>;
+  /** Whether this crawl holds the URL's full (200) response to a GET already. */
+  hasStoredResponse(url: string): Promise<boolean>;
+}

@@ -1,0 +1,104 @@
+import type { Redis } from "ioredis";
+import { repairUnfinishedWarcs } from "../archive/warcRepair.js";
+import { WarcWriter } from "../archive/warcWriter.js";
+import { CaptureHistory } from "../dedupe/captureHistory.js";
+import type { DedupeIndex } from "../dedupe/dedupeIndex.js";
+import { Deduplicator } from "../dedupe/deduplicator.js";
+import { DependencyTracker } from "../dedupe/dependencies.js";
+import { logger } from "../log/logger.js";
+import { ExchangeClaims } from "../state/exchangeClaims.js";
+import type { Liveness } from "../state/membership/liveness.js";
+import type { Membership } from "../state/membership/membership.js";
+import { SOFTWARE } from "../version.js";
+import { CapturePipeline } from "./capturePipeline.js";
+import { PageResourceRecorder } from "./pageResources.js";
+import { WaczPlan } from "./waczPlan.js";
+
+export interface PipelineSettings {
+  crawlId: string;
+  collection: string;
+  title: string | null;
+  /** Bytes: a new WARC file, and a new WACZ, past this size. */
+  rolloverSize: number;
+  /** Payloads smaller than this are always stored in full. */
+  dedupeMinSize: number;
+}
+
+export interface PipelineInputs {
+  settings: PipelineSettings;
+  stateRedis: Redis;
+  dedupe: DedupeIndex;
+  membership: Membership;
+  /** This process writes only while its heartbeat is surely in force (and never once fenced). */
+  liveness: Liveness;
+  /** This process's writer slot name ("main", "w1"...): its WACZ files are named after it. */
+  writer: string;
+  archiveDir: string;
+  stop: { fatal(message: string): void };
+}
+
+/** The capture pipeline of one writer, and the parts the rest of the crawl reads from. */
+export interface OpenPipeline {
+  /** Where every captured exchange goes. */
+  sink: CapturePipeline;
+  /** Pages' text and screenshots, as resource records beside the pages' traffic. */
+  pageResources: PageResourceRecorder;
+  writer: WarcWriter;
+  plan: WaczPlan;
+  dependencies: DependencyTracker;
+  history: CaptureHistory;
+  /** Finish pending writes and close the current WARC file (before packaging). */
+  close(): Promise<void>;
+}
+
+/**
+ * Assemble the capture pipeline of this process's writer: WARC files (repairing those of writers that
+ * died first), which WACZ each goes into, exchange claims, the dedupe decision, dependencies and history.
+ */
+export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenPipeline> {
+  const { settings, stateRedis, dedupe, membership, liveness, archiveDir } = inputs;
+  const plan = new WaczPlan(stateRedis, membership.keys, dedupe, { collection: settings.collection, rolloverSize: settings.rolloverSize, writer: inputs.writer });
+  await plan.load();
+  await repairAbandonedWarcs(archiveDir, membership);
+
+  const writer = new WarcWriter({
+    dir: archiveDir,
+    filenamePrefix: `rec-${settings.crawlId}`,
+    rolloverSize: settings.rolloverSize,
+    owner: membership.processId,
+    beforeWrite: () => liveness.assertLive(),
+    warcinfo: {
+      software: SOFTWARE,
+      format: "WARC File Format 1.1",
+      conformsTo: "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+      "crawl-id": settings.crawlId,
+      ...(settings.title ? { title: settings.title } : {}),
+    },
+    onFileOpened: async (filename) => void (await plan.assignWarc(filename)),
+    onFileClosed: (filename, size) => plan.warcClosed(filename, size),
+  });
+  const dependencies = new DependencyTracker(stateRedis, membership.keys, settings.crawlId);
+  const history = new CaptureHistory(dedupe.redis, settings.crawlId);
+  const sink = new CapturePipeline({
+    claims: new ExchangeClaims(stateRedis, membership),
+    dedupe: new Deduplicator(dedupe, settings.dedupeMinSize, (filename) => plan.isOwnWacz(filename)),
+    writer,
+    plan,
+    dependencies,
+    history,
+    stop: inputs.stop,
+    archiveDir,
+  });
+  return { sink, pageResources: new PageResourceRecorder(writer), writer, plan, dependencies, history, close: () => writer.close() };
+}
+
+/**
+ * WARC files cut short by a writer that died end at their last whole record again. A writer's files are
+ * repaired only once it is fenced: should it be merely stalled, it will not write on.
+ */
+export async function repairAbandonedWarcs(archiveDir: string, membership: Membership): Promise<void> {
+  const alive = async (owner: string) => !(await membership.fenceIfDead(owner));
+  for (const repaired of await repairUnfinishedWarcs(archiveDir, alive)) {
+    logger.warn("writer", "repaired a WARC file left unfinished by a crawler that died", { ...repaired });
+  }
+}
