@@ -17,7 +17,7 @@ import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import { formatHashEntry } from "../src/dedupe/keys.js";
 import { EmbeddedRedis } from "../src/redis/embedded.js";
-import { iterWaczCdxjRecordBatches, openWacz } from "../src/wacz/index.js";
+import { iterWaczCdxjRecordBatches, openWacz } from "../indexer/wacz/index.js";
 import { writeSyntheticWacz } from "./lib/syntheticWacz.js";
 
 const { values } = parseArgs({

@@ -5,7 +5,7 @@ import type { Redis } from "ioredis";
 import { COUNT_FIELDS, dedupeKeys, formatHashEntry, LUA_KEY } from "../src/dedupe/keys.js";
 import { captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts } from "../src/dedupe/captureRule.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
-import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "../src/wacz/index.js";
+import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "./wacz/index.js";
 import { PackedBatch } from "./packedBatch.js";
 import type { ImportResource } from "./sources.js";
 

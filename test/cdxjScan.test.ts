@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { scanCdxjLine } from "../src/wacz/cdxjScan.js";
-import { parseCdxjRecord } from "../src/wacz/index.js";
+import { parseCdxjLine as parseCdxjRecord, scanCdxjLine } from "../src/wacz/cdxjLine.js";
 
 const FIELDS = ["urlkey", "timestamp", "url", "mime", "status", "digest", "length"] as const;
 const pick = (r: Record<string, unknown>) => Object.fromEntries(FIELDS.filter((f) => r[f] !== undefined).map((f) => [f, r[f]]));

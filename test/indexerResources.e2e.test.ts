@@ -13,7 +13,7 @@ import { WARCRecord, WARCSerializer } from "warcio";
 import yazl from "yazl";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { Deduplicator } from "../src/dedupe/deduplicator.js";
-import { indexWarcFiles, parseCdxjRecord, writeCdxIndexes, writeWacz } from "../src/wacz/index.js";
+import { indexWarcFiles, parseCdxjLine as parseCdxjRecord, writeCdxIndexes, writeWacz } from "../src/wacz/index.js";
 import { runCli } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { readZip } from "./helpers/zip.js";

@@ -14,7 +14,7 @@ import {
   PAGES_HEADER_LINE,
   ZIPNUM_META_LINE,
   indexWarcFiles,
-  parseCdxjLine,
+  cdxjLineParts as parseCdxjLine,
   sortCdxjLines,
   writeWacz,
   type DataPackage,

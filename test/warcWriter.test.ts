@@ -7,7 +7,8 @@ import type { Exchange } from "../src/archive/exchange.js";
 import { storedResponseHeaders } from "../src/archive/httpHeaders.js";
 import { newRecordId, requestRecord, responseRecord } from "../src/archive/records.js";
 import { WarcWriter, type WriteAt, type WrittenRecord } from "../src/archive/warcWriter.js";
-import { indexWarcFiles, parseCdxjLine } from "../src/wacz/cdxj.js";
+import { indexWarcFiles } from "../src/wacz/cdxj.js";
+import { cdxjLineParts as parseCdxjLine } from "../src/wacz/cdxjLine.js";
 import { payloadDigest } from "../src/archive/digest.js";
 import { gzipMembers, parseRecord, readWarcRecords, sha256 } from "./helpers/warcFile.js";
 

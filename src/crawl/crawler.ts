@@ -62,6 +62,6 @@ function openCollection(options: CrawlOptions): CollectionPaths {
   return paths;
 }
 
-export function timestamp14(date: Date): string {
+function timestamp14(date: Date): string {
   return date.toISOString().replace(/[-:T]/g, "").slice(0, 14);
 }

@@ -27,13 +27,6 @@ export interface CdxjIndexOptions {
   maxRequestBodyBytes?: number;
 }
 
-/** A CDXJ line split into its three parts. */
-export interface CdxjLine {
-  urlkey: string;
-  timestamp: string;
-  json: Record<string, unknown>;
-}
-
 class StreamingCDXIndexer extends CDXIndexer {
   constructor(private readonly maxRequestBodyBytes: number) {
     super({ format: "cdxj" });
@@ -140,20 +133,4 @@ export async function indexWarcFiles(
   const lines: string[] = [];
   for await (const line of iterCdxjLines(paths, opts)) lines.push(line);
   return sortCdxjLines(lines);
-}
-
-/** Split `<urlkey> <timestamp> <json>`; throws on a malformed line. */
-export function parseCdxjLine(line: string): CdxjLine {
-  const first = line.indexOf(" ");
-  const second = first < 0 ? -1 : line.indexOf(" ", first + 1);
-  if (first <= 0 || second < 0) throw new Error(`malformed CDXJ line: ${line}`);
-  const json: unknown = JSON.parse(line.slice(second + 1));
-  if (typeof json !== "object" || json === null || Array.isArray(json)) {
-    throw new Error(`malformed CDXJ JSON: ${line}`);
-  }
-  return {
-    urlkey: line.slice(0, first),
-    timestamp: line.slice(first + 1, second),
-    json: json as Record<string, unknown>,
-  };
 }

@@ -1,14 +1,13 @@
-// Public API of the WACZ packaging module.
+// Public API of the WACZ writer (the reader is the indexer's: indexer/wacz/).
 export { writeWacz, type WaczInput, type WaczResult } from "./writeWacz.js";
 export {
   indexWarcFiles,
   iterCdxjLines,
   sortCdxjLines,
-  parseCdxjLine,
   DEFAULT_MAX_REQUEST_BODY_BYTES,
   type CdxjIndexOptions,
-  type CdxjLine,
 } from "./cdxj.js";
+export { parseCdxjLine, cdxjLineParts, WaczIndexError, type CdxjRecord } from "./cdxjLine.js";
 export { sortLinesExternally, DEFAULT_SORT_RUN_BYTES, type SortedLines } from "./externalSort.js";
 export {
   writeCdxIndexes,
@@ -57,18 +56,3 @@ export {
   type StoredEntryInfo,
   type StoredZipResult,
 } from "./storedZip.js";
-export {
-  openWacz,
-  WaczReadError,
-  DEFAULT_MAX_ENTRY_BYTES,
-  type WaczReader,
-  type EntryRange,
-  type OpenWaczOptions,
-} from "./zipReader.js";
-export {
-  iterWaczCdxj,
-  iterWaczCdxjRecordBatches,
-  parseCdxjLine as parseCdxjRecord,
-  WaczIndexError,
-  type CdxjRecord,
-} from "./cdxjReader.js";

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
 
-import { parseCdxjLine } from "./cdxj.js";
+import { cdxjLineParts } from "./cdxjLine.js";
 import type { SortedLines } from "./externalSort.js";
 
 const gzipAsync = promisify(gzip);
@@ -83,7 +83,7 @@ export async function writeZipNumIndex(
     for await (const chunk of inGroups(sortedLines, linesPerBlock)) {
       const compressed = await gzipAsync(Buffer.from(chunk.join("\n") + "\n", "utf8"));
       await fh.write(compressed);
-      const { urlkey, timestamp } = parseCdxjLine(chunk[0]!);
+      const { urlkey, timestamp } = cdxjLineParts(chunk[0]!);
       blocks.push({
         urlkey,
         timestamp,

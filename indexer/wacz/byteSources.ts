@@ -5,8 +5,8 @@ import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { Agent, interceptors, request, type Dispatcher } from "undici";
 import yauzl from "yauzl";
-import { errorMessage } from "../log/logger.js";
-import { VERSION } from "../version.js";
+import { errorMessage } from "../../src/log/logger.js";
+import { VERSION } from "../../src/version.js";
 
 export class WaczReadError extends Error {
   override name = "WaczReadError";

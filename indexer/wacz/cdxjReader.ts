@@ -11,27 +11,11 @@ import type { Readable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import { createGunzip, gunzipSync } from "node:zlib";
 
-import { parseCdxjLine as splitCdxjLine } from "./cdxj.js";
-import { scanCdxjLine } from "./cdxjScan.js";
+import { cdxjLineParts, cdxjRecordOf, previewLine as preview, scanCdxjLine, WaczIndexError, type CdxjRecord } from "../../src/wacz/cdxjLine.js";
 import { WaczReadError, type WaczReader } from "./zipReader.js";
 
+export { WaczIndexError, type CdxjRecord };
 
-export class WaczIndexError extends Error {
-  override name = "WaczIndexError";
-}
-
-export interface CdxjRecord {
-  urlkey: string;
-  timestamp: string;
-  url: string;
-  mime?: string;
-  status?: string;
-  digest?: string;
-  length?: string;
-  offset?: string;
-  filename?: string;
-  [k: string]: unknown;
-}
 
 /** A line longer than this is not a CDXJ line (and must not grow memory without bound). */
 const MAX_LINE_CHARS = 16 * 1024 * 1024;
@@ -39,49 +23,6 @@ const MAX_LINE_CHARS = 16 * 1024 * 1024;
 const DECODE_BYTES = 32 * 1024;
 /** A forward gap in a ZipNum .cdx.gz larger than this is skipped with a new range read. */
 const MAX_SKIP_BYTES = 256 * 1024;
-
-function preview(line: string): string {
-  return JSON.stringify(line.length > 200 ? `${line.slice(0, 200)}...` : line);
-}
-
-const STRING_FIELDS = ["mime", "status", "digest", "length", "offset", "filename"] as const;
-
-/** The record, or why the line is not a CDXJ line. */
-function parseOrReason(line: string): CdxjRecord | string {
-  let parts: ReturnType<typeof splitCdxjLine>;
-  try {
-    parts = splitCdxjLine(line);
-  } catch (err) {
-    return err instanceof SyntaxError ? `bad JSON: ${err.message}` : "expected <urlkey> <timestamp> <json object>";
-  }
-  const { urlkey, timestamp, json } = parts;
-  if (!/^\d+$/.test(timestamp)) return "timestamp is not digits";
-  const url = json["url"];
-  if (typeof url !== "string" || url === "") return 'no "url"';
-  // The parsed object is ours: add the two prefix fields to it instead of copying it.
-  const record = json as CdxjRecord;
-  record.urlkey = urlkey;
-  record.timestamp = timestamp;
-  for (const key of STRING_FIELDS) {
-    const value = json[key];
-    if (value === undefined || typeof value === "string") continue;
-    if (typeof value === "number" && Number.isFinite(value)) record[key] = String(value);
-    else return `"${key}" is not a string`;
-  }
-  return record;
-}
-
-/**
- * Parse `<urlkey> <timestamp> <json>` into one record (JSON fields plus urlkey and
- * timestamp). Numeric status/length/offset are returned as strings, as CDXJ writes them.
- * Throws WaczIndexError on a malformed line. (Exported from src/wacz/index.ts as
- * parseCdxjRecord: the name parseCdxjLine is taken there by cdxj.ts's splitter.)
- */
-export function parseCdxjLine(line: string): CdxjRecord {
-  const result = parseOrReason(line);
-  if (typeof result === "string") throw new WaczIndexError(`malformed CDXJ line (${result}): ${preview(line)}`);
-  return result;
-}
 
 function destroyStream(stream: NodeJS.ReadableStream): void {
   const s = stream as Partial<Readable>;
@@ -205,7 +146,7 @@ function parseIdxLine(line: string): IdxBlock | null {
   }
   let json: Record<string, unknown>;
   try {
-    json = splitCdxjLine(line).json;
+    json = cdxjLineParts(line).json;
   } catch {
     return null;
   }
@@ -227,7 +168,7 @@ function isUnder(name: string, suffix: string): boolean {
  * and `!`-metadata lines are skipped): all indexes/*.cdxj files, then every ZipNum index
  * (indexes/*.idx and the .cdx.gz each names). A .cdx.gz that no .idx names is read
  * whole (gunzipped as a stream) only when the WACZ has neither .cdxj nor .idx files.
- * Every line is checked with parseCdxjLine. Memory stays flat: one gzip block (ZipNum)
+ * Every line is checked as a CDXJ record (src/wacz/cdxjLine.ts). Memory stays flat: one gzip block (ZipNum)
  * or one stream chunk (plain) at a time.
  */
 async function* iterWaczCdxjEntries(reader: WaczReader): AsyncGenerator<CdxjChunk> {
@@ -261,7 +202,7 @@ export async function* iterWaczCdxjRecordBatches(reader: WaczReader): AsyncGener
 /**
  * Lines of the index and their records (each line is parsed once), as two parallel arrays: no
  * object per line beyond the record. Records of lines in the common compact form carry the urlkey,
- * timestamp and the fields the importer reads (url, mime, status, digest, length: see cdxjScan.ts);
+ * timestamp and the fields the importer reads (url, mime, status, digest, length: see scanCdxjLine in src/wacz/cdxjLine.ts);
  * lines in any other form are parsed whole and carry every field.
  */
 interface CdxjChunk {
@@ -274,7 +215,7 @@ function newChunk(): CdxjChunk {
 }
 
 function addCheckedLine(chunk: CdxjChunk, loc: string, line: string, lineNo: number, where: () => string): void {
-  const result = scanCdxjLine(line) ?? parseOrReason(line);
+  const result = scanCdxjLine(line) ?? cdxjRecordOf(line);
   if (typeof result === "string") {
     throw new WaczIndexError(`${loc}: malformed CDXJ line ${lineNo} in ${where()} (${result}): ${preview(line)}`);
   }

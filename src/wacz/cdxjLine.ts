@@ -1,0 +1,150 @@
+// The CDXJ line format, `<urlkey> <timestamp> <json object>`: the one place a CDXJ line is parsed,
+// by the WACZ writer (ZipNum blocks), the WACZ reader (the indexer) and the tests.
+//   cdxjLineParts     the syntax: key, timestamp and the JSON object, as they are
+//   cdxjRecordOf      a capture line as a record (a url, numeric fields as strings), or why it is not one
+//   parseCdxjLine     the same, throwing WaczIndexError
+//   scanCdxjLine      the bulk reader's shortcut to cdxjRecordOf for lines in the common compact form
+
+export class WaczIndexError extends Error {
+  override name = "WaczIndexError";
+}
+
+/** One CDXJ line: its JSON fields (numeric mime/status/digest/length/offset/filename as strings), with urlkey and timestamp. */
+export interface CdxjRecord {
+  urlkey: string;
+  timestamp: string;
+  url: string;
+  mime?: string;
+  status?: string;
+  digest?: string;
+  length?: string;
+  offset?: string;
+  filename?: string;
+  [k: string]: unknown;
+}
+
+/** Split `<urlkey> <timestamp> <json>`; throws SyntaxError on bad JSON, Error on any other malformed line. */
+export function cdxjLineParts(line: string): { urlkey: string; timestamp: string; json: Record<string, unknown> } {
+  const first = line.indexOf(" ");
+  const second = first < 0 ? -1 : line.indexOf(" ", first + 1);
+  if (first <= 0 || second < 0) throw new Error(`malformed CDXJ line: ${line}`);
+  const json: unknown = JSON.parse(line.slice(second + 1));
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw new Error(`malformed CDXJ JSON: ${line}`);
+  }
+  return { urlkey: line.slice(0, first), timestamp: line.slice(first + 1, second), json: json as Record<string, unknown> };
+}
+
+const STRING_FIELDS = ["mime", "status", "digest", "length", "offset", "filename"] as const;
+
+/** The record of a CDXJ line, or why the line is not a CDXJ line. */
+export function cdxjRecordOf(line: string): CdxjRecord | string {
+  let parts: ReturnType<typeof cdxjLineParts>;
+  try {
+    parts = cdxjLineParts(line);
+  } catch (err) {
+    return err instanceof SyntaxError ? `bad JSON: ${err.message}` : "expected <urlkey> <timestamp> <json object>";
+  }
+  const { urlkey, timestamp, json } = parts;
+  if (!/^\d+$/.test(timestamp)) return "timestamp is not digits";
+  const url = json["url"];
+  if (typeof url !== "string" || url === "") return 'no "url"';
+  // The parsed object is ours: add the two prefix fields to it instead of copying it.
+  const record = json as CdxjRecord;
+  record.urlkey = urlkey;
+  record.timestamp = timestamp;
+  for (const key of STRING_FIELDS) {
+    const value = json[key];
+    if (value === undefined || typeof value === "string") continue;
+    if (typeof value === "number" && Number.isFinite(value)) record[key] = String(value);
+    else return `"${key}" is not a string`;
+  }
+  return record;
+}
+
+/** Parse a CDXJ line into its record; throws WaczIndexError on a malformed line. */
+export function parseCdxjLine(line: string): CdxjRecord {
+  const result = cdxjRecordOf(line);
+  if (typeof result === "string") throw new WaczIndexError(`malformed CDXJ line (${result}): ${previewLine(line)}`);
+  return result;
+}
+
+/** A line as quoted in an error message (long ones cut). */
+export function previewLine(line: string): string {
+  return JSON.stringify(line.length > 200 ? `${line.slice(0, 200)}...` : line);
+}
+
+// scanCdxjLine, the fast path for reading CDXJ lines in bulk: the fields the importer reads (url, mime, status,
+// digest, length) taken from the line with indexOf and slices, with no object for the other fields
+// and no key strings. It handles exactly the common, compact form JSON.stringify writes: a flat
+// object of strings without escapes and numbers. Anything else (escapes, spaces, nested values,
+// literals, malformed text) returns null and the caller parses the line with cdxjRecordOf, so results
+// and errors stay those of JSON.parse.
+// Escapes need decoding, raw control characters are invalid JSON: both go to JSON.parse.
+const UNUSUAL = /[\u0000-\u001f\\]/;
+const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+const DIGITS = /^\d+$/;
+const QUOTE = 34;
+const COLON = 58;
+const COMMA = 44;
+const OPEN = 123;
+const CLOSE = 125;
+
+/** The record of a `<urlkey> <timestamp> {json}` line in the common form, or null (parse it fully). */
+export function scanCdxjLine(line: string): CdxjRecord | null {
+  if (UNUSUAL.test(line)) return null;
+  const first = line.indexOf(" ");
+  if (first <= 0) return null;
+  const second = line.indexOf(" ", first + 1);
+  if (second < 0 || line.charCodeAt(second + 1) !== OPEN) return null;
+  const timestamp = line.slice(first + 1, second);
+  if (!DIGITS.test(timestamp)) return null;
+  const record: CdxjRecord = { urlkey: line.slice(0, first), timestamp, url: "" };
+  let p = second + 2;
+  for (;;) {
+    if (line.charCodeAt(p) !== QUOTE) return null;
+    const keyStart = p + 1;
+    const keyEnd = line.indexOf('"', keyStart);
+    if (keyEnd < 0 || line.charCodeAt(keyEnd + 1) !== COLON) return null;
+    p = keyEnd + 2;
+    let value: string;
+    if (line.charCodeAt(p) === QUOTE) {
+      const end = line.indexOf('"', p + 1);
+      if (end < 0) return null;
+      value = line.slice(p + 1, end);
+      p = end + 1;
+    } else {
+      let end = p;
+      for (let c = line.charCodeAt(end); end < line.length && c !== COMMA && c !== CLOSE; c = line.charCodeAt(++end));
+      const token = line.slice(p, end);
+      if (!JSON_NUMBER.test(token)) return null;
+      // Numbers stand for strings in CDXJ (status, length); a numeric url is an error the full parse reports.
+      const n = Number(token);
+      if (!Number.isFinite(n)) return null;
+      value = String(n);
+      if (keyEnd - keyStart === 3 && line.startsWith("url", keyStart)) return null;
+      p = end;
+    }
+    switch (keyEnd - keyStart) {
+      case 3:
+        if (line.startsWith("url", keyStart)) record.url = value;
+        break;
+      case 4:
+        if (line.startsWith("mime", keyStart)) record.mime = value;
+        break;
+      case 6:
+        if (line.startsWith("status", keyStart)) record.status = value;
+        else if (line.startsWith("digest", keyStart)) record.digest = value;
+        else if (line.startsWith("length", keyStart)) record.length = value;
+        break;
+    }
+    const c = line.charCodeAt(p);
+    if (c === COMMA) {
+      p += 1;
+      continue;
+    }
+    if (c === CLOSE && p === line.length - 1) break;
+    return null;
+  }
+  return record.url === "" ? null : record;
+}
