@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
-import type { Redis } from "ioredis";
 import { join } from "node:path";
+import type { Redis } from "ioredis";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import type { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import type { DependencyTracker } from "../dedupe/dependencies.js";
