@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import { hostileRoutes, type HostileSiteInfo } from "./hostile/index.js";
 
 /** How one page of the faulty site misbehaves. */
 export type PageFault = "error-500" | "cut-off" | "silent";
@@ -14,10 +15,12 @@ export interface FaultySite {
 }
 
 /**
- * A small site on 127.0.0.1 with `pages` pages (/page/1 ... linked from /), where chosen pages misbehave:
+ * The hostile site. A small site on 127.0.0.1 with `pages` pages (/page/1 ... linked from /), where chosen pages misbehave:
  * answer 500, declare Content-Length 100000 and close the connection after 512 bytes, or never answer.
  * Every page loads the shared stylesheet and logo, and its own /static/photo-<n>.png, whose bytes are the
  * same for every page: different URLs with one payload, so writers store revisits of each other's records.
+ * Besides those pages it serves the hostile routes of ./hostile/ (never-ending streams, slow drips, huge
+ * bodies, rate limits, forbidden redirects...), which tests link to from pages of their own.
  */
 export async function startFaultySite(pages: number, faults: Record<string, PageFault>): Promise<FaultySite> {
   const hits = new Map<string, number>();
@@ -35,9 +38,13 @@ export async function startFaultySite(pages: number, faults: Record<string, Page
     return `<!doctype html><html><head><title>${path}</title><link rel="stylesheet" href="/static/site.css"></head><body><h1>${path}</h1><img src="/static/logo.png" width="1" height="1"><img src="/static/photo-${photoName}.png" width="1" height="1"><ul>${links}</ul><p>${"text ".repeat(200)}</p></body></html>`;
   };
 
+  const hostile = hostileRoutes();
+  const info: HostileSiteInfo = { url: "", hits };
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = new URL(req.url ?? "/", "http://x").pathname;
     hits.set(path, (hits.get(path) ?? 0) + 1);
+    const hostileHandler = hostile[path];
+    if (hostileHandler) return hostileHandler(req, res, info);
     const fault = faults[path];
     if (fault === "silent") return; // never answers; the socket stays open until the server closes
     if (fault === "error-500") {
@@ -74,6 +81,7 @@ export async function startFaultySite(pages: number, faults: Record<string, Page
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
+  info.url = `http://127.0.0.1:${port}`;
   return {
     url: `http://127.0.0.1:${port}`,
     pagePaths,

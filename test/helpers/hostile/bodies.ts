@@ -1,0 +1,4 @@
+import type { HostileRoutes } from "./route.js";
+
+/** Hostile routes: bodies. */
+export const bodiesRoutes: HostileRoutes = {};
