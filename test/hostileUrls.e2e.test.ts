@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { logLines, NO_BEHAVIORS, runCli, type CliResult } from "./helpers/cli.js";
 import { startFaultySite, type FaultySite } from "./helpers/faultySite.js";
 import { pacingLog } from "./helpers/hostile/pacing.js";
+import { startTestRedis } from "./helpers/redis.js";
 import { httpStatus, readWarcRecords, type RawRecord } from "./helpers/warcFile.js";
 
 const P = "/hostile/pacing";
@@ -160,6 +161,29 @@ describe("rate limits (issue 15, item 9)", () => {
     const failed = logLines(result.stderr).find((l) => l.message === "page failed: rate limited on every try");
     expect(failed?.details).toMatchObject({ url: busy, status: 429 });
     console.log(JSON.stringify({ bench: "always-429 crawl", seconds }));
+  }, 180_000);
+
+  it("two processes on one crawl: after one gets a 429 (Retry-After: 3), no worker of either starts a page on that host until it has passed", async () => {
+    const redis = await startTestRedis();
+    try {
+      const flags = ["--crawlId", "crowd", "--redisStoreUrl", redis.url, "--workers", "2", "--netIdleWait", "1", ...NO_BEHAVIORS];
+      const run = (n: number) =>
+        runCli("crawl", ["--url", `${site.url}${P}/crowd`, "--cwd", join(cwd, `crowd-${n}`), "--collection", "crowd", "--statsFilename", join(cwd, `crowd-${n}.json`), ...flags], { timeoutMs: 170_000 });
+      const results = await Promise.all([run(1), run(2)]);
+      expect(results.map((r) => r.code)).toEqual([0, 0]);
+      const [first, second] = pacingLog(site.url, `${P}/crowd/1`);
+      expect(second - first).toBeGreaterThanOrEqual(3000);
+      // Page loads already under way when the 429 came may still arrive within a moment of it; after
+      // that, nothing until the server's 3 s are over, whichever process the workers are in.
+      const during = pacingLog(site.url, /^\/hostile\/pacing\/crowd\/\d$/).filter((at) => at > first + 1000 && at < first + 3000);
+      expect(during).toEqual([]);
+      const stats = [1, 2].map((n) => JSON.parse(readFileSync(join(cwd, `crowd-${n}.json`), "utf8")) as Stats);
+      for (const s of stats) expect(s).toMatchObject({ crawled: 9, failed: 0, rateLimited: 1, queued: 0, pending: 0, status: "done" });
+      // Each crowd page was crawled once, by one process or the other.
+      for (let i = 1; i <= 8; i++) expect(pacingLog(site.url, `${P}/crowd/${i}`)).toHaveLength(i === 1 ? 2 : 1);
+    } finally {
+      await redis.stop();
+    }
   }, 180_000);
 
   it("a seed that is only ever rate limited fails the crawl (exit 1) and says why", async () => {

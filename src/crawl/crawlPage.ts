@@ -74,18 +74,20 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   } catch (err) {
     result = { document: null, title: "", links: [], error: errorMessage(err), truncated: [] };
   }
+  if (result.rateLimited && !context.stop.immediate) {
+    // Not the page, and not a failed attempt: nothing was stored; the host is backed off (first, so that
+    // no worker of any process starts another page there meanwhile) and the page waits it out.
+    const outcome = await settleRateLimited(page.url, result.rateLimited, { state, hostPacing: context.hostPacing, limits: options.rateLimit });
+    await worker.reset();
+    if (outcome === "failed") await checkFailedLimit(context);
+    return;
+  }
   // After a failure the tab is in an unknown state (hung, crashed, showing an error page): the next
   // attempt, of this page or another, gets a fresh one.
   if (!result.document) await worker.reset();
 
   if (context.stop.immediate) {
     await state.handBack(page.url);
-    return;
-  }
-  if (result.rateLimited) {
-    // Not the page, and not a failed attempt: nothing was stored; the page waits out the host's back-off.
-    const outcome = await settleRateLimited(page.url, result.rateLimited, { state, hostPacing: context.hostPacing, limits: options.rateLimit });
-    if (outcome === "failed") await checkFailedLimit(context);
     return;
   }
   if (!result.document) {

@@ -31,8 +31,11 @@ export async function settleRateLimited(
   const retryAfterMs = parseRetryAfter(answer.retryAfter);
   const capMs = deps.limits.timeoutSeconds * 1000;
   const reason = `rate limited: HTTP ${answer.status} on every try (--rateLimitMaxRetries ${deps.limits.maxRetries})`;
+  const host = new URL(answer.url).host;
+  // Back off at once (the first delay this answer can mean), then for as long as the page's count says.
+  await deps.hostPacing.backOff(host, Math.min(retryAfterMs ?? RATE_LIMIT_BACKOFF_BASE_MS, capMs));
   const { outcome, delayMs } = await deps.state.markRateLimited(url, retryAfterMs, { maxRetries: deps.limits.maxRetries, backoffBaseMs: RATE_LIMIT_BACKOFF_BASE_MS, capMs }, reason);
-  if (delayMs > 0) await deps.hostPacing.backOff(new URL(answer.url).host, delayMs);
+  if (delayMs > 0) await deps.hostPacing.backOff(host, delayMs);
   const details = { url, status: answer.status, retryAfter: answer.retryAfter, backOffSeconds: delayMs / 1000 };
   if (retryAfterMs !== null && retryAfterMs > capMs) logger.warn("page", "Retry-After is longer than --rateLimitTimeout: waiting that long instead", details);
   if (outcome === "failed") logger.warn("page", "page failed: rate limited on every try", details);

@@ -4,8 +4,9 @@ import type { HostileRoutes, HostileSiteInfo } from "./route.js";
 /**
  * Hostile routes: pacing and page identity.
  * - rate limits: a page that answers 429 (Retry-After: 2) once, then 200; one that always answers 429
- *   (Retry-After: 1); every request to them is logged with its time (pacingLog), so a test can
- *   measure the gaps the crawler left.
+ *   (Retry-After: 1); a crowd of eight pages on one host whose first answers 429 (Retry-After: 3)
+ *   once; every request to them is logged with its time (pacingLog), so a test can measure the gaps
+ *   the crawler left.
  * - redirecting seeds: /moved-www sends its visitors to the www. host, /moved-away to another host
  *   (names under .localhost, which Chromium resolves to the loopback address itself); both land on a
  *   three-page site that links back to its own front page.
@@ -17,8 +18,9 @@ const P = "/hostile/pacing";
 /** Requests to the rate-limited routes, per site, in the order they came. */
 const requestLog = new Map<string, { path: string; at: number }[]>();
 
-export function pacingLog(siteUrl: string, path: string): number[] {
-  return (requestLog.get(siteUrl) ?? []).filter((r) => r.path === path).map((r) => r.at);
+export function pacingLog(siteUrl: string, path: string | RegExp): number[] {
+  const matches = (p: string) => (typeof path === "string" ? p === path : path.test(p));
+  return (requestLog.get(siteUrl) ?? []).filter((r) => matches(r.path)).map((r) => r.at);
 }
 
 function logRequest(req: IncomingMessage, site: HostileSiteInfo): number {
@@ -52,6 +54,17 @@ export const pacingRoutes: HostileRoutes = {
     html(res, TOO_MANY, 429, { "retry-after": "1" });
   },
   [`${P}/busy-links`]: (_req, res) => html(res, links([`${P}/always-busy`])),
+  [`${P}/crowd`]: (_req, res) => html(res, links(Array.from({ length: 8 }, (_, i) => `${P}/crowd/${i + 1}`))),
+  ...Object.fromEntries(
+    Array.from({ length: 8 }, (_, i) => [
+      `${P}/crowd/${i + 1}`,
+      (req: IncomingMessage, res: ServerResponse, site: HostileSiteInfo) => {
+        const nth = logRequest(req, site);
+        if (i === 0 && nth === 1) return html(res, TOO_MANY, 429, { "retry-after": "3" });
+        html(res, `<p>crowd ${i + 1}</p>`);
+      },
+    ]),
+  ),
 
   [`${P}/moved-www`]: (req, res) => {
     res.writeHead(301, { location: `http://${wwwHostOf(req)}${P}/site/` }).end();
