@@ -23,7 +23,7 @@ export const DEFAULT_RATE_LIMIT_TIMEOUT_SECONDS = 300;
 export function rateLimitOptions(flags: RawRateLimitFlags): RateLimitOptions {
   const codes = (flags.rateLimitStatusCodes ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean);
   const statusCodes = codes.map((code) => {
-    if (!/^\d{3}$/.test(code) || Number(code) < 400) throw new OptionsError(`--rateLimitStatusCodes takes HTTP status codes from 400 to 599, got ${JSON.stringify(code)}`);
+    if (!/^\d{3}$/.test(code) || Number(code) < 400 || Number(code) > 599) throw new OptionsError(`--rateLimitStatusCodes takes HTTP status codes from 400 to 599, got ${JSON.stringify(code)}`);
     return Number(code);
   });
   const maxRetries = flags.rateLimitMaxRetries === undefined ? DEFAULT_RATE_LIMIT_MAX_RETRIES : Number(flags.rateLimitMaxRetries.trim());
