@@ -4,7 +4,7 @@ import type { HostileRoutes, HostileSiteInfo } from "./route.js";
 /**
  * Hostile routes: pacing and page identity.
  * - rate limits: a page that answers 429 (Retry-After: 2) once, then 200; one that always answers 429
- *   (Retry-After: 1); a crowd of eight pages on one host whose first answers 429 (Retry-After: 3)
+ *   (Retry-After: 1); a crowd of eight pages on one host whose first answers 429 (Retry-After: 6)
  *   once; every request to them is logged with its time (pacingLog), so a test can measure the gaps
  *   the crawler left.
  * - redirecting seeds: /moved-www sends its visitors to the www. host, /moved-away to another host
@@ -60,7 +60,7 @@ export const pacingRoutes: HostileRoutes = {
       `${P}/crowd/${i + 1}`,
       (req: IncomingMessage, res: ServerResponse, site: HostileSiteInfo) => {
         const nth = logRequest(req, site);
-        if (i === 0 && nth === 1) return html(res, TOO_MANY, 429, { "retry-after": "3" });
+        if (i === 0 && nth === 1) return html(res, TOO_MANY, 429, { "retry-after": "6" });
         html(res, `<p>crowd ${i + 1}</p>`);
       },
     ]),
@@ -78,7 +78,7 @@ export const pacingRoutes: HostileRoutes = {
 
   [`${P}/twins`]: (_req, res) =>
     html(res, links([
-      `${P}/item?a=1&b=2`, `${P}/item?b=2&a=1`, `${P}/item?b=2&&a=1&`, `${P}/item?a=1&b=2#part`,
+      `${P}/item?b=2&a=1`, `${P}/item?a=1&b=2`, `${P}/item?b=2&&a=1&`, `${P}/item?a=1&b=2#part`,
       `${P}/plain?`, `${P}/plain`,
       `${P}/frag#one`, `${P}/frag#two`, `${P}/frag`,
     ])),
