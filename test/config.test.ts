@@ -150,3 +150,29 @@ describe("--config YAML", () => {
     expect(configError(["--config", join(dir, "nope.yaml")])).toBe(`--config ${join(dir, "nope.yaml")}: no such file`);
   });
 });
+
+describe("URL and rate-limit flags (issue 15, items 7-9)", () => {
+  it("defaults: fragments dropped, no redirected seeds, 429 and 503 are rate limits retried 4 times, backed off up to 300 s", () => {
+    const options = optionsFrom(["--url", "http://a.test/"]);
+    expect(options).toMatchObject({ allowHashUrls: false, addRedirectedSeeds: false, rateLimit: { statusCodes: [429, 503], maxRetries: 4, timeoutSeconds: 300 } });
+    expect(options.seedScopes[0].allowHash).toBe(false);
+  });
+
+  it("from flags or a --config file (browsertrix-crawler's names); -1 retries for ever", () => {
+    const fromFile = optionsFrom(["--config", yamlFile("url: http://a.test/\nallowHashUrls: true\naddRedirectedSeeds: true\nrateLimitStatusCodes: [429, 503, 403]\nrateLimitMaxRetries: -1\nrateLimitTimeout: 60\n")]);
+    expect(fromFile).toMatchObject({ allowHashUrls: true, addRedirectedSeeds: true, rateLimit: { statusCodes: [429, 503, 403], maxRetries: -1, timeoutSeconds: 60 } });
+    expect(fromFile.seedScopes[0].allowHash).toBe(true);
+    expect(optionsFrom(["--url", "http://a.test/", "--rateLimitStatusCodes", "429", "--rateLimitStatusCodes", "503,520"]).rateLimit.statusCodes).toEqual([429, 503, 520]);
+  });
+
+  it.each([
+    [["--rateLimitStatusCodes", "200"], /--rateLimitStatusCodes takes HTTP status codes from 400 to 599, got "200"/],
+    [["--rateLimitStatusCodes", "600"], /from 400 to 599, got "600"/],
+    [["--rateLimitStatusCodes", "busy"], /from 400 to 599, got "busy"/],
+    [["--rateLimitMaxRetries", "-2"], /--rateLimitMaxRetries must be a whole number, -1 for no limit/],
+    [["--rateLimitMaxRetries", "1.5"], /--rateLimitMaxRetries must be a whole number/],
+    [["--rateLimitTimeout", "0"], /--rateLimitTimeout must be a number of seconds above 0/],
+  ])("%j is refused", (args, message) => {
+    expect(configError(["--url", "http://a.test/", ...args])).toMatch(message);
+  });
+});

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CrawlState } from "../src/state/crawlState.js";
 import { ExchangeClaims } from "../src/state/exchangeClaims.js";
+import { ExtraSeeds } from "../src/state/extraSeeds.js";
+import { HostPacing } from "../src/state/hostPacing.js";
 import { FencedError, Liveness } from "../src/state/membership/liveness.js";
 import { Membership } from "../src/state/membership/membership.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
@@ -27,7 +29,7 @@ describe("crawl state in Redis", () => {
       await state.markDone(page.url);
     }
     expect(order).toEqual(["http://a.test/", "http://a.test/shallow", "http://a.test/deep"]);
-    expect(await state.counts()).toEqual({ queued: 0, pending: 0, done: 3, failed: 0, seen: 3, failedAttempts: 0, skippedRobots: 0 });
+    expect(await state.counts()).toEqual({ queued: 0, pending: 0, done: 3, failed: 0, seen: 3, failedAttempts: 0, skippedRobots: 0, rateLimited: 0 });
   });
 
   it("keys are prefixed by crawl id: another crawl sees nothing of the first", async () => {
@@ -94,6 +96,73 @@ describe("crawl state in Redis", () => {
     // The dead process's late completion is ignored: the lease is no longer its own.
     await dead.markDone("http://a.test/1");
     expect((await alive.counts()).done).toBe(0);
+  });
+
+  it("a page is queued once per key, under the URL seen first; an alias key is seen without taking a place under the limit", async () => {
+    const state = new CrawlState(redis.client, new Membership(redis.client, "c-key", "p1"));
+    const page = (url: string) => ({ url, depth: 1, seedId: 0, extraHops: 0 });
+    expect(await state.enqueue(page("http://a.test/p?b=2&a=1"), 2, "http://a.test/p?a=1&b=2")).toBe("queued");
+    expect(await state.enqueue(page("http://a.test/p?a=1&b=2"), 2, "http://a.test/p?a=1&b=2")).toBe("seen");
+    await state.addSeenAlias("http://www.a.test/");
+    expect(await state.enqueue(page("http://www.a.test/"), 2)).toBe("seen");
+    expect(await state.enqueue(page("http://a.test/other"), 2)).toBe("queued");
+    expect((await state.take())?.url).toBe("http://a.test/p?b=2&a=1");
+    expect(await state.counts()).toMatchObject({ seen: 2, queued: 1, pending: 1 });
+  });
+
+  it("a rate-limited page waits out the server's delay (capped), counts no failed attempt, and fails once its rate-limit retries are used up", async () => {
+    const state = new CrawlState(redis.client, new Membership(redis.client, "c-rate", "p1"));
+    const url = "http://a.test/busy";
+    await state.enqueue({ url, depth: 0, seedId: 0, extraHops: 0 }, 0);
+    const limits = { maxRetries: 2, backoffBaseMs: 100, capMs: 400 };
+    await state.take();
+    expect(await state.markRateLimited(url, 250, limits, "rate limited")).toEqual({ outcome: "retry", delayMs: 250 });
+    expect(await state.nextRetryDueInMs()).toBeGreaterThan(150);
+    expect(await state.take()).toBeNull();
+    await new Promise((r) => setTimeout(r, 270));
+    expect((await state.take())?.url).toBe(url);
+    // No Retry-After: the backoff doubles per answer (100, 200, ...), never past the cap; a long Retry-After is capped too.
+    expect(await state.markRateLimited(url, null, limits, "rate limited")).toEqual({ outcome: "retry", delayMs: 200 });
+    await new Promise((r) => setTimeout(r, 220));
+    expect((await state.take())?.url).toBe(url);
+    expect(await state.markRateLimited(url, 60_000, limits, "rate limited: HTTP 429")).toEqual({ outcome: "failed", delayMs: 400 });
+    expect(await state.counts()).toMatchObject({ queued: 0, pending: 0, failed: 1, failedAttempts: 0, rateLimited: 3, done: 0 });
+    expect(await state.failedPages()).toEqual([{ url, depth: 0, reason: "rate limited: HTTP 429", attempts: 3 }]);
+  });
+
+  it("a deferred page goes back due later, with no attempt counted", async () => {
+    const state = new CrawlState(redis.client, new Membership(redis.client, "c-defer", "p1"));
+    await state.enqueue({ url: "http://a.test/later", depth: 0, seedId: 0, extraHops: 0 }, 0);
+    await state.take();
+    await state.defer("http://a.test/later", 300);
+    expect(await state.take()).toBeNull();
+    expect(await state.counts()).toMatchObject({ queued: 1, pending: 0, failedAttempts: 0 });
+    await new Promise((r) => setTimeout(r, 320));
+    expect((await state.take())?.url).toBe("http://a.test/later");
+  });
+
+  it("a backed-off host gets no turn until its delay has passed, in any process; a shorter back-off never shortens it", async () => {
+    const membership = new Membership(redis.client, "c-host", "p1");
+    const one = new HostPacing(redis.client, membership.keys);
+    const other = new HostPacing(redis.client, membership.keys);
+    expect(await one.turn("a.test", 0)).toBe(0);
+    await one.backOff("a.test", 500);
+    expect(await other.backOff("a.test", 100)).toBeGreaterThan(300);
+    const wait = await other.turn("a.test", 0);
+    expect(wait).toBeGreaterThan(300);
+    expect(wait).toBeLessThanOrEqual(500);
+    await new Promise((r) => setTimeout(r, wait + 20));
+    expect(await other.turn("a.test", 0)).toBe(0);
+  });
+
+  it("extra seeds: one index per URL, the same for every process", async () => {
+    const keys = new Membership(redis.client, "c-seeds", "p1").keys;
+    const a = new ExtraSeeds(redis.client, keys);
+    const b = new ExtraSeeds(redis.client, keys);
+    expect(await a.add({ origSeedId: 0, url: "http://b.test/" })).toBe(0);
+    expect(await b.add({ origSeedId: 1, url: "http://c.test/" })).toBe(1);
+    expect(await b.add({ origSeedId: 0, url: "http://b.test/" })).toBe(0);
+    expect(await a.list(1)).toEqual([{ origSeedId: 1, url: "http://c.test/" }]);
   });
 
   it("claims an exchange once per status and URL", async () => {

@@ -1,9 +1,10 @@
 import { STATUS_CODES } from "node:http";
 import type { CDPSession, Page, Protocol } from "puppeteer-core";
-import { bodySize, mimeTypeOf, shortOfDeclaredLength, type ConfirmedCapture, type Exchange, type ExchangeBody } from "../archive/exchange.js";
+import { bodySize, headerValue, mimeTypeOf, shortOfDeclaredLength, type ConfirmedCapture, type Exchange, type ExchangeBody } from "../archive/exchange.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
+import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { needsStreaming, readRequestBody, readResponseBody, streamResponseBody } from "./responseBody.js";
 
@@ -28,9 +29,21 @@ export interface ConditionalRequest {
   confirms: ConfirmedCapture;
 }
 
+/** The page's own document answered with a rate-limit status (--rateLimitStatusCodes): not stored. */
+export interface RateLimitAnswer {
+  url: string;
+  status: number;
+  /** The Retry-After header as sent, if any. */
+  retryAfter: string | null;
+}
+
 /** What one attempt at loading a page captured; read once the page is done. */
 export class PageAttempt {
   readonly captured: CapturedSummary[] = [];
+  /** The page's document URLs: the page URL and where its redirects led (main frame only). */
+  readonly documentUrls = new Set<string>();
+  /** Set when the page's document was a rate-limit answer: the attempt stores nothing of it. */
+  rateLimited: RateLimitAnswer | null = null;
   /** URLs whose exchange could not be stored (body unavailable, or storing failed). */
   readonly lost = new Set<string>();
   /** URLs whose bodies came cut off. */
@@ -40,7 +53,9 @@ export class PageAttempt {
    * @param lastAttempt the page's last attempt: cut-off bodies are stored (marked truncated) rather than
    *   dropped for a retry to get them whole, since no retry is left.
    */
-  constructor(readonly lastAttempt: boolean) {}
+  constructor(readonly lastAttempt: boolean, pageUrl = "") {
+    if (pageUrl) this.documentUrls.add(withoutHash(pageUrl));
+  }
 }
 
 /**
@@ -68,12 +83,13 @@ export class PageCapture {
     private readonly sink: ExchangeSink,
     private readonly fetcher: FallbackFetcher,
     private readonly mainFrameId: string,
+    private readonly rateLimitStatusCodes: readonly number[],
   ) {}
 
-  static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher): Promise<PageCapture> {
+  static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, rateLimitStatusCodes: readonly number[] = []): Promise<PageCapture> {
     const cdp = await page.createCDPSession();
     const { frameTree } = await cdp.send("Page.getFrameTree");
-    const capture = new PageCapture(cdp, sink, fetcher, frameTree.frame.id);
+    const capture = new PageCapture(cdp, sink, fetcher, frameTree.frame.id, rateLimitStatusCodes);
     cdp.on("Fetch.requestPaused", (event: Protocol.Fetch.RequestPausedEvent) => {
       const attempt = capture.attempt;
       const work = capture.onPaused(event, attempt).catch((err: unknown) => {
@@ -100,7 +116,7 @@ export class PageCapture {
 
   /** Start capturing a new attempt at a page (with --refresh, its document request made conditional). */
   beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean }): PageAttempt {
-    this.attempt = new PageAttempt(options.lastAttempt);
+    this.attempt = new PageAttempt(options.lastAttempt, url);
     this.conditional.clear();
     if (options.conditional) this.conditional.set(url, options.conditional);
     return this.attempt;
@@ -120,6 +136,11 @@ export class PageCapture {
   /** The page URL fetched outside the browser (it would not render it, a download say); null if that failed too. */
   async fetchPageDirectly(url: string, timeoutMs: number, navigationError: string): Promise<CapturedSummary | null> {
     const exchange = await this.fetcher.page(url, timeoutMs, navigationError);
+    if (exchange && this.rateLimitStatusCodes.includes(exchange.status)) {
+      this.attempt.rateLimited = { url, status: exchange.status, retryAfter: headerValue(exchange.responseHeaders, "retry-after") ?? null };
+      await discardBody(exchange);
+      return null;
+    }
     if (!exchange || !(await this.storeFetched(exchange, this.attempt, "direct fetch of the page could not be stored"))) return null;
     return { url, status: exchange.status, mime: mimeTypeOf(exchange), resourceType: "Direct", location: null, date: exchange.date };
   }
@@ -141,6 +162,17 @@ export class PageCapture {
     const location = responseHeaders.find(([n]) => n.toLowerCase() === "location")?.[1] ?? null;
     const mime = (responseHeaders.find(([n]) => n.toLowerCase() === "content-type")?.[1] ?? "").split(";")[0].trim();
     const pageDocument = event.resourceType === "Document" && event.frameId === this.mainFrameId;
+    if (pageDocument && attempt.documentUrls.has(request.url)) {
+      if (this.rateLimitStatusCodes.includes(status)) {
+        // "Too many requests" is not the page: a replay of it would be wrong. Nothing of this attempt
+        // is stored (the browser is stopped from rendering it); the page is tried again later.
+        attempt.rateLimited = { url: request.url, status, retryAfter: headerValue(responseHeaders, "retry-after") ?? null };
+        await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "BlockedByResponse" }).catch(() => undefined);
+        return;
+      }
+      const next = location && status >= 300 && status < 400 ? tryNormalizeCrawlUrl(location, request.url) : null;
+      if (next) attempt.documentUrls.add(next);
+    }
 
     if (status === 304 && !confirms) {
       // The browser revalidated a copy from its own cache: the 304 is not the resource, the cached

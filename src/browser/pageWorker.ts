@@ -2,11 +2,11 @@ import type { Browser, Page } from "puppeteer-core";
 import { FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
-import { tryNormalizeCrawlUrl } from "../scope/urls.js";
+import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { withTimeout } from "../util/process.js";
 import { installBehaviors, runBehaviors, type BehaviorOutcome, type BehaviorSettings } from "./behaviors.js";
 import type { BrowserHost } from "./browserHost.js";
-import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAttempt } from "./capture.js";
+import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAttempt, type RateLimitAnswer } from "./capture.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { waitForQuietNetwork } from "./loadWait.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
@@ -18,6 +18,8 @@ export interface PageWorkerOptions {
   behaviors: BehaviorSettings;
   /** Text and screenshots to take of each loaded page (--text, --screenshot). */
   extracts?: ExtractOptions;
+  /** --rateLimitStatusCodes: a page document with one of these is a rate-limit answer, never stored. */
+  rateLimitStatusCodes?: readonly number[];
 }
 
 /** What loading one page produced. */
@@ -34,6 +36,8 @@ export interface PageLoadResult {
   extracts?: PageExtracts;
   /** How the page's behaviors ended, when they ran. */
   behaviors?: BehaviorOutcome;
+  /** The server answered the page with a rate limit: nothing of the attempt was stored. */
+  rateLimited?: RateLimitAnswer;
 }
 
 export interface LoadOptions {
@@ -75,7 +79,7 @@ export class PageWorker {
     this.tabBrowser = browser;
     if (this.options.userAgent) await tab.setUserAgent(this.options.userAgent);
     await installBehaviors(tab, this.options.behaviors);
-    const capture = await PageCapture.attach(tab, this.sink, this.fetcher);
+    const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.options.rateLimitStatusCodes);
     this.tab = tab;
     this.capture = capture;
     return { tab, capture };
@@ -86,6 +90,9 @@ export class PageWorker {
     this.behaviorOutcome = undefined;
     const attempt = capture.beginPage(url, { conditional, lastAttempt });
     const result = await this.loadPage(tab, capture, attempt, url);
+    if (attempt.rateLimited) {
+      return { document: null, title: "", links: [], error: `rate limited: HTTP ${attempt.rateLimited.status}`, truncated: [], rateLimited: attempt.rateLimited };
+    }
     const truncated = [...attempt.truncated];
     if (truncated.length && !lastAttempt) {
       return { document: null, title: "", links: [], error: `truncated: ${truncated.join(" ")}`, truncated: [] };
@@ -93,13 +100,18 @@ export class PageWorker {
     return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome };
   }
 
-  private async loadPage(tab: Page, capture: PageCapture, attempt: PageAttempt, url: string): Promise<Omit<PageLoadResult, "truncated">> {
+  private async loadPage(tab: Page, capture: PageCapture, attempt: PageAttempt, pageUrl: string): Promise<Omit<PageLoadResult, "truncated">> {
+    // The browser requests the URL without its fragment (--allowHashUrls pages): that is the document.
+    const url = withoutHash(pageUrl);
     let navigationError: string | null = null;
     try {
-      await tab.goto(url, { waitUntil: "load", timeout: this.options.pageLoadTimeoutMs });
+      // From /p#a, going to /p#b would only scroll: the page would not load, nothing would be captured.
+      if (url !== pageUrl && withoutHash(tab.url()) === url) await tab.goto("about:blank", { timeout: this.options.pageLoadTimeoutMs });
+      await tab.goto(pageUrl, { waitUntil: "load", timeout: this.options.pageLoadTimeoutMs });
     } catch (err) {
       navigationError = errorMessage(err);
     }
+    if (attempt.rateLimited) return { document: null, title: "", links: [], error: navigationError };
     // Only rendered documents load more after "load"; a PDF viewer never goes quiet, so don't wait on it.
     const rendered = findDocument(attempt.captured, url);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
@@ -162,7 +174,8 @@ export class PageWorker {
     const hrefs = await tab.evaluate(() =>
       Array.from(document.querySelectorAll("a[href], area[href]"), (a) => (a as HTMLAnchorElement).href),
     );
-    const links = [...new Set(hrefs.map((h) => tryNormalizeCrawlUrl(h)).filter((u): u is string => u !== null))];
+    // Fragments kept: whether they tell pages apart is the seed scope's call (--allowHashUrls).
+    const links = [...new Set(hrefs.map((h) => tryNormalizeCrawlUrl(h, undefined, true)).filter((u): u is string => u !== null))];
     return [title, links];
   }
 

@@ -68,6 +68,11 @@ export function buildCrawlProgram(): Command {
     .option("--behaviors <list>", `in-page behaviors run on each page after it loads, comma-separated (${BEHAVIOR_NAMES.join(", ")}); "" for none`, BEHAVIOR_NAMES.join(","))
     .option("--behaviorTimeout <seconds>", "time allowed for a page's behaviors", "90")
     .option("--postLoadDelay <seconds>", "wait this long after a page has loaded, before its behaviors")
+    .option("--allowHashUrls", "URLs that differ only in their #fragment are different pages (default: the fragment is dropped)")
+    .option("--addRedirectedSeeds", "a seed page that redirects out of its scope adds the redirect target as a seed with the same scope rules (a change of scheme or www. never leaves the scope)")
+    .option("--rateLimitStatusCodes <codes>", "a page answered with one of these statuses is rate-limited: not archived, its host backed off (Retry-After), retried; comma-separated, repeatable (default: 429,503)", collect)
+    .option("--rateLimitMaxRetries <n>", "rate-limit answers a page may get before it is recorded as failed; -1 = no limit", "4")
+    .option("--rateLimitTimeout <seconds>", "how long a host is backed off after a rate-limit answer without Retry-After, and the longest Retry-After honoured", "300")
     .allowExcessArguments(false)
     .showHelpAfterError(false);
 }

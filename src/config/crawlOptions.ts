@@ -12,6 +12,8 @@ import { robotsAgentOf } from "../robots/robotsTxt.js";
 import type { SitemapOptions } from "../sitemap/sitemapSeeds.js";
 import { parseW3cDate } from "../sitemap/w3cDate.js";
 import { BEHAVIOR_NAMES, parseBehaviorList, type BehaviorName } from "../browser/behaviors.js";
+import { OptionsError } from "./optionsError.js";
+import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
 
 /** Everything a crawl run needs to know, validated. The one place a flag's meaning lives. */
 export interface CrawlOptions {
@@ -77,14 +79,20 @@ export interface CrawlOptions {
   behaviorTimeout: number;
   /** Seconds to sleep after the load wait, before the behaviors. */
   postLoadDelay: number;
+  /** --allowHashUrls: URLs that differ in their #fragment are different pages. */
+  allowHashUrls: boolean;
+  /** --addRedirectedSeeds: a seed page that redirects out of its scope adds the redirect target as a seed. */
+  addRedirectedSeeds: boolean;
+  /** Pages answered with a rate limit (--rateLimitStatusCodes, --rateLimitMaxRetries, --rateLimitTimeout). */
+  rateLimit: RateLimitOptions;
 }
 
-export class OptionsError extends Error {}
+export { OptionsError };
 
 export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
@@ -133,6 +141,8 @@ export interface RawCrawlFlags {
   behaviors?: string;
   behaviorTimeout?: string;
   postLoadDelay?: string;
+  allowHashUrls?: boolean;
+  addRedirectedSeeds?: boolean;
 }
 
 /** A seed object of a config file's `seeds:` (browsertrix-crawler's format): its values override the flags'. */
@@ -197,7 +207,7 @@ function splitList(values: string[] | undefined): string[] {
 }
 
 /** A seed's scope from scope flags (or a config seed's own values laid over them, as browsertrix-crawler does). */
-function seedScope(flags: Pick<RawCrawlFlags, "scopeType" | "include" | "exclude" | "depth" | "extraHops">): SeedScopeOptions {
+function seedScope(flags: Pick<RawCrawlFlags, "scopeType" | "include" | "exclude" | "depth" | "extraHops" | "allowHashUrls">): SeedScopeOptions {
   const scopeType = (flags.scopeType ?? (flags.include?.length ? "custom" : "prefix")) as ScopeType;
   if (!SCOPE_TYPES.includes(scopeType)) {
     throw new OptionsError(`--scopeType must be one of ${SCOPE_TYPES.join(", ")}, got ${JSON.stringify(flags.scopeType)}`);
@@ -208,6 +218,7 @@ function seedScope(flags: Pick<RawCrawlFlags, "scopeType" | "include" | "exclude
     exclude: regexList("exclude", flags.exclude),
     depth: integer("depth", flags.depth, -1, -1),
     extraHops: integer("extraHops", flags.extraHops, 0, 0),
+    allowHash: flags.allowHashUrls ?? false,
   };
 }
 
@@ -307,6 +318,9 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     sitemap: sitemapOptions(flags),
     robots: flags.robots ? { agent: flags.robotsAgent ?? robotsAgentOf(flags.userAgent ?? null) } : null,
     ...behaviorOptions(flags),
+    allowHashUrls: flags.allowHashUrls ?? false,
+    addRedirectedSeeds: flags.addRedirectedSeeds ?? false,
+    rateLimit: rateLimitOptions(flags),
   };
 }
 

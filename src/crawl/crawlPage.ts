@@ -11,12 +11,16 @@ import { TEXT_CONTENT_TYPE, type PageResource, type PageResourceRecorder } from 
 import type { WaczPlan } from "../pipeline/waczPlan.js";
 import type { PageAdmission } from "../scope/admission.js";
 import type { SeedScope } from "../scope/seedScope.js";
+import type { SeedScopes } from "../scope/seedScopes.js";
+import { withoutHash } from "../scope/urls.js";
 import type { CrawlState, QueuedPage } from "../state/crawlState.js";
 import type { HostPacing } from "../state/hostPacing.js";
 import { withTimeout } from "../util/process.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import type { ChangeReport } from "./changeReport.js";
 import type { PageList } from "./pageList.js";
+import { settleRateLimited } from "./rateLimit.js";
+import { followSeedRedirect } from "./seedRedirect.js";
 import { conditionalRequest, isFresh, latestCapture, previousOf, reportChange } from "./refresh.js";
 import type { StopControl } from "./stopControl.js";
 
@@ -26,7 +30,8 @@ export interface PageContext {
   state: CrawlState;
   history: CaptureHistory;
   report: ChangeReport;
-  scopes: SeedScope[];
+  /** Each seed's scope by seed id (with --addRedirectedSeeds, seeds added during the crawl too). */
+  scopes: SeedScopes;
   pageList: PageList;
   stop: StopControl;
   /** Pages stored with bodies cut off on every attempt: counted here, listed in `report` (JSON lines). */
@@ -45,17 +50,17 @@ export interface PageContext {
 /** Crawl one leased page: load and capture it, list it, queue its in-scope links, settle its lease. */
 export async function crawlPage(worker: PageWorker, page: QueuedPage, context: PageContext): Promise<void> {
   const { state, options, scopes } = context;
-  const scope = scopes[page.seedId] ?? scopes[0];
+  let seed = { scope: await scopes.of(page.seedId), seedId: page.seedId };
   const previous = options.refresh || options.skipFreshDays > 0 ? await latestCapture(page.url, context.history) : null;
   if (previous && isFresh(previous, options.skipFreshDays)) {
     // Archived recently enough: not fetched, but its archived links are still followed.
     await context.report.add({ url: page.url, change: "skipped-fresh", status: null, digest: null, previous: previousOf(previous) });
-    await enqueueLinks(previous.outlinks ?? [], page, context, scope);
+    await enqueueLinks(previous.outlinks ?? [], page, context, seed.scope);
     await state.markDone(page.url);
     logger.info("page", "page skipped (fresh)", { url: page.url, archived: previous.date });
     return;
   }
-  await waitForHostTurn(page.url, context);
+  if (!(await waitForHostTurn(page.url, context))) return;
   logger.debug("page", "loading page", { url: page.url, depth: page.depth, worker: worker.id });
 
   let result;
@@ -69,6 +74,14 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   } catch (err) {
     result = { document: null, title: "", links: [], error: errorMessage(err), truncated: [] };
   }
+  if (result.rateLimited && !context.stop.immediate) {
+    // Not the page, and not a failed attempt: nothing was stored; the host is backed off (first, so that
+    // no worker of any process starts another page there meanwhile) and the page waits it out.
+    const outcome = await settleRateLimited(page.url, result.rateLimited, { state, hostPacing: context.hostPacing, limits: options.rateLimit });
+    await worker.reset();
+    if (outcome === "failed") await checkFailedLimit(context);
+    return;
+  }
   // After a failure the tab is in an unknown state (hung, crashed, showing an error page): the next
   // attempt, of this page or another, gets a fresh one.
   if (!result.document) await worker.reset();
@@ -80,16 +93,17 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   if (!result.document) {
     const outcome = await state.markFailed(page.url, result.error ?? "not loaded", options.maxPageRetries);
     logger.warn("page", outcome === "failed" ? "page failed" : "page failed, will retry", { url: page.url, error: result.error });
-    if (outcome === "failed" && options.failOnFailedLimit > 0 && (await state.counts()).failed >= options.failOnFailedLimit) {
-      logger.error("crawl", `${options.failOnFailedLimit} pages failed (--failOnFailedLimit): stopping the crawl`);
-      context.stop.request("failed-limit");
-    }
+    if (outcome === "failed") await checkFailedLimit(context);
     return;
+  }
+  const landedAt = result.document.url;
+  if (page.depth === 0 && landedAt !== withoutHash(page.url)) {
+    seed = await followSeedRedirect(page.url, landedAt, seed, { state, scopes, addRedirectedSeeds: options.addRedirectedSeeds });
   }
 
   // A 304 page shows nothing to read links from: its archived outlinks stand for it.
   const notModified = result.document.status === 304 && previous !== null;
-  const links = notModified ? previous!.outlinks ?? [] : result.links;
+  const links = notModified ? previous!.outlinks ?? [] : pageLinks(result.links, seed.scope);
   const entry = {
     id: randomUUID(),
     url: page.url,
@@ -104,6 +118,10 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   try {
     await context.pageResources.record(page.url, result.document.date, pageResources(result.extracts, options));
     context.pageList.add(entry, context.plan.currentWaczFilename());
+    // A seed that redirected is listed under both URLs: the one asked for, and the one replay shows.
+    if (entry.seed && landedAt !== withoutHash(page.url)) {
+      context.pageList.add({ ...entry, id: randomUUID(), url: landedAt, text: undefined }, context.plan.currentWaczFilename());
+    }
   } catch (err) {
     if (!isStorageError(err)) throw err;
     context.stop.fatal(`cannot write the page list or the page's text and screenshots: ${storageErrorMessage(err)}`);
@@ -115,7 +133,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     await context.history.recordOutlinks(page.url, links).catch((err: unknown) => logger.warn("history", "outlinks not recorded", { url: page.url, error: errorMessage(err) }));
   }
   if (options.refresh) await reportChange(page.url, result.document.status, previous, context.history, context.report);
-  const queued = await enqueueLinks(links, page, context, scope);
+  const queued = await enqueueLinks(links, { ...page, seedId: seed.seedId }, context, seed.scope);
   await state.markDone(page.url);
   if (result.behaviors) addToTally(context.behaviors, result.behaviors);
   const crawled = { url: page.url, status: result.document.status, title: result.title, depth: page.depth, linksQueued: queued };
@@ -150,16 +168,40 @@ function appendTruncatedReport(path: string, entry: { url: string; truncated: st
   }
 }
 
-/** --minHostInterval: wait for this host's turn (shared by all processes through Redis). */
-async function waitForHostTurn(url: string, context: PageContext): Promise<void> {
+async function checkFailedLimit(context: PageContext): Promise<void> {
+  const { options, state, stop } = context;
+  if (options.failOnFailedLimit > 0 && (await state.counts()).failed >= options.failOnFailedLimit) {
+    logger.error("crawl", `${options.failOnFailedLimit} pages failed (--failOnFailedLimit): stopping the crawl`);
+    stop.request("failed-limit");
+  }
+}
+
+/** A wait for a host's turn longer than this puts the page back for later rather than holding the worker. */
+const DEFER_HOST_WAIT_OVER_MS = 5000;
+
+/**
+ * Wait for this host's turn (--minHostInterval, a rate limit's back-off), shared by all processes through
+ * Redis. A long back-off puts the page back, due when the host is, and frees the worker for other hosts:
+ * returns false then.
+ */
+async function waitForHostTurn(url: string, context: PageContext): Promise<boolean> {
   const intervalMs = Math.round(context.options.minHostInterval * 1000);
-  if (intervalMs <= 0) return;
   const host = new URL(url).host;
   for (;;) {
     const waitMs = await context.hostPacing.turn(host, intervalMs);
-    if (waitMs <= 0 || context.stop.immediate) return;
+    if (waitMs <= 0 || context.stop.immediate) return true;
+    if (waitMs > Math.max(DEFER_HOST_WAIT_OVER_MS, intervalMs)) {
+      await context.state.defer(url, waitMs);
+      logger.debug("page", "host backed off: page put back until its turn", { url, waitSeconds: waitMs / 1000 });
+      return false;
+    }
     await context.stop.sleep(waitMs);
   }
+}
+
+/** The page's links as its seed's scope tells pages apart: without their #fragment unless --allowHashUrls. */
+function pageLinks(links: string[], scope: SeedScope): string[] {
+  return scope.allowHash ? links : [...new Set(links.map(withoutHash))];
 }
 
 async function enqueueLinks(links: string[], page: QueuedPage, context: PageContext, scope: SeedScope): Promise<number> {

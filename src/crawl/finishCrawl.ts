@@ -71,6 +71,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     browserLaunches: pages.browserLaunches,
     truncated: { ...pages.truncated },
     skippedRobots: counts.skippedRobots,
+    rateLimited: counts.rateLimited,
     behaviors: { ...pages.behaviors },
     ...(options.refresh || options.skipFreshDays > 0 ? { changes: await run.report.summary(), changeReport: run.report.path } : {}),
   };

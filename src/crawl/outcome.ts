@@ -37,6 +37,8 @@ export interface CrawlStats {
   truncated: { count: number; report: string };
   /** Pages not crawled because robots.txt disallows them (--robots). */
   skippedRobots: number;
+  /** Rate-limit answers to page loads (--rateLimitStatusCodes): not archived, not counted as crawled or as failed attempts. */
+  rateLimited: number;
   /** Pages this process crawled whose behaviors finished / timed out, and the seconds they ran. */
   behaviors: BehaviorTally;
 }

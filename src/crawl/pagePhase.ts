@@ -3,8 +3,10 @@ import { BrowserHost } from "../browser/browserHost.js";
 import { PageWorker } from "../browser/pageWorker.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { CrawlProgressBar } from "../log/progress.js";
+import { SeedScopes } from "../scope/seedScopes.js";
 import { startSitemapReading } from "../sitemap/sitemapSeeds.js";
 import type { CrawlState } from "../state/crawlState.js";
+import { ExtraSeeds } from "../state/extraSeeds.js";
 import { HostPacing } from "../state/hostPacing.js";
 import type { Membership } from "../state/membership/membership.js";
 import { SitemapClaim } from "../state/sitemapClaim.js";
@@ -38,7 +40,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     stop.onImmediate(() => void host.closeAllPages());
     const context: PageContext = {
       options, stop, state: session.state, history: pipeline.history, report: run.report, pageList: run.pageList, plan: pipeline.plan,
-      pageResources: pipeline.pageResources, scopes: seeding.scopes, admission: seeding.admission, hostPacing: new HostPacing(session.redis, session.membership.keys),
+      pageResources: pipeline.pageResources, scopes: new SeedScopes(seeding.scopes, new ExtraSeeds(session.redis, session.membership.keys)), admission: seeding.admission, hostPacing: new HostPacing(session.redis, session.membership.keys),
       truncated: { count: 0, report: run.truncatedReport },
       behaviors: emptyTally(),
     };
@@ -48,6 +50,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         netIdleWaitMs: options.netIdleWait * 1000,
         userAgent: options.userAgent,
         extracts: extractOptionsOf(options),
+        rateLimitStatusCodes: options.rateLimit.statusCodes,
         behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000 },
       }),
     );

@@ -1,12 +1,15 @@
 import { logger } from "../log/logger.js";
 import type { RobotsTxt } from "../robots/robotsTxt.js";
 import type { CrawlState, QueuedPage } from "../state/crawlState.js";
+import { crawlKey } from "./urls.js";
 
 export type Admission = "queued" | "seen" | "limit" | "robots";
 
 /**
- * The one way pages enter the queue (seeds, links, sitemap entries): with --robots, a page robots.txt
- * disallows is counted as skipped and never queued, so it is never fetched and takes no place under --limit.
+ * The one way pages enter the queue (seeds, links, sitemap entries): a page is known by its key
+ * (crawlKey: ?b=2&a=1 is ?a=1&b=2, "/p?" is "/p"), so it is queued once, under the URL seen first.
+ * With --robots, a page robots.txt disallows is counted as skipped and never queued, so it is never
+ * fetched and takes no place under --limit.
  */
 export class PageAdmission {
   constructor(
@@ -25,6 +28,7 @@ export class PageAdmission {
         return "robots";
       }
     }
-    return this.state.enqueue(page, this.limit);
+    // A URL keeps a fragment only where its scope tells pages apart by it (--allowHashUrls).
+    return this.state.enqueue(page, this.limit, crawlKey(page.url, true));
   }
 }

@@ -1,4 +1,4 @@
-import { normalizeCrawlUrl } from "./urls.js";
+import { crawlKey, normalizeCrawlUrl, withoutHash } from "./urls.js";
 
 export const SCOPE_TYPES = ["page", "page-spa", "prefix", "host", "domain", "any", "custom"] as const;
 export type ScopeType = (typeof SCOPE_TYPES)[number];
@@ -11,19 +11,25 @@ export interface SeedScopeOptions {
   depth: number;
   /** How many links past the edge of the scope may still be followed. */
   extraHops: number;
+  /** --allowHashUrls: URLs that differ in their #fragment are different pages (absent: false). */
+  allowHash?: boolean;
 }
 
 export type ScopeDecision =
   | { inScope: true; extraHops: number }
   | { inScope: false; reason: "excluded" | "out-of-scope" | "too-deep" };
 
-/** The scope of one seed: which discovered links are crawled as pages. */
+/**
+ * The scope of one seed: which discovered links are crawled as pages. As in browsertrix-crawler, the
+ * scheme (http/https) and a leading "www." (or "www2." ...) of the seed's host do not matter: a site
+ * that moves its visitors from http://x/ to https://www.x/ stays in its own scope.
+ */
 export class SeedScope {
   readonly url: string;
   private readonly include: RegExp[];
 
   constructor(seedUrl: string, private readonly options: SeedScopeOptions) {
-    this.url = normalizeCrawlUrl(seedUrl, undefined, options.scopeType === "page-spa");
+    this.url = normalizeCrawlUrl(seedUrl, undefined, options.scopeType === "page-spa" || options.allowHash === true);
     this.include = [...options.include, ...this.implicitInclude()];
   }
 
@@ -31,19 +37,29 @@ export class SeedScope {
     return this.options.scopeType;
   }
 
+  /** Fragments tell pages apart (--allowHashUrls): links keep theirs, and so do the queue's keys. */
+  get allowHash(): boolean {
+    return this.options.allowHash === true;
+  }
+
+  /** The same scope rules around another URL (a seed's redirect target, with --addRedirectedSeeds). */
+  withUrl(url: string): SeedScope {
+    return new SeedScope(url, this.options);
+  }
+
   private implicitInclude(): RegExp[] {
     const seed = new URL(this.url);
+    const host = escapeRegExp(seed.hostname.replace(/^www\d*\./, ""));
+    const port = seed.port ? `:${seed.port}` : "";
+    // Either scheme, with or without www<N>.: browsertrix-crawler's urlRxEscape.
+    const origin = `https?://(www\\d*\\.)?${host}${escapeRegExp(port)}`;
     switch (this.options.scopeType) {
-      case "prefix": {
-        const prefix = new URL(".", seed).href;
-        return [new RegExp("^" + escapeRegExp(prefix))];
-      }
+      case "prefix":
+        return [new RegExp("^" + origin + escapeRegExp(seed.pathname.slice(0, seed.pathname.lastIndexOf("/") + 1)))];
       case "host":
-        return [new RegExp("^" + escapeRegExp(seed.origin) + "/")];
-      case "domain": {
-        const domain = seed.hostname.replace(/^www\./, "");
-        return [new RegExp(`^${escapeRegExp(seed.protocol)}//([^/]+\\.)?${escapeRegExp(domain)}(:\\d+)?/`)];
-      }
+        return [new RegExp("^" + origin + "/")];
+      case "domain":
+        return [new RegExp(`^https?://([^/]+\\.)?${host}(:\\d+)?/`)];
       case "any":
         return [/.*/];
       case "page":
@@ -72,11 +88,22 @@ export class SeedScope {
     return this.decide(url, 0, this.options.extraHops);
   }
 
+  /** Is `url` inside this scope itself (not excluded, no extra hops, whatever the depth)? */
+  covers(url: string): boolean {
+    return !this.options.exclude.some((rx) => rx.test(url)) && this.matches(url);
+  }
+
   private matches(url: string): boolean {
-    if (this.options.scopeType === "page" && url === this.url) return true;
-    if (this.options.scopeType === "page-spa" && url.split("#")[0] === this.url.split("#")[0]) return true;
+    if (this.options.scopeType === "page" && samePage(url, this.url, this.allowHash)) return true;
+    if (this.options.scopeType === "page-spa" && samePage(withoutHash(url), withoutHash(this.url), false)) return true;
     return this.include.some((rx) => rx.test(url));
   }
+}
+
+/** One page, whatever its scheme, a leading www. of its host and the order of its query. */
+function samePage(a: string, b: string, keepHash: boolean): boolean {
+  const fold = (url: string) => crawlKey(url, keepHash).replace(/^https?:\/\/(www\d*\.)?/, "");
+  return fold(a) === fold(b);
 }
 
 function escapeRegExp(text: string): string {

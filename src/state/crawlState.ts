@@ -23,7 +23,8 @@ export interface FailedPage {
 const DEPTH_WEIGHT = 1e12;
 
 const ENQUEUE_LUA = `
--- KEYS: seen, queue, queueSeq; ARGV: url, pageJson, depth, limit
+-- KEYS: seen, queue, queueSeq, seenAliases; ARGV: key, pageJson, depth, limit
+if redis.call('SISMEMBER', KEYS[4], ARGV[1]) == 1 then return 0 end
 local limit = tonumber(ARGV[4])
 if limit > 0 and redis.call('SCARD', KEYS[1]) >= limit then return -1 end
 if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
@@ -59,8 +60,9 @@ redis.call('SADD', KEYS[3], ARGV[1])
 return 1
 `;
 
-// Give a page back to the queue (interrupted) or count a failed attempt: give up, or retry after a
-// backoff that doubles with each attempt (a server that is down for a moment gets that moment).
+// Give a page back to the queue (interrupted), put it back due later (defer: ARGV[6] ms), or count a
+// failed attempt: give up, or retry after a backoff that doubles with each attempt (a server that is
+// down for a moment gets that moment).
 const RELEASE_LUA = `
 -- KEYS: pending, leases, queue, retries, failed, queueSeq, retryDelayed, failedAttempts
 -- ARGV: url, owner, mode, maxRetries, reason, backoffBaseMs, backoffMaxMs
@@ -84,9 +86,43 @@ if ARGV[3] == 'failed' then
   redis.call('ZADD', KEYS[7], now + delay, json)
   return 1
 end
+if ARGV[3] == 'defer' then
+  local t = redis.call('TIME')
+  redis.call('ZADD', KEYS[7], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[6]), json)
+  return 1
+end
 local seq = redis.call('INCR', KEYS[6])
 redis.call('ZADD', KEYS[3], page.depth * ${DEPTH_WEIGHT} + seq, json)
 return 1
+`;
+
+// A rate-limit answer (--rateLimitStatusCodes) is not a failed attempt: the page waits out the
+// server's Retry-After (else a backoff doubling per answer), both capped, and is tried again, until
+// --rateLimitMaxRetries (-1: no limit) runs out. Returns {1 retry | 2 failed | 0 not the owner, delay ms}.
+const RATE_LIMITED_LUA = `
+-- KEYS: pending, leases, rateLimitRetries, rateLimited, failed, retryDelayed
+-- ARGV: url, owner, retryAfterMs (-1: none), maxRetries, reason, backoffBaseMs, capMs
+local url = ARGV[1]
+if redis.call('HGET', KEYS[2], url) ~= ARGV[2] then return {0, 0} end
+local json = redis.call('HGET', KEYS[1], url)
+redis.call('HDEL', KEYS[1], url)
+redis.call('HDEL', KEYS[2], url)
+if not json then return {0, 0} end
+redis.call('INCR', KEYS[4])
+local answers = redis.call('HINCRBY', KEYS[3], url, 1)
+local cap = tonumber(ARGV[7])
+local delay = tonumber(ARGV[3])
+if delay < 0 then delay = tonumber(ARGV[6]) * 2 ^ (answers - 1) end
+delay = math.floor(math.min(delay, cap))
+local maxRetries = tonumber(ARGV[4])
+if maxRetries >= 0 and answers > maxRetries then
+  local page = cjson.decode(json)
+  redis.call('RPUSH', KEYS[5], cjson.encode({url=url, depth=page.depth, reason=ARGV[5], attempts=answers}))
+  return {2, delay}
+end
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[6], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + delay, json)
+return {1, delay}
 `;
 
 export interface CrawlCounts {
@@ -100,6 +136,8 @@ export interface CrawlCounts {
   failedAttempts: number;
   /** Pages not crawled because robots.txt disallows them (--robots). */
   skippedRobots: number;
+  /** Rate-limit answers to page loads (--rateLimitStatusCodes): never archived, never a crawled page. */
+  rateLimited: number;
 }
 
 /** First retry after this long, doubling with each further attempt up to RETRY_BACKOFF_MAX_MS. */
@@ -127,11 +165,14 @@ export class CrawlState {
     this.processId = membership.processId;
   }
 
-  /** Queue a page unless it was seen before or the page limit is reached. */
-  async enqueue(page: QueuedPage, limit: number): Promise<"queued" | "seen" | "limit"> {
+  /**
+   * Queue a page unless its key (scope/urls.ts crawlKey: the page whatever its query order) was seen
+   * before or the page limit is reached. The queue keeps the URL as found: that one is loaded.
+   */
+  async enqueue(page: QueuedPage, limit: number, key = page.url): Promise<"queued" | "seen" | "limit"> {
     const k = this.keys;
     const result = (await this.redis.eval(
-      ENQUEUE_LUA, 3, k.seen, k.queue, k.queueSeq, page.url, JSON.stringify(page), page.depth, limit,
+      ENQUEUE_LUA, 4, k.seen, k.queue, k.queueSeq, k.seenAliases, key, JSON.stringify(page), page.depth, limit,
     )) as number;
     return result === 1 ? "queued" : result === 0 ? "seen" : "limit";
   }
@@ -159,6 +200,42 @@ export class CrawlState {
   /** How many attempts at this page have failed so far. */
   async failedAttemptsOf(url: string): Promise<number> {
     return Number((await this.redis.hget(this.keys.retries, url)) ?? 0);
+  }
+
+  /**
+   * A page's key that is known without being queued (the URL a seed redirected to, already crawled
+   * with the seed): links to it are "seen", and it takes no place under the page limit.
+   */
+  async addSeenAlias(key: string): Promise<void> {
+    await this.redis.sadd(this.keys.seenAliases, key);
+  }
+
+  /**
+   * The server answered the page with a rate limit: no attempt counted; the page is due again after
+   * the server's Retry-After (null: a backoff doubling from `backoffBaseMs`), at most `capMs`, or failed
+   * once `maxRetries` such answers (-1: never) are used up. Returns the outcome and the delay used.
+   */
+  async markRateLimited(
+    url: string,
+    retryAfterMs: number | null,
+    limits: { maxRetries: number; backoffBaseMs: number; capMs: number },
+    reason: string,
+  ): Promise<{ outcome: "retry" | "failed" | "not-owner"; delayMs: number }> {
+    const k = this.keys;
+    const [code, delayMs] = (await this.redis.eval(
+      RATE_LIMITED_LUA, 6, k.pending, k.leases, k.rateLimitRetries, k.rateLimited, k.failed, k.retryDelayed,
+      url, this.processId, retryAfterMs === null ? -1 : Math.max(0, Math.round(retryAfterMs)), limits.maxRetries, reason, limits.backoffBaseMs, limits.capMs,
+    )) as [number, number];
+    return { outcome: code === 2 ? "failed" : code === 1 ? "retry" : "not-owner", delayMs };
+  }
+
+  /** Put a leased page back, due in `delayMs`, without counting an attempt (its host is backed off). */
+  async defer(url: string, delayMs: number): Promise<void> {
+    const k = this.keys;
+    await this.redis.eval(
+      RELEASE_LUA, 8, k.pending, k.leases, k.queue, k.retries, k.failed, k.queueSeq, k.retryDelayed, k.failedAttempts,
+      url, this.processId, "defer", 0, "", Math.max(0, Math.round(delayMs)), 0,
+    );
   }
 
   /** Hand a leased page back to the queue without counting an attempt (interrupted crawl). */
@@ -222,7 +299,7 @@ export class CrawlState {
 
   async counts(): Promise<CrawlCounts> {
     const k = this.keys;
-    const [queued, delayed, pending, done, failed, seen, failedAttempts, skippedRobots] = (await this.redis
+    const [queued, delayed, pending, done, failed, seen, failedAttempts, skippedRobots, rateLimited] = (await this.redis
       .multi()
       .zcard(k.queue)
       .zcard(k.retryDelayed)
@@ -232,11 +309,12 @@ export class CrawlState {
       .scard(k.seen)
       .get(k.failedAttempts)
       .scard(k.robotsSkipped)
+      .get(k.rateLimited)
       .exec())!.map(([err, value]) => {
       if (err) throw err;
       return Number(value ?? 0);
     });
-    return { queued: queued + delayed, pending, done, failed, seen, failedAttempts, skippedRobots };
+    return { queued: queued + delayed, pending, done, failed, seen, failedAttempts, skippedRobots, rateLimited };
   }
 
   async failedPages(): Promise<FailedPage[]> {

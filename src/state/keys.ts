@@ -11,6 +11,16 @@ export function crawlStateKeys(crawlId: string) {
     queueSeq: `${p}:qseq`,
     /** Set of every page URL ever queued (the limit counts this). */
     seen: `${p}:s`,
+    /** Set of page keys known without being queued (a seed's redirect target): links to them are seen; not counted by the limit. */
+    seenAliases: `${p}:salias`,
+    /** List of seeds added at a seed's redirect target (--addRedirectedSeeds), JSON {origSeedId, url}; seed id = seeds given + index. */
+    extraSeeds: `${p}:extraSeeds`,
+    /** Hash url -> index in extraSeeds (a redirect target is added once). */
+    extraSeedIndex: `${p}:extraSeedIdx`,
+    /** Hash url -> rate-limit answers (--rateLimitStatusCodes) the page got so far. */
+    rateLimitRetries: `${p}:rlretries`,
+    /** Counter of rate-limit answers to page loads, for the stats. */
+    rateLimited: `${p}:rateLimited`,
     /** Hash url -> QueuedPage JSON of pages being crawled now. */
     pending: `${p}:p`,
     /** Hash url -> owner process id holding the page's lease. */
