@@ -129,13 +129,17 @@ async function main(argv: string[]): Promise<number> {
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  // The terminal of a running crawl was closed: stop as for SIGTERM (what was captured is written).
+  process.on("SIGHUP", onSignal);
   try {
     const outcome = await runCrawl(options, stop);
     if (outcome.failure) process.stderr.write(`crawl: ${outcome.failure}\n`);
     return outcome.exitCode;
   } catch (err) {
+    // After a fatal error (the embedded Redis died...), what failed next is a consequence: say the cause.
+    const message = stop.fatalError ?? errorMessage(err);
     logger.error("crawl", errorMessage(err));
-    process.stderr.write(`crawl: ${errorMessage(err)}\n`);
+    process.stderr.write(`crawl: ${message}\n`);
     return ExitCode.Failed;
   } finally {
     stop.dispose();

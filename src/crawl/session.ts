@@ -7,7 +7,8 @@ import { connectRedis, connectionUrl } from "../redis/connect.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
 import { CrawlState } from "../state/crawlState.js";
 import { Liveness } from "../state/membership/liveness.js";
-import { Membership, newProcessId } from "../state/membership/membership.js";
+import { Membership } from "../state/membership/membership.js";
+import { newProcessId } from "../state/membership/processIdentity.js";
 import { WriterSlots } from "../state/membership/writerSlots.js";
 import { withTimeout } from "../util/process.js";
 import type { CollectionPaths } from "./collection.js";
@@ -40,6 +41,13 @@ export async function openCrawlSession(options: CrawlOptions, paths: CollectionP
   const { redis, embedded } = await openStateRedis(options.redisStoreUrl, paths.redisData);
   const membership = new Membership(redis, options.crawlId, processId);
   let dedupeRedis: Redis | null = null;
+  // Nobody restarts the embedded server: without it every command would wait forever. Stop the crawl
+  // and fail whatever waits on it; its append-only file lets the same command resume.
+  embedded?.onUnexpectedExit((message) => {
+    stop.fatal(`${message}: the crawl cannot go on; run the same command again to resume`);
+    dedupeRedis?.disconnect();
+    redis.disconnect();
+  });
   let liveness: Liveness | null = null;
   const close = async () => {
     liveness?.stop();
