@@ -10,13 +10,15 @@ export class RedisUnreachableError extends Error {}
 export async function connectRedis(
   url: string,
   what: string,
-  options: { connectTimeoutMs?: number; failFast?: boolean } = {},
+  options: { connectTimeoutMs?: number; failFast?: boolean; giveUp?: AbortSignal } = {},
 ): Promise<Redis> {
   const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
   const redis = new Redis(url, {
     lazyConnect: true,
     connectTimeout: connectTimeoutMs,
-    retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5000),
+    // giveUp: the server is known to be gone for good (the embedded one died): at the next reconnect
+    // attempt the client ends, and every command waiting for it fails instead of waiting forever.
+    retryStrategy: (times) => (options.giveUp?.aborted ? null : Math.min(100 * 2 ** Math.min(times, 6), 5000)),
     // failFast: while the server is away, commands fail at once instead of queueing (the caller has a
     // fallback, e.g. dedupe writes the full response); it still reconnects in the background.
     ...(options.failFast
