@@ -178,6 +178,29 @@ describe("robots.txt", () => {
   });
 });
 
+describe("robots.txt cache", () => {
+  it("keeps the most recently used hosts up to its cap: memory stays bounded however many hosts a crawl meets", async () => {
+    const sites = await Promise.all([1, 2, 3].map(() => serve(() => ({ "/robots.txt": (res) => res.writeHead(200, { "content-type": "text/plain" }).end("User-agent: *\nDisallow: /no\n") }))));
+    try {
+      const [a, b, c] = sites;
+      const robots = new RobotsTxt({ userAgent: null, agent: "x", maxOrigins: 2 });
+      await robots.check(`${a.origin}/1`);
+      await robots.check(`${b.origin}/1`);
+      await robots.check(`${a.origin}/2`); // a is now the most recently used
+      await robots.check(`${c.origin}/1`); // b goes
+      expect(robots.cachedOrigins).toBe(2);
+      await robots.check(`${a.origin}/3`);
+      await robots.check(`${c.origin}/2`);
+      expect([a, b, c].map((s) => s.hits.get("/robots.txt"))).toEqual([1, 1, 1]);
+      expect(await robots.check(`${b.origin}/no/x`)).toEqual({ allowed: false, reason: "disallowed" });
+      expect(b.hits.get("/robots.txt")).toBe(2); // fetched again once evicted
+      expect(robots.cachedOrigins).toBe(2);
+    } finally {
+      for (const site of sites) await new Promise<void>((resolve) => site.server.close(() => resolve()));
+    }
+  });
+});
+
 describe("the sitemaps are read once per crawl", () => {
   let redis: TestRedis;
   beforeAll(async () => {

@@ -78,12 +78,15 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
 function showProgress(state: CrawlState, bytesWritten: () => number, logStats: boolean): () => void {
   const progress = new CrawlProgressBar();
   let ticks = 0;
+  let asking = false;
   const timer = setInterval(() => {
     const logNow = logStats && ++ticks % 30 === 0;
+    if (asking) return; // Redis is away: one question waiting for it is enough
+    asking = true;
     void state.counts().then((c) => {
       progress.update({ ...c, bytesWritten: bytesWritten() });
       if (logNow) logger.info("stats", "crawl statistics", { ...c, bytesWritten: bytesWritten() });
-    }, () => undefined);
+    }, () => undefined).finally(() => (asking = false));
   }, 1000);
   return () => {
     clearInterval(timer);
