@@ -130,7 +130,11 @@ async function main(argv: string[]): Promise<number> {
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   // The terminal of a running crawl was closed: stop as for SIGTERM (what was captured is written).
-  process.on("SIGHUP", onSignal);
+  // Writes to the terminal that is gone fail from now on; the log file in logs/ keeps everything.
+  process.on("SIGHUP", (signal) => {
+    for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
+    onSignal(signal);
+  });
   try {
     const outcome = await runCrawl(options, stop);
     if (outcome.failure) process.stderr.write(`crawl: ${outcome.failure}\n`);
