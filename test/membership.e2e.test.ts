@@ -107,6 +107,10 @@ async function waczPages(collection: string): Promise<string[]> {
 
 const lastLine = (text: string) => text.trim().split("\n").pop();
 
+// A real second pid namespace when this runner may make one (root); else the documented test hook.
+const unshareWorks = spawnSync("unshare", ["--pid", "--fork", "--mount-proc", "true"]).status === 0;
+const inAnotherNamespace = unshareWorks ? { prefix: ["unshare", "--pid", "--fork", "--mount-proc"] } : { env: { CRAWLER_TEST_PID_NAMESPACE: "contained" } };
+
 describe("process identity across pid namespaces", () => {
   let site: FaultySite;
   beforeAll(async () => {
@@ -116,8 +120,6 @@ describe("process identity across pid namespaces", () => {
     await site.close();
   });
 
-  // A real second pid namespace when this runner may make one (root); else the documented test hook.
-  const unshareWorks = spawnSync("unshare", ["--pid", "--fork", "--mount-proc", "true"]).status === 0;
 
   it("two crawlers with one host name in two pid namespaces share a crawl: neither takes the other for dead", async () => {
     const redis = await startTestRedis();
@@ -125,9 +127,7 @@ describe("process identity across pid namespaces", () => {
       const shared = ["--url", `${site.url}/`, "--crawlId", "namespaces", "--redisStoreUrl", redis.url, "--generateWACZ", "--workers", "1"];
       const host = startCrawler([...shared, "--collection", "ns-host", "--statsFilename", join(cwd, "ns-host.json")]);
       await host.logged("crawl started");
-      const contained = startCrawler([...shared, "--collection", "ns-contained", "--statsFilename", join(cwd, "ns-contained.json")], unshareWorks
-        ? { prefix: ["unshare", "--pid", "--fork", "--mount-proc"] }
-        : { env: { CRAWLER_TEST_PID_NAMESPACE: "contained" } });
+      const contained = startCrawler([...shared, "--collection", "ns-contained", "--statsFilename", join(cwd, "ns-contained.json")], inAnotherNamespace);
       const [hostExit, containedExit] = await Promise.all([host.exit, contained.exit]);
       expect(hostExit, host.log().slice(-3000)).toEqual({ code: 0, signal: null });
       expect(containedExit, contained.log().slice(-3000)).toEqual({ code: 0, signal: null });
@@ -181,6 +181,20 @@ describe("the embedded redis-server", () => {
     expect(await crawler.exit, crawler.log().slice(-2000)).toEqual({ code: 3, signal: null });
     expect(logLines(crawler.log()).some((l) => l.message === "received SIGHUP")).toBe(true);
     expect(await gone(redisPid, 2000)).toBe(true);
+  }, 120_000);
+
+  it("a crawler in another pid namespace (a container sharing the volume) never stops the server of a crawl running there", async () => {
+    const args = ["--url", `${site.url}/`, "--collection", "emb-container", "--workers", "1", "--pageLoadTimeout", "5"];
+    const running = startCrawler(args);
+    await running.logged("crawl started");
+    const redisPid = await embeddedRedisPid("emb-container");
+    const other = startCrawler(args, inAnotherNamespace);
+    expect(await other.exit).toEqual({ code: 1, signal: null });
+    expect(lastLine(other.log())).toMatch(/^crawl: this collection's embedded Redis runs for a crawler in another container \(pid \d+ there\); to run several crawler processes on one crawl, give them all the same --redisStoreUrl$/);
+    expect(isRunning(redisPid)).toBe(true);
+    expect(running.child.exitCode).toBeNull();
+    running.child.kill("SIGTERM");
+    expect(await running.exit, running.log().slice(-2000)).toEqual({ code: 3, signal: null });
   }, 120_000);
 
   it("two crawls started at once on one collection never run two redis-servers on its data folder", async () => {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { freePort } from "./freePort.js";
 import { isPidAlive } from "../util/process.js";
-import { processStartTime } from "../util/procfs.js";
+import { bootId, pidNamespace, processStartTime } from "../util/procfs.js";
 
 /** The exit code of the launcher when another redis-server holds the data folder's lock. */
 const LOCKED_EXIT = 75;
@@ -34,6 +34,15 @@ interface ServerRecord {
   /** With the pids, names the processes even after a pid is reused. */
   ownerStartTime?: string | null;
   startTime?: string | null;
+  /** Where these pids mean something: another container sharing the folder cannot judge them. */
+  locality?: string | null;
+}
+
+/** This boot and pid namespace (see state/membership/processIdentity.ts), or null where unknown. */
+function locality(): string | null {
+  const boot = bootId();
+  const namespace = pidNamespace();
+  return boot && namespace ? `${boot} ${namespace}` : null;
 }
 
 export interface EmbeddedRedisOptions {
@@ -108,7 +117,9 @@ export class EmbeddedRedis {
           const how = signal ? `killed by ${signal}` : `exit code ${code}`;
           for (const listener of this.exitListeners) listener(`the embedded redis-server (pid ${child.pid}) exited unexpectedly (${how})`);
         });
-        const record: ServerRecord = { pid: child.pid!, port: this.port, ownerPid: process.pid, ownerStartTime: processStartTime(process.pid), startTime: processStartTime(child.pid!) };
+        const record: ServerRecord = {
+          pid: child.pid!, port: this.port, ownerPid: process.pid, ownerStartTime: processStartTime(process.pid), startTime: processStartTime(child.pid!), locality: locality(),
+        };
         writeFileSync(this.stateFile, JSON.stringify(record));
         return this.url;
       }
@@ -116,7 +127,14 @@ export class EmbeddedRedis {
         throw new Error(`cannot start embedded redis-server (${binary}): ${ready.message}; install Debian's redis-server`);
       }
       if (ready === LOCKED_EXIT) {
-        // Another server holds this folder: one starting right now, or a leftover on its way out.
+        // Another server holds this folder: one starting right now, a leftover on its way out, or the
+        // server of a crawler in another container sharing this folder.
+        if (leftover?.locality && leftover.locality !== locality()) {
+          throw new Error(
+            `this collection's embedded Redis runs for a crawler in another container (pid ${leftover.ownerPid} there); ` +
+              "to run several crawler processes on one crawl, give them all the same --redisStoreUrl",
+          );
+        }
         if (Date.now() > lockWaitEnds) {
           throw new Error(`another redis-server is running on ${this.options.dataDir}${leftover ? ` (pid ${leftover.pid})` : ""}: stop it first`);
         }
@@ -165,6 +183,9 @@ export class EmbeddedRedis {
     } catch {
       return null;
     }
+    // Written in another container (or before a reboot): its pids mean nothing here. The lock tells
+    // whether that server still runs (see start()).
+    if (leftover.locality && leftover.locality !== locality()) return leftover;
     const serverAlive = sameProcess(leftover.pid, leftover.startTime);
     if (leftover.ownerPid && leftover.ownerPid !== process.pid && sameProcess(leftover.ownerPid, leftover.ownerStartTime) && serverAlive) {
       throw new Error(
