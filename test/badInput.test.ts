@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -31,6 +31,18 @@ describe("bad input gives one clear line and a non-zero exit", () => {
     expect(result.code).toBe(2);
     expect(errorLine(result.stderr)).toMatch(message);
     expect(result.stderr.trim().split("\n").length).toBe(1);
+  });
+
+  it("a --config whose nested aliases expand to 9^9 values (\"billion laughs\") is one line, exit 2, not an out-of-memory crash", async () => {
+    // Each list names the one before nine times: a few hundred bytes that stand for 387 million strings.
+    const names = "abcdefghi";
+    const lines = [`  a: &a [${Array(9).fill('"lol"').join(",")}]`];
+    for (let i = 1; i < names.length; i++) lines.push(`  ${names[i]}: &${names[i]} [${Array(9).fill(`*${names[i - 1]}`).join(",")}]`);
+    const config = join(cwd, "laughs.yaml");
+    writeFileSync(config, `url: http://127.0.0.1:9/\ninclude:\n${lines.join("\n")}\n`);
+    const result = await runCli("crawl", ["--config", config, "--cwd", cwd], { timeoutMs: 60_000 });
+    expect({ code: result.code, signal: result.signal }, result.stderr.slice(-500)).toEqual({ code: 2, signal: null });
+    expect(result.stderr).toBe(`crawl: --config ${config}: its aliases expand to more than 100000 values (nested aliases, a "billion laughs"): refused\n`);
   });
 
   it("an unreachable --redisStoreUrl fails fast with exit 1 and writes no WARC", async () => {

@@ -8,7 +8,7 @@ import { browserProcesses, killBrowserProcesses } from "../src/browser/browserPr
 import type { BrowserRecord } from "../src/browser/browserRecords.js";
 import { launchBrowser } from "../src/browser/launch.js";
 import { isPidAlive } from "../src/util/process.js";
-import { bootId, processStartTime } from "../src/util/procfs.js";
+import { bootId, pidNamespace, processStartTime } from "../src/util/procfs.js";
 import { logLines } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 
@@ -136,8 +136,8 @@ describe("Chromium does not outlive its crawler", () => {
     const sleeper = spawn("sleep", ["600"], { stdio: "ignore" });
     started.push(sleeper);
     await until(() => processStartTime(sleeper.pid!) !== null, 10_000);
-    const record = (crawlerPid: number, crawlerStartTime: string | null, profileDir: string, browserPid: number): BrowserRecord => ({
-      crawlerPid, crawlerStartTime, bootId: bootId(), host: hostname(), profileDir, browserPid, startedAt: new Date().toISOString(),
+    const record = (crawlerPid: number, crawlerStartTime: string | null, profileDir: string, browserPid: number, namespace = pidNamespace()): BrowserRecord => ({
+      crawlerPid, crawlerStartTime, bootId: bootId(), pidNamespace: namespace, host: hostname(), profileDir, browserPid, startedAt: new Date().toISOString(),
     });
     const write = (name: string, r: BrowserRecord) => writeFileSync(join(dir, `${name}.json`), JSON.stringify(r));
 
@@ -157,6 +157,10 @@ describe("Chromium does not outlive its crawler", () => {
     // D: the sleeper's pid, but another start time: a pid reused after the crawler died.
     const staleProfile = profile("stale");
     write("pid-reused-by-crawler", record(sleeper.pid!, "1", staleProfile, 999_999_999));
+    // E: a crawler of another pid namespace (a container on the host's network: same host name): its pid
+    // means nothing here, so its record and profile are left to it.
+    const otherNamespaceProfile = profile("other-namespace");
+    write("other-namespace", record(deadPid, "1", otherNamespaceProfile, 999_999_998, "pid:[1]"));
 
     const run = crawl("leftovers", `${site}/quick.html`, ["--limit", "1"]);
     expect(await run.exited, run.stderr()).toBe(0);
@@ -173,7 +177,8 @@ describe("Chromium does not outlive its crawler", () => {
     expect(isPidAlive(sleeper.pid!)).toBe(true);
     expect(browserProcesses(liveProfile)).toEqual(expect.arrayContaining(liveFamily)); // (it may have started more)
     expect(existsSync(liveProfile)).toBe(true);
-    expect(readdirSync(dir)).toEqual(["live.json"]);
+    expect(existsSync(otherNamespaceProfile)).toBe(true);
+    expect(readdirSync(dir).sort()).toEqual(["live.json", "other-namespace.json"]);
 
     live.kill("SIGKILL");
     sleeper.kill("SIGKILL");

@@ -7,6 +7,10 @@ import { readSitemaps, type SitemapEntry, type SitemapReadCounts } from "../src/
 import { parseW3cDate } from "../src/sitemap/w3cDate.js";
 import { Membership } from "../src/state/membership/membership.js";
 import { SitemapClaim } from "../src/state/sitemapClaim.js";
+import { PageAdmission, type Admission } from "../src/scope/admission.js";
+import { SeedScope } from "../src/scope/seedScope.js";
+import { startSitemapReading } from "../src/sitemap/sitemapSeeds.js";
+import { CrawlState } from "../src/state/crawlState.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 
 describe("W3C dates (<lastmod>, --sitemapFromDate/--sitemapToDate)", () => {
@@ -174,6 +178,29 @@ describe("robots.txt", () => {
   });
 });
 
+describe("robots.txt cache", () => {
+  it("keeps the most recently used hosts up to its cap: memory stays bounded however many hosts a crawl meets", async () => {
+    const sites = await Promise.all([1, 2, 3].map(() => serve(() => ({ "/robots.txt": (res) => res.writeHead(200, { "content-type": "text/plain" }).end("User-agent: *\nDisallow: /no\n") }))));
+    try {
+      const [a, b, c] = sites;
+      const robots = new RobotsTxt({ userAgent: null, agent: "x", maxOrigins: 2 });
+      await robots.check(`${a.origin}/1`);
+      await robots.check(`${b.origin}/1`);
+      await robots.check(`${a.origin}/2`); // a is now the most recently used
+      await robots.check(`${c.origin}/1`); // b goes
+      expect(robots.cachedOrigins).toBe(2);
+      await robots.check(`${a.origin}/3`);
+      await robots.check(`${c.origin}/2`);
+      expect([a, b, c].map((s) => s.hits.get("/robots.txt"))).toEqual([1, 1, 1]);
+      expect(await robots.check(`${b.origin}/no/x`)).toEqual({ allowed: false, reason: "disallowed" });
+      expect(b.hits.get("/robots.txt")).toBe(2); // fetched again once evicted
+      expect(robots.cachedOrigins).toBe(2);
+    } finally {
+      for (const site of sites) await new Promise<void>((resolve) => site.server.close(() => resolve()));
+    }
+  });
+});
+
 describe("the sitemaps are read once per crawl", () => {
   let redis: TestRedis;
   beforeAll(async () => {
@@ -193,13 +220,47 @@ describe("the sitemaps are read once per crawl", () => {
     expect(await a.claim()).toBe("claimed");
     expect(await b.claim()).toBe("busy");
     expect(await b.inProgress()).toBe(true);
-    // a dies before finishing: its heartbeat goes, b takes the reading over.
+    // a dies before finishing: its heartbeat goes; the reading is unfinished (no process may commit)
+    // until a live one, b, takes it over and reads to the end.
     await memberA.clearHeartbeat();
-    expect(await b.inProgress()).toBe(false);
+    expect(await b.state()).toBe("orphaned");
+    expect(await b.inProgress()).toBe(true);
     expect(await b.claim()).toBe("claimed");
+    expect(await redis.client.sismember(memberA.keys.fenced, "host-1-aaaa")).toBe(1);
+    await a.finish(); // a was fenced: it no longer settles the reading
+    expect(await b.state()).toBe("reading");
     await b.finish();
     expect(await a.claim()).toBe("done");
     expect(await b.claim()).toBe("done");
     expect(await a.inProgress()).toBe(false);
+  });
+
+  it("pages that cannot be queued fail the reading: the claim is let go, nobody waits for it, a rerun reads again", async () => {
+    const site = await serve((origin) => ({
+      "/sitemap.xml": (res) => res.writeHead(200, { "content-type": "application/xml" }).end(
+        `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>${origin}/a.html</loc></url><url><loc>${origin}/b.html</loc></url></urlset>`,
+      ),
+    }));
+    try {
+      const member = new Membership(redis.client, "sm-reject", "host-3-cccc");
+      await member.heartbeat();
+      const claim = new SitemapClaim(redis.client, member);
+      // The queue refuses (Redis gone, a script error...): admit rejects.
+      class RefusingAdmission extends PageAdmission {
+        override async admit(): Promise<Admission> {
+          throw new Error("the queue is unavailable");
+        }
+      }
+      const reading = await startSitemapReading({ url: "/sitemap.xml", fromDate: null, toDate: null }, {
+        claim, admission: new RefusingAdmission(new CrawlState(redis.client, member), 0, null), scopes: [new SeedScope(`${site.origin}/`, { scopeType: "prefix", include: [], exclude: [], depth: -1, extraHops: 0 })],
+        robotsTxt: new RobotsTxt({ userAgent: null, agent: "x" }), stop: { requested: false }, userAgent: null,
+      });
+      await reading.finished;
+      expect(await claim.state()).toBe("failed");
+      expect(await claim.inProgress()).toBe(false);
+      expect(await claim.claim()).toBe("claimed");
+    } finally {
+      await new Promise<void>((resolve) => site.server.close(() => resolve()));
+    }
   });
 });

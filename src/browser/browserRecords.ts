@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import { basename, join } from "node:path";
 import { errorMessage, logger } from "../log/logger.js";
 import { isPidAlive } from "../util/process.js";
-import { bootId, processArgs, processStartTime } from "../util/procfs.js";
+import { bootId, pidNamespace, processArgs, processStartTime } from "../util/procfs.js";
 import { browserProcesses, isProfileDir, killBrowserProcesses, removeProfileDir } from "./browserProcesses.js";
 
 export interface BrowserRecord {
@@ -16,6 +16,8 @@ export interface BrowserRecord {
   /** With the pid, names the crawler process even after its pid is reused (null where /proc is missing). */
   crawlerStartTime: string | null;
   bootId: string | null;
+  /** The pid namespace the crawler pid is in (a container's own): only a crawler of ours is judged by its pid. */
+  pidNamespace: string | null;
   host: string;
   profileDir: string;
   /** Null until the browser has started. */
@@ -41,6 +43,7 @@ export class BrowserRecords {
       crawlerPid: process.pid,
       crawlerStartTime: processStartTime(process.pid),
       bootId: bootId(),
+      pidNamespace: pidNamespace(),
       host: hostname(),
       profileDir,
       browserPid: null,
@@ -63,7 +66,8 @@ export class BrowserRecords {
 
   /**
    * Kill the leftover browsers of this machine's crawlers that are gone, remove their profiles and records.
-   * Records of live crawlers, and of other machines (a collection on a shared volume), are left alone.
+   * Records of live crawlers, and of other machines or containers (a collection on a shared volume; a
+   * container on the host's network has the host's name but pids of its own), are left alone.
    */
   async cleanLeftovers(): Promise<CleanedBrowser[]> {
     let names: string[];
@@ -81,7 +85,7 @@ export class BrowserRecords {
         rmSync(file, { force: true });
         continue;
       }
-      if (record.host !== hostname() || crawlerAlive(record)) continue;
+      if (!sameLocality(record) || crawlerAlive(record)) continue;
       if (!isProfileDir(record.profileDir)) {
         logger.warn("browser", "browser record names an unexpected profile folder: removing the record only", { file, profileDir: record.profileDir });
         rmSync(file, { force: true });
@@ -127,6 +131,7 @@ function readRecord(file: string): BrowserRecord | null {
       crawlerPid: value.crawlerPid,
       crawlerStartTime: typeof value.crawlerStartTime === "string" ? value.crawlerStartTime : null,
       bootId: typeof value.bootId === "string" ? value.bootId : null,
+      pidNamespace: typeof value.pidNamespace === "string" ? value.pidNamespace : null,
       host: value.host,
       profileDir: value.profileDir,
       browserPid: typeof value.browserPid === "number" ? value.browserPid : null,
@@ -135,6 +140,14 @@ function readRecord(file: string): BrowserRecord | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * Whether the record's crawler pid can be checked here: same host name, same pid namespace (records
+ * written before namespaces were recorded count as this host's, as they did then).
+ */
+function sameLocality(record: BrowserRecord): boolean {
+  return record.host === hostname() && (record.pidNamespace === null || record.pidNamespace === pidNamespace());
 }
 
 /** Whether the crawler that wrote the record still runs: same boot, same pid, same start time. */

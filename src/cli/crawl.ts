@@ -134,13 +134,21 @@ async function main(argv: string[]): Promise<number> {
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  // The terminal of a running crawl was closed: stop as for SIGTERM (what was captured is written).
+  // Writes to the terminal that is gone fail from now on; the log file in logs/ keeps everything.
+  process.on("SIGHUP", (signal) => {
+    for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
+    onSignal(signal);
+  });
   try {
     const outcome = await runCrawl(options, stop);
     if (outcome.failure) process.stderr.write(`crawl: ${outcome.failure}\n`);
     return outcome.exitCode;
   } catch (err) {
+    // After a fatal error (the embedded Redis died...), what failed next is a consequence: say the cause.
+    const message = stop.fatalError ?? errorMessage(err);
     logger.error("crawl", errorMessage(err));
-    process.stderr.write(`crawl: ${errorMessage(err)}\n`);
+    process.stderr.write(`crawl: ${message}\n`);
     return ExitCode.Failed;
   } finally {
     stop.dispose();

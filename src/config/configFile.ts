@@ -31,7 +31,35 @@ export function readConfigFile(path: string): Record<string, unknown> {
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
     throw new OptionsError(`--config ${path}: must be a mapping of flag names to values (e.g. "workers: 2")`);
   }
+  if (!fitsExpanded(parsed, MAX_EXPANDED_VALUES)) {
+    throw new OptionsError(`--config ${path}: its aliases expand to more than ${MAX_EXPANDED_VALUES} values (nested aliases, a "billion laughs"): refused`);
+  }
   return parsed as Record<string, unknown>;
+}
+
+/**
+ * YAML aliases share one parsed value, so a few lines of nested aliases (each list naming the one
+ * before nine times) parse in a blink yet stand for 9^9 values: anything that walks them (validation,
+ * an error message) would run out of memory. No real config comes near this many values.
+ */
+const MAX_EXPANDED_VALUES = 100_000;
+
+/** Whether walking `value` as a tree (every alias expanded) visits at most `budget` values. */
+function fitsExpanded(value: unknown, budget: number): boolean {
+  let left = budget;
+  const walk = (node: unknown): boolean => {
+    if (--left < 0) return false;
+    if (node === null || typeof node !== "object") return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) if (!walk(child)) return false;
+    return true;
+  };
+  return walk(value);
+}
+
+/** A value as it appears in an error message: JSON, cut short. */
+function preview(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
 /**
@@ -59,7 +87,7 @@ function optionValue(option: Option, value: unknown, where: string): unknown {
   const takesValue = option.required || option.optional;
   if (!takesValue) {
     // The key is the value's name (`sandbox` for --no-sandbox), so the YAML value is stored as it is.
-    if (typeof value !== "boolean") throw new OptionsError(`${where} must be true or false, got ${JSON.stringify(value)}`);
+    if (typeof value !== "boolean") throw new OptionsError(`${where} must be true or false, got ${preview(value)}`);
     return value;
   }
   if (typeof value === "boolean") {
@@ -85,7 +113,7 @@ function scalarText(value: unknown, where: string): string {
   if (typeof value === "string") return value;
   if (typeof value === "number" && Number.isFinite(value)) return String(value);
   if (typeof value === "boolean") return String(value);
-  throw new OptionsError(`${where} must be a ${Array.isArray(value) ? "single value or a flat list" : "string, number or list"}, got ${JSON.stringify(value)}`);
+  throw new OptionsError(`${where} must be a ${Array.isArray(value) ? "single value or a flat list" : "string, number or list"}, got ${preview(value)}`);
 }
 
 /** `seeds:` is a list of URLs, of seed objects with their own scope, or a comma-separated string. */
@@ -95,7 +123,7 @@ function seedList(value: unknown, where: string): (string | RawSeedSpec)[] {
     const at = `${where}[${i}]`;
     if (typeof item === "string") return item;
     if (item === null || typeof item !== "object" || Array.isArray(item)) {
-      throw new OptionsError(`${at} must be a URL or a mapping with a url, got ${JSON.stringify(item)}`);
+      throw new OptionsError(`${at} must be a URL or a mapping with a url, got ${preview(item)}`);
     }
     const fields = item as Record<string, unknown>;
     for (const key of Object.keys(fields)) {

@@ -3,6 +3,7 @@ import { DedupeIndexUnavailableError } from "../dedupe/retry.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { crawlSummary } from "../log/progress.js";
 import type { CrawlCounts, CrawlState } from "../state/crawlState.js";
+import { SitemapClaim } from "../state/sitemapClaim.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import { pauseForTests } from "../util/testPause.js";
 import type { CrawlRun } from "./crawlRun.js";
@@ -19,6 +20,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
   const { options, session, stop } = run;
   const counts = await session.state.counts();
   let { status, failure } = await howItEnded(counts, session.state, stop);
+  if (status === "done" && options.sitemap) ({ status, failure } = await sitemapsFinished(new SitemapClaim(session.redis, session.membership)));
 
   const packaging: Omit<PackagingContext, "plan"> = {
     options, archiveDir: run.paths.archive, outputDir: run.paths.root, pageList: run.pageList, dedupe: session.dedupe,
@@ -79,6 +81,17 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
   if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");
   logger.milestone("crawl", `crawl ${stats.status}`, { ...stats }, crawlSummary(stats));
   return { exitCode: exitCodeOf(status), stats, waczPaths, failure };
+}
+
+/** A crawl is done only once its sitemaps were read to the end: else it is not committed, and a rerun reads them. */
+async function sitemapsFinished(claim: SitemapClaim): Promise<{ status: CrawlStatus; failure: string | null }> {
+  const state = await claim.state();
+  if (state === "done") return { status: "done", failure: null };
+  const failure = state === "failed"
+    ? "the sitemaps' pages could not all be queued (see the log): the crawl is not complete; run the same command again to read them again"
+    : `the sitemap reading did not finish (${state}): the crawl is not complete; run the same command again to resume`;
+  logger.error("crawl", failure);
+  return { status: "failed", failure };
 }
 
 /** The crawl's status once its pages are done, and the one line saying why, if it failed. */

@@ -4,7 +4,7 @@ import { PageWorker } from "../browser/pageWorker.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { CrawlProgressBar } from "../log/progress.js";
 import { SeedScopes } from "../scope/seedScopes.js";
-import { startSitemapReading } from "../sitemap/sitemapSeeds.js";
+import { startSitemapReading, type SitemapReading } from "../sitemap/sitemapSeeds.js";
 import type { CrawlState } from "../state/crawlState.js";
 import { ExtraSeeds } from "../state/extraSeeds.js";
 import { HostPacing } from "../state/hostPacing.js";
@@ -57,12 +57,14 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     const stopProgress = showProgress(session.state, () => pipeline.writer.bytesWritten, options.logging.includes("stats"));
     const sitemapClaim = new SitemapClaim(session.redis, session.membership);
     try {
-      const sitemapReading = options.sitemap
-        ? await startSitemapReading(options.sitemap, { claim: sitemapClaim, admission: seeding.admission, scopes: seeding.scopes, robotsTxt: seeding.robotsTxt, stop, userAgent: options.userAgent })
+      const sitemap = options.sitemap;
+      const readSitemaps = sitemap
+        ? () => startSitemapReading(sitemap, { claim: sitemapClaim, admission: seeding.admission, scopes: seeding.scopes, robotsTxt: seeding.robotsTxt, stop, userAgent: options.userAgent })
         : null;
-      const loop: WorkLoop = { context, membership: session.membership, sitemapClaim, active: new Set(), taking: 0 };
+      const loop: WorkLoop = { context, membership: session.membership, sitemapClaim, active: new Set(), taking: 0, readSitemaps, sitemapReadings: [] };
+      if (readSitemaps) loop.sitemapReadings.push((await readSitemaps()).finished);
       await Promise.all(workers.map((worker) => workLoop(worker, loop)));
-      await sitemapReading?.finished;
+      await Promise.all(loop.sitemapReadings);
     } finally {
       stopProgress();
       await Promise.all(workers.map((w) => w.close()));
@@ -79,12 +81,15 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
 function showProgress(state: CrawlState, bytesWritten: () => number, logStats: boolean): () => void {
   const progress = new CrawlProgressBar();
   let ticks = 0;
+  let asking = false;
   const timer = setInterval(() => {
     const logNow = logStats && ++ticks % 30 === 0;
+    if (asking) return; // Redis is away: one question waiting for it is enough
+    asking = true;
     void state.counts().then((c) => {
       progress.update({ ...c, bytesWritten: bytesWritten() });
       if (logNow) logger.info("stats", "crawl statistics", { ...c, bytesWritten: bytesWritten() });
-    }, () => undefined);
+    }, () => undefined).finally(() => (asking = false));
   }, 1000);
   return () => {
     clearInterval(timer);
@@ -99,6 +104,12 @@ interface WorkLoop {
   sitemapClaim: SitemapClaim;
   active: Set<string>;
   taking: number;
+  /** --useSitemap: start (or take over) the sitemap reading; resolves with its end. */
+  readSitemaps: (() => Promise<SitemapReading>) | null;
+  /** Readings this process started (at the start, or taken over from a reader that died). */
+  sitemapReadings: Promise<void>[];
+  /** A worker is checking whether the sitemap reading must be taken over. */
+  checkingSitemap?: boolean;
 }
 
 /** Take pages from the shared queue until it is drained everywhere or a stop is asked for. */
@@ -131,6 +142,19 @@ async function workLoop(worker: PageWorker, loop: WorkLoop): Promise<void> {
   }
 }
 
+/** The process reading the sitemaps died before the end: read them here (its heartbeat is gone, so the claim passes). */
+async function resumeOrphanedSitemapReading(loop: WorkLoop): Promise<void> {
+  if (!loop.readSitemaps || loop.checkingSitemap) return;
+  loop.checkingSitemap = true;
+  try {
+    if ((await loop.sitemapClaim.state()) !== "orphaned") return;
+    logger.warn("sitemap", "the process reading the sitemaps is gone before the end: reading them here");
+    loop.sitemapReadings.push((await loop.readSitemaps()).finished);
+  } finally {
+    loop.checkingSitemap = false;
+  }
+}
+
 /** Nothing queued or in progress anywhere, and no sitemap still being read (by this or another process). */
 async function crawlIsDrained(state: CrawlState, sitemapClaim: SitemapClaim): Promise<boolean> {
   const counts = await state.counts();
@@ -144,6 +168,7 @@ async function crawlIsDrained(state: CrawlState, sitemapClaim: SitemapClaim): Pr
 async function recoverWork(loop: WorkLoop, stop: StopControl): Promise<void> {
   const { state, options } = loop.context;
   await loop.membership.reapLocalDeadProcesses();
+  await resumeOrphanedSitemapReading(loop);
   await state.recoverAbandoned(options.maxPageRetries);
   if (loop.taking === 0) {
     for (const url of await state.recoverOwnOrphans(new Set(loop.active), options.maxPageRetries)) {

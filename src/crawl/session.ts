@@ -7,7 +7,8 @@ import { connectRedis, connectionUrl } from "../redis/connect.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
 import { CrawlState } from "../state/crawlState.js";
 import { Liveness } from "../state/membership/liveness.js";
-import { Membership, newProcessId } from "../state/membership/membership.js";
+import { Membership } from "../state/membership/membership.js";
+import { newProcessId } from "../state/membership/processIdentity.js";
 import { WriterSlots } from "../state/membership/writerSlots.js";
 import { withTimeout } from "../util/process.js";
 import type { CollectionPaths } from "./collection.js";
@@ -37,9 +38,16 @@ export interface CrawlSession {
  */
 export async function openCrawlSession(options: CrawlOptions, paths: CollectionPaths, stop: { fatal(message: string): void }): Promise<CrawlSession> {
   const processId = newProcessId(randomUUID().slice(0, 8));
-  const { redis, embedded } = await openStateRedis(options.redisStoreUrl, paths.redisData);
+  const serverGone = new AbortController();
+  const { redis, embedded } = await openStateRedis(options.redisStoreUrl, paths.redisData, serverGone.signal);
   const membership = new Membership(redis, options.crawlId, processId);
   let dedupeRedis: Redis | null = null;
+  // Nobody restarts the embedded server: without it every command would wait forever. Stop the crawl
+  // and fail whatever waits on it; its append-only file lets the same command resume.
+  embedded?.onUnexpectedExit((message) => {
+    stop.fatal(`${message}: the crawl cannot go on; run the same command again to resume`);
+    serverGone.abort();
+  });
   let liveness: Liveness | null = null;
   const close = async () => {
     liveness?.stop();
@@ -49,7 +57,9 @@ export async function openCrawlSession(options: CrawlOptions, paths: CollectionP
     await embedded?.stop();
   };
   try {
-    dedupeRedis = await connectRedis(options.redisDedupeUrl ?? connectionUrl(redis), options.redisDedupeUrl ? "dedupe Redis (--redisDedupeUrl)" : "dedupe index Redis", { failFast: true });
+    dedupeRedis = options.redisDedupeUrl
+      ? await connectRedis(options.redisDedupeUrl, "dedupe Redis (--redisDedupeUrl)", { failFast: true })
+      : await connectRedis(connectionUrl(redis), "dedupe index Redis", { failFast: true, giveUp: serverGone.signal });
     const dedupe = new DedupeIndex(dedupeRedis, options.crawlId);
     await dedupe.registerCrawl();
     liveness = new Liveness(membership, (message) => stop.fatal(message));
@@ -67,13 +77,13 @@ export async function openCrawlSession(options: CrawlOptions, paths: CollectionP
   }
 }
 
-async function openStateRedis(redisStoreUrl: string | null, dataDir: string): Promise<{ redis: Redis; embedded: EmbeddedRedis | null }> {
+async function openStateRedis(redisStoreUrl: string | null, dataDir: string, serverGone: AbortSignal): Promise<{ redis: Redis; embedded: EmbeddedRedis | null }> {
   if (redisStoreUrl) return { redis: await connectRedis(redisStoreUrl, "crawl-state Redis (--redisStoreUrl)"), embedded: null };
   const embedded = new EmbeddedRedis({ dataDir, persist: true });
   const url = await embedded.start();
   logger.info("redis", "embedded redis-server started", { url, dataDir });
   try {
-    return { redis: await connectRedis(url, "embedded redis-server"), embedded };
+    return { redis: await connectRedis(url, "embedded redis-server", { giveUp: serverGone }), embedded };
   } catch (err) {
     await embedded.stop();
     throw err;

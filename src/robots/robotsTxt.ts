@@ -21,6 +21,8 @@ export interface RobotsTxtOptions {
   timeoutMs?: number;
   /** How long an unreachable robots.txt keeps its host disallowed before it is asked for again. */
   unreachableRetryMs?: number;
+  /** How many hosts' rules are kept (least recently used go first; they are fetched again if needed). */
+  maxOrigins?: number;
 }
 
 interface ParsedRobots {
@@ -34,10 +36,13 @@ const robotsParser = robotsParserModule as unknown as (url: string, text: string
 const MAX_ROBOTS_BYTES = 512 * 1024;
 const DEFAULT_TIMEOUT_MS = 10_000;
 const DEFAULT_UNREACHABLE_RETRY_MS = 10 * 60_000;
+// A crawl across many hosts (--scopeType any, --extraHops) must not keep every host's rules for ever.
+// Rules are a few KB typically (512 KiB at most, see above).
+const DEFAULT_MAX_ORIGINS = 1000;
 
 /**
- * robots.txt of each host (scheme, host and port), fetched once per process and kept in memory; one
- * that was unreachable is asked for again after a while. Used to obey it (--robots) and to find
+ * robots.txt of each host (scheme, host and port), fetched once per process and kept in memory (the
+ * `maxOrigins` most recently used); one that was unreachable is asked for again after a while. Used to obey it (--robots) and to find
  * Sitemap: lines (--useSitemap).
  */
 export class RobotsTxt {
@@ -62,14 +67,28 @@ export class RobotsTxt {
     }
   }
 
+  /** Hosts whose rules are kept now. */
+  get cachedOrigins(): number {
+    return this.byOrigin.size;
+  }
+
   async rulesFor(origin: string): Promise<RobotsRules> {
     const cached = this.byOrigin.get(origin);
     if (cached) {
+      // Least recently used first: a Map iterates in insertion order, so a use moves it to the end.
+      this.byOrigin.delete(origin);
+      this.byOrigin.set(origin, cached);
       const rules = await cached;
       if (rules.kind !== "unreachable" || rules.until > Date.now()) return rules;
     }
     const fetching = this.fetchRules(origin);
+    this.byOrigin.delete(origin);
     this.byOrigin.set(origin, fetching);
+    const max = this.options.maxOrigins ?? DEFAULT_MAX_ORIGINS;
+    for (const oldest of this.byOrigin.keys()) {
+      if (this.byOrigin.size <= max) break;
+      this.byOrigin.delete(oldest);
+    }
     return fetching;
   }
 

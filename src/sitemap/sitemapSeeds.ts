@@ -4,6 +4,7 @@ import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { RobotsTxt } from "../robots/robotsTxt.js";
 import type { SitemapClaim } from "../state/sitemapClaim.js";
+import { pauseForTests } from "../util/testPause.js";
 import { readSitemaps, type SitemapEntry, type SitemapReadCounts } from "./sitemapReader.js";
 
 export interface SitemapOptions {
@@ -53,7 +54,9 @@ const BATCH = 200;
 /**
  * --useSitemap: once per crawl (whichever process claims it first; a restart does not read the
  * sitemaps again once they were read), queue the pages the seeds' sitemaps list, through the seeds'
- * scopes, the page limit and robots.txt, in the background while pages are crawled. Failures are warnings.
+ * scopes, the page limit and robots.txt, in the background while pages are crawled. A sitemap that
+ * cannot be fetched is a warning; pages that cannot be queued fail the reading (see SitemapClaim.fail).
+ * Called again by a process that finds the reader dead: the reading starts over, idempotently.
  */
 export async function startSitemapReading(options: SitemapOptions, context: SitemapContext): Promise<SitemapReading> {
   const claim = await context.claim.claim();
@@ -61,12 +64,18 @@ export async function startSitemapReading(options: SitemapOptions, context: Site
     logger.info("sitemap", claim === "done" ? "sitemaps already read in this crawl" : "another crawler process is reading the sitemaps");
     return { finished: Promise.resolve() };
   }
-  const finished = queueSitemapPages(options, context).then(
-    async (complete) => {
-      if (complete) await context.claim.finish();
-    },
-    (err: unknown) => logger.warn("sitemap", "reading the sitemaps failed", { error: errorMessage(err) }),
-  );
+  const finished = queueSitemapPages(options, context)
+    .then(
+      async (complete) => {
+        if (complete) await context.claim.finish();
+      },
+      async (err: unknown) => {
+        // Let the claim go, so that no worker waits for pages that will not come; the crawl is not done.
+        logger.error("sitemap", "reading the sitemaps failed: the crawl cannot be complete; a rerun reads them again", { error: errorMessage(err) });
+        await context.claim.fail();
+      },
+    )
+    .catch((err: unknown) => logger.warn("sitemap", "cannot record how the sitemap reading ended", { error: errorMessage(err) }));
   return { finished };
 }
 
@@ -91,6 +100,7 @@ async function queueSitemapPages(options: SitemapOptions, context: SitemapContex
     const entries = readSitemaps(roots, { userAgent: context.userAgent, notBefore: options.fromDate }, counts);
     let batch: SitemapEntry[] = [];
     const flush = async () => {
+      await pauseForTests("sitemap-queue");
       const outcomes = await Promise.all(batch.map((entry) => queueEntry(entry, seedIds, options, context, counts)));
       batch = [];
       return outcomes.includes("limit");

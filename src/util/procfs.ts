@@ -1,5 +1,5 @@
 /** Reads of Linux /proc: who a pid really is, so that a reused pid is never taken for the process we mean. */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 /** The process's argv, or null if it is gone, a zombie, or unreadable. */
 export function processArgs(pid: number): string[] | null {
@@ -31,6 +31,21 @@ export function processStartTime(pid: number): string | null {
 export function bootId(): string | null {
   try {
     return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The pid namespace this process sees pids in ("pid:[4026531836]"), or null where /proc cannot say.
+ * Test hook: CRAWLER_TEST_PID_NAMESPACE=<name> makes the process claim a namespace of that name instead
+ * (tests of processes in different namespaces where `unshare --pid` is not allowed).
+ */
+export function pidNamespace(): string | null {
+  const forTest = process.env.CRAWLER_TEST_PID_NAMESPACE;
+  if (forTest) return `test:${forTest}`;
+  try {
+    return readlinkSync("/proc/self/ns/pid");
   } catch {
     return null;
   }

@@ -20,6 +20,7 @@ export class Liveness {
   private renewedAt = 0;
   private timer: NodeJS.Timeout | null = null;
   private waiters = new Set<() => void>();
+  private pending: { sentAt: number; result: Promise<"renewed" | "fenced"> } | null = null;
   fenced = false;
 
   constructor(
@@ -42,9 +43,18 @@ export class Liveness {
 
   async renewNow(): Promise<void> {
     if (this.fenced) return;
-    const sentAt = Date.now();
+    // One renewal at a time: while Redis is away the one sent waits for it, and renewals must not pile up.
+    if (!this.pending) {
+      const renewal = { sentAt: Date.now(), result: this.membership.heartbeat() };
+      const settled = () => {
+        if (this.pending === renewal) this.pending = null;
+      };
+      renewal.result.then(settled, settled);
+      this.pending = renewal;
+    }
+    const { sentAt, result: renewal } = this.pending;
     try {
-      const result = await withTimeout(this.membership.heartbeat(), this.membership.heartbeatTtlMs / 3, "heartbeat renewal timed out");
+      const result = await withTimeout(renewal, this.membership.heartbeatTtlMs / 3, "heartbeat renewal timed out");
       if (result === "fenced") {
         this.fenced = true;
         logger.error("crawl", fencedMessage);

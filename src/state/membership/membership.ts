@@ -1,8 +1,7 @@
-import { hostname } from "node:os";
 import type { Redis } from "ioredis";
-import { isPidAlive } from "../../util/process.js";
 import { crawlStateKeys, type CrawlStateKeys } from "../keys.js";
 import { ownerScript } from "./ownerRule.js";
+import { isLocalProcessGone } from "./processIdentity.js";
 
 /** Default heartbeat lifetime: a process is taken for dead this long after its last renewal. */
 export const HEARTBEAT_TTL_MS = 15_000;
@@ -71,28 +70,19 @@ export class Membership {
   }
 
   /**
-   * Processes of this machine that are gone (killed, crashed) need not wait for their heartbeat to
-   * expire: drop it now and fence them, so their leases and writer slots are taken over at once.
+   * Processes of this pid namespace that are gone (killed, crashed) need not wait for their heartbeat
+   * to expire: drop it now and fence them, so their leases, writer slots and sitemap reading are taken
+   * over at once. Processes this one cannot see (other machines, other containers) are left to their
+   * heartbeat (processIdentity.ts).
    */
   async reapLocalDeadProcesses(): Promise<string[]> {
-    const holders = await Promise.all([this.redis.hvals(this.keys.leases), this.redis.hvals(this.keys.writers)]);
+    const holders = await Promise.all([this.redis.hvals(this.keys.leases), this.redis.hvals(this.keys.writers), this.redis.get(this.keys.sitemapRead)]);
     const reaped: string[] = [];
     for (const owner of new Set(holders.flat())) {
-      const local = parseProcessId(owner);
-      if (!local || local.host !== hostname() || owner === this.processId || isPidAlive(local.pid)) continue;
+      if (owner === null || owner === this.processId || !isLocalProcessGone(owner)) continue;
       await this.redis.del(this.keys.processHeartbeat(owner));
       if (await this.fenceIfDead(owner)) reaped.push(owner);
     }
     return reaped;
   }
-}
-
-/** Process ids are "<host>-<pid>-<random>"; the host may itself contain dashes. */
-export function newProcessId(random: string): string {
-  return `${hostname()}-${process.pid}-${random}`;
-}
-
-function parseProcessId(id: string): { host: string; pid: number } | null {
-  const match = /^(.*)-(\d+)-[0-9a-f]+$/.exec(id);
-  return match ? { host: match[1], pid: Number(match[2]) } : null;
 }

@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import type { Redis } from "ioredis";
@@ -150,9 +150,21 @@ export class WriterSlots {
   }
 }
 
-/** Where a writer's files are: this machine and the absolute archive folder. */
+/**
+ * Where a writer's files are: this machine, the absolute archive folder, and that folder's device and
+ * inode, so that containers sharing a host name (--network host) with different volumes at the same
+ * path are different homes, while one shared volume is one home.
+ */
 export function writerHome(archiveDir: string): string {
-  return `${hostname()}:${resolve(archiveDir)}`;
+  const path = resolve(archiveDir);
+  let folder = "";
+  try {
+    const { dev, ino } = statSync(path);
+    folder = `#${dev}:${ino}`;
+  } catch {
+    // not made yet: the path alone
+  }
+  return `${hostname()}:${path}${folder}`;
 }
 
 /** Writer slot 0 keeps the plain collection name for its WACZ; others are told apart by a suffix. */
