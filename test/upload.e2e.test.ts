@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,7 +42,7 @@ beforeAll(async () => {
     req.on("data", (d: Buffer) => (body += d.toString()));
     req.on("end", () => {
       webhookCalls.push({ path: req.url ?? "", contentType: req.headers["content-type"], body });
-      res.writeHead(200).end("ok");
+      res.writeHead(req.url === "/gone" ? 404 : 200).end();
     });
   });
   await new Promise<void>((resolve) => webhook.listen(0, "127.0.0.1", resolve));
@@ -147,6 +147,28 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     }]);
   });
 
+  it("two processes on one crawl each upload the WACZ files they packaged; one STORE_FILENAME gives them distinct objects", async () => {
+    const crowd = await startFaultySite(16, {});
+    try {
+      const env = { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_PATH: "shared/", STORE_FILENAME: "@id.wacz", WEBHOOK_URL: `${webhookUrl}/shared` };
+      const args = ["--redisStoreUrl", redis.url, "--workers", "2", "--netIdleWait", "1"];
+      const results = await Promise.all([crawl("upload-shared", crowd.url + "/", env, args), crawl("upload-shared", crowd.url + "/", env, args)]);
+      for (const result of results) expect(result.code, result.stderr.slice(-2000)).toBe(0);
+      const dir = join(cwd, "collections", "upload-shared");
+      const localHashes = readdirSync(dir).filter((f) => f.endsWith(".wacz")).map((f) => sha256(readFileSync(join(dir, f))));
+      expect(localHashes.length).toBeGreaterThanOrEqual(2); // both processes wrote pages
+
+      const keys = await objectKeys("shared/");
+      expect(keys).toEqual(["shared/upload-shared.wacz", ...localHashes.slice(1).map((_, i) => `shared/upload-shared-${i + 2}.wacz`)].sort());
+      expect((await Promise.all(keys.map(objectSha256))).sort()).toEqual([...localHashes].sort());
+      const told = webhookCalls.filter((c) => c.path === "/shared").map((c) => JSON.parse(c.body) as { path: string; hash: string });
+      expect(told.map((b) => `shared/${b.path}`).sort()).toEqual(keys);
+      expect(told.map((b) => b.hash).sort()).toEqual([...localHashes].sort());
+    } finally {
+      await crowd.close();
+    }
+  });
+
   it("exits 22 after its retries when the endpoint refuses connections, with one line saying so, and keeps the WACZ on disk", async () => {
     const calls = webhookCalls.length;
     const endpoint = `http://127.0.0.1:${await closedPort()}/${BUCKET}/`;
@@ -160,6 +182,15 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     expect(existsSync(wacz)).toBe(true);
     expect(statSync(wacz).size).toBeGreaterThan(1000);
     expect(webhookCalls.length).toBe(calls);
+  });
+
+  it("exits 22 when the webhook refuses the call (a 4xx is not retried), the WACZ being uploaded", async () => {
+    const result = await crawl("upload-hook404", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "hook404.wacz", WEBHOOK_URL: `${webhookUrl}/gone` }, ["--scopeType", "page"]);
+    expect(result.code, result.stderr.slice(-2000)).toBe(22);
+    expect(result.stderr.trim().split("\n").pop()).toBe(`crawl: webhook failed: upload-hook404.wacz was uploaded to ${s3Url}/${BUCKET}/hook404.wacz, but ${webhookUrl}/gone could not be told: the webhook answered 404`);
+    expect(webhookCalls.filter((c) => c.path === "/gone")).toHaveLength(1);
+    const local = readFileSync(join(cwd, "collections", "upload-hook404", "upload-hook404.wacz"));
+    expect(await objectSha256("hook404.wacz")).toBe(sha256(local));
   });
 
   it("exits 22 when the store refuses the access key", async () => {
