@@ -169,7 +169,7 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     }
   });
 
-  it("exits 22 after its retries when the endpoint refuses connections, with one line saying so, and keeps the WACZ on disk", async () => {
+  it("exits 22 after its retries when the endpoint refuses connections, with one line saying so, keeping the WACZ on disk for a later run to upload", async () => {
     const calls = webhookCalls.length;
     const endpoint = `http://127.0.0.1:${await closedPort()}/${BUCKET}/`;
     const result = await crawl("upload-refused", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: endpoint, WEBHOOK_URL: `${webhookUrl}/crawl-done` });
@@ -182,6 +182,14 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     expect(existsSync(wacz)).toBe(true);
     expect(statSync(wacz).size).toBeGreaterThan(1000);
     expect(webhookCalls.length).toBe(calls);
+
+    // The same command once the store is back uploads it.
+    const again = await crawl("upload-refused", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_PATH: "later/" });
+    expect(again.code, again.stderr.slice(-2000)).toBe(0);
+    const keys = await objectKeys("later/");
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).toMatch(/^later\/\d{17}-upload-refused\.wacz$/);
+    expect(await objectSha256(keys[0]!)).toBe(sha256(readFileSync(wacz)));
   });
 
   it("exits 22 when the webhook refuses the call (a 4xx is not retried), the WACZ being uploaded", async () => {
