@@ -6,9 +6,7 @@ import type { Redis } from "ioredis";
 import { logger } from "../log/logger.js";
 import { crawlStateKeys } from "../state/keys.js";
 import { DEFAULT_BACKOFF, withBackoff } from "./backoff.js";
-import { openS3Client } from "./s3Client.js";
 import { interpolateStoreFilename, type StoreSettings } from "./storeSettings.js";
-import { uploadFile } from "./uploadFile.js";
 import { notifyWebhook, WebhookRefusedError, type WebhookBody } from "./webhook.js";
 
 /** An upload (or its webhook call) that failed after every retry: exit code 22, the WACZ stays on disk. */
@@ -32,6 +30,8 @@ export interface WaczUploads {
  */
 export async function uploadWaczFiles({ settings, crawlId, stateRedis, waczPaths, completed }: WaczUploads): Promise<void> {
   const keys = crawlStateKeys(crawlId);
+  // The S3 SDK takes about 0.1 s and 25 MB to load: only crawls that upload load it.
+  const [{ openS3Client }, { uploadFile }] = await Promise.all([import("./s3Client.js"), import("./uploadFile.js")]);
   const client = openS3Client(settings);
   try {
     for (const localPath of waczPaths) {
