@@ -147,6 +147,17 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     }]);
   });
 
+  it("announces the WACZ of a crawl stopped before its end (--timeLimit) with completed: false", async () => {
+    const result = await crawl("upload-stopped", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "stopped.wacz", WEBHOOK_URL: `${webhookUrl}/stopped` },
+      ["--workers", "1", "--pageExtraDelay", "3", "--timeLimit", "2"]);
+    expect(result.code, result.stderr.slice(-2000)).toBe(0);
+    expect(logLines(result.stderr).find((l) => l.message === "crawl limit-reached")).toBeDefined();
+    const local = readFileSync(join(cwd, "collections", "upload-stopped", "upload-stopped.wacz"));
+    expect(await objectSha256("stopped.wacz")).toBe(sha256(local));
+    const told = webhookCalls.filter((c) => c.path === "/stopped").map((c) => JSON.parse(c.body) as Record<string, unknown>);
+    expect(told).toEqual([{ id: "upload-stopped", user: "", filename: `${s3Url}/${BUCKET}/stopped.wacz`, path: "stopped.wacz", size: local.length, hash: sha256(local), bytes: local.length, completed: false }]);
+  });
+
   it("two processes on one crawl each upload the WACZ files they packaged; one STORE_FILENAME gives them distinct objects", async () => {
     const crowd = await startFaultySite(16, {});
     try {
