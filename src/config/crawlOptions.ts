@@ -14,6 +14,7 @@ import { parseW3cDate } from "../sitemap/w3cDate.js";
 import { BEHAVIOR_NAMES, parseBehaviorList, type BehaviorName } from "../browser/behaviors.js";
 import { OptionsError } from "./optionsError.js";
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
+import { readStoreSettings, StoreSettingsError, type StoreSettings } from "../upload/storeSettings.js";
 
 /** Everything a crawl run needs to know, validated. The one place a flag's meaning lives. */
 export interface CrawlOptions {
@@ -85,6 +86,8 @@ export interface CrawlOptions {
   addRedirectedSeeds: boolean;
   /** Pages answered with a rate limit (--rateLimitStatusCodes, --rateLimitMaxRetries, --rateLimitTimeout). */
   rateLimit: RateLimitOptions;
+  /** Upload of finished WACZ files (STORE_* and WEBHOOK_URL environment variables); null = none. */
+  store: StoreSettings | null;
 }
 
 export { OptionsError };
@@ -321,7 +324,17 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     allowHashUrls: flags.allowHashUrls ?? false,
     addRedirectedSeeds: flags.addRedirectedSeeds ?? false,
     rateLimit: rateLimitOptions(flags),
+    store: storeSettings(env),
   };
+}
+
+function storeSettings(env: NodeJS.ProcessEnv): StoreSettings | null {
+  try {
+    return readStoreSettings(env);
+  } catch (err) {
+    if (err instanceof StoreSettingsError) throw new OptionsError(err.message);
+    throw err;
+  }
 }
 
 function sitemapOptions(flags: RawCrawlFlags): SitemapOptions | null {

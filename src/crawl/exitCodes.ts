@@ -10,6 +10,8 @@ export const ExitCode = {
   Interrupted: 3,
   /** --failOnFailedLimit reached: the crawl stopped; what was captured is written, not committed. */
   FailedLimit: 4,
+  /** A WACZ could not be uploaded to STORE_ENDPOINT_URL (or WEBHOOK_URL not told) after every retry; the WACZ is kept on disk. */
+  UploadFailed: 22,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

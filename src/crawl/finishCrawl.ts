@@ -6,7 +6,9 @@ import type { CrawlCounts, CrawlState } from "../state/crawlState.js";
 import { SitemapClaim } from "../state/sitemapClaim.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import { pauseForTests } from "../util/testPause.js";
+import { UploadFailedError, uploadWaczFiles } from "../upload/uploadWaczFiles.js";
 import type { CrawlRun } from "./crawlRun.js";
+import { ExitCode } from "./exitCodes.js";
 import { exitCodeOf, type CrawlOutcome, type CrawlStats, type CrawlStatus } from "./outcome.js";
 import { commitFinishedCrawl, packageOrphans, packageWaczFiles, type PackagingContext } from "./packaging.js";
 import type { PagePhaseResult } from "./pagePhase.js";
@@ -56,6 +58,8 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     }
   }
 
+  const uploadFailure = await uploadToStore(run, waczPaths, status);
+
   const stats: CrawlStats = {
     crawlId: options.crawlId,
     crawled: counts.done,
@@ -80,6 +84,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
   await session.state.setStatus(stats.status);
   if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");
   logger.milestone("crawl", `crawl ${stats.status}`, { ...stats }, crawlSummary(stats));
+  if (uploadFailure && !failure) return { exitCode: ExitCode.UploadFailed, stats, waczPaths, failure: uploadFailure };
   return { exitCode: exitCodeOf(status), stats, waczPaths, failure };
 }
 
@@ -92,6 +97,23 @@ async function sitemapsFinished(claim: SitemapClaim): Promise<{ status: CrawlSta
     : `the sitemap reading did not finish (${state}): the crawl is not complete; run the same command again to resume`;
   logger.error("crawl", failure);
   return { status: "failed", failure };
+}
+
+/** Put this process's WACZ files into the STORE_* storage, if set; the one line saying why it failed, if it did. */
+async function uploadToStore({ options, session }: CrawlRun, waczPaths: string[], status: CrawlStatus): Promise<string | null> {
+  if (!options.store) return null;
+  if (!options.generateWACZ) {
+    logger.warn("storage", "STORE_ENDPOINT_URL is set but --generateWACZ is not: nothing is uploaded (only WACZ files are)");
+    return null;
+  }
+  try {
+    await uploadWaczFiles({ settings: options.store, crawlId: options.crawlId, stateRedis: session.redis, waczPaths, completed: status === "done" });
+    return null;
+  } catch (err) {
+    if (!(err instanceof UploadFailedError)) throw err;
+    logger.error("storage", err.message);
+    return err.message;
+  }
 }
 
 /** The crawl's status once its pages are done, and the one line saying why, if it failed. */

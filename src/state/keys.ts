@@ -77,6 +77,10 @@ export function crawlStateKeys(crawlId: string) {
     sitemapRead: `${p}:sitemap`,
     /** List of one writer's WACZ filenames, in order. */
     waczNames: (writer: string) => `${p}:wacznames:${writer}`,
+    /** Hash local WACZ filename -> JSON {path, hash}: the object it was uploaded as (STORE_ENDPOINT_URL), so a resumed crawl does not upload it again. */
+    uploadedWacz: `${p}:uploaded`,
+    /** Set of object names claimed for uploads (STORE_FILENAME filled in): two WACZ files never get one name. */
+    uploadNames: `${p}:uploadNames`,
   };
 }
 

@@ -3,6 +3,7 @@ import { bodiesRoutes } from "./bodies.js";
 import { pacingRoutes } from "./pacing.js";
 import type { HostileRoutes } from "./route.js";
 import { streamsRoutes } from "./streams.js";
+import { uploadRoutes } from "./upload.js";
 
 export type { HostileHandler, HostileRoutes, HostileSiteInfo } from "./route.js";
 
@@ -13,9 +14,10 @@ export type { HostileHandler, HostileRoutes, HostileSiteInfo } from "./route.js"
  * - bodies: huge, lying-length and gzip-bomb bodies, 206s
  * - addresses: redirects to forbidden addresses, redirecting seeds, query-order twins, popups
  * - pacing: rate limits (429/503 with Retry-After)
+ * - upload: a heavy page whose WACZ takes the multipart upload path
  */
 export function hostileRoutes(): HostileRoutes {
-  const tables = [streamsRoutes, bodiesRoutes, addressesRoutes, pacingRoutes];
+  const tables = [streamsRoutes, bodiesRoutes, addressesRoutes, pacingRoutes, uploadRoutes];
   const all: HostileRoutes = {};
   for (const table of tables) {
     for (const [path, handler] of Object.entries(table)) {
