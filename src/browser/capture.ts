@@ -1,11 +1,13 @@
 import { STATUS_CODES } from "node:http";
 import type { CDPSession, Page, Protocol } from "puppeteer-core";
-import { bodySize, mimeTypeOf, shortOfDeclaredLength, type ConfirmedCapture, type Exchange, type ExchangeBody } from "../archive/exchange.js";
+import { bodySize, mimeTypeOf, shortOfDeclaredLength, type ConfirmedCapture, type Exchange, type ExchangeBody, type TruncationReason } from "../archive/exchange.js";
+import { noteCutShort, type BodyLimits } from "../fetch/bodyLimits.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
-import { needsStreaming, readRequestBody, readResponseBody, streamResponseBody } from "./responseBody.js";
+import { NetworkActivity } from "./loadWait.js";
+import { needsStreaming, readRequestBody, readResponseBody, streamResponseBody, StreamCutoff } from "./responseBody.js";
 
 /** How long to wait for the browser to report a continued response's load as finished or failed. */
 const LOAD_OUTCOME_WAIT_MS = 10_000;
@@ -33,8 +35,12 @@ export class PageAttempt {
   readonly captured: CapturedSummary[] = [];
   /** URLs whose exchange could not be stored (body unavailable, or storing failed). */
   readonly lost = new Set<string>();
-  /** URLs whose bodies came cut off. */
+  /** URLs whose bodies came cut off (by the network: a retry may get them whole). */
   readonly truncated = new Set<string>();
+  /** Ends this attempt's body streams once the page is done. */
+  readonly streams = new StreamCutoff();
+  /** URLs whose whole resource was fetched after a 206 in this attempt: once is enough. */
+  readonly refetched = new Set<string>();
 
   /**
    * @param lastAttempt the page's last attempt: cut-off bodies are stored (marked truncated) rather than
@@ -63,17 +69,23 @@ export class PageCapture {
   private readonly loadOutcomes = new Map<string, string | null>();
   private readonly loadWaiters = new Map<string, (error: string | null) => void>();
 
+  /** The tab's requests in flight, for the network-idle wait. */
+  readonly network: NetworkActivity;
+
   private constructor(
     private readonly cdp: CDPSession,
     private readonly sink: ExchangeSink,
     private readonly fetcher: FallbackFetcher,
+    private readonly limits: BodyLimits,
     private readonly mainFrameId: string,
-  ) {}
+  ) {
+    this.network = new NetworkActivity(cdp);
+  }
 
-  static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher): Promise<PageCapture> {
+  static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits): Promise<PageCapture> {
     const cdp = await page.createCDPSession();
     const { frameTree } = await cdp.send("Page.getFrameTree");
-    const capture = new PageCapture(cdp, sink, fetcher, frameTree.frame.id);
+    const capture = new PageCapture(cdp, sink, fetcher, limits, frameTree.frame.id);
     cdp.on("Fetch.requestPaused", (event: Protocol.Fetch.RequestPausedEvent) => {
       const attempt = capture.attempt;
       const work = capture.onPaused(event, attempt).catch((err: unknown) => {
@@ -88,6 +100,9 @@ export class PageCapture {
     await cdp.send("Network.enable");
     // Requests answered by a site's service worker would never reach the network stage we capture.
     await cdp.send("Network.setBypassServiceWorker", { bypass: true });
+    // Nothing is served from the browser's HTTP cache: a response cached but not captured (its capture
+    // lost, or written by an earlier page whose attempt failed) would never reach the capture again.
+    await cdp.send("Network.setCacheDisabled", { cacheDisabled: true });
     await cdp.send("Fetch.enable", {
       patterns: [
         // Documents also pause before they are sent, so a refresh can make them conditional.
@@ -100,19 +115,27 @@ export class PageCapture {
 
   /** Start capturing a new attempt at a page (with --refresh, its document request made conditional). */
   beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean }): PageAttempt {
+    this.attempt.streams.end();
     this.attempt = new PageAttempt(options.lastAttempt);
+    this.network.reset();
     this.conditional.clear();
     if (options.conditional) this.conditional.set(url, options.conditional);
     return this.attempt;
   }
 
-  /** Wait until every exchange seen so far (and every whole resource fetched after a 206) is stored. */
+  /**
+   * The page is done: body streams still open (an EventSource, an endless fetch()) are cut once idle
+   * and stored with what arrived; then wait until every exchange seen so far (and every whole resource
+   * fetched after a 206) is stored.
+   */
   async drain(): Promise<void> {
+    this.attempt.streams.end();
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
     while (this.refetches.size) await Promise.allSettled([...this.refetches]);
   }
 
   async detach(): Promise<void> {
+    this.attempt.streams.end();
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
     await this.cdp.detach().catch(() => undefined);
   }
@@ -163,13 +186,24 @@ export class PageCapture {
     const archiveOnly = pageDocument && status >= 200 && status < 300 && !isRenderedDocumentType(mime);
     let body: ExchangeBody;
     let cutOff = false;
+    let cutShort: "length" | "time" | null = null;
     // Bodies the browser never hands over (a redirect's, 204, 304, HEAD): stored empty, not "short".
     const bodiless = (status >= 300 && status < 400 && location) || status === 204 || status === 304 || request.method === "HEAD";
     if (bodiless) {
       body = { kind: "bytes", bytes: new Uint8Array(0) };
       await this.continue(requestId);
-    } else if (needsStreaming(responseHeaders)) {
-      ({ body, cutOff } = await streamResponseBody(this.cdp, event, responseHeaders, archiveOnly));
+    } else if (needsStreaming(responseHeaders, event.resourceType)) {
+      const networkId = event.networkId ?? requestId;
+      let started = false;
+      const onChunk = () => {
+        if (!started) this.network.streaming(networkId);
+        started = true;
+        this.network.touch();
+      };
+      const streamed = await streamResponseBody(this.cdp, event, responseHeaders, archiveOnly, { limits: this.limits, onChunk, cutoff: archiveOnly ? null : attempt.streams });
+      body = streamed.body;
+      cutOff = streamed.end === "disconnect";
+      cutShort = streamed.end === "length" || streamed.end === "time" ? streamed.end : null;
     } else {
       const read = await readResponseBody(this.cdp, requestId, request.url).catch((err: unknown) => new Error(errorMessage(err)));
       if (read instanceof Error) {
@@ -190,7 +224,8 @@ export class PageCapture {
         cutOff = error !== null && CUT_OFF_ERRORS.test(error);
       }
     }
-    const truncated = cutOff || (!bodiless && shortOfDeclaredLength(responseHeaders, bodySize(body), true));
+    const truncated: TruncationReason | null = cutShort ?? (cutOff || (!bodiless && shortOfDeclaredLength(responseHeaders, bodySize(body), true)) ? "disconnect" : null);
+    if (cutShort) noteCutShort(this.limits, request.url, cutShort, bodySize(body));
 
     await this.handOn({
       url: request.url,
@@ -206,16 +241,17 @@ export class PageCapture {
       date,
       resourceType: event.resourceType,
       confirms,
-      ...(truncated ? { truncated: "disconnect" as const } : {}),
+      ...(truncated ? { truncated } : {}),
     }, attempt);
   }
 
   /**
-   * Hand an exchange of the page to the sink. A body cut off mid-transfer is stored only on the page's
-   * last attempt: before that, the attempt fails and a retry may get it whole.
+   * Hand an exchange of the page to the sink. A body cut off mid-transfer by the network is stored only
+   * on the page's last attempt: before that, the attempt fails and a retry may get it whole. A body cut
+   * short on purpose (size cap, a never-ending stream) is stored on any attempt: a retry would do no better.
    */
   private async handOn(exchange: Exchange, attempt: PageAttempt): Promise<void> {
-    if (exchange.truncated) {
+    if (exchange.truncated === "disconnect") {
       attempt.truncated.add(exchange.url);
       if (!attempt.lastAttempt) {
         await discardBody(exchange);
@@ -237,9 +273,15 @@ export class PageCapture {
     }
   }
 
-  /** A 206 seen in the browser: archive the whole resource instead of the fragment, in the background. */
+  /**
+   * A 206 seen in the browser: archive the whole resource instead of the fragment, in the background;
+   * once per URL and attempt (a video makes many range requests), and not when the crawl holds it already.
+   */
   private afterPartialContent(url: string, requestHeaders: [string, string][], attempt: PageAttempt): void {
-    const work = this.fetcher.wholeResource(url, requestHeaders).then(async (exchange) => {
+    if (attempt.refetched.has(url)) return;
+    attempt.refetched.add(url);
+    const work = this.sink.hasStoredResponse(url).then(async (stored) => {
+      const exchange = stored ? null : await this.fetcher.wholeResource(url, requestHeaders);
       if (exchange) await this.storeFetched(exchange, attempt, "full fetch after 206 failed");
     });
     this.refetches.add(work);

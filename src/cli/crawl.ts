@@ -68,6 +68,8 @@ export function buildCrawlProgram(): Command {
     .option("--behaviors <list>", `in-page behaviors run on each page after it loads, comma-separated (${BEHAVIOR_NAMES.join(", ")}); "" for none`, BEHAVIOR_NAMES.join(","))
     .option("--behaviorTimeout <seconds>", "time allowed for a page's behaviors", "90")
     .option("--postLoadDelay <seconds>", "wait this long after a page has loaded, before its behaviors")
+    .option("--maxResourceSize <bytes>", "keep at most this much of any one response body (e.g. 512MB); the rest is dropped and the record marked WARC-Truncated: length", "512MB")
+    .option("--diskUtilization <percent>", "stop the crawl gracefully once the disk holding the collection is used above this percent (checked while writing); 0 = off", "90")
     .allowExcessArguments(false)
     .showHelpAfterError(false);
 }

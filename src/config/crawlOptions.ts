@@ -12,6 +12,7 @@ import { robotsAgentOf } from "../robots/robotsTxt.js";
 import type { SitemapOptions } from "../sitemap/sitemapSeeds.js";
 import { parseW3cDate } from "../sitemap/w3cDate.js";
 import { BEHAVIOR_NAMES, parseBehaviorList, type BehaviorName } from "../browser/behaviors.js";
+import { DEFAULT_MAX_RESOURCE_SIZE } from "../fetch/bodyLimits.js";
 
 /** Everything a crawl run needs to know, validated. The one place a flag's meaning lives. */
 export interface CrawlOptions {
@@ -77,11 +78,17 @@ export interface CrawlOptions {
   behaviorTimeout: number;
   /** Seconds to sleep after the load wait, before the behaviors. */
   postLoadDelay: number;
+  /** --maxResourceSize: bytes of one body kept at most (the rest dropped, WARC-Truncated: length). */
+  maxResourceSize: number;
+  /** --diskUtilization: stop gracefully once the collection's disk is used above this percent; 0 = off. */
+  diskUtilization: number;
 }
 
 export class OptionsError extends Error {}
 
 export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
+/** --diskUtilization default, browsertrix-crawler's: stop at 90% of the disk used. */
+export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
 export interface RawCrawlFlags {
@@ -133,6 +140,8 @@ export interface RawCrawlFlags {
   behaviors?: string;
   behaviorTimeout?: string;
   postLoadDelay?: string;
+  maxResourceSize?: string;
+  diskUtilization?: string;
 }
 
 /** A seed object of a config file's `seeds:` (browsertrix-crawler's format): its values override the flags'. */
@@ -307,7 +316,17 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     sitemap: sitemapOptions(flags),
     robots: flags.robots ? { agent: flags.robotsAgent ?? robotsAgentOf(flags.userAgent ?? null) } : null,
     ...behaviorOptions(flags),
+    ...storageLimits(flags),
   };
+}
+
+/** Per-body size cap and disk-use limit (checked while bodies are written). */
+function storageLimits(flags: RawCrawlFlags): Pick<CrawlOptions, "maxResourceSize" | "diskUtilization"> {
+  const maxResourceSize = parseSize("maxResourceSize", flags.maxResourceSize, DEFAULT_MAX_RESOURCE_SIZE);
+  if (maxResourceSize < 1) throw new OptionsError("--maxResourceSize must be at least 1 byte");
+  const diskUtilization = integer("diskUtilization", flags.diskUtilization, DEFAULT_DISK_UTILIZATION, 0);
+  if (diskUtilization > 100) throw new OptionsError(`--diskUtilization is a percent (0-100; 0 = off), got ${diskUtilization}`);
+  return { maxResourceSize, diskUtilization };
 }
 
 function sitemapOptions(flags: RawCrawlFlags): SitemapOptions | null {

@@ -70,6 +70,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     writer: session.slot,
     browserLaunches: pages.browserLaunches,
     truncated: { ...pages.truncated },
+    bodiesCutShort: { ...pages.bodiesCutShort },
     skippedRobots: counts.skippedRobots,
     behaviors: { ...pages.behaviors },
     ...(options.refresh || options.skipFreshDays > 0 ? { changes: await run.report.summary(), changeReport: run.report.path } : {}),
