@@ -7,12 +7,11 @@ import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { NetworkActivity } from "./loadWait.js";
-import { needsStreaming, readRequestBody, readResponseBody, streamResponseBody, StreamCutoff } from "./responseBody.js";
+import { LiveStreams } from "./liveStream.js";
+import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, StreamCutoff, type StreamControl } from "./responseBody.js";
 
 /** How long to wait for the browser to report a continued response's load as finished or failed. */
 const LOAD_OUTCOME_WAIT_MS = 10_000;
-/** Network errors that end a response mid-body (Chromium net::ERR_* names). */
-const CUT_OFF_ERRORS = /CONTENT_LENGTH_MISMATCH|INCOMPLETE_CHUNKED_ENCODING|INVALID_CHUNKED_ENCODING|CONNECTION_(RESET|CLOSED|ABORTED)|CONTENT_DECODING_FAILED|HTTP2_PROTOCOL_ERROR|QUIC_PROTOCOL_ERROR|NETWORK_CHANGED|TIMED_OUT/;
 
 /** Summary of what a page loaded, for deciding the page's status and type. */
 export interface CapturedSummary {
@@ -71,6 +70,7 @@ export class PageCapture {
 
   /** The tab's requests in flight, for the network-idle wait. */
   readonly network: NetworkActivity;
+  private readonly live: LiveStreams;
 
   private constructor(
     private readonly cdp: CDPSession,
@@ -80,6 +80,7 @@ export class PageCapture {
     private readonly mainFrameId: string,
   ) {
     this.network = new NetworkActivity(cdp);
+    this.live = new LiveStreams(cdp);
   }
 
   static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits): Promise<PageCapture> {
@@ -189,18 +190,20 @@ export class PageCapture {
     let cutShort: "length" | "time" | null = null;
     // Bodies the browser never hands over (a redirect's, 204, 304, HEAD): stored empty, not "short".
     const bodiless = (status >= 300 && status < 400 && location) || status === 204 || status === 304 || request.method === "HEAD";
+    const reading = bodyReading(responseHeaders, event.resourceType);
     if (bodiless) {
       body = { kind: "bytes", bytes: new Uint8Array(0) };
       await this.continue(requestId);
-    } else if (needsStreaming(responseHeaders, event.resourceType)) {
+    } else if (reading !== "read") {
       const networkId = event.networkId ?? requestId;
       let started = false;
       const onChunk = () => {
         if (!started) this.network.streaming(networkId);
         started = true;
-        this.network.touch();
       };
-      const streamed = await streamResponseBody(this.cdp, event, responseHeaders, archiveOnly, { limits: this.limits, onChunk, cutoff: archiveOnly ? null : attempt.streams });
+      const control: StreamControl = { limits: this.limits, onChunk, cutoff: archiveOnly ? null : attempt.streams };
+      const streamed = (reading === "live" && !archiveOnly ? await this.live.read(event, control) : null)
+        ?? (await streamResponseBody(this.cdp, event, responseHeaders, archiveOnly, control));
       body = streamed.body;
       cutOff = streamed.end === "disconnect";
       cutShort = streamed.end === "length" || streamed.end === "time" ? streamed.end : null;

@@ -3,8 +3,8 @@ import type { CDPSession, Protocol } from "puppeteer-core";
 /**
  * A tab's requests in flight, as the network-idle wait counts them. A long-lived stream (an
  * EventSource, a streaming fetch()) counts as quiet once it has sent its first bytes, as browsers' own
- * idle heuristics do: otherwise a page with a live ticker never goes quiet. Bytes arriving on such a
- * stream still make the network busy for a moment, so a body that keeps flowing is not cut short.
+ * idle heuristics do: otherwise a page with a live ticker never goes quiet. (Its body is still read
+ * after that; the capture's drain decides when an open stream is cut.)
  */
 export class NetworkActivity {
   private readonly inFlight = new Set<string>();
@@ -23,13 +23,12 @@ export class NetworkActivity {
     this.touch();
   }
 
-  /** A request now streaming its body to us: quiet from here on, busy for a moment at each chunk. */
+  /** A request now streaming its body to us: quiet from here on. */
   streaming(requestId: string): void {
     if (this.inFlight.delete(requestId)) this.touch();
   }
 
-  /** Bytes arrived (on a stream counted as quiet). */
-  touch(): void {
+  private touch(): void {
     this.lastActivity = Date.now();
     for (const listener of this.listeners) listener();
   }

@@ -14,23 +14,30 @@ export const STREAM_BODY_THRESHOLD = 8_000_000;
 export const ENCODED_STREAM_THRESHOLD = 100_000;
 /** Streamed bodies up to this size are handed back to the page; larger ones are archived only. */
 const MAX_FULFILL_SIZE = 100_000_000;
-/** Resource types whose body may be a never-ending stream (SSE, streaming fetch, live media). */
-const STREAMABLE_TYPES = new Set(["Fetch", "XHR", "EventSource", "Media", "Other"]);
+/** Network errors that end a response mid-body (Chromium net::ERR_* names). */
+export const CUT_OFF_ERRORS = /CONTENT_LENGTH_MISMATCH|INCOMPLETE_CHUNKED_ENCODING|INVALID_CHUNKED_ENCODING|CONNECTION_(RESET|CLOSED|ABORTED)|CONTENT_DECODING_FAILED|HTTP2_PROTOCOL_ERROR|QUIC_PROTOCOL_ERROR|NETWORK_CHANGED|TIMED_OUT/;
+/** Resource types whose body of unknown length may be a never-ending stream the page reads as it comes. */
+const LIVE_TYPES = new Set(["Fetch", "XHR", "EventSource"]);
 
 /**
- * Whether a paused response's body is streamed (read as it arrives, bounded in size and time) rather
- * than read whole. Decided on what the headers tell: a large declared length; a compressed body that
- * may decode to a large one; and a body of unknown length that may never end (event streams, media,
- * fetch()/XHR bodies). Documents, scripts and styles of unknown length are read whole, as the page needs them.
+ * How a paused response's body is read, decided on what the headers tell:
+ * - "read": whole, in one call (Fetch.getResponseBody), for bodies known to be small, and documents,
+ *   scripts and styles the page needs whole;
+ * - "stream": taken from the browser as a stream (Fetch.takeResponseBodyAsStream), bounded by the size
+ *   cap, for a large declared length, a compressed body that may decode to a large one (a gzip bomb),
+ *   or media of unknown length;
+ * - "live": handed on to the page at once and copied as it arrives (liveStream.ts), for a body of unknown
+ *   length that may never end: an event stream, a streaming fetch() or XHR.
  */
-export function needsStreaming(headers: [string, string][], resourceType: string): boolean {
+export function bodyReading(headers: [string, string][], resourceType: string): "read" | "stream" | "live" {
   const header = (name: string) => headers.find(([n]) => n.toLowerCase() === name)?.[1];
   const length = header("content-length");
   const encoded = !/^\s*(identity)?\s*$/i.test(header("content-encoding") ?? "");
   const mime = header("content-type") ?? "";
-  if (length !== undefined && /^\s*\d+\s*$/.test(length)) return Number(length) > (encoded ? ENCODED_STREAM_THRESHOLD : STREAM_BODY_THRESHOLD);
-  if (/^text\/event-stream/i.test(mime) || /^(video|audio)\//i.test(mime) || /octet-stream|zip|x-tar/i.test(mime)) return true;
-  return STREAMABLE_TYPES.has(resourceType) || (encoded && resourceType !== "Document");
+  if (length !== undefined && /^\s*\d+\s*$/.test(length)) return Number(length) > (encoded ? ENCODED_STREAM_THRESHOLD : STREAM_BODY_THRESHOLD) ? "stream" : "read";
+  if (/^text\/event-stream/i.test(mime) || LIVE_TYPES.has(resourceType)) return "live";
+  if (/^(video|audio)\//i.test(mime) || /octet-stream|zip|x-tar/i.test(mime) || resourceType === "Media") return "stream";
+  return encoded && resourceType !== "Document" ? "stream" : "read";
 }
 
 /** The response body as the browser received it; throws when the browser cannot give it. */
@@ -63,7 +70,7 @@ export async function readRequestBody(cdp: CDPSession, event: Protocol.Fetch.Req
 /** Where a streamed body's reading reports to, and what ends it. */
 export interface StreamControl {
   limits: BodyLimits;
-  /** Tells the page's network-idle wait that bytes arrived (a stream that has started counts as quiet). */
+  /** Bytes arrived (the network-idle wait counts a stream that has started as quiet). */
   onChunk(): void;
   /**
    * Cuts the reading once the page has ended and the stream has gone idle (see StreamCutoff); null for
