@@ -1,5 +1,5 @@
-import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -65,8 +65,8 @@ function folderBytes(path: string): number {
 }
 
 /** Run the built crawler with its own TMPDIR, sampling its memory and disk use every 200 ms. */
-async function measuredCrawl(name: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 300_000): Promise<MeasuredCrawl> {
-  const cwd = join(dir, name);
+async function measuredCrawl(name: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 300_000, under = dir): Promise<MeasuredCrawl> {
+  const cwd = join(under, name);
   const tmp = join(cwd, "tmp");
   mkdirSync(tmp, { recursive: true });
   const statsFile = join(cwd, "stats.json");
@@ -235,6 +235,45 @@ describe("--sizeLimit is checked while a body is written", () => {
     // The page is kept; the crawl takes no new page after it.
     expect(crawledPages(crawl)).toEqual([`/hostile/bodies/huge.html?mb=${HUGE_BODY_DEFAULT_MB}`]);
     expect(bodyFilesLeft(crawl)).toEqual([]);
+  }, 400_000);
+});
+
+/** A tmpfs of `bytes` at `path` (as root); false where the runner cannot mount one. */
+function mountTmpfs(path: string, bytes: number): boolean {
+  mkdirSync(path, { recursive: true });
+  try {
+    execFileSync("mount", ["-t", "tmpfs", "-o", `size=${bytes}`, "tmpfs", path], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("--diskUtilization is checked while a body is written", () => {
+  // Made at load time: whether the runner can mount a small disk decides whether this test runs.
+  const disk = join(mkdtempSync(join(tmpdir(), "crawl-diskutil-")), "diskutil");
+  const mounted = mountTmpfs(disk, 64 * 1024 * 1024);
+  it.skipIf(!mounted)("on a 64 MiB disk 75% full, a 3 GiB body is cut where the disk passes 90% and the crawl stops gracefully", async () => {
+    try {
+      writeFileSync(join(disk, "fill.bin"), Buffer.alloc(48 * 1024 * 1024, 1));
+      const crawl = await measuredCrawl("diskutil", [
+        "--url", `${site.url}/hostile/bodies/huge.html?mb=${HUGE_BODY_DEFAULT_MB}`, ...NO_BEHAVIORS, "--scopeType", "prefix",
+        "--maxResourceSize", "100MB", "--diskUtilization", "90",
+      ], {}, 300_000, disk);
+      expect(crawl.code, crawl.stderr.slice(-3000)).toBe(0);
+      expect(crawl.stats.status).toBe("limit-reached");
+      expect(logLines(crawl.stderr).some((l) => /disk use .* is above --diskUtilization 90%: stopping the crawl/.test(l.message))).toBe(true);
+      const [record] = responsesOf(crawl, `/hostile/bodies/huge.bin?mb=${HUGE_BODY_DEFAULT_MB}`);
+      expect(record.headers.get("warc-truncated")).toBe("length");
+      // 90% of 64 MiB is 57.6 MiB: about 9.6 MiB of body fit (checked every 16 MB or second, so a little over).
+      expect(record.payload.length).toBeGreaterThan(1_000_000);
+      expect(record.payload.length).toBeLessThan(30_000_000);
+      expect(record.payload.equals(hugeBodyPrefix(record.payload.length))).toBe(true);
+      expect(crawledPages(crawl)).toEqual([`/hostile/bodies/huge.html?mb=${HUGE_BODY_DEFAULT_MB}`]);
+      expect(bodyFilesLeft(crawl)).toEqual([]);
+    } finally {
+      execFileSync("umount", [disk]);
+    }
   }, 400_000);
 });
 

@@ -125,7 +125,7 @@ export class PageCapture {
   }
 
   /**
-   * The page is done: body streams still open (an EventSource, an endless fetch()) are cut once idle
+   * The page is done: body streams still open (an EventSource, a script's endless fetch) are cut once idle
    * and stored with what arrived; then wait until every exchange seen so far (and every whole resource
    * fetched after a 206) is stored.
    */

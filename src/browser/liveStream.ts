@@ -12,7 +12,7 @@ interface OpenStream {
 }
 
 /**
- * Bodies of responses that may never end (an EventSource, a streaming fetch(), a long-lived XHR), read
+ * Bodies of responses that may never end (an EventSource, a script's streaming fetch, a long-lived XHR), read
  * while the page gets them: the response goes on to the page at once (its script sees every event, as a
  * visitor's would), and Network.streamResourceContent copies each chunk to us as it arrives. Reading
  * stops when the load ends, at the size cap ("length"), or once the page has ended and the stream idles

@@ -2,7 +2,7 @@ import type { CDPSession, Protocol } from "puppeteer-core";
 
 /**
  * A tab's requests in flight, as the network-idle wait counts them. A long-lived stream (an
- * EventSource, a streaming fetch()) counts as quiet once it has sent its first bytes, as browsers' own
+ * EventSource, a script's streaming fetch) counts as quiet once it has sent its first bytes, as browsers' own
  * idle heuristics do: otherwise a page with a live ticker never goes quiet. (Its body is still read
  * after that; the capture's drain decides when an open stream is cut.)
  */

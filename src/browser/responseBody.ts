@@ -27,7 +27,7 @@ const LIVE_TYPES = new Set(["Fetch", "XHR", "EventSource"]);
  *   cap, for a large declared length, a compressed body that may decode to a large one (a gzip bomb),
  *   or media of unknown length;
  * - "live": handed on to the page at once and copied as it arrives (liveStream.ts), for a body of unknown
- *   length that may never end: an event stream, a streaming fetch() or XHR.
+ *   length that may never end: an event stream, a script's streaming fetch or XHR.
  */
 export function bodyReading(headers: [string, string][], resourceType: string): "read" | "stream" | "live" {
   const header = (name: string) => headers.find(([n]) => n.toLowerCase() === name)?.[1];
