@@ -7,6 +7,7 @@ import { StorageWatch } from "../src/crawl/storageWatch.js";
 import { BodySpool, defaultBodyLimits } from "../src/fetch/bodyLimits.js";
 import { directFetch } from "../src/fetch/directFetch.js";
 import type { ExchangeBody } from "../src/archive/exchange.js";
+import { resolveCrawlOptions } from "../src/config/crawlOptions.js";
 
 const bytesOf = (body: ExchangeBody) => (body.kind === "bytes" ? Buffer.from(body.bytes) : readFileSync(body.path));
 
@@ -125,5 +126,21 @@ describe("directFetch: a total deadline and the size cap", () => {
     expect(exchange.truncated).toBe("length");
     expect(bytesOf(exchange.body)).toEqual(Buffer.alloc(3_000_000, 1));
     expect(limits.cutShort).toEqual({ length: 1, time: 0 });
+  });
+});
+
+describe("--maxResourceSize and --diskUtilization", () => {
+  const resolve = (flags: Record<string, string>) => resolveCrawlOptions({ url: ["http://a.test/"], ...flags });
+  it("default to 512MB and browsertrix-crawler's 90%", () => {
+    expect(resolve({})).toMatchObject({ maxResourceSize: 512_000_000, diskUtilization: 90 });
+  });
+  it("take sizes and percents; 0 turns the disk check off", () => {
+    expect(resolve({ maxResourceSize: "5MB", diskUtilization: "0" })).toMatchObject({ maxResourceSize: 5_000_000, diskUtilization: 0 });
+  });
+  it("refuse bad values with one clear line", () => {
+    expect(() => resolve({ maxResourceSize: "lots" })).toThrow(/^--maxResourceSize must be a size like/);
+    expect(() => resolve({ maxResourceSize: "0" })).toThrow("--maxResourceSize must be at least 1 byte");
+    expect(() => resolve({ diskUtilization: "101" })).toThrow("--diskUtilization is a percent (0-100; 0 = off), got 101");
+    expect(() => resolve({ diskUtilization: "ninety" })).toThrow(/^--diskUtilization must be a whole number/);
   });
 });
