@@ -201,6 +201,21 @@ describe("a 3 GiB body made on the fly, with --maxResourceSize 5MB", () => {
   });
 });
 
+describe("the default --maxResourceSize (512MB)", () => {
+  it("a body just over it (490 MiB) is stored up to 512,000,000 bytes, marked WARC-Truncated: length", async () => {
+    const crawl = await measuredCrawl("default-cap", ["--url", `${site.url}/hostile/bodies/huge.html?mb=490`, ...NO_BEHAVIORS, "--scopeType", "page"]);
+    expect(crawl.code, crawl.stderr.slice(-3000)).toBe(0);
+    const [record, ...more] = responsesOf(crawl, "/hostile/bodies/huge.bin?mb=490");
+    expect(more).toEqual([]);
+    expect(record.headers.get("warc-truncated")).toBe("length");
+    expect(record.payload.length).toBe(512_000_000);
+    expect(record.payload.subarray(0, 1_000_000).equals(hugeBodyPrefix(1_000_000))).toBe(true);
+    expect(record.payload[511_999_999]).toBe(511_999_999 % 251);
+    expect(crawl.stats.bodiesCutShort).toEqual({ length: 1, time: 0 });
+    expect(bodyFilesLeft(crawl)).toEqual([]);
+  }, 600_000);
+});
+
 describe("a gzip bomb (a script of ~300 KB decoding to 300 MiB)", () => {
   let crawl: MeasuredCrawl;
   beforeAll(async () => {

@@ -36,8 +36,16 @@ export class PageAttempt {
   readonly lost = new Set<string>();
   /** URLs whose bodies came cut off (by the network: a retry may get them whole). */
   readonly truncated = new Set<string>();
-  /** Ends this attempt's body streams once the page is done. */
-  readonly streams = new StreamCutoff();
+  /** Ends this attempt's bodies of unknown length (maybe never-ending) once the page is done. */
+  readonly streams = new StreamCutoff(1000, 10_000);
+  /** Ends this attempt's large bodies of declared length once the page is done, if they stall or take long. */
+  readonly downloads = new StreamCutoff(5000, 60_000);
+
+  /** The page is done: streams still open are cut once idle or past their grace. */
+  endStreams(): void {
+    this.streams.end();
+    this.downloads.end();
+  }
   /** URLs whose whole resource was fetched after a 206 in this attempt: once is enough. */
   readonly refetched = new Set<string>();
 
@@ -116,7 +124,7 @@ export class PageCapture {
 
   /** Start capturing a new attempt at a page (with --refresh, its document request made conditional). */
   beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean }): PageAttempt {
-    this.attempt.streams.end();
+    this.attempt.endStreams();
     this.attempt = new PageAttempt(options.lastAttempt);
     this.network.reset();
     this.conditional.clear();
@@ -130,13 +138,13 @@ export class PageCapture {
    * fetched after a 206) is stored.
    */
   async drain(): Promise<void> {
-    this.attempt.streams.end();
+    this.attempt.endStreams();
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
     while (this.refetches.size) await Promise.allSettled([...this.refetches]);
   }
 
   async detach(): Promise<void> {
-    this.attempt.streams.end();
+    this.attempt.endStreams();
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
     await this.cdp.detach().catch(() => undefined);
   }
@@ -201,7 +209,8 @@ export class PageCapture {
         if (!started) this.network.streaming(networkId);
         started = true;
       };
-      const control: StreamControl = { limits: this.limits, onChunk, cutoff: archiveOnly ? null : attempt.streams };
+      const declaredLength = responseHeaders.some(([n]) => n.toLowerCase() === "content-length");
+      const control: StreamControl = { limits: this.limits, onChunk, cutoff: archiveOnly ? null : declaredLength ? attempt.downloads : attempt.streams };
       const streamed = (reading === "live" && !archiveOnly ? await this.live.read(event, control) : null)
         ?? (await streamResponseBody(this.cdp, event, responseHeaders, archiveOnly, control));
       body = streamed.body;

@@ -163,16 +163,17 @@ async function readStream(cdp: CDPSession, stream: string, spool: BodySpool, con
 }
 
 /**
- * Ends the streams of one page attempt: once the page has ended, a stream read that gets no bytes for
- * `idleMs`, or any read past `graceMs` after the end, is cut. Streams still flowing when the page ends
- * (a large download) go on up to the grace or the size cap; a stream that only trickles (keep-alives)
- * or waits is cut at once.
+ * Ends streamed bodies of one page attempt: once the page has ended, a read that gets no bytes for
+ * `idleMs`, or any read past `graceMs` after the end, is cut ("time"). Bodies still flowing when the
+ * page ends go on up to the grace or the size cap; one that only trickles (keep-alives) or waits is cut
+ * within `idleMs`. (The capture gives bodies of unknown length, which may never end, a short grace, and
+ * large bodies of declared length, which do end, a long one.)
  */
 export class StreamCutoff {
   private endedAt: number | null = null;
   private readonly waiting = new Set<() => void>();
 
-  constructor(private readonly idleMs = 1000, private readonly graceMs = 10_000) {}
+  constructor(private readonly idleMs: number, private readonly graceMs: number) {}
 
   get ended(): boolean {
     return this.endedAt !== null;
