@@ -75,7 +75,7 @@ export class LiveStreams {
         if (!(await spool.add(chunk))) return "length";
       }
       if (stream.ended !== undefined) return stream.ended === null ? null : CUT_OFF_ERRORS.test(stream.ended) ? "disconnect" : "time";
-      const cut = control.cutoff?.whenToCut() ?? { promise: new Promise<null>(() => undefined), cancel: () => undefined };
+      const cut = control.cutoff.whenToCut();
       const woken = new Promise<true>((resolve) => (stream.wake = () => resolve(true)));
       const next = await Promise.race([woken, cut.promise]);
       stream.wake = null;

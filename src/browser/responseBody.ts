@@ -72,11 +72,8 @@ export interface StreamControl {
   limits: BodyLimits;
   /** Bytes arrived (the network-idle wait counts a stream that has started as quiet). */
   onChunk(): void;
-  /**
-   * Cuts the reading once the page has ended and the stream has gone idle (see StreamCutoff); null for
-   * the page's own body archived as a file (read to its end or the size cap, within the page's deadline).
-   */
-  cutoff: StreamCutoff | null;
+  /** Cuts the reading once the page has ended and the stream has gone idle or outlived its grace. */
+  cutoff: StreamCutoff;
 }
 
 /** How a streamed body ended short: cut off by the network, cut at the size cap, or still open when the page ended. */
@@ -141,8 +138,7 @@ export async function streamResponseBody(
 
 async function readStream(cdp: CDPSession, stream: string, spool: BodySpool, control: StreamControl, url: string): Promise<StreamEnd> {
   for (;;) {
-    // A fresh never-settling promise each read: racing one shared promise would pile up its reactions.
-    const cut = control.cutoff?.whenToCut() ?? { promise: new Promise<null>(() => undefined), cancel: () => undefined };
+    const cut = control.cutoff.whenToCut();
     let chunk: Protocol.IO.ReadResponse | null;
     try {
       chunk = await Promise.race([cdp.send("IO.read", { handle: stream, size: 1 << 20 }), cut.promise]);
