@@ -35,7 +35,7 @@ export function buildCrawlProgram(): Command {
     .option("--extraHops <n>", "links to follow beyond the scope's edge", "0")
     .option("--limit <n>", "maximum number of pages; 0 = unlimited", "0")
     .option("--timeLimit <seconds>", "stop taking new pages after this many seconds; 0 = unlimited", "0")
-    .option("--sizeLimit <bytes>", "stop taking new pages after this many WARC bytes (e.g. 500MB); 0 = unlimited", "0")
+    .option("--sizeLimit <bytes>", "stop the crawl gracefully at this many WARC bytes (e.g. 500MB; checked while bodies are written, a body passing it is cut there); 0 = unlimited", "0")
     .option("--workers <n>", "browser tabs crawling in parallel in this process", "1")
     .option("--pageLoadTimeout <seconds>", "time allowed for a page's load event", "90")
     .option("--netIdleWait <seconds>", "after load, wait at most this long for the network to go quiet", "10")

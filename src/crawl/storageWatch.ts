@@ -1,6 +1,8 @@
 import { statfsSync } from "node:fs";
+import { tmpdir } from "node:os";
 import type { BodyLimits } from "../fetch/bodyLimits.js";
 import { logger } from "../log/logger.js";
+import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import type { StopControl } from "./stopControl.js";
 
 export interface StorageWatchOptions {
@@ -16,10 +18,14 @@ export interface StorageWatchOptions {
   bytesWritten: () => number;
 }
 
-/** Disk use is read at most this often while bodies are written, and at least this often anyway. */
+/** Disk use is read at least this often while the crawl runs. */
 const DISK_CHECK_INTERVAL_MS = 1000;
-/** ... and again after this many body bytes, however soon: a fast stream fills a disk in seconds. */
-const DISK_CHECK_BYTES = 16_000_000;
+/**
+ * ... and while bodies are written, again after a quarter of the room left below the limit (within
+ * these bounds), however soon: a fast stream fills a small disk in well under a second.
+ */
+const DISK_CHECK_MIN_BYTES = 64 * 1024;
+const DISK_CHECK_MAX_BYTES = 16_000_000;
 
 /**
  * The crawl's storage limits, checked while bodies are written (not only between pages): a body that
@@ -32,6 +38,7 @@ export class StorageWatch implements BodyLimits {
   /** Body bytes received but not yet written to the WARC (what the size limit must count ahead). */
   private pending = 0;
   private sinceDiskCheck = 0;
+  private checkDiskAfter = 0;
   private lastDiskCheck = 0;
   private exceeded = false;
   private timer: NodeJS.Timeout | null = null;
@@ -61,11 +68,16 @@ export class StorageWatch implements BodyLimits {
       return false;
     }
     this.sinceDiskCheck += bytes;
-    if (this.options.diskUtilization > 0 && (this.sinceDiskCheck >= DISK_CHECK_BYTES || Date.now() - this.lastDiskCheck >= DISK_CHECK_INTERVAL_MS)) {
+    if (this.options.diskUtilization > 0 && (this.sinceDiskCheck >= this.checkDiskAfter || Date.now() - this.lastDiskCheck >= DISK_CHECK_INTERVAL_MS)) {
       if (!this.checkDisk()) return false;
     }
     this.pending += bytes;
     return true;
+  }
+
+  /** A body could not be written to the temp folder (disk full...): nothing can be captured whole, stop now. */
+  storageFailed(err: unknown): void {
+    if (isStorageError(err)) this.stop.fatal(`cannot write response bodies to ${tmpdir()}: ${storageErrorMessage(err)}`);
   }
 
   released(bytes: number): void {
@@ -76,8 +88,12 @@ export class StorageWatch implements BodyLimits {
   private checkDisk(): boolean {
     this.sinceDiskCheck = 0;
     this.lastDiskCheck = Date.now();
-    const used = diskUsedPercent(this.options.dir);
-    if (used === null || used < this.options.diskUtilization) return true;
+    const disk = diskUse(this.options.dir);
+    if (disk === null) return true;
+    const used = (disk.used / disk.usable) * 100;
+    const room = (disk.usable * this.options.diskUtilization) / 100 - disk.used;
+    this.checkDiskAfter = Math.min(DISK_CHECK_MAX_BYTES, Math.max(DISK_CHECK_MIN_BYTES, room / 4));
+    if (used < this.options.diskUtilization) return true;
     this.limitReached("disk-utilization", `disk use ${used.toFixed(1)}% is above --diskUtilization ${this.options.diskUtilization}%`, { dir: this.options.dir });
     return false;
   }
@@ -89,13 +105,13 @@ export class StorageWatch implements BodyLimits {
   }
 }
 
-/** Percent of the disk holding `dir` in use, as df counts it (blocks reserved for root left out); null if unknown. */
-export function diskUsedPercent(dir: string): number | null {
+/** Bytes in use on the disk holding `dir` and bytes usable, as df counts them (blocks reserved for root left out); null if unknown. */
+function diskUse(dir: string): { used: number; usable: number } | null {
   try {
     const fs = statfsSync(dir);
-    const used = fs.blocks - fs.bfree;
-    const usable = used + fs.bavail;
-    return usable > 0 ? (used / usable) * 100 : null;
+    const used = (fs.blocks - fs.bfree) * fs.bsize;
+    const usable = used + fs.bavail * fs.bsize;
+    return usable > 0 ? { used, usable } : null;
   } catch {
     return null;
   }

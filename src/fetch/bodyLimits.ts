@@ -22,13 +22,15 @@ export interface BodyLimits {
   storageAllows(bytes: number): boolean;
   /** Bytes allowed before are now stored or dropped (no longer received-but-unwritten). */
   released(bytes: number): void;
+  /** A body could not be written to its temp file (disk full...): told before the error is thrown. */
+  storageFailed(err: unknown): void;
   /** Bodies cut short: at the size cap or a storage limit ("length"), or still flowing when the page ended ("time"). */
   readonly cutShort: { length: number; time: number };
 }
 
 /** No crawl around (tests, tools): only the default size cap. */
 export function defaultBodyLimits(maxResourceSize = DEFAULT_MAX_RESOURCE_SIZE): BodyLimits {
-  return { maxResourceSize, storageAllows: () => true, released: () => undefined, cutShort: { length: 0, time: 0 } };
+  return { maxResourceSize, storageAllows: () => true, released: () => undefined, storageFailed: () => undefined, cutShort: { length: 0, time: 0 } };
 }
 
 /** A body kept short on purpose (size cap, storage limit, a stream still open at its page's end): counted and said. */
@@ -69,7 +71,10 @@ export class BodySpool {
       const path = join(tmpdir(), `crawler-body-${process.pid}-${randomUUID()}`);
       const stream = createWriteStream(path);
       // Kept for the next write or finish() to throw: an unheard stream error would end the process.
-      stream.on("error", (err) => (this.failure ??= err));
+      stream.on("error", (err) => {
+        if (!this.failure) this.limits.storageFailed(err);
+        this.failure ??= err;
+      });
       this.file = { path, stream };
       for (const c of this.chunks.splice(0)) stream.write(c);
     }
