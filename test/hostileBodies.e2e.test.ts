@@ -145,6 +145,10 @@ describe("responses that never end (SSE, long-poll, endless chunked fetch)", () 
   });
 
   it("ends in about one page time per page (a bound that proves it ends, not a benchmark)", () => {
+    // Seconds each page took (one worker: from the previous page's end), for the report.
+    const ends = logLines(crawl.stderr).filter((l) => l.message.startsWith("page crawled")).map((l) => ({ url: String(l.details.url).replace(site.url, ""), at: Date.parse((l as unknown as { timestamp: string }).timestamp) }));
+    const started = Date.parse((logLines(crawl.stderr).find((l) => l.message === "crawl started") as unknown as { timestamp: string }).timestamp);
+    console.log(JSON.stringify({ pageSeconds: ends.map((e, i) => [e.url, ((e.at - (i ? ends[i - 1].at : started)) / 1000).toFixed(1)]) }));
     // 9 pages; the long-poll page waits out --netIdleWait (10 s), the endless body its 10 s grace.
     expect(crawl.seconds).toBeLessThan(120);
   });
