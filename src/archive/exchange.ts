@@ -22,11 +22,15 @@ export interface Exchange {
   /** Set on a 304 answering a conditional request we sent: the archived capture it confirms. */
   confirms?: ConfirmedCapture;
   /**
-   * Set when the body was cut off (the connection ended before the declared length, or the load
-   * failed mid-body): the stored body is only the part received (WARC-Truncated).
+   * Set when the stored body is only the part received (WARC-Truncated, with the WARC 1.1 reasons):
+   * "disconnect" the connection ended before the declared length or the load failed mid-body (a retry
+   * may get it whole); "length" the body passed --maxResourceSize or a storage limit; "time" it was
+   * still flowing when its page ended (a never-ending stream) or its fetch's deadline came.
    */
-  truncated?: "disconnect";
+  truncated?: TruncationReason;
 }
+
+export type TruncationReason = "disconnect" | "length" | "time";
 
 /** The archived capture a conditional request was made for (from the capture history). */
 export interface ConfirmedCapture {

@@ -1,17 +1,17 @@
 import { STATUS_CODES } from "node:http";
 import type { CDPSession, Page, Protocol } from "puppeteer-core";
-import { bodySize, headerValue, mimeTypeOf, shortOfDeclaredLength, type ConfirmedCapture, type Exchange, type ExchangeBody } from "../archive/exchange.js";
+import { bodySize, headerValue, mimeTypeOf, shortOfDeclaredLength, type ConfirmedCapture, type Exchange, type ExchangeBody, type TruncationReason } from "../archive/exchange.js";
+import { noteCutShort, type BodyLimits } from "../fetch/bodyLimits.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
-import { needsStreaming, readRequestBody, readResponseBody, streamResponseBody } from "./responseBody.js";
+import { NetworkActivity } from "./loadWait.js";
+import { LiveStreams } from "./liveStream.js";
+import { LoadOutcomes } from "./loadOutcomes.js";
+import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, StreamCutoff, type StreamControl } from "./responseBody.js";
 
-/** How long to wait for the browser to report a continued response's load as finished or failed. */
-const LOAD_OUTCOME_WAIT_MS = 10_000;
-/** Network errors that end a response mid-body (Chromium net::ERR_* names). */
-const CUT_OFF_ERRORS = /CONTENT_LENGTH_MISMATCH|INCOMPLETE_CHUNKED_ENCODING|INVALID_CHUNKED_ENCODING|CONNECTION_(RESET|CLOSED|ABORTED)|CONTENT_DECODING_FAILED|HTTP2_PROTOCOL_ERROR|QUIC_PROTOCOL_ERROR|NETWORK_CHANGED|TIMED_OUT/;
 
 /** Summary of what a page loaded, for deciding the page's status and type. */
 export interface CapturedSummary {
@@ -46,8 +46,20 @@ export class PageAttempt {
   rateLimited: RateLimitAnswer | null = null;
   /** URLs whose exchange could not be stored (body unavailable, or storing failed). */
   readonly lost = new Set<string>();
-  /** URLs whose bodies came cut off. */
+  /** URLs whose bodies came cut off (by the network: a retry may get them whole). */
   readonly truncated = new Set<string>();
+  /** Ends this attempt's bodies of unknown length (maybe never-ending) once the page is done. */
+  readonly streams = new StreamCutoff(1000, 10_000);
+  /** Ends this attempt's large bodies of declared length once the page is done, if they stall or take long. */
+  readonly downloads = new StreamCutoff(5000, 60_000);
+
+  /** The page is done: streams still open are cut once idle or past their grace. */
+  endStreams(): void {
+    this.streams.end();
+    this.downloads.end();
+  }
+  /** URLs whose whole resource was fetched after a 206 in this attempt: once is enough. */
+  readonly refetched = new Set<string>();
 
   /**
    * @param lastAttempt the page's last attempt: cut-off bodies are stored (marked truncated) rather than
@@ -74,22 +86,29 @@ export class PageCapture {
   private readonly conditional = new Map<string, ConditionalRequest>();
   /** Document requests we really made conditional, by request id: only their 304s mean "not modified". */
   private readonly sentConditional = new Map<string, ConfirmedCapture>();
-  /** How each network request ended (null: finished, else the error), until someone asks. */
-  private readonly loadOutcomes = new Map<string, string | null>();
-  private readonly loadWaiters = new Map<string, (error: string | null) => void>();
+  /** How each network request ended, until the capture asks. */
+  private readonly loads = new LoadOutcomes();
+
+  /** The tab's requests in flight, for the network-idle wait. */
+  readonly network: NetworkActivity;
+  private readonly live: LiveStreams;
 
   private constructor(
     private readonly cdp: CDPSession,
     private readonly sink: ExchangeSink,
     private readonly fetcher: FallbackFetcher,
+    private readonly limits: BodyLimits,
     private readonly mainFrameId: string,
     private readonly rateLimitStatusCodes: readonly number[],
-  ) {}
+  ) {
+    this.network = new NetworkActivity(cdp);
+    this.live = new LiveStreams(cdp);
+  }
 
-  static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, rateLimitStatusCodes: readonly number[] = []): Promise<PageCapture> {
+  static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, rateLimitStatusCodes: readonly number[] = []): Promise<PageCapture> {
     const cdp = await page.createCDPSession();
     const { frameTree } = await cdp.send("Page.getFrameTree");
-    const capture = new PageCapture(cdp, sink, fetcher, frameTree.frame.id, rateLimitStatusCodes);
+    const capture = new PageCapture(cdp, sink, fetcher, limits, frameTree.frame.id, rateLimitStatusCodes);
     cdp.on("Fetch.requestPaused", (event: Protocol.Fetch.RequestPausedEvent) => {
       const attempt = capture.attempt;
       const work = capture.onPaused(event, attempt).catch((err: unknown) => {
@@ -99,11 +118,14 @@ export class PageCapture {
       capture.inFlight.add(work);
       void work.finally(() => capture.inFlight.delete(work));
     });
-    cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => capture.settleLoad(event.requestId, null));
-    cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => capture.settleLoad(event.requestId, event.errorText));
+    cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => capture.loads.settle(event.requestId, null));
+    cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => capture.loads.settle(event.requestId, event.errorText));
     await cdp.send("Network.enable");
     // Requests answered by a site's service worker would never reach the network stage we capture.
     await cdp.send("Network.setBypassServiceWorker", { bypass: true });
+    // Nothing is served from the browser's HTTP cache: a response cached but not captured (its capture
+    // lost, or written by an earlier page whose attempt failed) would never reach the capture again.
+    await cdp.send("Network.setCacheDisabled", { cacheDisabled: true });
     await cdp.send("Fetch.enable", {
       patterns: [
         // Documents also pause before they are sent, so a refresh can make them conditional.
@@ -116,19 +138,27 @@ export class PageCapture {
 
   /** Start capturing a new attempt at a page (with --refresh, its document request made conditional). */
   beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean }): PageAttempt {
+    this.attempt.endStreams();
     this.attempt = new PageAttempt(options.lastAttempt, url);
+    this.network.reset();
     this.conditional.clear();
     if (options.conditional) this.conditional.set(url, options.conditional);
     return this.attempt;
   }
 
-  /** Wait until every exchange seen so far (and every whole resource fetched after a 206) is stored. */
+  /**
+   * The page is done: body streams still open (an EventSource, a script's endless fetch) are cut once idle
+   * and stored with what arrived; then wait until every exchange seen so far (and every whole resource
+   * fetched after a 206) is stored.
+   */
   async drain(): Promise<void> {
+    this.attempt.endStreams();
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
     while (this.refetches.size) await Promise.allSettled([...this.refetches]);
   }
 
   async detach(): Promise<void> {
+    this.attempt.endStreams();
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
     await this.cdp.detach().catch(() => undefined);
   }
@@ -195,13 +225,27 @@ export class PageCapture {
     const archiveOnly = pageDocument && status >= 200 && status < 300 && !isRenderedDocumentType(mime);
     let body: ExchangeBody;
     let cutOff = false;
+    let cutShort: "length" | "time" | null = null;
     // Bodies the browser never hands over (a redirect's, 204, 304, HEAD): stored empty, not "short".
     const bodiless = (status >= 300 && status < 400 && location) || status === 204 || status === 304 || request.method === "HEAD";
+    const reading = bodyReading(responseHeaders, event.resourceType);
     if (bodiless) {
       body = { kind: "bytes", bytes: new Uint8Array(0) };
       await this.continue(requestId);
-    } else if (needsStreaming(responseHeaders)) {
-      ({ body, cutOff } = await streamResponseBody(this.cdp, event, responseHeaders, archiveOnly));
+    } else if (reading !== "read") {
+      const networkId = event.networkId ?? requestId;
+      let started = false;
+      const onChunk = () => {
+        if (!started) this.network.streaming(networkId);
+        started = true;
+      };
+      const declaredLength = responseHeaders.some(([n]) => n.toLowerCase() === "content-length");
+      const control: StreamControl = { limits: this.limits, onChunk, cutoff: archiveOnly || declaredLength ? attempt.downloads : attempt.streams };
+      const streamed = (reading === "live" && !archiveOnly ? await this.live.read(event, control) : null)
+        ?? (await streamResponseBody(this.cdp, event, responseHeaders, archiveOnly, control));
+      body = streamed.body;
+      cutOff = streamed.end === "disconnect";
+      cutShort = streamed.end === "length" || streamed.end === "time" ? streamed.end : null;
     } else {
       const read = await readResponseBody(this.cdp, requestId, request.url).catch((err: unknown) => new Error(errorMessage(err)));
       if (read instanceof Error) {
@@ -216,13 +260,14 @@ export class PageCapture {
         await this.abort(requestId);
       } else {
         // A connection that drops mid-body still hands over the part received; the browser's load fails.
-        const outcome = this.loadOutcome(event.networkId ?? requestId);
+        const outcome = this.loads.of(event.networkId ?? requestId);
         await this.continue(requestId);
         const error = await outcome;
         cutOff = error !== null && CUT_OFF_ERRORS.test(error);
       }
     }
-    const truncated = cutOff || (!bodiless && shortOfDeclaredLength(responseHeaders, bodySize(body), true));
+    const truncated: TruncationReason | null = cutShort ?? (cutOff || (!bodiless && shortOfDeclaredLength(responseHeaders, bodySize(body), true)) ? "disconnect" : null);
+    if (cutShort) noteCutShort(this.limits, request.url, cutShort, bodySize(body));
 
     await this.handOn({
       url: request.url,
@@ -238,16 +283,17 @@ export class PageCapture {
       date,
       resourceType: event.resourceType,
       confirms,
-      ...(truncated ? { truncated: "disconnect" as const } : {}),
+      ...(truncated ? { truncated } : {}),
     }, attempt);
   }
 
   /**
-   * Hand an exchange of the page to the sink. A body cut off mid-transfer is stored only on the page's
-   * last attempt: before that, the attempt fails and a retry may get it whole.
+   * Hand an exchange of the page to the sink. A body cut off mid-transfer by the network is stored only
+   * on the page's last attempt: before that, the attempt fails and a retry may get it whole. A body cut
+   * short on purpose (size cap, a never-ending stream) is stored on any attempt: a retry would do no better.
    */
   private async handOn(exchange: Exchange, attempt: PageAttempt): Promise<void> {
-    if (exchange.truncated) {
+    if (exchange.truncated === "disconnect") {
       attempt.truncated.add(exchange.url);
       if (!attempt.lastAttempt) {
         await discardBody(exchange);
@@ -269,9 +315,15 @@ export class PageCapture {
     }
   }
 
-  /** A 206 seen in the browser: archive the whole resource instead of the fragment, in the background. */
+  /**
+   * A 206 seen in the browser: archive the whole resource instead of the fragment, in the background;
+   * once per URL and attempt (a video makes many range requests), and not when the crawl holds it already.
+   */
   private afterPartialContent(url: string, requestHeaders: [string, string][], attempt: PageAttempt): void {
-    const work = this.fetcher.wholeResource(url, requestHeaders).then(async (exchange) => {
+    if (attempt.refetched.has(url)) return;
+    attempt.refetched.add(url);
+    const work = this.sink.hasStoredResponse(url).then(async (stored) => {
+      const exchange = stored ? null : await this.fetcher.wholeResource(url, requestHeaders);
       if (exchange) await this.storeFetched(exchange, attempt, "full fetch after 206 failed");
     });
     this.refetches.add(work);
@@ -307,37 +359,6 @@ export class PageCapture {
     this.sentConditional.set(event.networkId ?? event.requestId, pending.confirms);
     const headers = Object.entries({ ...event.request.headers, ...pending.headers }).map(([name, value]) => ({ name, value: String(value) }));
     await this.cdp.send("Fetch.continueRequest", { requestId: event.requestId, headers }).catch(() => undefined);
-  }
-
-  private settleLoad(networkId: string, error: string | null): void {
-    const waiter = this.loadWaiters.get(networkId);
-    if (waiter) {
-      this.loadWaiters.delete(networkId);
-      waiter(error);
-      return;
-    }
-    this.loadOutcomes.set(networkId, error);
-    // Outcomes nobody asks for (requests we did not pause on) must not pile up.
-    if (this.loadOutcomes.size > 2000) this.loadOutcomes.delete(this.loadOutcomes.keys().next().value!);
-  }
-
-  /** How the browser's load of a request ended: null when it finished (or did not say in time), else the error. */
-  private loadOutcome(networkId: string): Promise<string | null> {
-    if (this.loadOutcomes.has(networkId)) {
-      const error = this.loadOutcomes.get(networkId)!;
-      this.loadOutcomes.delete(networkId);
-      return Promise.resolve(error);
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.loadWaiters.delete(networkId);
-        resolve(null);
-      }, LOAD_OUTCOME_WAIT_MS);
-      this.loadWaiters.set(networkId, (error) => {
-        clearTimeout(timer);
-        resolve(error);
-      });
-    });
   }
 
   private async continue(requestId: string): Promise<void> {

@@ -1,10 +1,71 @@
-import type { Page } from "puppeteer-core";
+import type { CDPSession, Protocol } from "puppeteer-core";
 
 /**
- * Wait until the page's network has been idle for a moment, up to a cap: script-loaded content is
- * captured without a fixed sleep on every page.
+ * A tab's requests in flight, as the network-idle wait counts them. A long-lived stream (an
+ * EventSource, a script's streaming fetch) counts as quiet once it has sent its first bytes, as browsers' own
+ * idle heuristics do: otherwise a page with a live ticker never goes quiet. (Its body is still read
+ * after that; the capture's drain decides when an open stream is cut.)
  */
-export async function waitForQuietNetwork(tab: Page, capMs: number, idleMs = 500): Promise<void> {
-  if (capMs <= 0) return;
-  await tab.waitForNetworkIdle({ idleTime: idleMs, timeout: capMs, concurrency: 0 }).catch(() => undefined);
+export class NetworkActivity {
+  private readonly inFlight = new Set<string>();
+  private lastActivity = Date.now();
+  private readonly listeners = new Set<() => void>();
+
+  constructor(cdp: CDPSession) {
+    cdp.on("Network.requestWillBeSent", (event: Protocol.Network.RequestWillBeSentEvent) => this.started(event.requestId));
+    cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => this.ended(event.requestId));
+    cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => this.ended(event.requestId));
+  }
+
+  /** Forget requests of an earlier page (a navigation ends them, but not always with an event). */
+  reset(): void {
+    this.inFlight.clear();
+    this.touch();
+  }
+
+  /** A request now streaming its body to us: quiet from here on. */
+  streaming(requestId: string): void {
+    if (this.inFlight.delete(requestId)) this.touch();
+  }
+
+  private touch(): void {
+    this.lastActivity = Date.now();
+    for (const listener of this.listeners) listener();
+  }
+
+  private started(requestId: string): void {
+    this.inFlight.add(requestId);
+    this.touch();
+  }
+
+  private ended(requestId: string): void {
+    if (this.inFlight.delete(requestId)) this.touch();
+  }
+
+  /**
+   * Wait until no request has been in flight (streams that started aside) for `idleMs`, up to `capMs`:
+   * script-loaded content is captured without a fixed sleep on every page.
+   */
+  async waitForQuiet(capMs: number, idleMs = 500): Promise<void> {
+    if (capMs <= 0) return;
+    const deadline = Date.now() + capMs;
+    await new Promise<void>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const check = () => {
+        clearTimeout(timer);
+        const now = Date.now();
+        if (now >= deadline) return done();
+        if (this.inFlight.size === 0 && now - this.lastActivity >= idleMs) return done();
+        const wait = this.inFlight.size === 0 ? idleMs - (now - this.lastActivity) : deadline - now;
+        timer = setTimeout(check, Math.max(1, Math.min(wait, deadline - now)));
+      };
+      const done = () => {
+        clearTimeout(timer);
+        this.listeners.delete(check);
+        resolve();
+      };
+      this.listeners.add(check);
+      check();
+    });
+  }
 }

@@ -1,4 +1,5 @@
 import type { Browser, Page } from "puppeteer-core";
+import { defaultBodyLimits, type BodyLimits } from "../fetch/bodyLimits.js";
 import { FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
@@ -8,7 +9,6 @@ import { installBehaviors, runBehaviors, type BehaviorOutcome, type BehaviorSett
 import type { BrowserHost } from "./browserHost.js";
 import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAttempt, type RateLimitAnswer } from "./capture.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
-import { waitForQuietNetwork } from "./loadWait.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
 
 export interface PageWorkerOptions {
@@ -20,6 +20,8 @@ export interface PageWorkerOptions {
   extracts?: ExtractOptions;
   /** --rateLimitStatusCodes: a page document with one of these is a rate-limit answer, never stored. */
   rateLimitStatusCodes?: readonly number[];
+  /** Size cap and storage limits of every body (--maxResourceSize, --sizeLimit, --diskUtilization). */
+  limits?: BodyLimits;
 }
 
 /** What loading one page produced. */
@@ -59,6 +61,7 @@ export class PageWorker {
   private tabBrowser: Browser | null = null;
   private capture: PageCapture | null = null;
   private readonly fetcher: FallbackFetcher;
+  private readonly limits: BodyLimits;
   private behaviorOutcome: BehaviorOutcome | undefined;
 
   constructor(
@@ -67,7 +70,8 @@ export class PageWorker {
     private readonly sink: ExchangeSink,
     private readonly options: PageWorkerOptions,
   ) {
-    this.fetcher = new FallbackFetcher({ userAgent: options.userAgent });
+    this.limits = options.limits ?? defaultBodyLimits();
+    this.fetcher = new FallbackFetcher({ userAgent: options.userAgent, limits: this.limits });
   }
 
   private async ensureTab(): Promise<{ tab: Page; capture: PageCapture }> {
@@ -79,7 +83,7 @@ export class PageWorker {
     this.tabBrowser = browser;
     if (this.options.userAgent) await tab.setUserAgent(this.options.userAgent);
     await installBehaviors(tab, this.options.behaviors);
-    const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.options.rateLimitStatusCodes);
+    const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.limits, this.options.rateLimitStatusCodes);
     this.tab = tab;
     this.capture = capture;
     return { tab, capture };
@@ -115,10 +119,10 @@ export class PageWorker {
     // Only rendered documents load more after "load"; a PDF viewer never goes quiet, so don't wait on it.
     const rendered = findDocument(attempt.captured, url);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
-      await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
+      await capture.network.waitForQuiet(this.options.netIdleWaitMs);
       // Only a page that shows a document has anything to act on.
       const shown = findDocument(attempt.captured, url);
-      if (shown && isRenderedDocumentType(shown.mime)) await this.afterLoad(tab, url);
+      if (shown && isRenderedDocumentType(shown.mime)) await this.afterLoad(tab, capture, url);
     }
     await capture.drain();
 
@@ -161,12 +165,12 @@ export class PageWorker {
   }
 
   /** --postLoadDelay, then the behaviors; the page is done once the network is quiet again. */
-  private async afterLoad(tab: Page, url: string): Promise<void> {
+  private async afterLoad(tab: Page, capture: PageCapture, url: string): Promise<void> {
     const { enabled, timeoutMs, postLoadDelayMs } = this.options.behaviors;
     if (postLoadDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, postLoadDelayMs));
     if (!enabled.length) return;
     this.behaviorOutcome = (await runBehaviors(tab, url, timeoutMs)) ?? undefined;
-    await waitForQuietNetwork(tab, this.options.netIdleWaitMs);
+    await capture.network.waitForQuiet(this.options.netIdleWaitMs);
   }
 
   private async readPage(tab: Page): Promise<[string, string[]]> {

@@ -1,24 +1,43 @@
-import { randomUUID } from "node:crypto";
-import { createWriteStream } from "node:fs";
-import { readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFile } from "node:fs/promises";
 import type { CDPSession, Protocol } from "puppeteer-core";
 import type { ExchangeBody } from "../archive/exchange.js";
+import { BodySpool, type BodyLimits } from "../fetch/bodyLimits.js";
 import { errorMessage, logger } from "../log/logger.js";
 
-/** Bodies larger than this (by Content-Length, or unknown length) are streamed to a temp file. */
+/** Bodies larger than this (by Content-Length) are streamed rather than read whole. */
 export const STREAM_BODY_THRESHOLD = 8_000_000;
+/**
+ * Compressed bodies larger than this are streamed: the browser hands bodies over decoded, and a
+ * 100 KB gzip body may decode to 100 MB (a gzip bomb of 300 KB to 300 MB, which Fetch.getResponseBody
+ * does not hand over within minutes).
+ */
+export const ENCODED_STREAM_THRESHOLD = 100_000;
 /** Streamed bodies up to this size are handed back to the page; larger ones are archived only. */
 const MAX_FULFILL_SIZE = 100_000_000;
+/** Network errors that end a response mid-body (Chromium net::ERR_* names). */
+export const CUT_OFF_ERRORS = /CONTENT_LENGTH_MISMATCH|INCOMPLETE_CHUNKED_ENCODING|INVALID_CHUNKED_ENCODING|CONNECTION_(RESET|CLOSED|ABORTED)|CONTENT_DECODING_FAILED|HTTP2_PROTOCOL_ERROR|QUIC_PROTOCOL_ERROR|NETWORK_CHANGED|TIMED_OUT/;
+/** Resource types whose body of unknown length may be a never-ending stream the page reads as it comes. */
+const LIVE_TYPES = new Set(["Fetch", "XHR", "EventSource"]);
 
-/** Whether a paused response's body is streamed to a file rather than read whole. */
-export function needsStreaming(headers: [string, string][]): boolean {
-  const length = headers.find(([n]) => n.toLowerCase() === "content-length")?.[1];
-  if (length !== undefined) return Number(length) > STREAM_BODY_THRESHOLD;
-  const mime = headers.find(([n]) => n.toLowerCase() === "content-type")?.[1] ?? "";
-  // Unknown length: stream media, whose size is usually large; read the rest directly.
-  return /^(video|audio)\//i.test(mime) || /octet-stream|zip|x-tar/i.test(mime);
+/**
+ * How a paused response's body is read, decided on what the headers tell:
+ * - "read": whole, in one call (Fetch.getResponseBody), for bodies known to be small, and documents,
+ *   scripts and styles the page needs whole;
+ * - "stream": taken from the browser as a stream (Fetch.takeResponseBodyAsStream), bounded by the size
+ *   cap, for a large declared length, a compressed body that may decode to a large one (a gzip bomb),
+ *   or media of unknown length;
+ * - "live": handed on to the page at once and copied as it arrives (liveStream.ts), for a body of unknown
+ *   length that may never end: an event stream, a script's streaming fetch or XHR.
+ */
+export function bodyReading(headers: [string, string][], resourceType: string): "read" | "stream" | "live" {
+  const header = (name: string) => headers.find(([n]) => n.toLowerCase() === name)?.[1];
+  const length = header("content-length");
+  const encoded = !/^\s*(identity)?\s*$/i.test(header("content-encoding") ?? "");
+  const mime = header("content-type") ?? "";
+  if (length !== undefined && /^\s*\d+\s*$/.test(length)) return Number(length) > (encoded ? ENCODED_STREAM_THRESHOLD : STREAM_BODY_THRESHOLD) ? "stream" : "read";
+  if (/^text\/event-stream/i.test(mime) || LIVE_TYPES.has(resourceType)) return "live";
+  if (/^(video|audio)\//i.test(mime) || /octet-stream|zip|x-tar/i.test(mime) || resourceType === "Media") return "stream";
+  return encoded && resourceType !== "Document" ? "stream" : "read";
 }
 
 /** The response body as the browser received it; throws when the browser cannot give it. */
@@ -48,21 +67,33 @@ export async function readRequestBody(cdp: CDPSession, event: Protocol.Fetch.Req
   }
 }
 
+/** Where a streamed body's reading reports to, and what ends it. */
+export interface StreamControl {
+  limits: BodyLimits;
+  /** Bytes arrived (the network-idle wait counts a stream that has started as quiet). */
+  onChunk(): void;
+  /** Cuts the reading once the page has ended and the stream has gone idle or outlived its grace. */
+  cutoff: StreamCutoff;
+}
+
+/** How a streamed body ended short: cut off by the network, cut at the size cap, or still open when the page ended. */
+export type StreamEnd = "disconnect" | "length" | "time" | null;
+
 /**
- * Stream a large body to a temp file, then give the page its response back (or abort it if huge, or if
- * the page only archives it). A stream that breaks off keeps the part received, marked cut off.
+ * Stream a body as it arrives (in memory, past 4 MB in a temp file), then give the page its response
+ * back, or abort it (too large, cut short, or the page only archives it). Reading stops at the size cap
+ * ("length"), when the stream breaks ("disconnect"), or once the page has ended and the stream stays
+ * idle or outlives its grace ("time"): a never-ending response is kept with what arrived.
  */
 export async function streamResponseBody(
   cdp: CDPSession,
   event: Protocol.Fetch.RequestPausedEvent,
   responseHeaders: [string, string][],
   archiveOnly: boolean,
-): Promise<{ body: ExchangeBody; cutOff: boolean }> {
+  control: StreamControl,
+): Promise<{ body: ExchangeBody; end: StreamEnd }> {
   const resume = () => cdp.send("Fetch.continueRequest", { requestId: event.requestId }).catch(() => undefined);
   const abort = () => cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "Aborted" }).catch(() => undefined);
-  const path = join(tmpdir(), `crawler-body-${process.pid}-${randomUUID()}`);
-  let size = 0;
-  let cutOff = false;
   let stream: string;
   try {
     ({ stream } = await cdp.send("Fetch.takeResponseBodyAsStream", { requestId: event.requestId }));
@@ -70,31 +101,23 @@ export async function streamResponseBody(
     await resume();
     throw err;
   }
-  const out = createWriteStream(path);
+  const spool = new BodySpool(control.limits);
+  let end: StreamEnd = null;
+  let body: ExchangeBody;
   try {
-    try {
-      for (;;) {
-        const chunk = await cdp.send("IO.read", { handle: stream, size: 1 << 20 });
-        const bytes = Buffer.from(chunk.data, chunk.base64Encoded ? "base64" : "utf8");
-        size += bytes.length;
-        if (!out.write(bytes)) await new Promise<void>((r) => out.once("drain", () => r()));
-        if (chunk.eof) break;
-      }
-    } catch (err) {
-      logger.debug("capture", "response body stream broke off", { url: event.request.url, size, error: errorMessage(err) });
-      cutOff = true;
-    }
-    await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
-    await cdp.send("IO.close", { handle: stream }).catch(() => undefined);
+    end = await readStream(cdp, stream, spool, control, event.request.url);
+    body = await spool.finish();
   } catch (err) {
-    await rm(path, { force: true });
-    await resume();
+    await spool.discard();
+    await cdp.send("IO.close", { handle: stream }).catch(() => undefined);
+    await abort();
     throw err;
   }
-  if (archiveOnly) {
+  await cdp.send("IO.close", { handle: stream }).catch(() => undefined);
+  if (archiveOnly || end === "length" || end === "time") {
     await abort();
-  } else if (size <= MAX_FULFILL_SIZE) {
-    const bodyForPage = await readFile(path);
+  } else if (spool.size <= MAX_FULFILL_SIZE) {
+    const bodyForPage = body.kind === "bytes" ? Buffer.from(body.bytes) : await readFile(body.path);
     const headers = responseHeaders
       .filter(([n]) => !["content-encoding", "content-length", "transfer-encoding"].includes(n.toLowerCase()))
       .map(([name, value]) => ({ name, value }));
@@ -107,10 +130,79 @@ export async function streamResponseBody(
       })
       .catch(() => undefined);
   } else {
-    logger.warn("capture", "body too large to hand back to the page; archived only", { url: event.request.url, size });
+    logger.warn("capture", "body too large to hand back to the page; archived only", { url: event.request.url, size: spool.size });
     await abort();
   }
-  return { body: { kind: "file", path, size }, cutOff };
+  return { body, end };
+}
+
+async function readStream(cdp: CDPSession, stream: string, spool: BodySpool, control: StreamControl, url: string): Promise<StreamEnd> {
+  for (;;) {
+    const cut = control.cutoff.whenToCut();
+    let chunk: Protocol.IO.ReadResponse | null;
+    try {
+      chunk = await Promise.race([cdp.send("IO.read", { handle: stream, size: 1 << 20 }), cut.promise]);
+    } catch (err) {
+      logger.debug("capture", "response body stream broke off", { url, size: spool.size, error: errorMessage(err) });
+      return "disconnect";
+    } finally {
+      cut.cancel();
+    }
+    if (chunk === null) return "time";
+    const bytes = Buffer.from(chunk.data, chunk.base64Encoded ? "base64" : "utf8");
+    if (bytes.length) {
+      control.onChunk();
+      if (!(await spool.add(bytes))) return "length";
+    }
+    if (chunk.eof) return null;
+  }
+}
+
+/**
+ * Ends streamed bodies of one page attempt: once the page has ended, a read that gets no bytes for
+ * `idleMs`, or any read past `graceMs` after the end, is cut ("time"). Bodies still flowing when the
+ * page ends go on up to the grace or the size cap; one that only trickles (keep-alives) or waits is cut
+ * within `idleMs`. (The capture gives bodies of unknown length, which may never end, a short grace, and
+ * large bodies of declared length, which do end, a long one.)
+ */
+export class StreamCutoff {
+  private endedAt: number | null = null;
+  private readonly waiting = new Set<() => void>();
+
+  constructor(private readonly idleMs: number, private readonly graceMs: number) {}
+
+  get ended(): boolean {
+    return this.endedAt !== null;
+  }
+
+  /** The page is done: from now on idle streams are cut. */
+  end(): void {
+    if (this.endedAt !== null) return;
+    this.endedAt = Date.now();
+    for (const arm of [...this.waiting]) arm();
+  }
+
+  /** For one read: resolves with null when that read should be abandoned; cancel() when it returned. */
+  whenToCut(): { promise: Promise<null>; cancel(): void } {
+    let timer: NodeJS.Timeout | undefined;
+    let arm: (() => void) | undefined;
+    const promise = new Promise<null>((resolve) => {
+      arm = () => {
+        this.waiting.delete(arm!);
+        const graceLeft = this.graceMs - (Date.now() - this.endedAt!);
+        timer = setTimeout(() => resolve(null), Math.max(0, Math.min(this.idleMs, graceLeft)));
+      };
+      if (this.endedAt !== null) arm();
+      else this.waiting.add(arm);
+    });
+    return {
+      promise,
+      cancel: () => {
+        clearTimeout(timer);
+        if (arm) this.waiting.delete(arm);
+      },
+    };
+  }
 }
 
 /**

@@ -35,7 +35,7 @@ export function buildCrawlProgram(): Command {
     .option("--extraHops <n>", "links to follow beyond the scope's edge", "0")
     .option("--limit <n>", "maximum number of pages; 0 = unlimited", "0")
     .option("--timeLimit <seconds>", "stop taking new pages after this many seconds; 0 = unlimited", "0")
-    .option("--sizeLimit <bytes>", "stop taking new pages after this many WARC bytes (e.g. 500MB); 0 = unlimited", "0")
+    .option("--sizeLimit <bytes>", "stop the crawl gracefully at this many WARC bytes (e.g. 500MB; checked while bodies are written, a body passing it is cut there); 0 = unlimited", "0")
     .option("--workers <n>", "browser tabs crawling in parallel in this process", "1")
     .option("--pageLoadTimeout <seconds>", "time allowed for a page's load event", "90")
     .option("--netIdleWait <seconds>", "after load, wait at most this long for the network to go quiet", "10")
@@ -73,6 +73,8 @@ export function buildCrawlProgram(): Command {
     .option("--rateLimitStatusCodes <codes>", "a page answered with one of these statuses is rate-limited: not archived, its host backed off (Retry-After), retried; comma-separated, repeatable (default: 429,503)", collect)
     .option("--rateLimitMaxRetries <n>", "rate-limit answers a page may get before it is recorded as failed; -1 = no limit", "4")
     .option("--rateLimitTimeout <seconds>", "how long a host is backed off after a rate-limit answer without Retry-After, and the longest Retry-After honoured", "300")
+    .option("--maxResourceSize <bytes>", "keep at most this much of any one response body (e.g. 512MB); the rest is dropped and the record marked WARC-Truncated: length", "512MB")
+    .option("--diskUtilization <percent>", "stop the crawl gracefully once the disk holding the collection is used above this percent (checked while writing); 0 = off", "90")
     .allowExcessArguments(false)
     .showHelpAfterError(false);
 }

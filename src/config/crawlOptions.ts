@@ -13,8 +13,10 @@ import type { SitemapOptions } from "../sitemap/sitemapSeeds.js";
 import { parseW3cDate } from "../sitemap/w3cDate.js";
 import { BEHAVIOR_NAMES, parseBehaviorList, type BehaviorName } from "../browser/behaviors.js";
 import { OptionsError } from "./optionsError.js";
+import { choiceList, integer, parseSize, regexList, seconds, splitList } from "./flagValues.js";
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
 import { readStoreSettings, StoreSettingsError, type StoreSettings } from "../upload/storeSettings.js";
+import { DEFAULT_MAX_RESOURCE_SIZE } from "../fetch/bodyLimits.js";
 
 /** Everything a crawl run needs to know, validated. The one place a flag's meaning lives. */
 export interface CrawlOptions {
@@ -88,11 +90,18 @@ export interface CrawlOptions {
   rateLimit: RateLimitOptions;
   /** Upload of finished WACZ files (STORE_* and WEBHOOK_URL environment variables); null = none. */
   store: StoreSettings | null;
+  /** --maxResourceSize: bytes of one body kept at most (the rest dropped, WARC-Truncated: length). */
+  maxResourceSize: number;
+  /** --diskUtilization: stop gracefully once the collection's disk is used above this percent; 0 = off. */
+  diskUtilization: number;
 }
 
 export { OptionsError };
+export { parseSize };
 
 export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
+/** --diskUtilization default, browsertrix-crawler's: stop at 90% of the disk used. */
+export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
 export interface RawCrawlFlags extends RawRateLimitFlags {
@@ -146,6 +155,8 @@ export interface RawCrawlFlags extends RawRateLimitFlags {
   postLoadDelay?: string;
   allowHashUrls?: boolean;
   addRedirectedSeeds?: boolean;
+  maxResourceSize?: string;
+  diskUtilization?: string;
 }
 
 /** A seed object of a config file's `seeds:` (browsertrix-crawler's format): its values override the flags'. */
@@ -156,57 +167,6 @@ export interface RawSeedSpec {
   exclude?: string[];
   depth?: string;
   extraHops?: string;
-}
-
-function integer(name: string, value: string | undefined, fallback: number, min: number): number {
-  if (value === undefined) return fallback;
-  if (!/^-?\d+$/.test(value.trim())) throw new OptionsError(`--${name} must be a whole number, got ${JSON.stringify(value)}`);
-  const parsed = Number.parseInt(value, 10);
-  if (parsed < min) throw new OptionsError(`--${name} must be at least ${min}, got ${parsed}`);
-  return parsed;
-}
-
-function seconds(name: string, value: string | undefined): number {
-  if (value === undefined) return 0;
-  const parsed = Number(value);
-  if (!/^\d+(\.\d+)?$/.test(value.trim()) || !Number.isFinite(parsed)) {
-    throw new OptionsError(`--${name} must be a number of seconds, got ${JSON.stringify(value)}`);
-  }
-  return parsed;
-}
-
-/** Accepts plain bytes or a unit suffix: 500000, 64KB, 10MB, 1.5GB. */
-export function parseSize(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  const match = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb|tb)?$/i.exec(value.trim());
-  if (!match) throw new OptionsError(`--${name} must be a size like 1000000, 64KB, 10MB or 1GB, got ${JSON.stringify(value)}`);
-  const units: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12 };
-  return Math.round(Number(match[1]) * units[(match[2] ?? "b").toLowerCase()]);
-}
-
-function regexList(name: string, values: string[] | undefined): RegExp[] {
-  return (values ?? []).map((source) => {
-    try {
-      return new RegExp(source);
-    } catch (err) {
-      throw new OptionsError(`--${name} is not a valid regular expression: ${JSON.stringify(source)}`);
-    }
-  });
-}
-
-/** A comma-separated (repeatable) flag whose values must come from `choices`; duplicates dropped. */
-function choiceList<T extends string>(name: string, values: string[] | undefined, choices: readonly T[]): T[] {
-  const picked = splitList(values);
-  for (const value of picked) {
-    if (!(choices as readonly string[]).includes(value)) {
-      throw new OptionsError(`--${name} takes a comma-separated list of ${choices.join(", ")}; got ${JSON.stringify(value)}`);
-    }
-  }
-  return [...new Set(picked)] as T[];
-}
-
-function splitList(values: string[] | undefined): string[] {
-  return (values ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean);
 }
 
 /** A seed's scope from scope flags (or a config seed's own values laid over them, as browsertrix-crawler does). */
@@ -325,6 +285,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     addRedirectedSeeds: flags.addRedirectedSeeds ?? false,
     rateLimit: rateLimitOptions(flags),
     store: storeSettings(env),
+    ...storageLimits(flags),
   };
 }
 
@@ -335,6 +296,15 @@ function storeSettings(env: NodeJS.ProcessEnv): StoreSettings | null {
     if (err instanceof StoreSettingsError) throw new OptionsError(err.message);
     throw err;
   }
+}
+
+/** Per-body size cap and disk-use limit (checked while bodies are written). */
+function storageLimits(flags: RawCrawlFlags): Pick<CrawlOptions, "maxResourceSize" | "diskUtilization"> {
+  const maxResourceSize = parseSize("maxResourceSize", flags.maxResourceSize, DEFAULT_MAX_RESOURCE_SIZE);
+  if (maxResourceSize < 1) throw new OptionsError("--maxResourceSize must be at least 1 byte");
+  const diskUtilization = integer("diskUtilization", flags.diskUtilization, DEFAULT_DISK_UTILIZATION, 0);
+  if (diskUtilization > 100) throw new OptionsError(`--diskUtilization is a percent (0-100; 0 = off), got ${diskUtilization}`);
+  return { maxResourceSize, diskUtilization };
 }
 
 function sitemapOptions(flags: RawCrawlFlags): SitemapOptions | null {

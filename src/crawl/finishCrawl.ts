@@ -76,6 +76,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     writer: session.slot,
     browserLaunches: pages.browserLaunches,
     truncated: { ...pages.truncated },
+    bodiesCutShort: { ...pages.bodiesCutShort },
     skippedRobots: counts.skippedRobots,
     rateLimited: counts.rateLimited,
     behaviors: { ...pages.behaviors },

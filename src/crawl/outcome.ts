@@ -35,6 +35,8 @@ export interface CrawlStats {
   changeReport?: string;
   /** Pages this process crawled whose bodies stayed cut off after every retry (stored WARC-Truncated). */
   truncated: { count: number; report: string };
+  /** Bodies this process kept short on purpose: at --maxResourceSize or a storage limit (length), streams still open when their page ended (time). */
+  bodiesCutShort: { length: number; time: number };
   /** Pages not crawled because robots.txt disallows them (--robots). */
   skippedRobots: number;
   /** Rate-limit answers to page loads (--rateLimitStatusCodes): not archived, not counted as crawled or as failed attempts. */

@@ -16,6 +16,7 @@ import { crawlPage, extractOptionsOf, type PageContext } from "./crawlPage.js";
 import type { CrawlRun } from "./crawlRun.js";
 import type { Seeding } from "./seeds.js";
 import type { StopControl } from "./stopControl.js";
+import { StorageWatch } from "./storageWatch.js";
 
 /** What the page phase leaves for the stats. */
 export interface PagePhaseResult {
@@ -23,6 +24,8 @@ export interface PagePhaseResult {
   truncated: { count: number; report: string };
   behaviors: BehaviorTally;
   browserLaunches: number;
+  /** Bodies kept short on purpose: at --maxResourceSize or a storage limit (length), streams open at their page's end (time). */
+  bodiesCutShort: { length: number; time: number };
 }
 
 const BROWSER_CLOSE_DEADLINE_MS = 15_000;
@@ -34,6 +37,11 @@ const BROWSER_CLOSE_DEADLINE_MS = 15_000;
  */
 export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PagePhaseResult> {
   const { options, session, pipeline, stop } = run;
+  const limits = new StorageWatch({
+    maxResourceSize: options.maxResourceSize, sizeLimit: options.sizeLimit, diskUtilization: options.diskUtilization,
+    dir: run.paths.root, bytesWritten: () => pipeline.writer.bytesWritten,
+  }, stop);
+  limits.start();
   const host = new BrowserHost({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent, recordsDir: run.paths.browsers });
   try {
     await host.browser();
@@ -52,6 +60,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         extracts: extractOptionsOf(options),
         rateLimitStatusCodes: options.rateLimit.statusCodes,
         behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000 },
+        limits,
       }),
     );
     const stopProgress = showProgress(session.state, () => pipeline.writer.bytesWritten, options.logging.includes("stats"));
@@ -70,8 +79,9 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       await Promise.all(workers.map((w) => w.close()));
       await pipeline.close().catch((err: unknown) => stop.fatal(`cannot finish ${run.paths.archive}: ${storageErrorMessage(err)}`));
     }
-    return { truncated: { ...context.truncated }, behaviors: { ...context.behaviors }, browserLaunches: host.launches };
+    return { truncated: { ...context.truncated }, behaviors: { ...context.behaviors }, browserLaunches: host.launches, bodiesCutShort: { ...limits.cutShort } };
   } finally {
+    limits.dispose();
     await withTimeout(host.close(), BROWSER_CLOSE_DEADLINE_MS, "Chromium did not close").catch((err: unknown) => logger.warn("browser", errorMessage(err)));
     stop.pagesClosed = true;
   }

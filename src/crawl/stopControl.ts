@@ -1,6 +1,6 @@
 import { logger } from "../log/logger.js";
 
-export type StopReason = "signal" | "time-limit" | "size-limit" | "failed-limit" | "storage-error";
+export type StopReason = "signal" | "time-limit" | "size-limit" | "disk-utilization" | "failed-limit" | "storage-error";
 
 /**
  * Why and when the crawl stops taking pages: signals and the time/size limits. Workers check

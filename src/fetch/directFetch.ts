@@ -1,13 +1,8 @@
-import { randomUUID } from "node:crypto";
-import { createWriteStream } from "node:fs";
-import { rm } from "node:fs/promises";
 import { STATUS_CODES } from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { request } from "undici";
 import { shortOfDeclaredLength, type Exchange, type ExchangeBody } from "../archive/exchange.js";
+import { BodySpool, defaultBodyLimits, noteCutShort, type BodyLimits } from "./bodyLimits.js";
 
-const IN_MEMORY_LIMIT = 4_000_000;
 /** User-Agent of the crawler's own fetches when --userAgent is not given. */
 export const DEFAULT_USER_AGENT = "Mozilla/5.0 (compatible; warc-crawler)";
 const UNCONDITIONAL_DROPS = new Set(["host", "accept-encoding", "range", "if-range", "if-none-match", "if-modified-since", "if-match", "if-unmodified-since"]);
@@ -15,7 +10,10 @@ const UNCONDITIONAL_DROPS = new Set(["host", "accept-encoding", "range", "if-ran
 export interface DirectFetchOptions {
   userAgent?: string | null;
   headers?: [string, string][];
+  /** Total time allowed for the fetch, connect to last byte (default 60 s). */
   timeoutMs?: number;
+  /** Size cap and storage limits of the body (default: only --maxResourceSize's default). */
+  limits?: BodyLimits;
 }
 
 /**
@@ -38,11 +36,16 @@ export async function directFetch(url: string, options: DirectFetchOptions = {})
     ...given,
   ];
   const timeout = options.timeoutMs ?? 60_000;
+  const limits = options.limits ?? defaultBodyLimits();
+  // A total deadline (connect, headers and body): idle timeouts alone let a server dripping a byte
+  // now and then (or an endless stream) hold the fetch forever.
+  const deadline = AbortSignal.timeout(timeout);
   const response = await request(url, {
     method: "GET",
     headers: requestHeaders.filter(([n]) => n !== "Host").flat(),
     headersTimeout: timeout,
     bodyTimeout: timeout,
+    signal: deadline,
   });
   const date = new Date();
   const responseHeaders: [string, string][] = [];
@@ -51,42 +54,33 @@ export async function directFetch(url: string, options: DirectFetchOptions = {})
     for (const v of Array.isArray(value) ? value : [value]) responseHeaders.push([name, v]);
   }
 
+  const spool = new BodySpool(limits);
+  let truncated: Exchange["truncated"];
   let body: ExchangeBody;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let cutOff = false;
-  let file: { path: string; stream: ReturnType<typeof createWriteStream> } | null = null;
   try {
     try {
       for await (const chunk of response.body as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        if (!file && size > IN_MEMORY_LIMIT) {
-          const path = join(tmpdir(), `crawler-body-${process.pid}-${randomUUID()}`);
-          file = { path, stream: createWriteStream(path) };
-          for (const c of chunks.splice(0)) file.stream.write(c);
-        }
-        if (file) {
-          if (!file.stream.write(chunk)) await new Promise<void>((r) => file!.stream.once("drain", () => r()));
-        } else {
-          chunks.push(chunk);
-        }
+        if (!(await spool.add(chunk))) break;
       }
     } catch (err) {
-      // The connection ended mid-body: keep the part received, marked as cut off.
-      if (!isCutOff(err)) throw err;
-      cutOff = true;
+      // The connection ended mid-body, or the deadline came: keep the part received, marked as cut off.
+      if (deadline.aborted) truncated = "time";
+      else if (isCutOff(err)) truncated = "disconnect";
+      else throw err;
     }
-    if (file) {
-      const stream = file.stream;
-      await new Promise<void>((resolve, reject) => stream.end((err?: Error | null) => (err ? reject(err) : resolve())));
-      body = { kind: "file", path: file.path, size };
-    } else {
-      body = { kind: "bytes", bytes: Buffer.concat(chunks) };
+    if (spool.overLimit) {
+      truncated = "length";
+      response.body.destroy();
     }
+    body = await spool.finish();
   } catch (err) {
-    if (file) await rm(file.path, { force: true });
+    response.body.destroy();
+    await spool.discard();
     throw err;
   }
+  const size = spool.size;
+  if (!truncated && shortOfDeclaredLength(responseHeaders, size, false)) truncated = "disconnect";
+  if (truncated === "length" || truncated === "time") noteCutShort(limits, url, truncated, size);
 
   return {
     url,
@@ -102,7 +96,7 @@ export async function directFetch(url: string, options: DirectFetchOptions = {})
     date,
     resourceType: "Direct",
     // undici hands over the body as sent (content-encoding kept), so Content-Length always applies.
-    ...(cutOff || shortOfDeclaredLength(responseHeaders, size, false) ? { truncated: "disconnect" as const } : {}),
+    ...(truncated ? { truncated } : {}),
   };
 }
 

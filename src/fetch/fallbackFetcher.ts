@@ -1,7 +1,19 @@
 import { rm } from "node:fs/promises";
 import type { Exchange } from "../archive/exchange.js";
 import { errorMessage, logger } from "../log/logger.js";
+import type { BodyLimits } from "./bodyLimits.js";
 import { directFetch } from "./directFetch.js";
+
+/** Total time a fallback fetch may take (connect to last byte) unless told otherwise. */
+const DEFAULT_FALLBACK_DEADLINE_MS = 60_000;
+
+export interface FallbackFetcherOptions {
+  userAgent: string | null;
+  /** The size cap and storage limits every fetched body is held to. */
+  limits?: BodyLimits;
+  /** Total deadline of each fetch (default 60 s). */
+  timeoutMs?: number;
+}
 
 /**
  * What the crawler fetches outside the browser for the archive, when the browser could not hand a
@@ -10,12 +22,16 @@ import { directFetch } from "./directFetch.js";
  * hands it to the exchange sink), or null when there is nothing to store; failures are logged here.
  */
 export class FallbackFetcher {
-  constructor(private readonly options: { userAgent: string | null }) {}
+  constructor(private readonly options: FallbackFetcherOptions) {}
+
+  private fetch(url: string, headers?: [string, string][], timeoutMs = this.options.timeoutMs ?? DEFAULT_FALLBACK_DEADLINE_MS): Promise<Exchange> {
+    return directFetch(url, { userAgent: this.options.userAgent, headers, timeoutMs, limits: this.options.limits });
+  }
 
   /** The browser got a 206 (a fragment): the whole resource, when the server sends it whole (200). */
   async wholeResource(url: string, requestHeaders: [string, string][]): Promise<Exchange | null> {
     try {
-      const exchange = await directFetch(url, { userAgent: this.options.userAgent, headers: requestHeaders });
+      const exchange = await this.fetch(url, requestHeaders);
       if (exchange.status === 200) return exchange;
       await discardBody(exchange);
       return null;
@@ -28,7 +44,7 @@ export class FallbackFetcher {
   /** The browser revalidated its own cached copy (304): the full response, fetched without its validators. */
   async fullResponse(url: string, requestHeaders: [string, string][]): Promise<Exchange | null> {
     try {
-      return await directFetch(url, { userAgent: this.options.userAgent, headers: requestHeaders });
+      return await this.fetch(url, requestHeaders);
     } catch (err) {
       logger.warn("capture", "full fetch after the browser's revalidation (304) failed", { url, error: errorMessage(err) });
       return null;
@@ -38,7 +54,7 @@ export class FallbackFetcher {
   /** The browser could not give a response's body: the same response (same status) fetched again, else null. */
   async sameResponse(url: string, requestHeaders: [string, string][], status: number): Promise<Exchange | null> {
     try {
-      const exchange = await directFetch(url, { userAgent: this.options.userAgent, headers: requestHeaders });
+      const exchange = await this.fetch(url, requestHeaders);
       if (exchange.status === status) return exchange;
       await discardBody(exchange);
       logger.warn("capture", "direct fetch for an unavailable body got another response", { url, browserStatus: status, status: exchange.status });
@@ -52,7 +68,7 @@ export class FallbackFetcher {
   /** A page the browser would not render (a download, say), fetched within the page's own time allowance. */
   async page(url: string, timeoutMs: number, navigationError: string): Promise<Exchange | null> {
     try {
-      return await directFetch(url, { userAgent: this.options.userAgent, timeoutMs });
+      return await this.fetch(url, undefined, timeoutMs);
     } catch (err) {
       logger.debug("fetch", "direct fetch failed too", { url, navigationError, error: errorMessage(err) });
       return null;

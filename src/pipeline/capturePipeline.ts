@@ -41,7 +41,8 @@ export interface PipelineStages {
  *   6. depend    a revisit's WACZ will require the WACZ of its original       dedupe/dependencies.ts
  *   7. history   the URL's capture history, for --refresh and `history`       dedupe/captureHistory.ts
  * Exchanges that are no capture (a 206 fragment, the browser's own 304) are skipped; a body cut off
- * mid-transfer is written marked WARC-Truncated, claims nothing and is no dedupe original.
+ * mid-transfer is written marked WARC-Truncated, claims nothing and is no dedupe original; one cut
+ * short on purpose (size cap, endless stream) is marked too and no dedupe original, but claims its URL.
  */
 export class CapturePipeline implements ExchangeSink {
   constructor(private readonly stages: PipelineStages) {}
@@ -69,12 +70,17 @@ export class CapturePipeline implements ExchangeSink {
     // A 304 to the browser's own revalidation is not the resource (and has no body): only a 304 to a
     // conditional request the crawler made confirms an archived capture.
     if (exchange.status === 304 && !exchange.confirms) return { kind: "skipped", reason: "browser-revalidation" };
-    if (exchange.truncated) return this.writeTruncated(exchange);
+    // Cut off by the network: a later capture may get it whole, so it claims nothing.
+    if (exchange.truncated === "disconnect") return this.writeTruncated(exchange);
 
     const claim = exchangeIdentity(exchange);
     if (!(await this.stages.claims.claim(claim))) return { kind: "skipped", reason: "already-stored" };
     try {
-      const outcome = exchange.status === 304 && exchange.confirms ? await this.writeNotModified(exchange, exchange.confirms) : await this.write(exchange);
+      // Cut short on purpose (size cap, a never-ending stream): no later capture would do better, so it
+      // claims its URL (a 3 GB video on every page is fetched once), but is still no dedupe original.
+      const outcome = exchange.truncated
+        ? await this.writeTruncated(exchange)
+        : exchange.status === 304 && exchange.confirms ? await this.writeNotModified(exchange, exchange.confirms) : await this.write(exchange);
       await this.stages.claims.confirm(claim);
       return outcome;
     } catch (err) {

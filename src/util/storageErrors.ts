@@ -2,6 +2,7 @@
 const STORAGE_CODES: Record<string, string> = {
   ENOSPC: "no space left on the device",
   EDQUOT: "disk quota exceeded",
+  EFBIG: "file larger than the system allows",
   EROFS: "the file system is read-only",
   EACCES: "permission denied",
   EPERM: "operation not permitted",

@@ -1,0 +1,44 @@
+/** How long to wait for the browser to report a continued response's load as finished or failed. */
+const LOAD_OUTCOME_WAIT_MS = 10_000;
+/** Outcomes nobody asks for (requests the capture did not pause on) must not pile up. */
+const MAX_UNCLAIMED = 2000;
+
+/**
+ * How each network request of a tab ended (Network.loadingFinished / loadingFailed), kept until the
+ * capture asks: a body the browser handed over may still turn out cut off once the load fails.
+ */
+export class LoadOutcomes {
+  /** null: finished, else the browser's error text. */
+  private readonly outcomes = new Map<string, string | null>();
+  private readonly waiters = new Map<string, (error: string | null) => void>();
+
+  settle(networkId: string, error: string | null): void {
+    const waiter = this.waiters.get(networkId);
+    if (waiter) {
+      this.waiters.delete(networkId);
+      waiter(error);
+      return;
+    }
+    this.outcomes.set(networkId, error);
+    if (this.outcomes.size > MAX_UNCLAIMED) this.outcomes.delete(this.outcomes.keys().next().value!);
+  }
+
+  /** How the browser's load of a request ended: null when it finished (or did not say in time), else the error. */
+  of(networkId: string): Promise<string | null> {
+    if (this.outcomes.has(networkId)) {
+      const error = this.outcomes.get(networkId)!;
+      this.outcomes.delete(networkId);
+      return Promise.resolve(error);
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters.delete(networkId);
+        resolve(null);
+      }, LOAD_OUTCOME_WAIT_MS);
+      this.waiters.set(networkId, (error) => {
+        clearTimeout(timer);
+        resolve(error);
+      });
+    });
+  }
+}
