@@ -178,6 +178,54 @@ describe("interrupted and cooperating importers", () => {
   }, 180_000);
 });
 
+describe("an importer killed at every step boundary", () => {
+  // In the order one run meets them; each run of the sequence is killed at the next one, then a run
+  // without pauses must end with exactly the index of one clean run (nothing lost, nothing counted twice).
+  const STEPS = [
+    "indexer-registered", "indexer-enqueued", "indexer-taken", "indexer-wacz-registered",
+    "indexer-hashes-written", "indexer-imported", "indexer-released",
+  ];
+
+  /** Start the indexer paused at `step`, SIGKILL it there (it must still be running: a crash is no kill). */
+  async function killAt(source: string, step: string): Promise<void> {
+    const child = spawn(process.execPath, ["dist/indexer/cli.js", "--redisDedupeUrl", target.url, "--sourceUrl", source], {
+      stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, CRAWLER_TEST_PAUSE_AT: step, CRAWLER_TEST_PAUSE_MS: "60000" },
+    });
+    let stderr = "";
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+    await new Promise<void>((resolve, reject) => {
+      child.stderr.on("data", (d: Buffer) => {
+        stderr += d.toString();
+        if (stderr.includes(`test pause at ${step}`)) resolve();
+      });
+      void exited.then(() => reject(new Error(`indexer exited before reaching ${step}: ${stderr.slice(-1500)}`)));
+    });
+    expect(child.exitCode, step).toBeNull();
+    child.kill("SIGKILL");
+    expect(await exited, step).toEqual({ code: null, signal: "SIGKILL" });
+  }
+
+  it("killed once at each step, in turn, then run again: the index is complete and exact", async () => {
+    const source = manifest("killed.json", [resource("A"), resource("B")]);
+    expect((await indexer(["--sourceUrl", source])).code).toBe(0);
+    const clean = await indexState(target.client);
+    await target.client.flushdb();
+
+    for (const step of STEPS) await killAt(source, step);
+    const rerun = await indexer(["--sourceUrl", source]);
+    expect(rerun.code, rerun.stderr.slice(-1500)).toBe(0);
+    expect((await target.client.smembers("src:d")).sort()).toEqual(["A.wacz", "B.wacz"]);
+    // A kill that leaves A pending under its lease lets B be imported first: a payload both crawls hold
+    // then maps to B in allhashes (first writer wins). Every payload is there, pointing at a crawl that holds it.
+    const { allhashes, ...rest } = await indexState(target.client);
+    const { allhashes: cleanAllhashes, ...cleanRest } = clean;
+    expect(rest).toEqual(cleanRest);
+    expect(Object.keys(allhashes as object).sort()).toEqual(Object.keys(cleanAllhashes as object).sort());
+    for (const [digest, crawlId] of Object.entries(allhashes as Record<string, string>)) expect(await target.client.hexists(`h:${crawlId}`, digest), digest).toBe(1);
+    expect(await target.client.get("updateProgress")).toBe("1");
+  }, 300_000);
+});
+
 describe("removed crawls", () => {
   it("are counted and kept, then purged with --remove; dependents block the purge without --force", async () => {
     expect((await indexer(["--sourceUrl", manifest("ab2.json", [resource("A"), resource("B")])])).code).toBe(0);
