@@ -6,6 +6,7 @@ import { extractBudgetMs, type ExtractOptions, type PageExtracts } from "../brow
 import type { PageWorker } from "../browser/pageWorker.js";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import type { CaptureHistory } from "../dedupe/captureHistory.js";
+import type { NoteBacklog } from "../dedupe/noteBacklog.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { TEXT_CONTENT_TYPE, type PageResource, type PageResourceRecorder } from "../pipeline/pageResources.js";
 import type { WaczPlan } from "../pipeline/waczPlan.js";
@@ -25,6 +26,8 @@ export interface PageContext {
   options: CrawlOptions;
   state: CrawlState;
   history: CaptureHistory;
+  /** Outlinks go into the capture history through it: retried while the dedupe index is away. */
+  notes: NoteBacklog;
   report: ChangeReport;
   scopes: SeedScope[];
   pageList: PageList;
@@ -112,7 +115,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   }
 
   if (links.length || notModified) {
-    await context.history.recordOutlinks(page.url, links).catch((err: unknown) => logger.warn("history", "outlinks not recorded", { url: page.url, error: errorMessage(err) }));
+    await context.notes.write(`record the outlinks of ${page.url}`, () => context.history.recordOutlinks(page.url, links));
   }
   if (options.refresh) await reportChange(page.url, result.document.status, previous, context.history, context.report);
   const queued = await enqueueLinks(links, page, context, scope);

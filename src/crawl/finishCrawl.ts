@@ -1,5 +1,5 @@
 import { writeFileSync } from "node:fs";
-import { DedupeIndexUnavailableError } from "../dedupe/retry.js";
+import { DedupeIndexUnavailableError, NotRetriedError } from "../dedupe/retry.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { crawlSummary } from "../log/progress.js";
 import type { CrawlCounts, CrawlState } from "../state/crawlState.js";
@@ -7,7 +7,7 @@ import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import { pauseForTests } from "../util/testPause.js";
 import type { CrawlRun } from "./crawlRun.js";
 import { exitCodeOf, type CrawlOutcome, type CrawlStats, type CrawlStatus } from "./outcome.js";
-import { commitFinishedCrawl, packageOrphans, packageWaczFiles, type PackagingContext } from "./packaging.js";
+import { commitFinishedCrawl, MissingWarcError, packageOrphans, packageWaczFiles, type PackagingContext } from "./packaging.js";
 import type { PagePhaseResult } from "./pagePhase.js";
 import type { StopControl } from "./stopControl.js";
 
@@ -25,13 +25,22 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     dependencies: run.pipeline.dependencies, reportFile: run.report.path, assertOwner: () => session.liveness.assertLive(),
   };
   let waczPaths: string[] = [];
-  if (options.generateWACZ && !stop.fatalError) {
+  if (!stop.fatalError) {
+    try {
+      // Every index note of what the WARC files hold must be in the index before it is packaged or committed.
+      await run.pipeline.notes.settle();
+    } catch (err) {
+      failure = packagingFailure(err, run.paths.root);
+      status = "failed";
+      logger.error("dedupe", failure);
+    }
+  }
+  if (options.generateWACZ && !stop.fatalError && !failure) {
     await pauseForTests("before-package");
     try {
       waczPaths = (await packageWaczFiles({ ...packaging, plan: run.pipeline.plan })).map((r) => r.path);
     } catch (err) {
-      if (!isStorageError(err) && !(err instanceof DedupeIndexUnavailableError)) throw err;
-      failure = isStorageError(err) ? `cannot write the WACZ in ${run.paths.root}: ${storageErrorMessage(err)}` : `WACZ files not finished: ${errorMessage(err)}`;
+      failure = packagingFailure(err, run.paths.root);
       status = "failed";
       logger.error("wacz", failure);
     }
@@ -44,8 +53,14 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
   if (!failure) {
     await session.slots.markPackaged(session.slot);
     if (status === "done") {
-      waczPaths.push(...(await packageOrphans({ packaging, stateRedis: session.redis, membership: session.membership, slots: session.slots })));
-      if (await session.slots.allPackaged()) {
+      try {
+        waczPaths.push(...(await packageOrphans({ packaging, stateRedis: session.redis, membership: session.membership, slots: session.slots })));
+      } catch (err) {
+        failure = packagingFailure(err, run.paths.root);
+        status = "failed";
+        logger.error("wacz", failure);
+      }
+      if (!failure && (await session.slots.allPackaged())) {
         await pauseForTests("before-commit");
         committed = await commitFinishedCrawl(session.dedupe);
       } else {
@@ -78,6 +93,13 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
   if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");
   logger.milestone("crawl", `crawl ${stats.status}`, { ...stats }, crawlSummary(stats));
   return { exitCode: exitCodeOf(status), stats, waczPaths, failure };
+}
+
+/** Why packaging failed, in one line; a failure that is not about packaging is thrown on. */
+function packagingFailure(err: unknown, root: string): string {
+  if (isStorageError(err)) return `cannot write the WACZ in ${root}: ${storageErrorMessage(err)}`;
+  if (err instanceof DedupeIndexUnavailableError || err instanceof NotRetriedError || err instanceof MissingWarcError) return `WACZ files not finished: ${errorMessage(err)}`;
+  throw err;
 }
 
 /** The crawl's status once its pages are done, and the one line saying why, if it failed. */

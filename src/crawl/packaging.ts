@@ -15,6 +15,9 @@ import { writeWacz, type WaczResult } from "../wacz/index.js";
 import { SOFTWARE } from "../version.js";
 import type { PageList } from "./pageList.js";
 
+/** A WARC file assigned to a WACZ is gone: packaging without it would silently leave its records out. */
+export class MissingWarcError extends Error {}
+
 export interface PackagingContext {
   options: CrawlOptions;
   archiveDir: string;
@@ -50,10 +53,11 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
         continue;
       }
     }
+    // A WARC file whose first record could not be written is removed and unassigned by the writer: any
+    // other assigned file that is gone held records the index and other WACZ files may point at.
     const missing = group.warcFiles.filter((f) => !existsSync(join(context.archiveDir, f)));
-    // A WARC file whose first record could not be written is removed by the writer: nothing was in it.
-    if (missing.length) logger.warn("wacz", "WARC files assigned to this WACZ are not in the archive folder", { wacz: group.filename, missing });
-    const warcFiles = group.warcFiles.filter((f) => !missing.includes(f)).map((f) => join(context.archiveDir, f));
+    if (missing.length) throw new MissingWarcError(`WARC files of ${group.filename} are not in ${context.archiveDir}: ${missing.join(", ")}`);
+    const warcFiles = group.warcFiles.map((f) => join(context.archiveDir, f));
     if (!warcFiles.length) continue;
     const pages = pageList.files(group.filename);
     const requires = await withDedupeRetries("read the dependencies", () => dependencies.requirementsOf(group, dedupe));

@@ -64,6 +64,12 @@ export class WaczPlan {
     return { filename, index: await this.tryRegister(filename) };
   }
 
+  /** A WARC file removed before its first record (nothing of it remains): no WACZ expects it any more. */
+  async unassignWarc(warcFilename: string): Promise<void> {
+    await this.stateRedis.hdel(this.keys.warcToWacz, warcFilename);
+    this.waczOfWarc.delete(warcFilename);
+  }
+
   async warcClosed(warcFilename: string, size: number): Promise<void> {
     const wacz = await this.stateRedis.hget(this.keys.warcToWacz, warcFilename);
     if (wacz) await this.stateRedis.hincrby(this.keys.waczBytes, wacz, size);
