@@ -21,6 +21,7 @@ export class NoteBacklog {
   private readonly waiting: Note[] = [];
   private draining: Promise<void> | null = null;
   private readonly unavailable = new ThrottledWarning("dedupe");
+  private lastError = "";
 
   /** Write a note now, or (the index being away, or notes already waiting) keep it for the retries. */
   async write(what: string, write: () => Promise<void>): Promise<void> {
@@ -44,11 +45,13 @@ export class NoteBacklog {
    * Wait until every kept note is written. While the index stays away this waits too, up to `budgetMs`;
    * then it throws (the crawl is not committed: committing would leave stored records out of the index).
    */
-  async settle(budgetMs = 60_000): Promise<void> {
+  async settle(budgetMs = 30_000): Promise<void> {
     const deadline = Date.now() + budgetMs;
     while (this.waiting.length) {
       if (Date.now() > deadline) {
-        throw new DedupeIndexUnavailableError(`cannot write ${this.waiting.length} index notes (first: ${this.waiting[0].what}): dedupe index unreachable for ${Math.round(budgetMs / 1000)}s`);
+        throw new DedupeIndexUnavailableError(
+          `cannot write ${this.waiting.length} index notes (first: ${this.waiting[0].what}): dedupe index unreachable for ${Math.round(budgetMs / 1000)}s (${this.lastError})`,
+        );
       }
       this.draining ??= this.drain().finally(() => (this.draining = null));
       await Promise.race([this.draining, new Promise((r) => setTimeout(r, 1000))]);
@@ -65,7 +68,8 @@ export class NoteBacklog {
         if (failures) logger.info("dedupe", "dedupe index answers again: kept index notes written", { note: note.what, waiting: this.waiting.length });
         failures = 0;
       } catch (err) {
-        this.unavailable.warn("dedupe index unavailable: index notes kept, retried until it answers", { waiting: this.waiting.length, error: errorMessage(err) });
+        this.lastError = errorMessage(err);
+        this.unavailable.warn("dedupe index unavailable: index notes kept, retried until it answers", { waiting: this.waiting.length, error: this.lastError });
         await new Promise((r) => setTimeout(r, RETRY_MS[Math.min(failures, RETRY_MS.length - 1)]));
         failures += 1;
       }
