@@ -67,6 +67,8 @@ afterAll(async () => {
 interface Crawler {
   child: ChildProcess;
   exit: Promise<number | null>;
+  /** How it ended: an exit code, or the signal that killed it. */
+  ended: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   crawled: () => number;
   log: () => string;
 }
@@ -78,8 +80,16 @@ function startCrawler(crawlId: string, collection: string, redisUrl: string, env
   ], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-  const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  return { child, exit, crawled: () => stderr.split('"message":"page crawled').length - 1, log: () => stderr };
+  const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+  const exit = ended.then(({ code }) => code);
+  return { child, exit, ended, crawled: () => stderr.split('"message":"page crawled').length - 1, log: () => stderr };
+}
+
+/** SIGKILL a crawler that must still be running: one that crashed or exited on its own is no kill. */
+async function killRunning(crawler: Crawler): Promise<void> {
+  expect({ exitCode: crawler.child.exitCode, signal: crawler.child.signalCode }, `victim ended on its own before the kill:\n${crawler.log().slice(-1500)}`).toEqual({ exitCode: null, signal: null });
+  crawler.child.kill("SIGKILL");
+  expect(await crawler.ended).toEqual({ code: null, signal: "SIGKILL" });
 }
 
 async function until(condition: () => boolean, timeoutMs = 120_000): Promise<void> {
@@ -191,8 +201,7 @@ describe(`a shared crawl survives a member killed at any moment (seed ${SEED})`,
           victim = crawlers.findIndex((c) => c.log().includes(`test pause at ${moment.point}`));
         }
         const killedAfterPages = crawlers[victim].crawled();
-        crawlers[victim].child.kill("SIGKILL");
-        await crawlers[victim].exit;
+        await killRunning(crawlers[victim]);
         // The same command again (no pause this time).
         const restarted = startCrawler(crawlId, collections[victim], redis.url);
         const codes = await Promise.all([...crawlers.filter((_, i) => i !== victim).map((c) => c.exit), restarted.exit]);
@@ -213,7 +222,7 @@ describe(`a shared crawl survives a member killed at any moment (seed ${SEED})`,
     try {
       const crawlers = collections.map((c) => startCrawler(crawlId, c, redis.url));
       await until(() => crawlers[1].crawled() >= 2 || crawlers[1].child.exitCode !== null);
-      crawlers[1].child.kill("SIGKILL");
+      await killRunning(crawlers[1]);
       const codes = await Promise.all([crawlers[0].exit, crawlers[2].exit]);
       expect(codes).toEqual([0, 0]);
       expect(await redis.client.sismember("allcrawls", crawlId)).toBe(0);

@@ -26,6 +26,11 @@ export interface Exchange {
    * failed mid-body): the stored body is only the part received (WARC-Truncated).
    */
   truncated?: "disconnect";
+  /**
+   * The crawled page's own document (or a redirect on the way to it): stored in the WACZ that lists
+   * the page, even when the crawl holds this exchange elsewhere already.
+   */
+  pageDocument?: boolean;
 }
 
 /** The archived capture a conditional request was made for (from the capture history). */

@@ -215,6 +215,9 @@ export class WarcWriter {
 
   /** writev may write less than asked when the disk fills up, without an error: make that an error. */
   private async writeFully(chunks: Uint8Array[], expected: number, position: number): Promise<number> {
+    // Asked before every write, not once per batch: a process stalled (SIGSTOP) between two records
+    // of a batch, or mid-record, and taken for dead meanwhile must not write the rest when it resumes.
+    await this.options.beforeWrite?.();
     const bytesWritten = await (this.options.writeAt ?? writevAt)(this.handle!, chunks, position);
     if (bytesWritten !== expected) {
       throw Object.assign(new Error(`short write: ${bytesWritten} of ${expected} bytes`), { code: "ENOSPC" });

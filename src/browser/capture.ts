@@ -5,6 +5,7 @@ import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
+import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { needsStreaming, readRequestBody, readResponseBody, streamResponseBody } from "./responseBody.js";
 
 /** How long to wait for the browser to report a continued response's load as finished or failed. */
@@ -31,6 +32,10 @@ export interface ConditionalRequest {
 /** What one attempt at loading a page captured; read once the page is done. */
 export class PageAttempt {
   readonly captured: CapturedSummary[] = [];
+  /** The page URL and the URLs its redirects led to: the page's own documents. */
+  private readonly documentChain = new Set<string>();
+  /** Where each of the page's own documents is stored: the WACZ that lists the page must hold them. */
+  readonly documentWacz = new Map<string, string | null>();
   /** URLs whose exchange could not be stored (body unavailable, or storing failed). */
   readonly lost = new Set<string>();
   /** URLs whose bodies came cut off. */
@@ -40,7 +45,24 @@ export class PageAttempt {
    * @param lastAttempt the page's last attempt: cut-off bodies are stored (marked truncated) rather than
    *   dropped for a retry to get them whole, since no retry is left.
    */
-  constructor(readonly lastAttempt: boolean) {}
+  constructor(
+    readonly lastAttempt: boolean,
+    pageUrl = "",
+  ) {
+    if (pageUrl) this.documentChain.add(pageUrl);
+  }
+
+  /** A main-frame document response: one of the page's own when its URL is the page's or a redirect from it led there. */
+  notePageDocument(url: string, status: number, location: string | null): boolean {
+    if (!this.documentChain.has(url)) return false;
+    const next = status >= 300 && status < 400 && location ? tryNormalizeCrawlUrl(location, url) : null;
+    if (next) this.documentChain.add(next);
+    return true;
+  }
+
+  isPageDocument(url: string): boolean {
+    return this.documentChain.has(url);
+  }
 }
 
 /**
@@ -100,7 +122,7 @@ export class PageCapture {
 
   /** Start capturing a new attempt at a page (with --refresh, its document request made conditional). */
   beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean }): PageAttempt {
-    this.attempt = new PageAttempt(options.lastAttempt);
+    this.attempt = new PageAttempt(options.lastAttempt, url);
     this.conditional.clear();
     if (options.conditional) this.conditional.set(url, options.conditional);
     return this.attempt;
@@ -119,7 +141,8 @@ export class PageCapture {
 
   /** The page URL fetched outside the browser (it would not render it, a download say); null if that failed too. */
   async fetchPageDirectly(url: string, timeoutMs: number, navigationError: string): Promise<CapturedSummary | null> {
-    const exchange = await this.fetcher.page(url, timeoutMs, navigationError);
+    const fetched = await this.fetcher.page(url, timeoutMs, navigationError);
+    const exchange = fetched ? { ...fetched, pageDocument: true } : null;
     if (!exchange || !(await this.storeFetched(exchange, this.attempt, "direct fetch of the page could not be stored"))) return null;
     return { url, status: exchange.status, mime: mimeTypeOf(exchange), resourceType: "Direct", location: null, date: exchange.date };
   }
@@ -141,6 +164,7 @@ export class PageCapture {
     const location = responseHeaders.find(([n]) => n.toLowerCase() === "location")?.[1] ?? null;
     const mime = (responseHeaders.find(([n]) => n.toLowerCase() === "content-type")?.[1] ?? "").split(";")[0].trim();
     const pageDocument = event.resourceType === "Document" && event.frameId === this.mainFrameId;
+    const ownDocument = pageDocument && attempt.notePageDocument(request.url, status ?? 0, location);
 
     if (status === 304 && !confirms) {
       // The browser revalidated a copy from its own cache: the 304 is not the resource, the cached
@@ -207,6 +231,7 @@ export class PageCapture {
       resourceType: event.resourceType,
       confirms,
       ...(truncated ? { truncated: "disconnect" as const } : {}),
+      ...(ownDocument ? { pageDocument: true } : {}),
     }, attempt);
   }
 
@@ -223,7 +248,8 @@ export class PageCapture {
         return;
       }
     }
-    await this.sink.store(exchange);
+    const outcome = await this.sink.store(exchange);
+    if (exchange.pageDocument) attempt.documentWacz.set(exchange.url, outcome.wacz);
   }
 
   /** Hand on what a fallback fetched; false (and logged) when it could not be stored. */
@@ -252,7 +278,8 @@ export class PageCapture {
    */
   private async afterRevalidation(url: string, requestHeaders: [string, string][], pageDocument: boolean, attempt: PageAttempt): Promise<{ status: number; mime: string } | null> {
     if (!pageDocument && (await this.sink.hasStoredResponse(url))) return null;
-    const exchange = await this.fetcher.fullResponse(url, requestHeaders);
+    const fetched = await this.fetcher.fullResponse(url, requestHeaders);
+    const exchange = fetched && pageDocument && attempt.isPageDocument(url) ? { ...fetched, pageDocument: true } : fetched;
     if (!exchange || !(await this.storeFetched(exchange, attempt, "full fetch after the browser's revalidation (304) failed"))) return null;
     return { status: exchange.status, mime: mimeTypeOf(exchange) };
   }

@@ -34,6 +34,8 @@ export interface PageLoadResult {
   extracts?: PageExtracts;
   /** How the page's behaviors ended, when they ran. */
   behaviors?: BehaviorOutcome;
+  /** The WACZ holding the record of the page URL (the page is listed there), when known. */
+  documentWacz?: string | null;
 }
 
 export interface LoadOptions {
@@ -90,7 +92,7 @@ export class PageWorker {
     if (truncated.length && !lastAttempt) {
       return { document: null, title: "", links: [], error: `truncated: ${truncated.join(" ")}`, truncated: [] };
     }
-    return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome };
+    return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome, documentWacz: attempt.documentWacz.get(url) ?? null };
   }
 
   private async loadPage(tab: Page, capture: PageCapture, attempt: PageAttempt, url: string): Promise<Omit<PageLoadResult, "truncated">> {

@@ -104,9 +104,11 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     seed: page.depth === 0,
     ...(options.text.includes("to-pages") && typeof result.extracts?.text === "string" ? { text: result.extracts.text } : {}),
   };
+  // Listed in the WACZ holding the page's document (a rollover may have opened the next one since).
+  const listedIn = result.documentWacz ?? context.plan.currentWaczFilename();
   try {
     await context.pageResources.record(page.url, result.document.date, pageResources(result.extracts, options));
-    context.pageList.add(entry, context.plan.currentWaczFilename());
+    context.pageList.add(entry, listedIn);
   } catch (err) {
     if (!isStorageError(err)) throw err;
     context.stop.fatal(`cannot write the page list or the page's text and screenshots: ${storageErrorMessage(err)}`);
@@ -119,7 +121,9 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   }
   if (options.refresh) await reportChange(page.url, result.document.status, previous, context.history, context.report);
   const queued = await enqueueLinks(links, page, context, scope);
-  await state.markDone(page.url);
+  // Packaging lists a page only in the WACZ named here (a page listed by a process that lost its lease
+  // before this step is listed by whoever crawled it again).
+  await state.markDone(page.url, listedIn);
   if (result.behaviors) addToTally(context.behaviors, result.behaviors);
   const crawled = { url: page.url, status: result.document.status, title: result.title, depth: page.depth, linksQueued: queued };
   if (result.truncated.length) {

@@ -22,7 +22,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
 
   const packaging: Omit<PackagingContext, "plan"> = {
     options, archiveDir: run.paths.archive, outputDir: run.paths.root, pageList: run.pageList, dedupe: session.dedupe,
-    dependencies: run.pipeline.dependencies, reportFile: run.report.path, assertOwner: () => session.liveness.assertLive(),
+    dependencies: run.pipeline.dependencies, listedIn: (urls) => session.state.listedIn(urls), reportFile: run.report.path, assertOwner: () => session.liveness.assertLive(),
   };
   let waczPaths: string[] = [];
   if (!stop.fatalError) {

@@ -19,6 +19,9 @@ import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import type { ExchangeSink, StoreOutcome } from "./exchangeSink.js";
 import type { WaczPlan } from "./waczPlan.js";
 
+/** Records written for an exchange (its WACZ is added by writeOutcome). */
+type WrittenOutcome = { kind: "response" | "revisit"; record: WrittenRecord; request: WrittenRecord };
+
 /** The parts each step of the pipeline uses; assembled by openCapturePipeline (openPipeline.ts). */
 export interface PipelineStages {
   claims: ExchangeClaims;
@@ -70,17 +73,25 @@ export class CapturePipeline implements ExchangeSink {
 
   private async claimAndWrite(exchange: Exchange): Promise<StoreOutcome> {
     // A 206 body is a fragment: storing it as the resource would be wrong (the full body is fetched instead).
-    if (exchange.status === 206) return { kind: "skipped", reason: "partial-content" };
+    if (exchange.status === 206) return { kind: "skipped", reason: "partial-content", wacz: null };
     // A 304 to the browser's own revalidation is not the resource (and has no body): only a 304 to a
     // conditional request the crawler made confirms an archived capture.
-    if (exchange.status === 304 && !exchange.confirms) return { kind: "skipped", reason: "browser-revalidation" };
+    if (exchange.status === 304 && !exchange.confirms) return { kind: "skipped", reason: "browser-revalidation", wacz: null };
     if (exchange.truncated) return this.writeTruncated(exchange);
 
     const claim = exchangeIdentity(exchange);
-    if (!(await this.stages.claims.claim(claim))) return { kind: "skipped", reason: "already-stored" };
+    const claimed = await this.stages.claims.claim(claim);
+    if (!claimed.claimed) {
+      // Stored already. A page is listed in the WACZ holding its document, and that must be one of
+      // this writer's own still open (a page taken over from a stalled process whose WACZ has it, say,
+      // could not be resolved from ours): then the document is stored here too.
+      if (!exchange.pageDocument || (await this.isListableHere(claimed.storedIn))) return { kind: "skipped", reason: "already-stored", wacz: claimed.storedIn };
+      logger.debug("writer", "page document stored elsewhere; stored again in this writer's WACZ", { url: exchange.url, storedIn: claimed.storedIn });
+      return this.writeOutcome(exchange);
+    }
     try {
-      const outcome = exchange.status === 304 && exchange.confirms ? await this.writeNotModified(exchange, exchange.confirms) : await this.write(exchange);
-      await this.stages.claims.confirm(claim);
+      const outcome = await this.writeOutcome(exchange);
+      await this.stages.claims.confirm(claim, outcome.wacz);
       return outcome;
     } catch (err) {
       await this.stages.claims.unclaim(claim).catch(() => undefined);
@@ -88,7 +99,17 @@ export class CapturePipeline implements ExchangeSink {
     }
   }
 
-  private async write(exchange: Exchange): Promise<StoreOutcome> {
+  private async writeOutcome(exchange: Exchange): Promise<StoreOutcome & { wacz: string }> {
+    const written = exchange.status === 304 && exchange.confirms ? await this.writeNotModified(exchange, exchange.confirms) : await this.write(exchange);
+    return { ...written, wacz: this.stages.plan.waczFilenameOf(written.record.filename) };
+  }
+
+  /** A WACZ this writer packages and has not packaged yet: a page can still be listed in it. */
+  private async isListableHere(wacz: string | null): Promise<boolean> {
+    return wacz !== null && (await this.stages.plan.isOwnWacz(wacz)) && !(await this.stages.plan.isSealed(wacz));
+  }
+
+  private async write(exchange: Exchange): Promise<WrittenOutcome> {
     const { dedupe, writer } = this.stages;
     const digest = await payloadDigest(exchange.body);
     const size = bodySize(exchange.body);
@@ -124,11 +145,11 @@ export class CapturePipeline implements ExchangeSink {
     const recordId = newRecordId();
     const [record, request] = await this.stages.writer.writeRecords([responseRecord(exchange, recordId, digest), requestRecord(exchange, recordId)]);
     await this.noteResponse(digest, this.placementOf(record), false);
-    return { kind: "response", record, request };
+    return { kind: "response", record, request, wacz: this.stages.plan.waczFilenameOf(record.filename) };
   }
 
   /** A 304 to our conditional request: a server-not-modified revisit pointing at the capture it confirms. */
-  private async writeNotModified(exchange: Exchange, confirms: ConfirmedCapture): Promise<StoreOutcome> {
+  private async writeNotModified(exchange: Exchange, confirms: ConfirmedCapture): Promise<WrittenOutcome> {
     const recordId = newRecordId();
     const head = confirms.headers ? notModifiedHead(exchange, { status: confirms.status, statusText: confirms.statusText, headers: confirms.headers }) : undefined;
     const target: RevisitTarget = { url: confirms.url, date: digitsToWarcDate(confirms.date), digest: confirms.digest, waczFilename: confirms.waczFilename ?? undefined, profile: REVISIT_PROFILE_NOT_MODIFIED };

@@ -82,6 +82,13 @@ export class WaczPlan {
     return { filename, index: await this.tryRegister(filename) };
   }
 
+  /** The filename of the WACZ a WARC file goes into. */
+  waczFilenameOf(warcFilename: string): string {
+    const filename = this.waczOfWarc.get(warcFilename);
+    if (filename === undefined) throw new Error(`WARC ${warcFilename} was never assigned to a WACZ`);
+    return filename;
+  }
+
   /** Find where a restarted writer goes on: its last WACZ, unless that one is packaged already. */
   async load(): Promise<void> {
     const names = await this.stateRedis.lrange(this.keys.waczNames(this.options.writer), 0, -1);
