@@ -90,6 +90,9 @@ describe("the crawl's redis-server SIGKILLed mid-crawl and restarted 3 s later",
       expect(missing.map((r) => r.headers.get("warc-target-uri")), "stored responses missing from h:<crawlId> / allhashes").toEqual([]);
       const noHistory = [...new Set(stored.map((r) => r.headers.get("warc-target-uri")!))].filter((u) => !history[u]);
       expect(noHistory, "stored responses missing from the capture history").toEqual([]);
+      // The counts too: one URL counted per response or revisit record in the archive.
+      const captures = records.filter((r) => ["response", "revisit"].includes(r.headers.get("warc-type")!));
+      expect(await client.hget(`h:${CRAWL}:counts`, "totalUrls")).toBe(String(captures.length));
 
       // Every page listed once, in a clean WACZ, with its outlinks recorded.
       const listed: string[] = [];
