@@ -4,8 +4,8 @@ import { bodySize, mimeTypeOf, shortOfDeclaredLength, type ConfirmedCapture, typ
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
-import { isRenderedDocumentType } from "./documentTypes.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
+import { isRenderedDocumentType } from "./documentTypes.js";
 import { needsStreaming, readRequestBody, readResponseBody, streamResponseBody } from "./responseBody.js";
 
 /** How long to wait for the browser to report a continued response's load as finished or failed. */

@@ -1,6 +1,6 @@
 import { errorMessage } from "../log/logger.js";
-import type { OwnWacz } from "./dependencies.js";
 import { ThrottledWarning } from "../log/throttledWarning.js";
+import type { OwnWacz } from "./dependencies.js";
 import type { DedupeIndex, OriginalCapture } from "./dedupeIndex.js";
 import { captureCounts, captureKind, isIndexablePayload } from "./captureRule.js";
 import { warcDateToDigits } from "./keys.js";

@@ -19,6 +19,9 @@ import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import type { ExchangeSink, StoreOutcome } from "./exchangeSink.js";
 import type { WaczPlan } from "./waczPlan.js";
 
+/** A written record as the index notes need it, with its WARC file (whose WACZ is resolved when a note is written). */
+type WrittenPlacement = Omit<RecordPlacement, "wacz"> & { filename: string };
+
 /** Records written for an exchange (its WACZ is added by writeOutcome). */
 type WrittenOutcome = { kind: "response" | "revisit"; record: WrittenRecord; request: WrittenRecord };
 
@@ -173,7 +176,7 @@ export class CapturePipeline implements ExchangeSink {
   }
 
   /** Where a written record is, as the index needs it (its WACZ's index is resolved when a note is written). */
-  private placementOf(record: WrittenRecord): Omit<RecordPlacement, "wacz"> & { filename: string } {
+  private placementOf(record: WrittenRecord): WrittenPlacement {
     return { warcType: record.type, url: record.url, date: record.date, length: record.length, filename: record.filename };
   }
 
@@ -196,13 +199,13 @@ export class CapturePipeline implements ExchangeSink {
     await this.stages.dependencies.record(original.crawlId, original.waczIndex, await this.stages.plan.waczOf(warcFilename));
   }
 
-  private async noteResponse(digest: string, placement: Omit<RecordPlacement, "wacz"> & { filename: string }, indexable: boolean): Promise<void> {
+  private async noteResponse(digest: string, placement: WrittenPlacement, indexable: boolean): Promise<void> {
     await this.stages.notes.write(`index ${placement.url}`, async () =>
       this.stages.dedupe.noteResponse(digest, { ...placement, wacz: await this.registeredWacz(placement.filename) }, indexable),
     );
   }
 
-  private async noteRevisit(original: OriginalCapture, placement: Omit<RecordPlacement, "wacz"> & { filename: string }): Promise<void> {
+  private async noteRevisit(original: OriginalCapture, placement: WrittenPlacement): Promise<void> {
     await this.stages.notes.write(`count the revisit of ${placement.url}`, async () =>
       this.stages.dedupe.noteRevisit(original, { ...placement, wacz: await this.stages.plan.waczOf(placement.filename) }),
     );
