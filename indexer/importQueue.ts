@@ -4,6 +4,28 @@ import { dedupeKeys } from "../src/dedupe/keys.js";
 import { ownerScript } from "../src/state/membership/ownerRule.js";
 import type { ImportResource } from "./sources.js";
 
+// Queue the resources (JSON, ARGV) not imported (src:d), not queued (src:q) and not being imported
+// (pending:q): one atomic step, so a kill leaves either nothing or a queued entry, never a name in
+// src:qset that no queue holds. src:qset keeps every name ever queued, for updateProgress.
+// KEYS: queue, queued, done, pending
+const ENQUEUE_LUA = `
+local inQueue = {}
+for _, json in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do inQueue[cjson.decode(json).name] = true end
+local queued = 0
+for i = 1, #ARGV do
+  local name = cjson.decode(ARGV[i]).name
+  if not inQueue[name] and redis.call('SISMEMBER', KEYS[3], name) == 0 and redis.call('HEXISTS', KEYS[4], name) == 0 then
+    redis.call('SADD', KEYS[2], name)
+    redis.call('RPUSH', KEYS[1], ARGV[i])
+    inQueue[name] = true
+    queued = queued + 1
+  end
+end
+return queued
+`;
+/** Resources per enqueue script: each reads the queue once, so a big manifest is a few calls, not one per entry. */
+const ENQUEUE_SLICE = 1000;
+
 // The lease holds the token of one take: renew, release and fail act only while it is still ours, so
 // an importer whose lease expired (its entry requeued and taken by another) cannot touch the entry.
 const TAKE_LUA = `
@@ -50,7 +72,8 @@ export interface Lease {
 /**
  * Import tracking shared by cooperating importers: src:q (queued), src:qset (names ever queued),
  * src:d (imported), pending:q with a lease per entry, so a crashed importer's entry is retried and a
- * live one's is not.
+ * live one's is not. Every step that moves an entry (enqueue, take, finish, requeue) is one script:
+ * an importer killed at any moment leaves each entry queued, pending under a lease, or imported.
  */
 export class ImportQueue {
   constructor(
@@ -59,14 +82,18 @@ export class ImportQueue {
     private readonly leaseMs = 10_000,
   ) {}
 
-  /** Queue resources not queued before (by name); returns how many were new. */
+  /**
+   * Queue every resource not imported yet (not in src:d) that is neither queued nor being imported now;
+   * returns how many were queued. What decides is src:d, not src:qset: an entry a killed run left in
+   * src:qset but in no queue is queued again. One script per slice, so no kill falls between its steps.
+   */
   async enqueue(resources: ImportResource[]): Promise<number> {
     let queued = 0;
-    for (const resource of resources) {
-      if ((await this.redis.sadd(dedupeKeys.importQueued, resource.name)) === 1) {
-        await this.redis.rpush(dedupeKeys.importQueue, JSON.stringify(resource));
-        queued += 1;
-      }
+    for (let i = 0; i < resources.length; i += ENQUEUE_SLICE) {
+      const slice = resources.slice(i, i + ENQUEUE_SLICE).map((r) => JSON.stringify(r));
+      queued += (await this.redis.eval(
+        ENQUEUE_LUA, 4, dedupeKeys.importQueue, dedupeKeys.importQueued, dedupeKeys.importDone, dedupeKeys.importPending, ...slice,
+      )) as number;
     }
     return queued;
   }

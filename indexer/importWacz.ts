@@ -7,6 +7,7 @@ import { captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tal
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "./wacz/index.js";
 import { PackedBatch } from "./packedBatch.js";
+import { pauseForTests } from "../src/util/testPause.js";
 import type { ImportResource } from "./sources.js";
 
 // One call per batch, each digest sent once, the batch's hash entries packed into one argument
@@ -159,6 +160,7 @@ export async function importWacz(
     const datapackage = await readDatapackage(reader);
     const index = new DedupeIndex(redis, resource.crawlId);
     const waczIndex = await index.registerWacz(resource.name);
+    await pauseForTests("indexer-wacz-registered");
     const size = resource.size ?? reader.size;
     const hash = resource.hash ?? (await localFileHash(resource.location)) ?? "";
     const result: WaczImportResult = {
@@ -228,6 +230,7 @@ export async function importWacz(
       }
       await flush();
       await Promise.all(inFlight);
+      await pauseForTests("indexer-hashes-written");
 
       // Pass 2: what each revisit conserved, from the size of the original it points at.
       let conservedSize = 0;

@@ -5,6 +5,7 @@ import { formatBytes, ProgressLine } from "../src/log/progress.js";
 import { ImportQueue } from "./importQueue.js";
 import { importWacz, type WaczImportResult } from "./importWacz.js";
 import { handleRemovedCrawls, type RemovalReport } from "./removal.js";
+import { pauseForTests } from "../src/util/testPause.js";
 import { displayLocation, resolveSources, type SourceProblem } from "./sources.js";
 
 export interface ImportRunOptions {
@@ -39,8 +40,10 @@ export async function runImport(redis: Redis, options: ImportRunOptions): Promis
 
   // WACZ positions in c:<crawlId>:wacz follow manifest order, whichever importer gets to a file first.
   for (const resource of resources) await new DedupeIndex(redis, resource.crawlId).registerWacz(resource.name);
+  await pauseForTests("indexer-registered");
   const queue = new ImportQueue(redis, options.importerId);
   const queued = await queue.enqueue(resources);
+  await pauseForTests("indexer-enqueued");
   logger.info("indexer", "import started", { source: options.sourceUrl, resources: resources.length, newlyQueued: queued });
 
   const imported: WaczImportResult[] = [];
@@ -56,10 +59,12 @@ export async function runImport(redis: Redis, options: ImportRunOptions): Promis
         continue;
       }
       const resource = lease.resource;
+      await pauseForTests("indexer-taken");
       const where = displayLocation(resource.location);
       const renewal = setInterval(() => void queue.renew(lease).catch(() => undefined), 3000);
       try {
         const result = await importWacz(redis, resource, { history: options.history });
+        await pauseForTests("indexer-imported");
         if (!(await queue.release(lease))) logger.warn("indexer", `${resource.name}: lease lost while importing (the entry was requeued; importing it again is harmless)`);
         imported.push(result);
         logger.info("indexer", result.alreadyIndexed ? "WACZ already in the index" : "WACZ imported", { ...result, location: where });
@@ -73,6 +78,7 @@ export async function runImport(redis: Redis, options: ImportRunOptions): Promis
       } finally {
         clearInterval(renewal);
       }
+      await pauseForTests("indexer-released");
       const fraction = await queue.updateProgress();
       const lines = imported.reduce((sum, r) => sum + r.lines, 0);
       progress.update(`imported ${Math.round(fraction * 100)}% of WACZ files | ${lines} CDX lines | ${failed.length} failed`);

@@ -167,9 +167,13 @@ describe("crawl state in Redis", () => {
 
   it("claims an exchange once per status and URL", async () => {
     const claims = new ExchangeClaims(redis.client, new Membership(redis.client, "c5", "p1"));
-    expect(await claims.claim({ status: 200, method: "GET", url: "http://a.test/x" })).toBe(true);
-    expect(await claims.claim({ status: 200, method: "GET", url: "http://a.test/x" })).toBe(false);
-    expect(await claims.claim({ status: 404, method: "GET", url: "http://a.test/x" })).toBe(true);
+    expect(await claims.claim({ status: 200, method: "GET", url: "http://a.test/x" })).toEqual({ claimed: true });
+    expect(await claims.claim({ status: 200, method: "GET", url: "http://a.test/x" })).toEqual({ claimed: false, storedIn: null });
+    expect(await claims.claim({ status: 404, method: "GET", url: "http://a.test/x" })).toEqual({ claimed: true });
+    // Once stored, a claim says which WACZ holds the exchange.
+    await claims.confirm({ status: 200, method: "GET", url: "http://a.test/x" }, "c5.wacz");
+    expect(await claims.claim({ status: 200, method: "GET", url: "http://a.test/x" })).toEqual({ claimed: false, storedIn: "c5.wacz" });
+    expect(await claims.isStored({ status: 200, method: "GET", url: "http://a.test/x" })).toBe(true);
   });
 });
 
@@ -188,7 +192,7 @@ describe("fencing: a process taken for dead never acts again", () => {
     await new Liveness(memberB, () => undefined).start();
     await a.enqueue({ url: "http://a.test/1", depth: 0, seedId: 0, extraHops: 0 }, 0);
     expect((await a.take())?.url).toBe("http://a.test/1");
-    expect(await claimsA.claim({ status: 200, method: "GET", url: "http://a.test/img" })).toBe(true);
+    expect(await claimsA.claim({ status: 200, method: "GET", url: "http://a.test/img" })).toEqual({ claimed: true });
     await livenessA.assertLive(); // just renewed: A may write
 
     await new Promise((r) => setTimeout(r, 700)); // A's heartbeat expires
@@ -201,11 +205,11 @@ describe("fencing: a process taken for dead never acts again", () => {
 
     // B takes A for dead: its page goes back, its provisional claim is B's now.
     expect(await b.recoverAbandoned(2)).toEqual(["http://a.test/1"]);
-    expect(await claimsB.claim({ status: 200, method: "GET", url: "http://a.test/img" })).toBe(true);
+    expect(await claimsB.claim({ status: 200, method: "GET", url: "http://a.test/img" })).toEqual({ claimed: true });
     expect(await redis.client.sismember("f1:fenced", "A")).toBe(1);
 
     // A wakes up: its late steps change nothing, and it cannot come back.
-    await claimsA.confirm({ status: 200, method: "GET", url: "http://a.test/img" });
+    await claimsA.confirm({ status: 200, method: "GET", url: "http://a.test/img" }, "f1.wacz");
     expect(await redis.client.hget("f1:exch", "200 GET http://a.test/img")).toBe("B");
     await a.markDone("http://a.test/1");
     expect((await b.counts()).done).toBe(0);

@@ -127,7 +127,8 @@ describe("dedupe Redis still away when the WACZ files are registered", () => {
 
   it("retries, then fails with one clear error and exit 1; nothing is claimed committed", async () => {
     expect(crawl.code).toBe(1);
-    expect(crawl.stderr).toMatch(/cannot register away\.wacz in the dedupe index: dedupe index unreachable after 6 attempts/);
+    // The records' index notes (which need the WACZ registered) could not be written: the crawl cannot be committed.
+    expect(crawl.stderr).toMatch(/WACZ files not finished: cannot write \d+ index notes \(first: index http:[^)]*\): dedupe index unreachable for 30s \(away\.wacz not registered in the dedupe index yet\)/);
     const stats = JSON.parse(readFileSync(join(cwd, "stats.json"), "utf8")) as { status: string; committed: boolean; crawled: number };
     expect(stats).toMatchObject({ status: "failed", committed: false, crawled: 4 });
     // The records are all still on disk, for a later run to package.

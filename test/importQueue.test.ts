@@ -69,3 +69,31 @@ describe("import queue leases", () => {
     expect(await third.isDrained()).toBe(true);
   });
 });
+
+describe("queueing checks what is imported, not what was once queued", () => {
+  it("an entry a killed run left in src:qset but in no queue is queued again, and imported entries are not", async () => {
+    // The state a kill between the old SADD src:qset and RPUSH src:q left behind.
+    await redis.client.sadd(dedupeKeys.importQueued, "x.wacz");
+    const queue = new ImportQueue(redis.client, "importer-a", 60_000);
+    expect(await queue.enqueue([entry])).toBe(1);
+    expect(await redis.client.lrange(dedupeKeys.importQueue, 0, -1)).toEqual([JSON.stringify(entry)]);
+    // Queued now: a second enqueue (another importer, or the same manifest listing it twice) adds nothing.
+    expect(await queue.enqueue([entry, entry])).toBe(0);
+    const lease = (await queue.take())!;
+    expect(lease.resource).toEqual(entry);
+    // Being imported (pending under a live lease): not queued again.
+    expect(await queue.enqueue([entry])).toBe(0);
+    await redis.client.sadd(dedupeKeys.importDone, "x.wacz");
+    expect(await queue.release(lease)).toBe(true);
+    // Imported: never queued again.
+    expect(await queue.enqueue([entry])).toBe(0);
+    expect(await queue.isDrained()).toBe(true);
+  });
+
+  it("an entry that failed (forgotten in src:qset) is queued by the next run", async () => {
+    const queue = new ImportQueue(redis.client, "importer-a", 60_000);
+    expect(await queue.enqueue([entry])).toBe(1);
+    expect(await queue.fail((await queue.take())!)).toBe(true);
+    expect(await queue.enqueue([entry])).toBe(1);
+  });
+});

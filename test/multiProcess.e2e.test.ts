@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGeneratedSite, type GeneratedSite } from "../bench/lib/generatedSite.js";
 import { EmbeddedRedis } from "../src/redis/embedded.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
-import { httpStatus, readWarcRecords, sha256 } from "./helpers/warcFile.js";
+import { gzipMembers, httpStatus, parseRecord, readWarcRecords, sha256 } from "./helpers/warcFile.js";
 import { readZip } from "./helpers/zip.js";
 import { NO_BEHAVIORS } from "./helpers/cli.js";
 
@@ -74,10 +74,14 @@ async function verifyCollection(collection: string) {
       expect(resource.hash).toBe(sha256(wacz.get(resource.path)!.data));
     }
   }
-  const pageUrls = [dir, ...readdirSync(join(dir, "pages"), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(dir, "pages", d.name))]
-    .flatMap((d) => ["pages.jsonl", "extraPages.jsonl"].map((f) => (d === dir ? join(dir, "pages", f) : join(d, f))))
-    .filter((f) => existsSync(f))
-    .flatMap((f) => readFileSync(f, "utf8").trim().split("\n").slice(1).map((l) => new URL((JSON.parse(l) as { url: string }).url).pathname));
+  // The pages the archive lists: those in the WACZ files' pages lists.
+  const pageUrls: string[] = [];
+  for (const file of waczFiles) {
+    const wacz = await readZip(join(dir, file));
+    for (const p of ["pages/pages.jsonl", "pages/extraPages.jsonl"]) {
+      pageUrls.push(...(wacz.get(p)?.data.toString().trim().split("\n").slice(1) ?? []).map((l) => new URL((JSON.parse(l) as { url: string }).url).pathname));
+    }
+  }
   const responses = records.filter((r) => ["response", "revisit"].includes(r.headers.get("warc-type")!));
   return { records, responses, pageUrls, waczFiles };
 }
@@ -116,13 +120,16 @@ describe("several crawler processes on one crawl", () => {
     try {
       const crawlers = [0, 1, 2].map(() => startCrawler("killed", redis.url));
       await whenCrawled(crawlers[1], 10);
+      // Still running when killed, and killed by the signal: a crash must not pass for a kill.
+      expect({ exitCode: crawlers[1].child.exitCode, signal: crawlers[1].child.signalCode }).toEqual({ exitCode: null, signal: null });
       crawlers[1].child.kill("SIGKILL");
       const codes = await Promise.all(crawlers.map((c) => c.done));
+      expect(crawlers[1].child.signalCode).toBe("SIGKILL");
       expect(codes[0]).toBe(0);
       expect(codes[2]).toBe(0);
       const { pageUrls, waczFiles } = await verifyCollection("killed");
-      expect([...new Set(pageUrls)].sort()).toEqual(expectedPages);
-      expect(pageUrls.length).toBeLessThanOrEqual(PAGES + 1); // at most the page being listed when killed
+      // No page twice: one the killed process listed but did not finish is listed by whoever finished it.
+      expect([...pageUrls].sort()).toEqual(expectedPages);
       expect(waczFiles).toHaveLength(3);
       expect(await redis.client.smembers("allcrawls")).toEqual(["killed"]);
       expect(await redis.client.llen("killed:f")).toBe(0);
@@ -130,6 +137,84 @@ describe("several crawler processes on one crawl", () => {
       await redis.stop();
     }
   }, 240_000);
+});
+
+/** Every page listed in a WACZ of the collection resolves there or in a WACZ its datapackage requires. */
+async function unresolvedPages(collection: string): Promise<string[]> {
+  const dir = join(cwd, "collections", collection);
+  const waczs = new Map<string, { pages: string[]; captured: Set<string>; requires: string[] }>();
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".wacz"))) {
+    const zip = await readZip(join(dir, file));
+    const datapackage = JSON.parse(zip.get("datapackage.json")!.data.toString()) as { relation?: { requires?: { filename: string }[] } };
+    const pages = ["pages/pages.jsonl", "pages/extraPages.jsonl"].flatMap((p) => zip.get(p)?.data.toString().trim().split("\n").slice(1) ?? []).map((l) => (JSON.parse(l) as { url: string }).url);
+    const captured = new Set<string>();
+    for (const [name, entry] of zip) {
+      if (!name.startsWith("archive/") || !name.endsWith(".warc.gz")) continue;
+      for (const m of gzipMembers(entry.data)) {
+        const r = parseRecord(m.data, m.offset, m.length);
+        if (["response", "revisit"].includes(r.headers.get("warc-type")!)) captured.add(r.headers.get("warc-target-uri")!);
+      }
+    }
+    waczs.set(file, { pages, captured, requires: (datapackage.relation?.requires ?? []).map((r) => r.filename) });
+  }
+  const unresolved: string[] = [];
+  for (const [file, w] of waczs) {
+    for (const page of w.pages) {
+      if (![file, ...w.requires].some((f) => waczs.get(f)?.captured.has(page))) unresolved.push(`${file}: ${page}`);
+    }
+  }
+  return unresolved;
+}
+
+describe("a crawler process stalled (SIGSTOP) past its lease, then resumed", () => {
+  beforeAll(() => {
+    site = bigSite;
+    expectedPages = pagesOf(PAGES);
+  });
+
+  it("is fenced: exits 1 and writes nothing more; the survivor commits; every listed page resolves, none twice", async () => {
+    const redis = await startTestRedis(true);
+    const archive = join(cwd, "collections", "stalled", "archive");
+    const ownerOf = (marker: string) => {
+      try {
+        return readFileSync(join(archive, marker), "utf8").split("\n")[1];
+      } catch {
+        return null; // closed meanwhile
+      }
+    };
+    const markers = () => new Map(readdirSync(archive).filter((f) => f.endsWith(".open")).map((f) => [f.replace(/\.open$/, ""), ownerOf(f)] as const));
+    try {
+      const [stalled, survivor] = [0, 1].map(() => startCrawler("stalled", redis.url));
+      await whenCrawled(stalled, 3);
+      expect(stalled.child.exitCode).toBeNull();
+      stalled.child.kill("SIGSTOP");
+      // Past its heartbeat (15 s): the survivor takes it for dead, fences it and takes over its pages.
+      const deadline = Date.now() + 120_000;
+      let fenced: string[] = [];
+      while (!fenced.length && Date.now() < deadline && survivor.child.exitCode === null) {
+        await new Promise((r) => setTimeout(r, 500));
+        fenced = await redis.client.smembers("stalled:fenced");
+      }
+      expect(fenced).toHaveLength(1);
+      const stalledFiles = [...markers()].filter(([, owner]) => owner === fenced[0]).map(([warc]) => warc);
+      expect(stalledFiles.length).toBeGreaterThan(0);
+      const sizesAtResume = new Map(stalledFiles.map((f) => [f, statSync(join(archive, f)).size]));
+      stalled.child.kill("SIGCONT");
+
+      expect(await stalled.done).toBe(1);
+      // Nothing written after the fence: its files did not grow, and it opened no new one.
+      for (const [file, size] of sizesAtResume) expect(statSync(join(archive, file)).size, file).toBeLessThanOrEqual(size);
+      expect([...markers()].filter(([warc, owner]) => owner === fenced[0] && !sizesAtResume.has(warc))).toEqual([]);
+
+      expect(await survivor.done).toBe(0);
+      expect(await redis.client.smembers("allcrawls")).toEqual(["stalled"]);
+      const { pageUrls } = await verifyCollection("stalled");
+      expect([...pageUrls].sort()).toEqual(expectedPages);
+      expect(await unresolvedPages("stalled")).toEqual([]);
+    } finally {
+      await redis.stop();
+    }
+  }, 300_000);
 });
 
 describe("a crawl that survives faults", () => {

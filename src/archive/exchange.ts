@@ -28,6 +28,11 @@ export interface Exchange {
    * still flowing when its page ended (a never-ending stream) or its fetch's deadline came.
    */
   truncated?: TruncationReason;
+  /**
+   * The crawled page's own document (or a redirect on the way to it): stored in the WACZ that lists
+   * the page, even when the crawl holds this exchange elsewhere already.
+   */
+  pageDocument?: boolean;
 }
 
 export type TruncationReason = "disconnect" | "length" | "time";

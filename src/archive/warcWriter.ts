@@ -43,6 +43,8 @@ export interface WarcWriterOptions {
   /** Awaited before the file's first record is written (e.g. to assign it to a WACZ). */
   onFileOpened?: (filename: string) => Promise<void>;
   onFileClosed?: (filename: string, size: number) => Promise<void>;
+  /** Awaited after a file whose first record could not be written was removed (nothing of it remains). */
+  onFileDiscarded?: (filename: string) => Promise<void>;
   /** How bytes reach the file; tests inject short writes here. */
   writeAt?: WriteAt;
 }
@@ -79,18 +81,22 @@ export class WarcWriter {
     this.uniqueTag = options.uniqueTag ?? randomBytes(4).toString("hex");
   }
 
-  /** Write records back to back in the same file; resolves with where each one landed. */
-  writeRecords(records: WARCRecord[]): Promise<WrittenRecord[]> {
-    const result = this.queue.then(() => this.writeNow(records));
+  /**
+   * Write records back to back in the same file; resolves with where each one landed. `beforeAppend`
+   * learns the file they are about to go into and may refuse (throw): then nothing is written.
+   */
+  writeRecords(records: WARCRecord[], beforeAppend?: (filename: string) => Promise<void>): Promise<WrittenRecord[]> {
+    const result = this.queue.then(() => this.writeNow(records, beforeAppend));
     this.queue = result.catch(() => undefined);
     return result;
   }
 
-  private async writeNow(records: WARCRecord[]): Promise<WrittenRecord[]> {
+  private async writeNow(records: WARCRecord[], beforeAppend?: (filename: string) => Promise<void>): Promise<WrittenRecord[]> {
     if (this.closed) throw new Error("WARC writer is closed");
     await this.options.beforeWrite?.();
     if (!this.handle) await this.openNext();
     await this.cutDirtyTail();
+    await beforeAppend?.(this.filename);
     const batchStart = this.size;
     const written: WrittenRecord[] = [];
     try {
@@ -146,6 +152,8 @@ export class WarcWriter {
     await marker?.close().catch(() => undefined);
     await rm(join(this.options.dir, this.filename), { force: true }).catch(() => undefined);
     await rm(join(this.options.dir, openMarkerName(this.filename)), { force: true }).catch(() => undefined);
+    // If even this fails, packaging finds the file missing and says so (the crawl is not committed).
+    await this.options.onFileDiscarded?.(this.filename)?.catch(() => undefined);
   }
 
   /** Cut the file back to `size` after a failed write; if even that fails, the next write tries first. */
@@ -207,6 +215,9 @@ export class WarcWriter {
 
   /** writev may write less than asked when the disk fills up, without an error: make that an error. */
   private async writeFully(chunks: Uint8Array[], expected: number, position: number): Promise<number> {
+    // Asked before every write, not once per batch: a process stalled (SIGSTOP) between two records
+    // of a batch, or mid-record, and taken for dead meanwhile must not write the rest when it resumes.
+    await this.options.beforeWrite?.();
     const bytesWritten = await (this.options.writeAt ?? writevAt)(this.handle!, chunks, position);
     if (bytesWritten !== expected) {
       throw Object.assign(new Error(`short write: ${bytesWritten} of ${expected} bytes`), { code: "ENOSPC" });

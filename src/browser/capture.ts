@@ -6,6 +6,7 @@ import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
+import { isBrowserInternal } from "./browserInternal.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { NetworkActivity } from "./loadWait.js";
 import { LiveStreams } from "./liveStream.js";
@@ -40,8 +41,10 @@ export interface RateLimitAnswer {
 /** What one attempt at loading a page captured; read once the page is done. */
 export class PageAttempt {
   readonly captured: CapturedSummary[] = [];
-  /** The page's document URLs: the page URL and where its redirects led (main frame only). */
-  readonly documentUrls = new Set<string>();
+  /** The page URL and the URLs its redirects led to: the page's own documents (main frame only). */
+  private readonly documentChain = new Set<string>();
+  /** Where each of the page's own documents is stored: the WACZ that lists the page must hold them. */
+  readonly documentWacz = new Map<string, string | null>();
   /** Set when the page's document was a rate-limit answer: the attempt stores nothing of it. */
   rateLimited: RateLimitAnswer | null = null;
   /** URLs whose exchange could not be stored (body unavailable, or storing failed). */
@@ -65,8 +68,24 @@ export class PageAttempt {
    * @param lastAttempt the page's last attempt: cut-off bodies are stored (marked truncated) rather than
    *   dropped for a retry to get them whole, since no retry is left.
    */
-  constructor(readonly lastAttempt: boolean, pageUrl = "") {
-    if (pageUrl) this.documentUrls.add(withoutHash(pageUrl));
+  constructor(
+    readonly lastAttempt: boolean,
+    pageUrl = "",
+  ) {
+    // The browser requests a page without its #fragment (kept in page URLs with --allowHashUrls).
+    if (pageUrl) this.documentChain.add(withoutHash(pageUrl));
+  }
+
+  /** A main-frame document response: one of the page's own when its URL is the page's or a redirect from it led there. */
+  notePageDocument(url: string, status: number, location: string | null): boolean {
+    if (!this.documentChain.has(url)) return false;
+    const next = status >= 300 && status < 400 && location ? tryNormalizeCrawlUrl(location, url) : null;
+    if (next) this.documentChain.add(next);
+    return true;
+  }
+
+  isPageDocument(url: string): boolean {
+    return this.documentChain.has(url);
   }
 }
 
@@ -165,12 +184,13 @@ export class PageCapture {
 
   /** The page URL fetched outside the browser (it would not render it, a download say); null if that failed too. */
   async fetchPageDirectly(url: string, timeoutMs: number, navigationError: string): Promise<CapturedSummary | null> {
-    const exchange = await this.fetcher.page(url, timeoutMs, navigationError);
-    if (exchange && this.rateLimitStatusCodes.includes(exchange.status)) {
-      this.attempt.rateLimited = { url, status: exchange.status, retryAfter: headerValue(exchange.responseHeaders, "retry-after") ?? null };
-      await discardBody(exchange);
+    const fetched = await this.fetcher.page(url, timeoutMs, navigationError);
+    if (fetched && this.rateLimitStatusCodes.includes(fetched.status)) {
+      this.attempt.rateLimited = { url, status: fetched.status, retryAfter: headerValue(fetched.responseHeaders, "retry-after") ?? null };
+      await discardBody(fetched);
       return null;
     }
+    const exchange = fetched ? { ...fetched, pageDocument: true } : null;
     if (!exchange || !(await this.storeFetched(exchange, this.attempt, "direct fetch of the page could not be stored"))) return null;
     return { url, status: exchange.status, mime: mimeTypeOf(exchange), resourceType: "Direct", location: null, date: exchange.date };
   }
@@ -192,16 +212,13 @@ export class PageCapture {
     const location = responseHeaders.find(([n]) => n.toLowerCase() === "location")?.[1] ?? null;
     const mime = (responseHeaders.find(([n]) => n.toLowerCase() === "content-type")?.[1] ?? "").split(";")[0].trim();
     const pageDocument = event.resourceType === "Document" && event.frameId === this.mainFrameId;
-    if (pageDocument && attempt.documentUrls.has(request.url)) {
-      if (this.rateLimitStatusCodes.includes(status)) {
-        // "Too many requests" is not the page: a replay of it would be wrong. Nothing of this attempt
-        // is stored (the browser is stopped from rendering it); the page is tried again later.
-        attempt.rateLimited = { url: request.url, status, retryAfter: headerValue(responseHeaders, "retry-after") ?? null };
-        await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "BlockedByResponse" }).catch(() => undefined);
-        return;
-      }
-      const next = location && status >= 300 && status < 400 ? tryNormalizeCrawlUrl(location, request.url) : null;
-      if (next) attempt.documentUrls.add(next);
+    const ownDocument = pageDocument && attempt.notePageDocument(request.url, status, location);
+    if (ownDocument && this.rateLimitStatusCodes.includes(status)) {
+      // "Too many requests" is not the page: a replay of it would be wrong. Nothing of this attempt
+      // is stored (the browser is stopped from rendering it); the page is tried again later.
+      attempt.rateLimited = { url: request.url, status, retryAfter: headerValue(responseHeaders, "retry-after") ?? null };
+      await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "BlockedByResponse" }).catch(() => undefined);
+      return;
     }
 
     if (status === 304 && !confirms) {
@@ -284,6 +301,7 @@ export class PageCapture {
       resourceType: event.resourceType,
       confirms,
       ...(truncated ? { truncated } : {}),
+      ...(ownDocument ? { pageDocument: true } : {}),
     }, attempt);
   }
 
@@ -301,7 +319,8 @@ export class PageCapture {
         return;
       }
     }
-    await this.sink.store(exchange);
+    const outcome = await this.sink.store(exchange);
+    if (exchange.pageDocument) attempt.documentWacz.set(exchange.url, outcome.wacz);
   }
 
   /** Hand on what a fallback fetched; false (and logged) when it could not be stored. */
@@ -336,7 +355,8 @@ export class PageCapture {
    */
   private async afterRevalidation(url: string, requestHeaders: [string, string][], pageDocument: boolean, attempt: PageAttempt): Promise<{ status: number; mime: string } | null> {
     if (!pageDocument && (await this.sink.hasStoredResponse(url))) return null;
-    const exchange = await this.fetcher.fullResponse(url, requestHeaders);
+    const fetched = await this.fetcher.fullResponse(url, requestHeaders);
+    const exchange = fetched && pageDocument && attempt.isPageDocument(url) ? { ...fetched, pageDocument: true } : fetched;
     if (!exchange || !(await this.storeFetched(exchange, attempt, "full fetch after the browser's revalidation (304) failed"))) return null;
     return { status: exchange.status, mime: mimeTypeOf(exchange) };
   }
@@ -368,18 +388,4 @@ export class PageCapture {
   private async abort(requestId: string): Promise<void> {
     await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "Aborted" }).catch(() => undefined);
   }
-}
-
-/**
- * Traffic the browser makes for itself, not for the page's content, which is never recorded:
- * CORS preflights (OPTIONS asking for permission; the real request follows and is recorded) and a
- * favicon the browser probed for on its own and did not find.
- */
-function isBrowserInternal(event: Protocol.Fetch.RequestPausedEvent): boolean {
-  const { request } = event;
-  const preflight = event.resourceType === "Preflight" ||
-    (request.method === "OPTIONS" && Object.keys(request.headers).some((n) => n.toLowerCase() === "access-control-request-method"));
-  if (preflight) return true;
-  const status = event.responseStatusCode ?? 0;
-  return event.resourceType === "Other" && new URL(request.url).pathname === "/favicon.ico" && (status < 200 || status >= 300);
 }

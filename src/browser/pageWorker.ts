@@ -40,6 +40,8 @@ export interface PageLoadResult {
   behaviors?: BehaviorOutcome;
   /** The server answered the page with a rate limit: nothing of the attempt was stored. */
   rateLimited?: RateLimitAnswer;
+  /** The WACZ holding the record of the page URL (the page is listed there), when known. */
+  documentWacz?: string | null;
 }
 
 export interface LoadOptions {
@@ -101,7 +103,7 @@ export class PageWorker {
     if (truncated.length && !lastAttempt) {
       return { document: null, title: "", links: [], error: `truncated: ${truncated.join(" ")}`, truncated: [] };
     }
-    return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome };
+    return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome, documentWacz: attempt.documentWacz.get(url) ?? null };
   }
 
   private async loadPage(tab: Page, capture: PageCapture, attempt: PageAttempt, pageUrl: string): Promise<Omit<PageLoadResult, "truncated">> {

@@ -6,6 +6,7 @@ import { extractBudgetMs, type ExtractOptions, type PageExtracts } from "../brow
 import type { PageWorker } from "../browser/pageWorker.js";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import type { CaptureHistory } from "../dedupe/captureHistory.js";
+import type { NoteBacklog } from "../dedupe/noteBacklog.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { TEXT_CONTENT_TYPE, type PageResource, type PageResourceRecorder } from "../pipeline/pageResources.js";
 import type { WaczPlan } from "../pipeline/waczPlan.js";
@@ -29,6 +30,8 @@ export interface PageContext {
   options: CrawlOptions;
   state: CrawlState;
   history: CaptureHistory;
+  /** Outlinks go into the capture history through it: retried while the dedupe index is away. */
+  notes: NoteBacklog;
   report: ChangeReport;
   /** Each seed's scope by seed id (with --addRedirectedSeeds, seeds added during the crawl too). */
   scopes: SeedScopes;
@@ -115,12 +118,14 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     seed: page.depth === 0,
     ...(options.text.includes("to-pages") && typeof result.extracts?.text === "string" ? { text: result.extracts.text } : {}),
   };
+  // Listed in the WACZ holding the page's document (a rollover may have opened the next one since).
+  const listedIn = result.documentWacz ?? context.plan.currentWaczFilename();
   try {
     await context.pageResources.record(page.url, result.document.date, pageResources(result.extracts, options));
-    context.pageList.add(entry, context.plan.currentWaczFilename());
+    context.pageList.add(entry, listedIn);
     // A seed that redirected is listed under both URLs: the one asked for, and the one replay shows.
     if (entry.seed && landedAt !== withoutHash(page.url)) {
-      context.pageList.add({ ...entry, id: randomUUID(), url: landedAt, text: undefined }, context.plan.currentWaczFilename());
+      context.pageList.add({ ...entry, id: randomUUID(), url: landedAt, text: undefined }, listedIn);
     }
   } catch (err) {
     if (!isStorageError(err)) throw err;
@@ -130,11 +135,13 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   }
 
   if (links.length || notModified) {
-    await context.history.recordOutlinks(page.url, links).catch((err: unknown) => logger.warn("history", "outlinks not recorded", { url: page.url, error: errorMessage(err) }));
+    await context.notes.write(`record the outlinks of ${page.url}`, () => context.history.recordOutlinks(page.url, links));
   }
   if (options.refresh) await reportChange(page.url, result.document.status, previous, context.history, context.report);
   const queued = await enqueueLinks(links, { ...page, seedId: seed.seedId }, context, seed.scope);
-  await state.markDone(page.url);
+  // Packaging lists a page only in the WACZ named here (a page listed by a process that lost its lease
+  // before this step is listed by whoever crawled it again).
+  await state.markDone(page.url, listedIn);
   if (result.behaviors) addToTally(context.behaviors, result.behaviors);
   const crawled = { url: page.url, status: result.document.status, title: result.title, depth: page.depth, linksQueued: queued };
   if (result.truncated.length) {

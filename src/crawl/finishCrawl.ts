@@ -1,5 +1,5 @@
 import { writeFileSync } from "node:fs";
-import { DedupeIndexUnavailableError } from "../dedupe/retry.js";
+import { DedupeIndexUnavailableError, NotRetriedError } from "../dedupe/retry.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { crawlSummary } from "../log/progress.js";
 import type { CrawlCounts, CrawlState } from "../state/crawlState.js";
@@ -10,7 +10,7 @@ import { UploadFailedError, uploadWaczFiles } from "../upload/uploadWaczFiles.js
 import type { CrawlRun } from "./crawlRun.js";
 import { ExitCode } from "./exitCodes.js";
 import { exitCodeOf, type CrawlOutcome, type CrawlStats, type CrawlStatus } from "./outcome.js";
-import { commitFinishedCrawl, packageOrphans, packageWaczFiles, type PackagingContext } from "./packaging.js";
+import { commitFinishedCrawl, MissingWarcError, packageOrphans, packageWaczFiles, type PackagingContext } from "./packaging.js";
 import type { PagePhaseResult } from "./pagePhase.js";
 import type { StopControl } from "./stopControl.js";
 
@@ -26,16 +26,25 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
 
   const packaging: Omit<PackagingContext, "plan"> = {
     options, archiveDir: run.paths.archive, outputDir: run.paths.root, pageList: run.pageList, dedupe: session.dedupe,
-    dependencies: run.pipeline.dependencies, reportFile: run.report.path, assertOwner: () => session.liveness.assertLive(),
+    dependencies: run.pipeline.dependencies, listedIn: (urls) => session.state.listedIn(urls), reportFile: run.report.path, assertOwner: () => session.liveness.assertLive(),
   };
   let waczPaths: string[] = [];
-  if (options.generateWACZ && !stop.fatalError) {
+  if (!stop.fatalError) {
+    try {
+      // Every index note of what the WARC files hold must be in the index before it is packaged or committed.
+      await run.pipeline.notes.settle();
+    } catch (err) {
+      failure = packagingFailure(err, run.paths.root);
+      status = "failed";
+      logger.error("dedupe", failure);
+    }
+  }
+  if (options.generateWACZ && !stop.fatalError && !failure) {
     await pauseForTests("before-package");
     try {
       waczPaths = (await packageWaczFiles({ ...packaging, plan: run.pipeline.plan })).map((r) => r.path);
     } catch (err) {
-      if (!isStorageError(err) && !(err instanceof DedupeIndexUnavailableError)) throw err;
-      failure = isStorageError(err) ? `cannot write the WACZ in ${run.paths.root}: ${storageErrorMessage(err)}` : `WACZ files not finished: ${errorMessage(err)}`;
+      failure = packagingFailure(err, run.paths.root);
       status = "failed";
       logger.error("wacz", failure);
     }
@@ -48,8 +57,14 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
   if (!failure) {
     await session.slots.markPackaged(session.slot);
     if (status === "done") {
-      waczPaths.push(...(await packageOrphans({ packaging, stateRedis: session.redis, membership: session.membership, slots: session.slots })));
-      if (await session.slots.allPackaged()) {
+      try {
+        waczPaths.push(...(await packageOrphans({ packaging, stateRedis: session.redis, membership: session.membership, slots: session.slots })));
+      } catch (err) {
+        failure = packagingFailure(err, run.paths.root);
+        status = "failed";
+        logger.error("wacz", failure);
+      }
+      if (!failure && (await session.slots.allPackaged())) {
         await pauseForTests("before-commit");
         committed = await commitFinishedCrawl(session.dedupe);
       } else {
@@ -115,6 +130,13 @@ async function uploadToStore({ options, session }: CrawlRun, waczPaths: string[]
     logger.error("storage", err.message);
     return err.message;
   }
+}
+
+/** Why packaging failed, in one line; a failure that is not about packaging is thrown on. */
+function packagingFailure(err: unknown, root: string): string {
+  if (isStorageError(err)) return `cannot write the WACZ in ${root}: ${storageErrorMessage(err)}`;
+  if (err instanceof DedupeIndexUnavailableError || err instanceof NotRetriedError || err instanceof MissingWarcError) return `WACZ files not finished: ${errorMessage(err)}`;
+  throw err;
 }
 
 /** The crawl's status once its pages are done, and the one line saying why, if it failed. */

@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
 import type { CrawlOptions } from "../config/crawlOptions.js";
@@ -13,7 +14,10 @@ import type { Membership } from "../state/membership/membership.js";
 import { writerName, type UnreachableWriter, type WriterSlots } from "../state/membership/writerSlots.js";
 import { writeWacz, type WaczResult } from "../wacz/index.js";
 import { SOFTWARE } from "../version.js";
-import type { PageList } from "./pageList.js";
+import { filterPagesFile, type PageList } from "./pageList.js";
+
+/** A WARC file assigned to a WACZ is gone: packaging without it would silently leave its records out. */
+export class MissingWarcError extends Error {}
 
 export interface PackagingContext {
   options: CrawlOptions;
@@ -23,6 +27,8 @@ export interface PackagingContext {
   pageList: PageList;
   dedupe: DedupeIndex;
   dependencies: DependencyTracker;
+  /** For each page URL, the WACZ whose pages list keeps it ("" for any: a page crawled before this was kept). */
+  listedIn: (urls: string[]) => Promise<(string | null)[]>;
   /** reports/changes.jsonl of this writer, packaged when it exists. */
   reportFile: string;
   /**
@@ -50,19 +56,20 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
         continue;
       }
     }
+    // A WARC file whose first record could not be written is removed and unassigned by the writer: any
+    // other assigned file that is gone held records the index and other WACZ files may point at.
     const missing = group.warcFiles.filter((f) => !existsSync(join(context.archiveDir, f)));
-    // A WARC file whose first record could not be written is removed by the writer: nothing was in it.
-    if (missing.length) logger.warn("wacz", "WARC files assigned to this WACZ are not in the archive folder", { wacz: group.filename, missing });
-    const warcFiles = group.warcFiles.filter((f) => !missing.includes(f)).map((f) => join(context.archiveDir, f));
+    if (missing.length) throw new MissingWarcError(`WARC files of ${group.filename} are not in ${context.archiveDir}: ${missing.join(", ")}`);
+    const warcFiles = group.warcFiles.map((f) => join(context.archiveDir, f));
     if (!warcFiles.length) continue;
-    const pages = pageList.files(group.filename);
+    const pages = await keptPages(pageList.files(group.filename), group.filename, outputPath, context.listedIn);
     const requires = await withDedupeRetries("read the dependencies", () => dependencies.requirementsOf(group, dedupe));
     const result = await writeWacz({
       outputPath,
       warcFiles,
       // Either list may not exist (no seed page in this WACZ, or no page besides the seeds).
-      pagesFile: existingFile(pages.pagesFile),
-      extraPagesFile: existingFile(pages.extraPagesFile),
+      pagesFile: pages.pagesFile,
+      extraPagesFile: pages.extraPagesFile,
       extraEntries: existsSync(context.reportFile) ? [{ zipPath: "reports/changes.jsonl", sourcePath: context.reportFile }] : [],
       software: SOFTWARE,
       title: options.title ?? undefined,
@@ -72,6 +79,7 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
       // Scratch (sorted runs of a big index) on the collection's disk, not in a small system /tmp.
       tmpDir: context.outputDir,
     });
+    await pages.remove();
     await context.assertOwner?.();
     await withDedupeRetries(`complete the index entry of ${group.filename}`, () =>
       dedupe.finishWacz(group.index, { filename: group.filename, hash: result.hash, size: result.size }),
@@ -141,6 +149,24 @@ export async function commitFinishedCrawl(dedupe: DedupeIndex): Promise<boolean>
   }
 }
 
-function existingFile(path: string): string | undefined {
-  return existsSync(path) ? path : undefined;
+/**
+ * This WACZ's pages lists as packaged: each page once, and only the pages this WACZ keeps (the process
+ * that finished a page names the WACZ listing it), copied beside the WACZ while it is written.
+ */
+async function keptPages(
+  lists: { pagesFile: string; extraPagesFile: string },
+  wacz: string,
+  outputPath: string,
+  listedIn: PackagingContext["listedIn"],
+): Promise<{ pagesFile?: string; extraPagesFile?: string; remove: () => Promise<void> }> {
+  const keep = async (urls: string[]) => (await withDedupeRetries("read which pages this WACZ lists", () => listedIn(urls))).map((w) => w === wacz || w === "");
+  const kept: { pagesFile?: string; extraPagesFile?: string } = {};
+  for (const [name, source] of [["pagesFile", lists.pagesFile], ["extraPagesFile", lists.extraPagesFile]] as const) {
+    if (!existsSync(source)) continue;
+    const copy = `${outputPath}.${name}.jsonl`;
+    const dropped = await filterPagesFile(source, copy, keep);
+    if (dropped) logger.info("wacz", "pages listed by a process that lost them, or twice, left out of this WACZ's list", { wacz, list: name, dropped });
+    kept[name] = copy;
+  }
+  return { ...kept, remove: async () => void (await Promise.all(Object.values(kept).map((f) => rm(f, { force: true })))) };
 }

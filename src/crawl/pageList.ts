@@ -1,5 +1,7 @@
-import { appendFileSync, existsSync, mkdirSync } from "node:fs";
+import { appendFileSync, createReadStream, existsSync, mkdirSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
 
 /** One crawled page as listed in pages.jsonl / extraPages.jsonl. */
 export interface PageEntry {
@@ -49,4 +51,56 @@ export class PageList {
     }
     appendFileSync(file, JSON.stringify(entry) + "\n");
   }
+}
+
+/** Which of these page URLs this WACZ's pages list keeps (in order). */
+export type PageKeeper = (urls: string[]) => Promise<boolean[]>;
+
+const FILTER_BATCH = 500;
+
+/**
+ * Copy a pages file with only the pages `keep` allows, each once: a page is listed by the process that
+ * finished it, so an entry a process wrote before it lost the page (killed, or stalled and fenced) is
+ * left out, and the page appears once in the crawl. Returns how many pages were left out.
+ */
+export async function filterPagesFile(source: string, dest: string, keep: PageKeeper): Promise<number> {
+  const out = await open(dest, "w");
+  const lines = createInterface({ input: createReadStream(source, { encoding: "utf8" }), crlfDelay: Infinity });
+  const seen = new Set<string>();
+  let batch: { line: string; url: string }[] = [];
+  let header = true;
+  let dropped = 0;
+  const flush = async () => {
+    const kept = await keep(batch.map((b) => b.url));
+    let text = "";
+    batch.forEach((b, i) => {
+      if (kept[i]) text += b.line + "\n";
+      else dropped += 1;
+    });
+    if (text) await out.write(text);
+    batch = [];
+  };
+  try {
+    for await (const line of lines) {
+      if (!line.trim()) continue;
+      if (header) {
+        header = false;
+        await out.write(line + "\n");
+        continue;
+      }
+      const url = (JSON.parse(line) as { url: string }).url;
+      if (seen.has(url)) {
+        dropped += 1;
+        continue;
+      }
+      seen.add(url);
+      batch.push({ line, url });
+      if (batch.length >= FILTER_BATCH) await flush();
+    }
+    if (batch.length) await flush();
+  } finally {
+    lines.close();
+    await out.close();
+  }
+  return dropped;
 }

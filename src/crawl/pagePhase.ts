@@ -47,7 +47,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     await host.browser();
     stop.onImmediate(() => void host.closeAllPages());
     const context: PageContext = {
-      options, stop, state: session.state, history: pipeline.history, report: run.report, pageList: run.pageList, plan: pipeline.plan,
+      options, stop, state: session.state, history: pipeline.history, notes: pipeline.notes, report: run.report, pageList: run.pageList, plan: pipeline.plan,
       pageResources: pipeline.pageResources, scopes: new SeedScopes(seeding.scopes, new ExtraSeeds(session.redis, session.membership.keys)), admission: seeding.admission, hostPacing: new HostPacing(session.redis, session.membership.keys),
       truncated: { count: 0, report: run.truncatedReport },
       behaviors: emptyTally(),

@@ -40,6 +40,18 @@ end
 return page[1]
 `;
 
+// Set u:<crawl>[url] unless what is there is newer (by date: seconds, then the fraction).
+const RECORD_CAPTURE_LUA = `
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if current then
+  local dc, dn = cjson.decode(current).date, cjson.decode(ARGV[2]).date
+  local sc, sn = string.sub(dc, 1, 14), string.sub(dn, 1, 14)
+  if sc > sn or (sc == sn and dc > dn) then return 0 end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+`;
+
 /**
  * Capture history in the dedupe Redis: what each crawl captured of each URL (u:<crawlId>), pages'
  * outlinks (o:<crawlId>) and, for committed crawls, the latest capture of every URL (allurls).
@@ -50,8 +62,9 @@ export class CaptureHistory {
     private readonly crawlId: string,
   ) {}
 
+  /** The URL's capture in this crawl, unless a newer one is recorded (a retried note may come late). */
   async recordCapture(url: string, capture: CaptureRecord): Promise<void> {
-    await this.redis.hset(dedupeKeys.crawlCaptures(this.crawlId), url, JSON.stringify(capture));
+    await this.redis.eval(RECORD_CAPTURE_LUA, 1, dedupeKeys.crawlCaptures(this.crawlId), url, JSON.stringify(capture));
   }
 
   async recordOutlinks(url: string, outlinks: string[]): Promise<void> {

@@ -89,9 +89,12 @@ export class DedupeIndex {
 
   async addCounts(counts: Partial<Record<CountField, number>>): Promise<void> {
     const key = dedupeKeys.crawlCounts(this.crawlId);
-    const pipeline = this.redis.pipeline();
-    for (const [field, amount] of Object.entries(counts)) if (amount) pipeline.hincrby(key, field, amount);
-    await pipeline.exec();
+    // All or nothing (MULTI): a note retried after a failure must not find half of its counts added.
+    const transaction = this.redis.multi();
+    for (const [field, amount] of Object.entries(counts)) if (amount) transaction.hincrby(key, field, amount);
+    const results = await transaction.exec();
+    if (!results) throw new Error("counts not added: transaction aborted");
+    for (const [err] of results) if (err) throw err;
   }
 
   async counts(crawlId = this.crawlId): Promise<Record<CountField, number>> {

@@ -1,7 +1,7 @@
 import { errorMessage } from "../log/logger.js";
 import { ThrottledWarning } from "../log/throttledWarning.js";
-import type { DedupeIndex, OriginalCapture } from "./dedupeIndex.js";
 import type { OwnWacz } from "./dependencies.js";
+import type { DedupeIndex, OriginalCapture } from "./dedupeIndex.js";
 import { captureCounts, captureKind, isIndexablePayload } from "./captureRule.js";
 import { warcDateToDigits } from "./keys.js";
 
@@ -32,8 +32,9 @@ export type DedupeDecision =
 
 /**
  * Where dedupe decisions are made: response or revisit; and the index notes that follow a written
- * record. It writes no records itself. Never throws: when the index cannot answer, the answer is "write
- * the full response" (a revisit is only written against a confirmed original).
+ * record. It writes no records itself. A decision never throws: when the index cannot answer, the
+ * answer is "write the full response" (a revisit is only written against a confirmed original). The
+ * notes do throw while the index is away: the capture pipeline keeps them for retries (NoteBacklog).
  */
 export class Deduplicator {
   private readonly digestLocks = new Map<string, Promise<unknown>>();
@@ -99,29 +100,22 @@ export class Deduplicator {
     }
   }
 
-  async noteResponse(digest: string, response: RecordPlacement, indexable: boolean): Promise<void> {
-    try {
-      // Without the WACZ's index the entry could not say where the record is: it is left out (no revisit will point at it).
-      if (indexable && response.wacz.index !== null) {
-        await this.index.addOriginal(digest, {
-          waczIndex: response.wacz.index,
-          date: warcDateToDigits(response.date),
-          url: response.url,
-          size: response.length,
-        });
-      }
-      await this.index.addCounts(captureCounts(captureKind(response.warcType, response.url)));
-    } catch (err) {
-      this.logFailure("could not index a response", err);
+  /** Index a written response (its hash entry, if indexable, and the counts). Throws while the index is away: see NoteBacklog. */
+  async noteResponse(digest: string, response: RecordPlacement & { wacz: { index: number } }, indexable: boolean): Promise<void> {
+    if (indexable) {
+      await this.index.addOriginal(digest, {
+        waczIndex: response.wacz.index,
+        date: warcDateToDigits(response.date),
+        url: response.url,
+        size: response.length,
+      });
     }
+    await this.index.addCounts(captureCounts(captureKind(response.warcType, response.url)));
   }
 
+  /** Count a written revisit. Throws while the index is away: see NoteBacklog. */
   async noteRevisit(original: OriginalCapture, revisit: RecordPlacement): Promise<void> {
-    try {
-      await this.index.addCounts(captureCounts(captureKind(revisit.warcType, revisit.url), original.size - revisit.length));
-    } catch (err) {
-      this.logFailure("could not record a revisit", err);
-    }
+    await this.index.addCounts(captureCounts(captureKind(revisit.warcType, revisit.url), original.size - revisit.length));
   }
 
   private logFailure(message: string, err: unknown): void {

@@ -2,8 +2,10 @@ import type { Redis } from "ioredis";
 import type { CrawlStateKeys } from "../state/keys.js";
 import type { RelationRequirement } from "../wacz/index.js";
 import type { DedupeIndex } from "./dedupeIndex.js";
-import { errorMessage, logger } from "../log/logger.js";
-import { ThrottledWarning } from "../log/throttledWarning.js";
+import { NotRetriedError } from "./retry.js";
+
+/** A WACZ's revisits depend on a WACZ the index no longer knows as finished: its requires would be incomplete. */
+export class MissingDependencyError extends NotRetriedError {}
 
 /** One of this crawl's WACZ files: its filename, and its index in c:<crawlId>:wacz once registered. */
 export interface OwnWacz {
@@ -16,8 +18,6 @@ export interface OwnWacz {
  * (reqCrawls, duperefs) and turned into a WACZ's relation.requires when it is packaged.
  */
 export class DependencyTracker {
-  private readonly unavailable = new ThrottledWarning("dedupe");
-
   constructor(
     private readonly stateRedis: Redis,
     private readonly keys: CrawlStateKeys,
@@ -26,20 +26,18 @@ export class DependencyTracker {
 
   /**
    * A revisit in our WACZ `own` points at WACZ `waczIndex` of crawl `crawlId`. Kept under our WACZ's
-   * filename, known even while the dedupe index is away (its index there may not be yet). Never throws:
-   * the record is written already; a dependency that cannot be noted is logged.
+   * filename, known even while the dedupe index is away (its index there may not be yet). Called before
+   * the revisit is written, and throws if the dependency cannot be kept: then the revisit is not written.
    */
   async record(crawlId: string, waczIndex: number, own: OwnWacz): Promise<void> {
     if (crawlId === this.crawlId && waczIndex === own.index) return;
     const ref = `${crawlId} ${waczIndex}`;
-    const pipeline = this.stateRedis.pipeline();
-    if (crawlId !== this.crawlId) pipeline.sadd(this.keys.requiredCrawls, crawlId).sadd(this.keys.dupeRefs, ref);
-    pipeline.sadd(this.keys.dupeRefsOfWacz(own.filename), ref);
-    try {
-      await pipeline.exec();
-    } catch (err) {
-      this.unavailable.warn("dedupe index unavailable: could not record a revisit", { error: errorMessage(err) });
-    }
+    const transaction = this.stateRedis.multi();
+    if (crawlId !== this.crawlId) transaction.sadd(this.keys.requiredCrawls, crawlId).sadd(this.keys.dupeRefs, ref);
+    transaction.sadd(this.keys.dupeRefsOfWacz(own.filename), ref);
+    const results = await transaction.exec();
+    if (!results) throw new Error("dependency not recorded: transaction aborted");
+    for (const [err] of results) if (err) throw err;
   }
 
   /** relation.requires of our WACZ `own`, from the dependencies' c:<crawlId>:wacz entries. */
@@ -53,9 +51,9 @@ export class DependencyTracker {
       const entry = (await index.waczEntries(crawlId))[Number(waczIndexText)];
       if (!entry?.hash || entry.size === undefined) {
         // Revisits only point into packaged WACZ files or this writer's earlier ones, so this means the
-        // dependency was removed from the index (indexer --remove) meanwhile: say so loudly.
-        logger.error("dedupe", "a WACZ this one's revisits depend on has no finished index entry: it cannot be listed in relation.requires", { wacz: own.filename, crawlId, waczIndex: waczIndexText });
-        continue;
+        // dependency was removed from the index (indexer --remove) meanwhile. Packaging without it would
+        // leave revisits that resolve nowhere (and the indexer's purge guard blind): the crawl fails.
+        throw new MissingDependencyError(`${own.filename} depends on WACZ ${waczIndexText} of crawl ${crawlId}, which has no finished entry in the dedupe index (removed?): it cannot be listed in relation.requires`);
       }
       requirements.push({ filename: entry.filename, hash: entry.hash, size: entry.size, crawlId });
     }

@@ -17,7 +17,7 @@
  *
  * Import tracking (the indexer):
  *   src:q                  list   queued WACZ resources (JSON)
- *   src:qset               set    names of WACZ files queued (the same WACZ at another path is queued once)
+ *   src:qset               set    names of WACZ files ever queued (for updateProgress; whether to queue is decided by src:d)
  *   src:d                  set    names of WACZ files imported
  *   src:info               hash   name -> JSON {crawlId, requires: [crawlId...]} of each imported WACZ
  *   pending:q              hash   name -> JSON resource being imported now

@@ -10,13 +10,20 @@ import type { WarcWriter, WrittenRecord } from "../archive/warcWriter.js";
 import type { CaptureHistory } from "../dedupe/captureHistory.js";
 import type { OriginalCapture } from "../dedupe/dedupeIndex.js";
 import type { Deduplicator, RecordPlacement } from "../dedupe/deduplicator.js";
-import type { DependencyTracker, OwnWacz } from "../dedupe/dependencies.js";
+import type { DependencyTracker } from "../dedupe/dependencies.js";
+import type { NoteBacklog } from "../dedupe/noteBacklog.js";
 import { digitsToWarcDate, warcDateToDigits, type CaptureRecord } from "../dedupe/keys.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeClaims, ExchangeIdentity } from "../state/exchangeClaims.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import type { ExchangeSink, StoreOutcome } from "./exchangeSink.js";
 import type { WaczPlan } from "./waczPlan.js";
+
+/** A written record as the index notes need it, with its WARC file (whose WACZ is resolved when a note is written). */
+type WrittenPlacement = Omit<RecordPlacement, "wacz"> & { filename: string };
+
+/** Records written for an exchange (its WACZ is added by writeOutcome). */
+type WrittenOutcome = { kind: "response" | "revisit"; record: WrittenRecord; request: WrittenRecord };
 
 /** The parts each step of the pipeline uses; assembled by openCapturePipeline (openPipeline.ts). */
 export interface PipelineStages {
@@ -26,6 +33,8 @@ export interface PipelineStages {
   plan: WaczPlan;
   dependencies: DependencyTracker;
   history: CaptureHistory;
+  /** Index notes the dedupe index could not take yet, retried until it does (packaging waits for them). */
+  notes: NoteBacklog;
   /** Nothing more can be written (disk full...): the crawl stops. */
   stop: { fatal(message: string): void };
   archiveDir: string;
@@ -37,9 +46,11 @@ export interface PipelineStages {
  *   2. decide    response, or revisit of a payload archived already           dedupe/deduplicator.ts
  *   3. records   the WARC records of that decision                            archive/records.ts
  *   4. write     appended to this writer's WARC, in the WACZ it goes into     archive/warcWriter.ts, waczPlan.ts
- *   5. index     the dedupe index learns the new original or the revisit      dedupe/deduplicator.ts
- *   6. depend    a revisit's WACZ will require the WACZ of its original       dedupe/dependencies.ts
+ *   5. depend    a revisit's WACZ will require the WACZ of its original       dedupe/dependencies.ts
+ *                (recorded before the revisit is written: no revisit without its dependency)
+ *   6. index     the dedupe index learns the new original or the revisit      dedupe/deduplicator.ts
  *   7. history   the URL's capture history, for --refresh and `history`       dedupe/captureHistory.ts
+ *                (6 and 7 go through the NoteBacklog: retried until the index answers)
  * Exchanges that are no capture (a 206 fragment, the browser's own 304) are skipped; a body cut off
  * mid-transfer is written marked WARC-Truncated, claims nothing and is no dedupe original; one cut
  * short on purpose (size cap, endless stream) is marked too and no dedupe original, but claims its URL.
@@ -66,22 +77,26 @@ export class CapturePipeline implements ExchangeSink {
 
   private async claimAndWrite(exchange: Exchange): Promise<StoreOutcome> {
     // A 206 body is a fragment: storing it as the resource would be wrong (the full body is fetched instead).
-    if (exchange.status === 206) return { kind: "skipped", reason: "partial-content" };
+    if (exchange.status === 206) return { kind: "skipped", reason: "partial-content", wacz: null };
     // A 304 to the browser's own revalidation is not the resource (and has no body): only a 304 to a
     // conditional request the crawler made confirms an archived capture.
-    if (exchange.status === 304 && !exchange.confirms) return { kind: "skipped", reason: "browser-revalidation" };
+    if (exchange.status === 304 && !exchange.confirms) return { kind: "skipped", reason: "browser-revalidation", wacz: null };
     // Cut off by the network: a later capture may get it whole, so it claims nothing.
     if (exchange.truncated === "disconnect") return this.writeTruncated(exchange);
 
     const claim = exchangeIdentity(exchange);
-    if (!(await this.stages.claims.claim(claim))) return { kind: "skipped", reason: "already-stored" };
+    const claimed = await this.stages.claims.claim(claim);
+    if (!claimed.claimed) {
+      // Stored already. A page is listed in the WACZ holding its document, and that must be one of
+      // this writer's own still open (a page taken over from a stalled process whose WACZ has it, say,
+      // could not be resolved from ours): then the document is stored here too.
+      if (!exchange.pageDocument || (await this.isListableHere(claimed.storedIn))) return { kind: "skipped", reason: "already-stored", wacz: claimed.storedIn };
+      logger.debug("writer", "page document stored elsewhere; stored again in this writer's WACZ", { url: exchange.url, storedIn: claimed.storedIn });
+      return this.writeOutcome(exchange);
+    }
     try {
-      // Cut short on purpose (size cap, a never-ending stream): no later capture would do better, so it
-      // claims its URL (a 3 GB video on every page is fetched once), but is still no dedupe original.
-      const outcome = exchange.truncated
-        ? await this.writeTruncated(exchange)
-        : exchange.status === 304 && exchange.confirms ? await this.writeNotModified(exchange, exchange.confirms) : await this.write(exchange);
-      await this.stages.claims.confirm(claim);
+      const outcome = await this.writeOutcome(exchange);
+      await this.stages.claims.confirm(claim, outcome.wacz);
       return outcome;
     } catch (err) {
       await this.stages.claims.unclaim(claim).catch(() => undefined);
@@ -89,7 +104,20 @@ export class CapturePipeline implements ExchangeSink {
     }
   }
 
-  private async write(exchange: Exchange): Promise<StoreOutcome> {
+  private async writeOutcome(exchange: Exchange): Promise<StoreOutcome & { wacz: string }> {
+    // Cut short on purpose (size cap, a never-ending stream): no later capture would do better, so it
+    // claims its URL (a 3 GB video on every page is fetched once), but is still no dedupe original.
+    if (exchange.truncated) return this.writeTruncated(exchange);
+    const written = exchange.status === 304 && exchange.confirms ? await this.writeNotModified(exchange, exchange.confirms) : await this.write(exchange);
+    return { ...written, wacz: this.stages.plan.waczFilenameOf(written.record.filename) };
+  }
+
+  /** A WACZ this writer packages and has not packaged yet: a page can still be listed in it. */
+  private async isListableHere(wacz: string | null): Promise<boolean> {
+    return wacz !== null && (await this.stages.plan.isOwnWacz(wacz)) && !(await this.stages.plan.isSealed(wacz));
+  }
+
+  private async write(exchange: Exchange): Promise<WrittenOutcome> {
     const { dedupe, writer } = this.stages;
     const digest = await payloadDigest(exchange.body);
     const size = bodySize(exchange.body);
@@ -106,11 +134,12 @@ export class CapturePipeline implements ExchangeSink {
             profile: REVISIT_PROFILE_IDENTICAL,
           })
         : responseRecord(exchange, recordId, digest);
-      const [record, request] = await writer.writeRecords([main, requestRecord(exchange, recordId)]);
-      const placement = await this.placementOf(record);
-      if (decision.kind === "revisit") await this.indexRevisit(decision.original, placement);
-      else await dedupe.noteResponse(digest, placement, decision.indexable);
-      await this.recordHistory(exchange, record, digest, placement.wacz);
+      const dependsOn = decision.kind === "revisit" ? decision.original : null;
+      const [record, request] = await writer.writeRecords([main, requestRecord(exchange, recordId)], (file) => this.recordDependency(dependsOn, file));
+      const placement = this.placementOf(record);
+      if (decision.kind === "revisit") await this.noteRevisit(decision.original, placement);
+      else await this.noteResponse(digest, placement, decision.indexable);
+      await this.recordHistory(exchange, record, digest);
       return { kind: decision.kind, record, request };
     });
   }
@@ -119,27 +148,28 @@ export class CapturePipeline implements ExchangeSink {
    * A body cut off mid-transfer, kept because retries did not get it whole: marked WARC-Truncated, and
    * never a dedupe original nor a capture a later refresh could confirm (it is not the full payload).
    */
-  private async writeTruncated(exchange: Exchange): Promise<StoreOutcome> {
+  private async writeTruncated(exchange: Exchange): Promise<StoreOutcome & { wacz: string }> {
     const digest = await payloadDigest(exchange.body);
     const recordId = newRecordId();
     const [record, request] = await this.stages.writer.writeRecords([responseRecord(exchange, recordId, digest), requestRecord(exchange, recordId)]);
-    await this.stages.dedupe.noteResponse(digest, await this.placementOf(record), false);
-    return { kind: "response", record, request };
+    await this.noteResponse(digest, this.placementOf(record), false);
+    return { kind: "response", record, request, wacz: this.stages.plan.waczFilenameOf(record.filename) };
   }
 
   /** A 304 to our conditional request: a server-not-modified revisit pointing at the capture it confirms. */
-  private async writeNotModified(exchange: Exchange, confirms: ConfirmedCapture): Promise<StoreOutcome> {
+  private async writeNotModified(exchange: Exchange, confirms: ConfirmedCapture): Promise<WrittenOutcome> {
     const recordId = newRecordId();
     const head = confirms.headers ? notModifiedHead(exchange, { status: confirms.status, statusText: confirms.statusText, headers: confirms.headers }) : undefined;
     const target: RevisitTarget = { url: confirms.url, date: digitsToWarcDate(confirms.date), digest: confirms.digest, waczFilename: confirms.waczFilename ?? undefined, profile: REVISIT_PROFILE_NOT_MODIFIED };
-    const [record, request] = await this.stages.writer.writeRecords([revisitRecord(exchange, recordId, target, head), requestRecord(exchange, recordId)]);
-    const placement = await this.placementOf(record);
     const original = await this.stages.dedupe.findOriginal(confirms.digest);
-    await this.indexRevisit(
-      { crawlId: confirms.crawlId, waczIndex: confirms.waczIndex, size: original?.size ?? record.length, url: confirms.url, date: confirms.date, waczFilename: confirms.waczFilename, waczFinished: true },
-      placement,
+    const confirmed: OriginalCapture = {
+      crawlId: confirms.crawlId, waczIndex: confirms.waczIndex, size: original?.size ?? 0, url: confirms.url, date: confirms.date, waczFilename: confirms.waczFilename, waczFinished: true,
+    };
+    const [record, request] = await this.stages.writer.writeRecords(
+      [revisitRecord(exchange, recordId, target, head), requestRecord(exchange, recordId)], (file) => this.recordDependency(confirmed, file),
     );
-    await this.noteCapture(exchange, placement.wacz, {
+    await this.noteRevisit(original ? confirmed : { ...confirmed, size: record.length }, this.placementOf(record));
+    await this.noteCapture(exchange, record.filename, {
       date: warcDateToDigits(record.date),
       status: 304,
       digest: confirms.digest,
@@ -150,43 +180,64 @@ export class CapturePipeline implements ExchangeSink {
     return { kind: "revisit", record, request };
   }
 
-  /** Where a written record is, as the index needs it: its WACZ (with its index in c:<crawlId>:wacz when registered). */
-  private async placementOf(record: WrittenRecord): Promise<RecordPlacement> {
-    return { warcType: record.type, url: record.url, date: record.date, length: record.length, wacz: await this.stages.plan.waczOf(record.filename) };
+  /** Where a written record is, as the index needs it (its WACZ's index is resolved when a note is written). */
+  private placementOf(record: WrittenRecord): WrittenPlacement {
+    return { warcType: record.type, url: record.url, date: record.date, length: record.length, filename: record.filename };
   }
 
-  /** Index notes of a revisit (counts) and the dependency of its WACZ on the original's. */
-  private async indexRevisit(original: OriginalCapture, revisit: RecordPlacement): Promise<void> {
-    await this.stages.dedupe.noteRevisit(original, revisit);
-    await this.stages.dependencies.record(original.crawlId, original.waczIndex, revisit.wacz);
+  /**
+   * The WACZ of a WARC file, registered in the dedupe index: notes need its index there. Throws while
+   * the index cannot register it, so the note is kept and retried.
+   */
+  private async registeredWacz(warcFilename: string): Promise<{ filename: string; index: number }> {
+    const wacz = await this.stages.plan.waczOf(warcFilename);
+    if (wacz.index === null) throw new Error(`${wacz.filename} not registered in the dedupe index yet`);
+    return { filename: wacz.filename, index: wacz.index };
+  }
+
+  /**
+   * A revisit about to be written into `warcFilename` depends on its original's WACZ: recorded first,
+   * and if it cannot be, the revisit is not written (the store fails, its claim is released).
+   */
+  private async recordDependency(original: OriginalCapture | null, warcFilename: string): Promise<void> {
+    if (!original) return;
+    await this.stages.dependencies.record(original.crawlId, original.waczIndex, await this.stages.plan.waczOf(warcFilename));
+  }
+
+  private async noteResponse(digest: string, placement: WrittenPlacement, indexable: boolean): Promise<void> {
+    await this.stages.notes.write(`index ${placement.url}`, async () =>
+      this.stages.dedupe.noteResponse(digest, { ...placement, wacz: await this.registeredWacz(placement.filename) }, indexable),
+    );
+  }
+
+  private async noteRevisit(original: OriginalCapture, placement: WrittenPlacement): Promise<void> {
+    await this.stages.notes.write(`count the revisit of ${placement.url}`, async () =>
+      this.stages.dedupe.noteRevisit(original, { ...placement, wacz: await this.stages.plan.waczOf(placement.filename) }),
+    );
   }
 
   /**
    * Redirects and errors go into the history too, so a refresh can tell an unchanged redirect from a
    * new page. A 304 the browser got for its own conditional request stands for nothing it could confirm.
    */
-  private async recordHistory(exchange: Exchange, record: WrittenRecord, digest: string, wacz: OwnWacz): Promise<void> {
+  private async recordHistory(exchange: Exchange, record: WrittenRecord, digest: string): Promise<void> {
     if (exchange.status < 200 || exchange.status === 304) return;
     const success = exchange.status < 300;
     // Pages keep their status line and headers: a later 304 revisit is written with them.
     const head = success && exchange.resourceType === "Document" ? { statusText: exchange.statusText, headers: storedResponseHeaders(exchange) } : {};
     const location = exchange.status >= 300 && exchange.status < 400 ? headerValue(exchange.responseHeaders, "location") : undefined;
-    await this.noteCapture(exchange, wacz, { date: warcDateToDigits(record.date), status: exchange.status, digest, ...head, ...(location ? { location } : {}) });
+    await this.noteCapture(exchange, record.filename, { date: warcDateToDigits(record.date), status: exchange.status, digest, ...head, ...(location ? { location } : {}) });
   }
 
-  private async noteCapture(exchange: Exchange, wacz: OwnWacz, capture: Omit<CaptureRecord, "waczIndex">): Promise<void> {
+  /** The capture history lives in the dedupe Redis: while it is away, the note waits in the backlog. */
+  private async noteCapture(exchange: Exchange, warcFilename: string, capture: Omit<CaptureRecord, "waczIndex">): Promise<void> {
     const etag = headerValue(exchange.responseHeaders, "etag");
     const lastModified = headerValue(exchange.responseHeaders, "last-modified");
-    if (wacz.index === null) {
-      // The history lives in the dedupe Redis, which could not even register the WACZ just now.
-      logger.warn("history", "capture not recorded in the history: dedupe index unavailable", { url: exchange.url });
-      return;
-    }
-    try {
-      await this.stages.history.recordCapture(exchange.url, { ...capture, waczIndex: wacz.index, ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) });
-    } catch (err) {
-      logger.warn("history", "could not record the capture in the history", { url: exchange.url, error: errorMessage(err) });
-    }
+    const url = exchange.url;
+    await this.stages.notes.write(`record ${url} in the capture history`, async () => {
+      const { index } = await this.registeredWacz(warcFilename);
+      await this.stages.history.recordCapture(url, { ...capture, waczIndex: index, ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) });
+    });
   }
 }
 

@@ -5,6 +5,7 @@ import { CaptureHistory } from "../dedupe/captureHistory.js";
 import type { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import { Deduplicator } from "../dedupe/deduplicator.js";
 import { DependencyTracker } from "../dedupe/dependencies.js";
+import { NoteBacklog } from "../dedupe/noteBacklog.js";
 import { logger } from "../log/logger.js";
 import { ExchangeClaims } from "../state/exchangeClaims.js";
 import type { Liveness } from "../state/membership/liveness.js";
@@ -47,6 +48,8 @@ export interface OpenPipeline {
   plan: WaczPlan;
   dependencies: DependencyTracker;
   history: CaptureHistory;
+  /** Index notes waiting for the dedupe index (settled before packaging and commit). */
+  notes: NoteBacklog;
   /** Finish pending writes and close the current WARC file (before packaging). */
   close(): Promise<void>;
 }
@@ -76,9 +79,11 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
     },
     onFileOpened: async (filename) => void (await plan.assignWarc(filename)),
     onFileClosed: (filename, size) => plan.warcClosed(filename, size),
+    onFileDiscarded: (filename) => plan.unassignWarc(filename),
   });
   const dependencies = new DependencyTracker(stateRedis, membership.keys, settings.crawlId);
   const history = new CaptureHistory(dedupe.redis, settings.crawlId);
+  const notes = new NoteBacklog();
   const sink = new CapturePipeline({
     claims: new ExchangeClaims(stateRedis, membership),
     dedupe: new Deduplicator(dedupe, settings.dedupeMinSize, (filename) => plan.isOwnWacz(filename)),
@@ -86,10 +91,11 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
     plan,
     dependencies,
     history,
+    notes,
     stop: inputs.stop,
     archiveDir,
   });
-  return { sink, pageResources: new PageResourceRecorder(writer), writer, plan, dependencies, history, close: () => writer.close() };
+  return { sink, pageResources: new PageResourceRecorder(writer), writer, plan, dependencies, history, notes, close: () => writer.close() };
 }
 
 /**

@@ -64,6 +64,12 @@ export class WaczPlan {
     return { filename, index: await this.tryRegister(filename) };
   }
 
+  /** A WARC file removed before its first record (nothing of it remains): no WACZ expects it any more. */
+  async unassignWarc(warcFilename: string): Promise<void> {
+    await this.stateRedis.hdel(this.keys.warcToWacz, warcFilename);
+    this.waczOfWarc.delete(warcFilename);
+  }
+
   async warcClosed(warcFilename: string, size: number): Promise<void> {
     const wacz = await this.stateRedis.hget(this.keys.warcToWacz, warcFilename);
     if (wacz) await this.stateRedis.hincrby(this.keys.waczBytes, wacz, size);
@@ -74,6 +80,13 @@ export class WaczPlan {
     const filename = this.waczOfWarc.get(warcFilename);
     if (filename === undefined) throw new Error(`WARC ${warcFilename} was never assigned to a WACZ`);
     return { filename, index: await this.tryRegister(filename) };
+  }
+
+  /** The filename of the WACZ a WARC file goes into. */
+  waczFilenameOf(warcFilename: string): string {
+    const filename = this.waczOfWarc.get(warcFilename);
+    if (filename === undefined) throw new Error(`WARC ${warcFilename} was never assigned to a WACZ`);
+    return filename;
   }
 
   /** Find where a restarted writer goes on: its last WACZ, unless that one is packaged already. */

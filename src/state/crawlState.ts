@@ -52,11 +52,12 @@ return {items[1], items[2]}
 `;
 
 const FINISH_LUA = `
--- KEYS: pending, leases, done; ARGV: url, owner
+-- KEYS: pending, leases, done, listedPages; ARGV: url, owner, WACZ listing the page ('' if none)
 if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[1])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[4], ARGV[1], ARGV[3]) end
 return 1
 `;
 
@@ -186,9 +187,23 @@ export class CrawlState {
     return result ? (JSON.parse(result[0]) as QueuedPage) : null;
   }
 
-  async markDone(url: string): Promise<void> {
+  /**
+   * The page is crawled (only while the lease is ours: false otherwise), listed in WACZ `listedIn`:
+   * the one pages list that keeps it at packaging.
+   */
+  async markDone(url: string, listedIn = ""): Promise<boolean> {
     const k = this.keys;
-    await this.redis.eval(FINISH_LUA, 3, k.pending, k.leases, k.done, url, this.processId);
+    return (await this.redis.eval(FINISH_LUA, 4, k.pending, k.leases, k.done, k.listedPages, url, this.processId, listedIn)) === 1;
+  }
+
+  /** For each URL: the WACZ whose pages list keeps it (null: none named; "" for a page crawled before this was kept). */
+  async listedIn(urls: string[]): Promise<(string | null)[]> {
+    if (!urls.length) return [];
+    const named = await this.redis.hmget(this.keys.listedPages, ...urls);
+    const pipeline = this.redis.pipeline();
+    for (const url of urls) pipeline.sismember(this.keys.done, url);
+    const done = (await pipeline.exec()) ?? [];
+    return named.map((wacz, i) => wacz ?? (done[i]?.[1] === 1 ? "" : null));
   }
 
   /** Count a failed attempt; returns "retry" when the page went back to the queue, "failed" when given up. */

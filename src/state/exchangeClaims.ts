@@ -12,18 +12,23 @@ export interface ExchangeIdentity {
 
 const STORED = "stored";
 
+/** A claim: this process may store the exchange, or it is stored (in `storedIn`, when the claim says which WACZ). */
+export type ClaimResult = { claimed: true } | { claimed: false; storedIn: string | null };
+
 /** Field of a stored exchange in the claims hash: "<status> <method> <url>[ <request body digest>]". */
 function exchangeField({ status, method, url, requestDigest }: ExchangeIdentity): string {
   return requestDigest ? `${status} ${method} ${url} ${requestDigest}` : `${status} ${method} ${url}`;
 }
 
-// A claim is "stored" (final) or the id of the process writing it (provisional). The provisional claim
-// of a process taken for dead is taken over (see ownerRule.ts).
+// A claim is "stored <WACZ filename>" (final: "stored" alone from older versions) or the id of the
+// process writing it (provisional). The provisional claim of a process taken for dead is taken over
+// (see ownerRule.ts). Returns 1 when claimed, else what the claim holds.
 const CLAIM_LUA = ownerScript(`
 -- KEYS: storedExchanges, fenced; ARGV: claim, owner, heartbeatPrefix
 local current = redis.call('HGET', KEYS[1], ARGV[1])
-if current == '${STORED}' or current == ARGV[2] then return 0 end
-if current and not take_over(ARGV[3] .. current, KEYS[2], current) then return 0 end
+if current == ARGV[2] then return 'mine' end
+if current and (current == '${STORED}' or string.sub(current, 1, ${STORED.length + 1}) == '${STORED} ') then return current end
+if current and not take_over(ARGV[3] .. current, KEYS[2], current) then return 'busy' end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 1
 `);
@@ -31,7 +36,7 @@ return 1
 // Confirm only our own claim: one taken over from us (we were fenced) stays with its new owner.
 const CONFIRM_LUA = `
 if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], '${STORED}')
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 return 1
 `;
 
@@ -51,15 +56,21 @@ export class ExchangeClaims {
     private readonly membership: Membership,
   ) {}
 
-  /** True the first time an exchange is seen in this crawl (this process may store it), false afterwards. */
-  async claim(exchange: ExchangeIdentity): Promise<boolean> {
+  /**
+   * Claimed the first time an exchange is seen in this crawl (this process may store it); afterwards
+   * not, with the WACZ holding it once it is stored there.
+   */
+  async claim(exchange: ExchangeIdentity): Promise<ClaimResult> {
     const { keys, processId, heartbeatPrefix } = this.membership;
-    return (await this.redis.eval(CLAIM_LUA, 2, keys.storedExchanges, keys.fenced, exchangeField(exchange), processId, heartbeatPrefix)) === 1;
+    const result = (await this.redis.eval(CLAIM_LUA, 2, keys.storedExchanges, keys.fenced, exchangeField(exchange), processId, heartbeatPrefix)) as number | string;
+    if (result === 1) return { claimed: true };
+    const storedIn = typeof result === "string" && result.startsWith(`${STORED} `) ? result.slice(STORED.length + 1) : null;
+    return { claimed: false, storedIn };
   }
 
-  /** The exchange's records are safely in the WARC. */
-  async confirm(exchange: ExchangeIdentity): Promise<void> {
-    await this.redis.eval(CONFIRM_LUA, 1, this.membership.keys.storedExchanges, exchangeField(exchange), this.membership.processId);
+  /** The exchange's records are safely in the WARC that goes into WACZ `waczFilename`. */
+  async confirm(exchange: ExchangeIdentity, waczFilename: string): Promise<void> {
+    await this.redis.eval(CONFIRM_LUA, 1, this.membership.keys.storedExchanges, exchangeField(exchange), this.membership.processId, `${STORED} ${waczFilename}`);
   }
 
   /** Undo a claim whose records could not be written, so a later fetch may store it. */
@@ -69,6 +80,7 @@ export class ExchangeClaims {
 
   /** Whether the exchange's records are in a WARC already (a provisional claim does not count). */
   async isStored(exchange: ExchangeIdentity): Promise<boolean> {
-    return (await this.redis.hget(this.membership.keys.storedExchanges, exchangeField(exchange))) === STORED;
+    const value = await this.redis.hget(this.membership.keys.storedExchanges, exchangeField(exchange));
+    return value === STORED || (value?.startsWith(`${STORED} `) ?? false);
   }
 }

@@ -33,6 +33,8 @@ export function crawlStateKeys(crawlId: string) {
     failedAttempts: `${p}:attemptsFailed`,
     /** Set of URLs finished (captured). */
     done: `${p}:d`,
+    /** Hash page url -> the WACZ whose pages list keeps it (set with done: whoever finished the page lists it). */
+    listedPages: `${p}:listed`,
     /** List of failed page JSON. */
     failed: `${p}:f`,
     /** Hash "<status> <method> <url>[ <request body digest, not for GET/HEAD>]" -> "stored", or the id of the process writing it now: an exchange is stored once per crawl. */
