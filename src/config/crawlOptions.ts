@@ -12,6 +12,7 @@ import { robotsAgentOf } from "../robots/robotsTxt.js";
 import type { SitemapOptions } from "../sitemap/sitemapSeeds.js";
 import { parseW3cDate } from "../sitemap/w3cDate.js";
 import { BEHAVIOR_NAMES, parseBehaviorList, type BehaviorName } from "../browser/behaviors.js";
+import { parseAddressAllowance, type AddressAllowance } from "../fetch/addressPolicy.js";
 
 /** Everything a crawl run needs to know, validated. The one place a flag's meaning lives. */
 export interface CrawlOptions {
@@ -77,6 +78,8 @@ export interface CrawlOptions {
   behaviorTimeout: number;
   /** Seconds to sleep after the load wait, before the behaviors. */
   postLoadDelay: number;
+  /** --allowAddresses: addresses fetched beyond the default policy (see fetch/addressPolicy.ts). */
+  allowAddresses: AddressAllowance;
 }
 
 export class OptionsError extends Error {}
@@ -133,6 +136,7 @@ export interface RawCrawlFlags {
   behaviors?: string;
   behaviorTimeout?: string;
   postLoadDelay?: string;
+  allowAddresses?: string[];
 }
 
 /** A seed object of a config file's `seeds:` (browsertrix-crawler's format): its values override the flags'. */
@@ -307,6 +311,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     sitemap: sitemapOptions(flags),
     robots: flags.robots ? { agent: flags.robotsAgent ?? robotsAgentOf(flags.userAgent ?? null) } : null,
     ...behaviorOptions(flags),
+    allowAddresses: addressAllowance(flags.allowAddresses),
   };
 }
 
@@ -341,6 +346,14 @@ function sitemapOptions(flags: RawCrawlFlags): SitemapOptions | null {
   }
   // A date names a period: from its first instant, to its last ("--sitemapToDate 2024-03-05" keeps the whole day).
   return { url, fromDate: from?.start ?? null, toDate: to?.end ?? null };
+}
+
+function addressAllowance(values: string[] | undefined): AddressAllowance {
+  try {
+    return parseAddressAllowance(splitList(values));
+  } catch (err) {
+    throw new OptionsError(`--allowAddresses ${(err as Error).message}`);
+  }
 }
 
 function behaviorOptions(flags: RawCrawlFlags): Pick<CrawlOptions, "behaviors" | "behaviorTimeout" | "postLoadDelay"> {

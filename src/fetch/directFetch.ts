@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
 import { shortOfDeclaredLength, type Exchange, type ExchangeBody } from "../archive/exchange.js";
+import { refuseForbiddenAddress } from "./addressPolicy.js";
 
 const IN_MEMORY_LIMIT = 4_000_000;
 /** User-Agent of the crawler's own fetches when --userAgent is not given. */
@@ -24,6 +25,7 @@ export interface DirectFetchOptions {
  * the WARC payload; redirects are not followed, they are captured as they are.
  */
 export async function directFetch(url: string, options: DirectFetchOptions = {}): Promise<Exchange> {
+  await refuseForbiddenAddress(url);
   // The browser's headers are kept, except those that would make the answer partial or conditional
   // (a direct fetch is made to get the full resource) and Accept-Encoding (only codings replay tools read).
   const given = (options.headers ?? []).filter(([n]) => !UNCONDITIONAL_DROPS.has(n.toLowerCase()));

@@ -18,6 +18,7 @@ export interface RobotsTxtOptions {
   userAgent: string | null;
   /** Product token matched against robots.txt User-agent lines. */
   agent: string;
+  /** Time allowed for the whole fetch of a robots.txt (a total deadline: a server dripping bytes cannot hold it). */
   timeoutMs?: number;
   /** How long an unreachable robots.txt keeps its host disallowed before it is asked for again. */
   unreachableRetryMs?: number;
