@@ -1,27 +1,21 @@
 // The crawler's own fetches (robots.txt, sitemaps) end by a total deadline, however steadily a server
 // drips bytes: an idle timeout alone is reset by each byte and never fires.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AddressPolicy, useAddressPolicy } from "../src/fetch/addressPolicy.js";
 import { FetchDeadlineError, plainFetch, readText } from "../src/fetch/plainFetch.js";
 import { RobotsTxt } from "../src/robots/robotsTxt.js";
 import { readSitemaps } from "../src/sitemap/sitemapReader.js";
 import { startFaultySite, type FaultySite } from "./helpers/faultySite.js";
 
 let site: FaultySite;
-let dripOrigin: string;
-const saved = { ...process.env };
+/** The hostile site on 127.0.0.3, whose robots.txt drips. */
+let dripSite: FaultySite;
 
 beforeAll(async () => {
   site = await startFaultySite(1, {});
-  // robots-drip.test is the hostile site under the name its robots.txt drips for.
-  process.env.CRAWLER_TEST_HOSTS = "robots-drip.test=127.0.0.1";
-  useAddressPolicy(await AddressPolicy.forSeeds([site.url + "/"], { categories: [], ranges: [] }));
-  dripOrigin = `http://robots-drip.test:${new URL(site.url).port}`;
+  dripSite = await startFaultySite(1, {}, "127.0.0.3");
 });
 afterAll(async () => {
-  process.env = saved;
-  useAddressPolicy(new AddressPolicy({ categories: ["loopback", "private"], ranges: [] }));
-  await site.close();
+  await Promise.all([site.close(), dripSite.close()]);
 });
 
 describe("slow drips", () => {
@@ -39,13 +33,13 @@ describe("slow drips", () => {
     const robots = new RobotsTxt({ userAgent: null, agent: "warc-crawler", timeoutMs: 2500 });
     const started = Date.now();
     // Several workers meeting links to the host wait on one fetch; all of them get the answer at its deadline.
-    const verdicts = await Promise.all([1, 2, 3].map(() => robots.check(`${dripOrigin}/page/1`)));
+    const verdicts = await Promise.all([1, 2, 3].map(() => robots.check(`${dripSite.url}/page/1`)));
     expect(verdicts).toEqual(Array(3).fill({ allowed: false, reason: "robots.txt unreachable" }));
     expect(Date.now() - started).toBeLessThan(8000);
-    expect(site.hits.get("/robots.txt")).toBe(1);
+    expect(dripSite.hits.get("/robots.txt")).toBe(1);
     // Asked again (unreachable is remembered for a while): no second fetch.
-    expect(await robots.check(`${dripOrigin}/page/2`)).toEqual({ allowed: false, reason: "robots.txt unreachable" });
-    expect(site.hits.get("/robots.txt")).toBe(1);
+    expect(await robots.check(`${dripSite.url}/page/2`)).toEqual({ allowed: false, reason: "robots.txt unreachable" });
+    expect(dripSite.hits.get("/robots.txt")).toBe(1);
   });
 
   it("the sitemap reader ends when a sitemap drips, and goes on to the next one", async () => {

@@ -7,8 +7,9 @@ import type { HostileRoutes } from "./route.js";
  *
  * The forbidden server is a second faulty site on 127.0.0.2, which a test tells the crawler to treat as
  * link-local (CRAWLER_TEST_LINK_LOCAL) and names evil.test (CRAWLER_TEST_HOSTS); pages get its port as
- * `?to=<port>`. Host names matter to /robots.txt (the one fixed path here): robots-drip.test drips it,
- * robots-to-<port>.test redirects it to the forbidden server; any other host has none (404).
+ * `?to=<port>`. The host asked for matters to /robots.txt (the one fixed path here): a hostile site on
+ * 127.0.0.3 drips it, robots-to-<port>.test redirects it to the forbidden server; any other host has
+ * none (404), as the plain hostile site always had.
  */
 const P = "/hostile/addresses";
 
@@ -65,14 +66,14 @@ export const addressesRoutes: HostileRoutes = {
   },
   "/robots.txt": (req, res) => {
     const host = (req.headers.host ?? "").split(":")[0];
-    if (host === "robots-drip.test") return drip(res, "text/plain", "User-agent: *\n", "#");
+    if (host === "127.0.0.3") return drip(res, "text/plain", "User-agent: *\n", "#");
     const to = /^robots-to-(\d+)\.test$/.exec(host)?.[1];
     if (to) return redirect(res, `http://evil.test:${to}/robots.txt`);
     res.writeHead(404, { "content-type": "text/plain" }).end("not found");
   },
-  // A page linking to a host whose robots.txt drips (one byte a second, never ending).
+  // A page linking to the host whose robots.txt drips (one byte a second, never ending): 127.0.0.3:<to>.
   [`${P}/drip-links`]: (req, res) => {
-    html(res, `<title>drip links</title><a href="http://robots-drip.test:${ownPort(req)}${P}/listed-page">robots.txt drips</a>`);
+    html(res, `<title>drip links</title><a href="http://127.0.0.3:${forbiddenPort(req)}${P}/listed-page">robots.txt drips</a>`);
   },
   [`${P}/sitemap-drip.xml`]: (_req, res) => drip(res, "application/xml", `<?xml version="1.0"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n`, " "),
   // A page that opens three windows (plainly, without an opener, from a fresh iframe), then links on.
