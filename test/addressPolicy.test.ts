@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AddressPolicy, AddressRefusedError, chromiumHostResolverArgs, parseAddressAllowance, useAddressPolicy } from "../src/fetch/addressPolicy.js";
+import type { LookupAddress } from "node:dns";
+import { AddressPolicy, AddressRefusedError, chromiumHostResolverArgs, parseAddressAllowance, policyLookup, useAddressPolicy } from "../src/fetch/addressPolicy.js";
 import { categoryOf, embeddedIpv4 } from "../src/fetch/addressRanges.js";
 import { plainFetch } from "../src/fetch/plainFetch.js";
 import { directFetch } from "../src/fetch/directFetch.js";
@@ -127,6 +128,15 @@ describe("the address policy on the crawler's own fetches (robots.txt, sitemaps,
     expect(await policy.check(`http://evil.test:${new URL(forbidden.url).port}/`)).toEqual({ allowed: false, reason: "evil.test resolves to 127.0.0.2, a link-local address" });
     expect(await policy.check(site.url + "/page/1")).toEqual({ allowed: true });
     expect(chromiumHostResolverArgs()).toEqual(["--host-resolver-rules=MAP evil.test 127.0.0.2"]);
+  });
+
+  it("the crawler's sockets resolve through the policy and never connect to a refused address", async () => {
+    const lookup = (host: string, all: boolean) =>
+      new Promise<string | LookupAddress[]>((resolve, reject) => policyLookup(host, { all }, (err, address) => (err ? reject(err) : resolve(address))));
+    await expect(lookup("evil.test", false)).rejects.toThrow("not fetched: evil.test resolves to 127.0.0.2, a link-local address");
+    await expect(lookup("127.0.0.2", true)).rejects.toThrow(AddressRefusedError);
+    await expect(lookup("127.0.0.1", true)).resolves.toEqual([{ address: "127.0.0.1", family: 4 }]);
+    await expect(lookup("127.0.0.1", false)).resolves.toBe("127.0.0.1");
   });
 
   it("a redirect hop to a forbidden address is not followed, and nothing reaches that server", async () => {

@@ -277,7 +277,7 @@ export class PageCapture {
       await this.cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "BlockedByClient" }).catch(() => undefined);
       return;
     }
-    const pending = event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
+    const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
     if (!pending) return this.continue(event.requestId);
     this.conditional.delete(event.request.url);
     this.sentConditional.set(event.networkId ?? event.requestId, pending.confirms);
