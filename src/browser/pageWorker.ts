@@ -205,11 +205,11 @@ async function bounded(step: Promise<unknown> | undefined, ms: number, whatTimed
   }
 }
 
-/** The windows a loaded page opened (closed at once) count as its links: their URLs are followed if in scope. */
+/** The windows a loaded page opened (none stays open) count as its links: their URLs are followed if in scope. */
 function withPopupLinks(result: Omit<PageLoadResult, "truncated">, popups: PopupCloser, url: string): Omit<PageLoadResult, "truncated"> {
   const opened = popups.opened();
   if (!opened.urls.length && !opened.closed) return result;
-  logger.info("browser", "the page opened windows: closed, their URLs taken as links", { url, windows: opened.urls.length, closed: opened.closed });
+  logger.info("browser", "the page opened windows: none left open, their URLs taken as links", { url, windows: opened.urls.length, closed: opened.closed });
   if (!result.document || result.error) return result;
   const links = opened.urls.map((u) => tryNormalizeCrawlUrl(u)).filter((u): u is string => u !== null);
   return { ...result, links: [...new Set([...result.links, ...links])] };

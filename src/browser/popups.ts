@@ -3,33 +3,59 @@ import { logger } from "../log/logger.js";
 
 /** Most popup URLs kept per page (a page opening windows in a loop must not fill memory). */
 const MAX_URLS_PER_PAGE = 1000;
+/** The page-side hook window.open reports to (a CDP binding: a native function in every frame). */
+const BINDING = "__crawlerWindowOpen";
+
+// In every frame, before the page's own scripts: window.open opens nothing and returns null (as when a
+// popup blocker stops it), and hands its URL to the crawler.
+const NO_WINDOW_OPEN = `(() => {
+  const name = ${JSON.stringify(BINDING)};
+  const open = function (url) {
+    let href;
+    try { href = String(new URL(String(url ?? ""), document.baseURI)); } catch (e) { return null; }
+    // The binding may not be in a frame made by script yet: its (same-origin) parent's will do.
+    for (const w of [window, window.parent, window.top]) {
+      try { if (typeof w[name] === "function") { w[name](href); break; } } catch (e) {}
+    }
+    return null;
+  };
+  try { Object.defineProperty(window, "open", { value: open, writable: false, configurable: false }); } catch (e) {}
+})();`;
 
 /**
- * Windows a tab's page opens (window.open, from any of its frames, with or without noopener; links and
- * forms with a target) are closed the moment the browser reports them, before they load anything in the
- * usual case: left open they would keep running outside the capture and outside --minHostInterval,
- * polling the site and holding memory for the rest of the crawl. The URL each was opened for is kept,
- * to be followed as one of the page's links (if in scope).
+ * Windows a tab's page opens would keep running outside the capture and outside --minHostInterval,
+ * polling the site and holding memory for the rest of the crawl. So `window.open` (in every frame)
+ * opens nothing and reports its URL; a window opened another way (a link or form with a target, or a
+ * frame the override missed) is closed once the browser hands it over (closing it any earlier can
+ * leave the opener's renderer paused for good). The URLs are followed as the page's links (if in scope).
  */
 export class PopupCloser {
   private readonly urls = new Set<string>();
   private closedCount = 0;
 
-  private constructor(
-    private readonly cdp: CDPSession,
-    private readonly tabTargetId: string,
-  ) {}
+  private constructor(private readonly cdp: CDPSession) {}
 
   static async attach(tab: Page): Promise<PopupCloser> {
     const cdp = await tab.createCDPSession();
-    const { targetInfo } = await cdp.send("Target.getTargetInfo");
-    const closer = new PopupCloser(cdp, targetInfo.targetId);
-    cdp.on("Page.windowOpen", (event: Protocol.Page.WindowOpenEvent) => {
-      if (closer.urls.size < MAX_URLS_PER_PAGE) closer.urls.add(event.url);
+    const closer = new PopupCloser(cdp);
+    cdp.on("Runtime.bindingCalled", (event: Protocol.Runtime.BindingCalledEvent) => {
+      if (event.name === BINDING) closer.note(event.payload);
     });
-    cdp.on("Target.targetCreated", (event: Protocol.Target.TargetCreatedEvent) => closer.onTargetCreated(event.targetInfo));
+    cdp.on("Page.windowOpen", (event: Protocol.Page.WindowOpenEvent) => closer.note(event.url));
+    tab.on("popup", (popup) => {
+      if (!popup) return;
+      void popup.close().then(
+        () => {
+          closer.closedCount += 1;
+          logger.debug("browser", "popup window closed", { url: popup.url() });
+        },
+        () => undefined,
+      );
+    });
+    await cdp.send("Runtime.enable");
+    await cdp.send("Runtime.addBinding", { name: BINDING });
     await cdp.send("Page.enable");
-    await cdp.send("Target.setDiscoverTargets", { discover: true });
+    await cdp.send("Page.addScriptToEvaluateOnNewDocument", { source: NO_WINDOW_OPEN });
     return closer;
   }
 
@@ -39,7 +65,7 @@ export class PopupCloser {
     this.closedCount = 0;
   }
 
-  /** The URLs the current page opened windows for, and how many windows were closed. */
+  /** The URLs the current page tried to open windows for, and how many opened windows were closed. */
   opened(): { urls: string[]; closed: number } {
     return { urls: [...this.urls], closed: this.closedCount };
   }
@@ -48,15 +74,7 @@ export class PopupCloser {
     await this.cdp.detach().catch(() => undefined);
   }
 
-  private onTargetCreated(target: Protocol.Target.TargetInfo): void {
-    // Chromium names the opener even of a noopener window; other tabs' popups are their closers' business.
-    if (target.type !== "page" || target.openerId !== this.tabTargetId) return;
-    void this.cdp.send("Target.closeTarget", { targetId: target.targetId }).then(
-      () => {
-        this.closedCount += 1;
-        logger.debug("browser", "popup window closed", { url: target.url || null });
-      },
-      () => undefined,
-    );
+  private note(url: string): void {
+    if (this.urls.size < MAX_URLS_PER_PAGE) this.urls.add(url);
   }
 }

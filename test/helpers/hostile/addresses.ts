@@ -28,9 +28,9 @@ function drip(res: ServerResponse, contentType: string, head: string, byte: stri
   res.on("close", () => clearInterval(timer));
 }
 
-/** A window that was opened as a popup (its name says so) polls the site; loaded as a page, it does not. */
+/** A window that was opened as a popup (its name says so) polls the site after a second; loaded as a page, it does not. */
 const popupPage = (n: number) => `<title>popup ${n}</title><p>popup ${n}</p><script>
-  if (window.name.startsWith("popup-")) setInterval(() => fetch("${P}/popup-poll?from=${n}").catch(() => undefined), 250);
+  if (window.name.startsWith("popup-")) setTimeout(() => setInterval(() => fetch("${P}/popup-poll-${n}").catch(() => undefined), 250), 1000);
 </script>`;
 
 export const addressesRoutes: HostileRoutes = {
@@ -76,18 +76,22 @@ export const addressesRoutes: HostileRoutes = {
     html(res, `<title>drip links</title><a href="http://127.0.0.3:${forbiddenPort(req)}${P}/listed-page">robots.txt drips</a>`);
   },
   [`${P}/sitemap-drip.xml`]: (_req, res) => drip(res, "application/xml", `<?xml version="1.0"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n`, " "),
-  // A page that opens three windows (plainly, without an opener, from a fresh iframe), then links on.
-  [`${P}/popups`]: (req, res) => {
-    html(res, `<title>popups</title><body><a href="/page/1">1</a> <a href="/page/2">2</a> <a href="/page/3">3</a><script>
+  // A page that calls window.open three times (plainly, without an opener, from a fresh iframe), opens a
+  // fourth window by clicking a link with a target, and links on.
+  [`${P}/popups`]: (_req, res) => {
+    html(res, `<title>popups</title><body><a href="/page/1">1</a> <a href="/page/2">2</a> <a href="/page/3">3</a>
+      <a id="fourth" href="${P}/popup-4" target="popup-4">4</a><script>
       window.open("${P}/popup-1", "popup-1");
       window.open("${P}/popup-2", "popup-2", "noopener");
       const frame = document.createElement("iframe");
       document.body.appendChild(frame);
       frame.contentWindow.open("${P}/popup-3", "popup-3");
+      document.getElementById("fourth").click();
     </script></body>`);
   },
   [`${P}/popup-1`]: (_req, res) => html(res, popupPage(1)),
   [`${P}/popup-2`]: (_req, res) => html(res, popupPage(2)),
   [`${P}/popup-3`]: (_req, res) => html(res, popupPage(3)),
-  [`${P}/popup-poll`]: (_req, res) => res.writeHead(204).end(),
+  [`${P}/popup-4`]: (_req, res) => html(res, popupPage(4)),
+  ...Object.fromEntries([1, 2, 3, 4].map((n) => [`${P}/popup-poll-${n}`, (_req: IncomingMessage, res: ServerResponse) => void res.writeHead(204).end()])),
 };
