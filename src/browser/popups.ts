@@ -1,4 +1,4 @@
-import type { CDPSession, Page, Protocol } from "puppeteer-core";
+import type { Browser, CDPSession, Page, Protocol, Target } from "puppeteer-core";
 import { logger } from "../log/logger.js";
 
 /** Most popup URLs kept per page (a page opening windows in a loop must not fill memory). */
@@ -26,32 +26,32 @@ const NO_WINDOW_OPEN = `(() => {
  * Windows a tab's page opens would keep running outside the capture and outside --minHostInterval,
  * polling the site and holding memory for the rest of the crawl. So `window.open` (in every frame)
  * opens nothing and reports its URL; a window opened another way (a link or form with a target, or a
- * frame the override missed) is closed once the browser hands it over (closing it any earlier can
- * leave the opener's renderer paused for good). The URLs are followed as the page's links (if in scope).
+ * frame the override missed) is closed as soon as puppeteer has attached to it and let it run (closing
+ * it any earlier, at Target.targetCreated, can leave the opener's renderer paused for good). The URLs are followed as the page's links (if in scope).
  */
 export class PopupCloser {
   private readonly urls = new Set<string>();
   private closedCount = 0;
 
-  private constructor(private readonly cdp: CDPSession) {}
+  private constructor(
+    private readonly cdp: CDPSession,
+    private readonly browser: Browser,
+    private readonly onTarget: (target: Target) => void,
+  ) {}
 
   static async attach(tab: Page): Promise<PopupCloser> {
     const cdp = await tab.createCDPSession();
-    const closer = new PopupCloser(cdp);
+    const own = tab.target();
+    // Puppeteer reports a target once it has attached to it and let it run: closing it then is safe.
+    const onTarget = (target: Target) => {
+      if (target.type() === "page" && target.opener() === own) void closer.close(target);
+    };
+    const closer = new PopupCloser(cdp, tab.browser(), onTarget);
+    tab.browser().on("targetcreated", onTarget);
     cdp.on("Runtime.bindingCalled", (event: Protocol.Runtime.BindingCalledEvent) => {
       if (event.name === BINDING) closer.note(event.payload);
     });
     cdp.on("Page.windowOpen", (event: Protocol.Page.WindowOpenEvent) => closer.note(event.url));
-    tab.on("popup", (popup) => {
-      if (!popup) return;
-      void popup.close().then(
-        () => {
-          closer.closedCount += 1;
-          logger.debug("browser", "popup window closed", { url: popup.url() });
-        },
-        () => undefined,
-      );
-    });
     await cdp.send("Runtime.enable");
     await cdp.send("Runtime.addBinding", { name: BINDING });
     await cdp.send("Page.enable");
@@ -71,7 +71,19 @@ export class PopupCloser {
   }
 
   async detach(): Promise<void> {
+    this.browser.off("targetcreated", this.onTarget);
     await this.cdp.detach().catch(() => undefined);
+  }
+
+  private async close(target: Target): Promise<void> {
+    try {
+      const session = await target.createCDPSession();
+      await session.send("Page.close");
+      this.closedCount += 1;
+      logger.debug("browser", "popup window closed", { url: target.url() });
+    } catch {
+      // closed already (its page closed it, or the tab went away)
+    }
   }
 
   private note(url: string): void {

@@ -28,9 +28,9 @@ function drip(res: ServerResponse, contentType: string, head: string, byte: stri
   res.on("close", () => clearInterval(timer));
 }
 
-/** A window that was opened as a popup (its name says so) polls the site after a second; loaded as a page, it does not. */
+/** A window that was opened as a popup (its name says so) polls the site from 2 s on; loaded as a page, it does not. */
 const popupPage = (n: number) => `<title>popup ${n}</title><p>popup ${n}</p><script>
-  if (window.name.startsWith("popup-")) setTimeout(() => setInterval(() => fetch("${P}/popup-poll-${n}").catch(() => undefined), 250), 1000);
+  if (window.name.startsWith("popup-")) setTimeout(() => setInterval(() => fetch("${P}/popup-poll-${n}").catch(() => undefined), 250), 2000);
 </script>`;
 
 export const addressesRoutes: HostileRoutes = {
