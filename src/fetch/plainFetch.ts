@@ -69,7 +69,9 @@ export async function plainFetch(url: string, options: PlainFetchOptions): Promi
       const location = headers.location;
       // Past the last redirect allowed, the redirect itself is the answer (robots.txt: "no rules").
       if (isRedirect(response.statusCode) && location && redirects < MAX_REDIRECTS) {
-        discard(raw);
+        // Not read: a redirect's body could drip on, holding its connection past this fetch's deadline.
+        raw.on("error", () => undefined);
+        raw.destroy();
         current = new URL(location, current).href;
         continue;
       }
