@@ -26,6 +26,7 @@ describe("bad input gives one clear line and a non-zero exit", () => {
     [["--url", "http://127.0.0.1/", "--scopeType", "galaxy"], /--scopeType.*galaxy.*invalid|Allowed choices/],
     [["--url", "http://127.0.0.1/", "--collection", "../escape"], /--collection may hold only/],
     [[], /no seed URL given/],
+    [["--url", "http://127.0.0.1/", "--allowAddresses", "private,10.0.0.0/33"], /--allowAddresses takes IP ranges .* got "10\.0\.0\.0\/33"/],
   ])("crawl %j", async (args, message) => {
     const result = await runCli("crawl", [...args, "--cwd", cwd]);
     expect(result.code).toBe(2);
@@ -51,6 +52,13 @@ describe("bad input gives one clear line and a non-zero exit", () => {
     expect(result.code).toBe(1);
     expect(errorLine(result.stderr)).toMatch(new RegExp(`cannot reach crawl-state Redis \\(--redisStoreUrl\\) at redis://127.0.0.1:${port}/0`));
     expect(readdirSync(join(cwd, "collections", "noredis", "archive"))).toEqual([]);
+  });
+
+  it("a seed on a link-local (cloud metadata) address is refused before anything is fetched, naming the way out", async () => {
+    const result = await runCli("crawl", ["--url", "http://169.254.169.254/latest/meta-data/", "--cwd", cwd, "--collection", "metadata"]);
+    expect(result.code).toBe(1);
+    expect(errorLine(result.stderr)).toBe("crawl: seed http://169.254.169.254/latest/meta-data/ is not crawled: 169.254.169.254, a link-local address (--allowAddresses can allow it)");
+    expect(readdirSync(join(cwd, "collections", "metadata", "archive"))).toEqual([]);
   });
 
   it("an unreachable seed fails with exit 1 naming the URL", async () => {

@@ -107,6 +107,14 @@ describe("--config YAML", () => {
     expect(sources(options.include)).toEqual(["a", "b$"]);
   });
 
+  it("--allowAddresses: categories and IP ranges, from flags (comma lists, repeated) and YAML lists; none by default", () => {
+    expect(optionsFrom(["--url", "http://a.test/"]).allowAddresses).toEqual({ categories: [], ranges: [] });
+    expect(optionsFrom(["--url", "http://a.test/", "--allowAddresses", "private,10.9.0.0/16", "--allowAddresses", "169.254.169.254"]).allowAddresses).toEqual({
+      categories: ["private"], ranges: ["10.9.0.0/16", "169.254.169.254"],
+    });
+    expect(optionsFrom(["--config", yamlFile("url: http://a.test/\nallowAddresses: [loopback, 'fd00::/8']\n")]).allowAddresses).toEqual({ categories: ["loopback"], ranges: ["fd00::/8"] });
+  });
+
   it("a seed with its own include is custom-scoped, as in browsertrix-crawler", () => {
     const path = yamlFile("seeds:\n  - url: http://a.test/x/\n    include: '^http://a\\.test/(x|y)/'\n  - http://b.test/\n");
     const options = optionsFrom(["--config", path]);

@@ -1,6 +1,7 @@
 import { STATUS_CODES } from "node:http";
 import type { CDPSession, Page, Protocol } from "puppeteer-core";
 import { bodySize, headerValue, mimeTypeOf, shortOfDeclaredLength, type ConfirmedCapture, type Exchange, type ExchangeBody, type TruncationReason } from "../archive/exchange.js";
+import { checkAddress } from "../fetch/addressPolicy.js";
 import { noteCutShort, type BodyLimits } from "../fetch/bodyLimits.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
@@ -147,8 +148,9 @@ export class PageCapture {
     await cdp.send("Network.setCacheDisabled", { cacheDisabled: true });
     await cdp.send("Fetch.enable", {
       patterns: [
-        // Documents also pause before they are sent, so a refresh can make them conditional.
-        { urlPattern: "*", resourceType: "Document", requestStage: "Request" },
+        // Every request (each redirect hop too) pauses before it is sent, for the address policy; documents
+        // also so that a refresh can make them conditional.
+        { urlPattern: "*", requestStage: "Request" },
         { urlPattern: "*", requestStage: "Response" },
       ],
     });
@@ -373,7 +375,13 @@ export class PageCapture {
   }
 
   private async onRequestStage(event: Protocol.Fetch.RequestPausedEvent): Promise<void> {
-    const pending = event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
+    const address = await checkAddress(event.request.url);
+    if (!address.allowed) {
+      logger.warn("capture", "request blocked: not an address the crawler may fetch", { url: event.request.url, reason: address.reason });
+      await this.cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "BlockedByClient" }).catch(() => undefined);
+      return;
+    }
+    const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
     if (!pending) return this.continue(event.requestId);
     this.conditional.delete(event.request.url);
     this.sentConditional.set(event.networkId ?? event.requestId, pending.confirms);

@@ -1,5 +1,6 @@
 import puppeteer, { type Browser } from "puppeteer-core";
 import { existsSync } from "node:fs";
+import { chromiumHostResolverArgs } from "../fetch/addressPolicy.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
 import { createProfileDir, killBrowserProcesses, removeProfileDir } from "./browserProcesses.js";
@@ -67,7 +68,7 @@ export async function launchBrowser(options: LaunchOptions, records: BrowserReco
       executablePath: executableWithDeathSignal(options.executablePath, profileDir),
       headless: options.headless,
       userDataDir: profileDir,
-      args: [...CHROMIUM_ARGS, ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : [])],
+      args: [...CHROMIUM_ARGS, ...chromiumHostResolverArgs(), ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : [])],
       defaultViewport: { width: 1366, height: 900 },
       protocolTimeout: 120_000,
       // The crawler handles signals itself: it must finish writing before the browser goes away.

@@ -10,6 +10,7 @@ import type { BrowserHost } from "./browserHost.js";
 import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAttempt, type RateLimitAnswer } from "./capture.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
+import { PopupCloser } from "./popups.js";
 
 export interface PageWorkerOptions {
   pageLoadTimeoutMs: number;
@@ -62,6 +63,7 @@ export class PageWorker {
   private tab: Page | null = null;
   private tabBrowser: Browser | null = null;
   private capture: PageCapture | null = null;
+  private popups: PopupCloser | null = null;
   private readonly fetcher: FallbackFetcher;
   private readonly limits: BodyLimits;
   private behaviorOutcome: BehaviorOutcome | undefined;
@@ -76,9 +78,9 @@ export class PageWorker {
     this.fetcher = new FallbackFetcher({ userAgent: options.userAgent, limits: this.limits });
   }
 
-  private async ensureTab(): Promise<{ tab: Page; capture: PageCapture }> {
+  private async ensureTab(): Promise<{ tab: Page; capture: PageCapture; popups: PopupCloser }> {
     const browser = await this.host.browser();
-    if (this.tab && this.capture && !this.tab.isClosed() && this.tabBrowser === browser) return { tab: this.tab, capture: this.capture };
+    if (this.tab && this.capture && this.popups && !this.tab.isClosed() && this.tabBrowser === browser) return { tab: this.tab, capture: this.capture, popups: this.popups };
     // A window of its own: of several tabs in one window only the front one is visible, and a hidden
     // page neither renders nor fires IntersectionObservers, so scrolling would load nothing in it.
     const tab = await browser.newPage({ type: "window" });
@@ -86,16 +88,19 @@ export class PageWorker {
     if (this.options.userAgent) await tab.setUserAgent(this.options.userAgent);
     await installBehaviors(tab, this.options.behaviors);
     const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.limits, this.options.rateLimitStatusCodes);
+    const popups = await PopupCloser.attach(tab);
     this.tab = tab;
     this.capture = capture;
-    return { tab, capture };
+    this.popups = popups;
+    return { tab, capture, popups };
   }
 
   async load(url: string, { conditional, lastAttempt = false }: LoadOptions = {}): Promise<PageLoadResult> {
-    const { tab, capture } = await this.ensureTab();
+    const { tab, capture, popups } = await this.ensureTab();
     this.behaviorOutcome = undefined;
     const attempt = capture.beginPage(url, { conditional, lastAttempt });
-    const result = await this.loadPage(tab, capture, attempt, url);
+    popups.beginPage();
+    const result = withPopupLinks(await this.loadPage(tab, capture, attempt, url), popups, url);
     if (attempt.rateLimited) {
       return { document: null, title: "", links: [], error: `rate limited: HTTP ${attempt.rateLimited.status}`, truncated: [], rateLimited: attempt.rateLimited };
     }
@@ -189,8 +194,11 @@ export class PageWorker {
   async reset(): Promise<void> {
     const tab = this.tab;
     const capture = this.capture;
+    const popups = this.popups;
     this.tab = null;
     this.capture = null;
+    this.popups = null;
+    await bounded(popups?.detach(), TAB_CLOSE_DEADLINE_MS, "popup watch did not detach", { worker: this.id });
     // Chromium may never confirm closing a tab that shows an error page (puppeteer's close() then waits
     // forever): the close command is sent either way, so move on after a deadline.
     await bounded(capture?.detach(), CAPTURE_DRAIN_DEADLINE_MS, "capture of the old tab did not drain", { worker: this.id });
@@ -214,6 +222,16 @@ async function bounded(step: Promise<unknown> | undefined, ms: number, whatTimed
   } catch (err) {
     logger.debug("browser", errorMessage(err), details);
   }
+}
+
+/** The windows a loaded page opened (none stays open) count as its links: their URLs are followed if in scope. */
+function withPopupLinks(result: Omit<PageLoadResult, "truncated">, popups: PopupCloser, url: string): Omit<PageLoadResult, "truncated"> {
+  const opened = popups.opened();
+  if (!opened.urls.length && !opened.closed) return result;
+  logger.info("browser", "the page opened windows: none left open, their URLs taken as links", { url, windows: opened.urls.length, closed: opened.closed });
+  if (!result.document || result.error) return result;
+  const links = opened.urls.map((u) => tryNormalizeCrawlUrl(u)).filter((u): u is string => u !== null);
+  return { ...result, links: [...new Set([...result.links, ...links])] };
 }
 
 /** Follow the page URL through captured redirects to the document that was finally rendered. */

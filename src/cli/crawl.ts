@@ -61,6 +61,7 @@ export function buildCrawlProgram(): Command {
     .option("--sitemapToDate <date>", "with --useSitemap: only pages whose <lastmod> is at or before this ISO date (a date keeps its whole day)")
     .option("--robots", "obey robots.txt: pages it disallows are counted as skipped and never fetched")
     .option("--robotsAgent <token>", "with --robots: the User-agent name robots.txt rules are looked up for (default: from --userAgent, else warc-crawler)")
+    .option("--allowAddresses <list>", "also fetch these addresses, comma-separated, repeatable: IP ranges (10.1.0.0/16, 169.254.169.254) or loopback, private, link-local, metadata (default: public addresses, and loopback or private ones only if a seed is on one)", collect)
     .option("--browserPath <path>", "Chromium executable (default: env BROWSER_BIN, else /usr/bin/chromium)")
     .option("--headful", "show the browser window (needs a display)")
     .addOption(new Option("--text [targets]", "store each page's text: to-pages (pages.jsonl 'text', for full-text search), to-warc (a urn:text:<url> record); comma-separated, repeatable; alone: to-pages").preset("to-pages").argParser(collect))

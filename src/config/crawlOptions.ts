@@ -17,6 +17,7 @@ import { choiceList, integer, parseSize, regexList, seconds, splitList } from ".
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
 import { readStoreSettings, StoreSettingsError, type StoreSettings } from "../upload/storeSettings.js";
 import { DEFAULT_MAX_RESOURCE_SIZE } from "../fetch/bodyLimits.js";
+import { parseAddressAllowance, type AddressAllowance } from "../fetch/addressPolicy.js";
 
 /** Everything a crawl run needs to know, validated. The one place a flag's meaning lives. */
 export interface CrawlOptions {
@@ -94,6 +95,8 @@ export interface CrawlOptions {
   maxResourceSize: number;
   /** --diskUtilization: stop gracefully once the collection's disk is used above this percent; 0 = off. */
   diskUtilization: number;
+  /** --allowAddresses: addresses fetched beyond the default policy (see fetch/addressPolicy.ts). */
+  allowAddresses: AddressAllowance;
 }
 
 export { OptionsError };
@@ -157,6 +160,7 @@ export interface RawCrawlFlags extends RawRateLimitFlags {
   addRedirectedSeeds?: boolean;
   maxResourceSize?: string;
   diskUtilization?: string;
+  allowAddresses?: string[];
 }
 
 /** A seed object of a config file's `seeds:` (browsertrix-crawler's format): its values override the flags'. */
@@ -286,6 +290,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     rateLimit: rateLimitOptions(flags),
     store: storeSettings(env),
     ...storageLimits(flags),
+    allowAddresses: addressAllowance(flags.allowAddresses),
   };
 }
 
@@ -338,6 +343,14 @@ function sitemapOptions(flags: RawCrawlFlags): SitemapOptions | null {
   }
   // A date names a period: from its first instant, to its last ("--sitemapToDate 2024-03-05" keeps the whole day).
   return { url, fromDate: from?.start ?? null, toDate: to?.end ?? null };
+}
+
+function addressAllowance(values: string[] | undefined): AddressAllowance {
+  try {
+    return parseAddressAllowance(splitList(values));
+  } catch (err) {
+    throw new OptionsError(`--allowAddresses ${(err as Error).message}`);
+  }
 }
 
 function behaviorOptions(flags: RawCrawlFlags): Pick<CrawlOptions, "behaviors" | "behaviorTimeout" | "postLoadDelay"> {

@@ -1,4 +1,5 @@
 import type { CrawlOptions } from "../config/crawlOptions.js";
+import { AddressPolicy, useAddressPolicy } from "../fetch/addressPolicy.js";
 import { RobotsTxt } from "../robots/robotsTxt.js";
 import { PageAdmission } from "../scope/admission.js";
 import { SeedScope } from "../scope/seedScope.js";
@@ -12,8 +13,12 @@ export interface Seeding {
   robotsTxt: RobotsTxt;
 }
 
-/** Queue the seeds (robots.txt permitting, with --robots); seen before, as on a restart, they are not queued again. */
+/**
+ * Set the crawl's address policy (what the seeds are on, and --allowAddresses), then queue the seeds
+ * (robots.txt permitting, with --robots); seen before, as on a restart, they are not queued again.
+ */
 export async function admitSeeds(options: CrawlOptions, state: CrawlState): Promise<Seeding> {
+  useAddressPolicy(await AddressPolicy.forSeeds(options.seeds, options.allowAddresses));
   const scopes = options.seeds.map((seed, i) => new SeedScope(seed, options.seedScopes[i]));
   const robotsTxt = new RobotsTxt({ userAgent: options.userAgent, agent: options.robots?.agent ?? "*" });
   const admission = new PageAdmission(state, options.limit, options.robots ? robotsTxt : null);

@@ -1,6 +1,7 @@
 import { STATUS_CODES } from "node:http";
 import { request } from "undici";
 import { shortOfDeclaredLength, type Exchange, type ExchangeBody } from "../archive/exchange.js";
+import { refuseForbiddenAddress } from "./addressPolicy.js";
 import { BodySpool, defaultBodyLimits, noteCutShort, type BodyLimits } from "./bodyLimits.js";
 
 /** User-Agent of the crawler's own fetches when --userAgent is not given. */
@@ -22,6 +23,7 @@ export interface DirectFetchOptions {
  * the WARC payload; redirects are not followed, they are captured as they are.
  */
 export async function directFetch(url: string, options: DirectFetchOptions = {}): Promise<Exchange> {
+  await refuseForbiddenAddress(url);
   // The browser's headers are kept, except those that would make the answer partial or conditional
   // (a direct fetch is made to get the full resource) and Accept-Encoding (only codings replay tools read).
   const given = (options.headers ?? []).filter(([n]) => !UNCONDITIONAL_DROPS.has(n.toLowerCase()));

@@ -1,14 +1,20 @@
 import { Readable, Transform, type TransformCallback } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
-import { Agent, interceptors, request, type Dispatcher } from "undici";
+import { Agent, request, type Dispatcher } from "undici";
+import { policyLookup, refuseForbiddenAddress } from "./addressPolicy.js";
 import { DEFAULT_USER_AGENT } from "./directFetch.js";
 
 /**
- * Fetches the crawler reads for itself, not for the archive (robots.txt, sitemaps): redirects followed,
- * Content-Encoding undone, bodies capped so a hostile server cannot fill memory or disk.
+ * Fetches the crawler reads for itself, not for the archive (robots.txt, sitemaps): redirects followed
+ * (each hop's address checked against the address policy), Content-Encoding undone, bodies capped and
+ * the whole fetch bounded in time, so a hostile server can neither fill memory or disk nor hold it.
  */
 export interface PlainFetchOptions {
   userAgent: string | null;
+  /**
+   * Total deadline of the fetch: connecting, every redirect, the headers and the whole body. Past it
+   * the fetch (or the body stream) fails with FetchDeadlineError, however steadily bytes still arrive.
+   */
   timeoutMs: number;
   /** Largest body (after decoding) read; past it the body stream fails with BodyTooLargeError. */
   maxBytes: number;
@@ -22,30 +28,66 @@ export interface PlainResponse {
 }
 
 export class BodyTooLargeError extends Error {}
+export class FetchDeadlineError extends Error {}
 
 // RFC 9309 asks crawlers to follow at least five redirects for robots.txt; sitemaps are treated alike.
 const MAX_REDIRECTS = 5;
-let redirecting: Dispatcher | null = null;
+let agent: Dispatcher | null = null;
 
 export async function plainFetch(url: string, options: PlainFetchOptions): Promise<PlainResponse> {
-  redirecting ??= new Agent().compose(interceptors.redirect({ maxRedirections: MAX_REDIRECTS }));
-  const response = await request(url, {
-    method: "GET",
-    dispatcher: redirecting,
-    headers: {
-      "user-agent": options.userAgent ?? DEFAULT_USER_AGENT,
-      accept: "*/*",
-      "accept-encoding": "gzip, deflate, br",
-    },
-    headersTimeout: options.timeoutMs,
-    bodyTimeout: options.timeoutMs,
-  });
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(response.headers)) {
-    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
+  // Sockets resolve and check their address themselves too: what the name resolves to when connecting counts.
+  agent ??= new Agent({ connect: { lookup: policyLookup } });
+  const deadline = new AbortController();
+  let body: Readable | null = null;
+  const timer = setTimeout(() => {
+    const error = new FetchDeadlineError(`${url} not read within ${options.timeoutMs / 1000}s`);
+    deadline.abort(error);
+    body?.destroy(error);
+  }, options.timeoutMs);
+  try {
+    let current = url;
+    for (let redirects = 0; ; redirects += 1) {
+      await refuseForbiddenAddress(current);
+      if (deadline.signal.aborted) throw deadline.signal.reason;
+      const response = await request(current, {
+        method: "GET",
+        dispatcher: agent,
+        signal: deadline.signal,
+        headers: {
+          "user-agent": options.userAgent ?? DEFAULT_USER_AGENT,
+          accept: "*/*",
+          "accept-encoding": "gzip, deflate, br",
+        },
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+      });
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(response.headers)) {
+        if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
+      }
+      const raw = response.body as unknown as Readable;
+      const location = headers.location;
+      // Past the last redirect allowed, the redirect itself is the answer (robots.txt: "no rules").
+      if (isRedirect(response.statusCode) && location && redirects < MAX_REDIRECTS) {
+        // Not read: a redirect's body could drip on, holding its connection past this fetch's deadline.
+        raw.on("error", () => undefined);
+        raw.destroy();
+        current = new URL(location, current).href;
+        continue;
+      }
+      body = raw;
+      raw.once("close", () => clearTimeout(timer));
+      return { status: response.statusCode, headers, body: capped(decoded(raw, headers["content-encoding"]), options.maxBytes) };
+    }
+  } catch (err) {
+    clearTimeout(timer);
+    body?.destroy();
+    throw deadline.signal.aborted ? deadline.signal.reason : err;
   }
-  const raw = response.body as unknown as Readable;
-  return { status: response.statusCode, headers, body: capped(decoded(raw, headers["content-encoding"]), options.maxBytes) };
+}
+
+function isRedirect(status: number): boolean {
+  return status === 301 || status === 302 || status === 303 || status === 307 || status === 308;
 }
 
 /** Read a whole (capped) body as UTF-8 text. */

@@ -9,7 +9,7 @@ export type RobotsRules =
   | { kind: "rules"; isAllowed(url: string, agent: string): boolean; sitemaps: string[] }
   /** No robots.txt (4xx, or redirected too often): everything is allowed (RFC 9309 2.3.1.2-3). */
   | { kind: "allow-all"; sitemaps: [] }
-  /** Unreachable (5xx, 429, network error, timeout): nothing is allowed until `until` (RFC 9309 2.3.1.4). */
+  /** Unreachable (5xx, 429, network error, timeout, a redirect to a forbidden address): nothing is allowed until `until` (RFC 9309 2.3.1.4). */
   | { kind: "unreachable"; until: number; sitemaps: []; status: number | null };
 
 export type RobotsVerdict = { allowed: true } | { allowed: false; reason: "disallowed" | "robots.txt unreachable" };
@@ -18,6 +18,7 @@ export interface RobotsTxtOptions {
   userAgent: string | null;
   /** Product token matched against robots.txt User-agent lines. */
   agent: string;
+  /** Time allowed for the whole fetch of a robots.txt (a total deadline: a server dripping bytes cannot hold it). */
   timeoutMs?: number;
   /** How long an unreachable robots.txt keeps its host disallowed before it is asked for again. */
   unreachableRetryMs?: number;

@@ -1,17 +1,22 @@
+import { checkAddress } from "../fetch/addressPolicy.js";
 import { logger } from "../log/logger.js";
 import type { RobotsTxt } from "../robots/robotsTxt.js";
 import type { CrawlState, QueuedPage } from "../state/crawlState.js";
 import { crawlKey } from "./urls.js";
 
-export type Admission = "queued" | "seen" | "limit" | "robots";
+export type Admission = "queued" | "seen" | "limit" | "robots" | "address";
 
 /**
  * The one way pages enter the queue (seeds, links, sitemap entries): a page is known by its key
  * (crawlKey: ?b=2&a=1 is ?a=1&b=2, "/p?" is "/p"), so it is queued once, under the URL seen first.
- * With --robots, a page robots.txt disallows is counted as skipped and never queued, so it is never
- * fetched and takes no place under --limit.
+ * A page on an address the crawler may not fetch (fetch/addressPolicy.ts) is never queued, nor is its
+ * robots.txt asked for; with --robots, a page robots.txt disallows is counted as skipped and never
+ * queued, so it is never fetched and takes no place under --limit.
  */
 export class PageAdmission {
+  /** Hosts already logged as refused (bounded: the log says it once per host, not per link). */
+  private readonly refusedHosts = new Set<string>();
+
   constructor(
     private readonly state: CrawlState,
     private readonly limit: number,
@@ -19,6 +24,15 @@ export class PageAdmission {
   ) {}
 
   async admit(page: QueuedPage): Promise<Admission> {
+    const address = await checkAddress(page.url);
+    if (!address.allowed) {
+      const host = new URL(page.url).host;
+      if (!this.refusedHosts.has(host) && this.refusedHosts.size < 1000) {
+        this.refusedHosts.add(host);
+        logger.warn("scope", "page not crawled: its address is not one the crawler may fetch (further links to this host are not logged)", { url: page.url, reason: address.reason, depth: page.depth });
+      }
+      return "address";
+    }
     if (this.robots) {
       const verdict = await this.robots.check(page.url);
       if (!verdict.allowed) {

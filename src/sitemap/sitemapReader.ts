@@ -15,6 +15,7 @@ export interface SitemapEntry {
 
 export interface SitemapReaderOptions {
   userAgent: string | null;
+  /** Time allowed to read one sitemap file whole (a total deadline: a server dripping bytes cannot hold the reading). */
   timeoutMs?: number;
   /** Child sitemaps an index dates before this are not read: none of their pages can be newer. */
   notBefore?: Date | null;
@@ -38,7 +39,8 @@ export interface SitemapReadCounts {
 const DEFAULT_MAX_SITEMAPS = 1000;
 const DEFAULT_MAX_DEPTH = 4;
 const DEFAULT_MAX_BYTES = 100 * 1024 * 1024;
-const DEFAULT_TIMEOUT_MS = 30_000;
+// Generous: a file is read while its pages are queued; a 50 MB one on a slow link still fits.
+const DEFAULT_TIMEOUT_MS = 120_000;
 /** Enough to get past an XML declaration, comments and a stylesheet instruction to the root element. */
 const SNIFF_BYTES = 64 * 1024;
 const ROOT_ELEMENT = /<(?:[A-Za-z_][\w.-]*:)?(urlset|sitemapindex)[\s/>]/;

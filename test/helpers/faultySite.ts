@@ -15,14 +15,14 @@ export interface FaultySite {
 }
 
 /**
- * The hostile site. A small site on 127.0.0.1 with `pages` pages (/page/1 ... linked from /), where chosen pages misbehave:
+ * The hostile site. A small site on 127.0.0.1 (or another loopback address: `host`) with `pages` pages (/page/1 ... linked from /), where chosen pages misbehave:
  * answer 500, declare Content-Length 100000 and close the connection after 512 bytes, or never answer.
  * Every page loads the shared stylesheet and logo, and its own /static/photo-<n>.png, whose bytes are the
  * same for every page: different URLs with one payload, so writers store revisits of each other's records.
  * Besides those pages it serves the hostile routes of ./hostile/ (never-ending streams, slow drips, huge
  * bodies, rate limits, forbidden redirects...), which tests link to from pages of their own.
  */
-export async function startFaultySite(pages: number, faults: Record<string, PageFault>): Promise<FaultySite> {
+export async function startFaultySite(pages: number, faults: Record<string, PageFault>, host = "127.0.0.1"): Promise<FaultySite> {
   const hits = new Map<string, number>();
   const sockets = new Set<Socket>();
   const pagePaths = ["/", ...Array.from({ length: pages }, (_, i) => `/page/${i + 1}`)];
@@ -79,11 +79,11 @@ export async function startFaultySite(pages: number, faults: Record<string, Page
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as { port: number }).port;
-  info.url = `http://127.0.0.1:${port}`;
+  info.url = `http://${host}:${port}`;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: info.url,
     pagePaths,
     hits,
     close: () =>

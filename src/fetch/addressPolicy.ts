@@ -1,0 +1,215 @@
+import type { LookupAddress, LookupOptions } from "node:dns";
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
+import { withTimeout } from "../util/process.js";
+import { ADDRESS_CATEGORIES, AddressRange, categoryOf, METADATA_HOST_NAMES, type AddressCategory } from "./addressRanges.js";
+
+/**
+ * Which addresses the crawler may connect to, for the browser (checked as each request, redirect hops
+ * included, is about to be sent) and for its own fetches alike. Public addresses always; loopback and
+ * private ones only when a seed is on one (a local site keeps working, a public site cannot reach into
+ * the crawler's network); link-local and cloud metadata addresses (and names) never, unless
+ * --allowAddresses says so. Addresses are checked after DNS resolution: every address a name resolves
+ * to must be allowed.
+ */
+export type AddressVerdict = { allowed: true } | { allowed: false; reason: string };
+
+export class AddressRefusedError extends Error {}
+
+/** What --allowAddresses allows beyond the defaults. */
+export interface AddressAllowance {
+  categories: AddressCategory[];
+  /** IP ranges (CIDR or single addresses) allowed whatever their category. */
+  ranges: string[];
+}
+
+/** Categories that --allowAddresses may name (public is always allowed). */
+export const ALLOWABLE_CATEGORIES = ADDRESS_CATEGORIES.filter((c) => c !== "public");
+
+/** Parse --allowAddresses values: categories (loopback, private, link-local, metadata...) and IP ranges. */
+export function parseAddressAllowance(values: string[]): AddressAllowance {
+  const allowance: AddressAllowance = { categories: [], ranges: [] };
+  for (const value of values) {
+    if ((ALLOWABLE_CATEGORIES as readonly string[]).includes(value)) {
+      allowance.categories.push(value as AddressCategory);
+      continue;
+    }
+    try {
+      allowance.ranges.push(new AddressRange(value).text);
+    } catch {
+      throw new Error(`takes IP ranges (10.1.0.0/16, fd00::/8, 169.254.169.254) or ${ALLOWABLE_CATEGORIES.join(", ")}; got ${JSON.stringify(value)}`);
+    }
+  }
+  return allowance;
+}
+
+/** Test seam: CRAWLER_TEST_HOSTS="name=127.0.0.2,other=127.0.0.3" resolves these names here and in Chromium. */
+function testHostMap(): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const pair of (process.env.CRAWLER_TEST_HOSTS ?? "").split(",")) {
+    const [name, address] = pair.split("=").map((s) => s.trim());
+    if (name && address && isIP(address)) map.set(name.toLowerCase(), address);
+  }
+  return map;
+}
+
+/** Test seam: CRAWLER_TEST_LINK_LOCAL="127.0.0.2/32" makes these (loopback) ranges count as link-local. */
+function testLinkLocalRanges(): AddressRange[] {
+  return (process.env.CRAWLER_TEST_LINK_LOCAL ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((s) => new AddressRange(s));
+}
+
+/** Chromium flags that make it resolve the test host names (CRAWLER_TEST_HOSTS) as the policy does. */
+export function chromiumHostResolverArgs(): string[] {
+  const rules = [...testHostMap()].map(([name, address]) => `MAP ${name} ${address}`);
+  return rules.length ? [`--host-resolver-rules=${rules.join(", ")}`] : [];
+}
+
+const LOOKUP_DEADLINE_MS = 5000;
+const CACHE_TTL_MS = 60_000;
+const CACHE_MAX_HOSTS = 4096;
+
+/** Name resolution for the policy, cached briefly and bounded; a name that does not resolve gives []. */
+class HostResolver {
+  private readonly cache = new Map<string, { addresses: Promise<string[]>; expires: number }>();
+  private readonly hostMap = testHostMap();
+
+  resolve(host: string): Promise<string[]> {
+    if (isIP(host)) return Promise.resolve([host]);
+    const mapped = this.hostMap.get(host);
+    if (mapped) return Promise.resolve([mapped]);
+    // RFC 6761: localhost and its subdomains are loopback, answered here as Chromium does, never asked of DNS.
+    if (host === "localhost" || host.endsWith(".localhost")) return Promise.resolve(["127.0.0.1", "::1"]);
+    const cached = this.cache.get(host);
+    if (cached && cached.expires > Date.now()) return cached.addresses;
+    const addresses = withTimeout(lookup(host, { all: true, verbatim: true }), LOOKUP_DEADLINE_MS, "lookup timed out")
+      .then((found) => found.map((a) => a.address))
+      .catch(() => []);
+    this.cache.delete(host);
+    if (this.cache.size >= CACHE_MAX_HOSTS) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(host, { addresses, expires: Date.now() + CACHE_TTL_MS });
+    return addresses;
+  }
+}
+
+export class AddressPolicy {
+  private readonly allowedCategories: Set<AddressCategory>;
+  private readonly allowedRanges: AddressRange[];
+  private readonly linkLocalForTests = testLinkLocalRanges();
+
+  constructor(allowance: AddressAllowance, private readonly resolver = new HostResolver()) {
+    this.allowedCategories = new Set(["public", ...allowance.categories]);
+    this.allowedRanges = allowance.ranges.map((r) => new AddressRange(r));
+  }
+
+  /**
+   * The policy of a crawl: --allowAddresses, plus loopback or private addresses when a seed resolves
+   * to one. A seed on an address that stays refused is bad input (thrown, with the way out).
+   */
+  static async forSeeds(seeds: string[], allowance: AddressAllowance): Promise<AddressPolicy> {
+    const resolver = new HostResolver();
+    const categories = new Set(allowance.categories);
+    const probe = new AddressPolicy(allowance, resolver);
+    for (const seed of seeds) {
+      for (const address of await resolver.resolve(hostOf(new URL(seed)))) {
+        const category = probe.categoryOf(address);
+        if (category === "loopback" || category === "private") categories.add(category);
+      }
+    }
+    const policy = new AddressPolicy({ categories: [...categories], ranges: allowance.ranges }, resolver);
+    for (const seed of seeds) {
+      const verdict = await policy.check(seed);
+      if (!verdict.allowed) throw new AddressRefusedError(`seed ${seed} is not crawled: ${verdict.reason} (--allowAddresses can allow it)`);
+    }
+    return policy;
+  }
+
+  async check(url: string): Promise<AddressVerdict> {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      return { allowed: false, reason: "not a valid URL" };
+    }
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return { allowed: false, reason: `${parsed.protocol} URLs are never fetched` };
+    const host = hostOf(parsed);
+    if (METADATA_HOST_NAMES.has(host) && !this.allowedCategories.has("metadata")) {
+      return { allowed: false, reason: `${host} is a cloud metadata service` };
+    }
+    // A name that does not resolve is let through: the fetch fails on its own, as it would have.
+    for (const address of await this.resolver.resolve(host)) {
+      const verdict = this.judge(host, address);
+      if (!verdict.allowed) return verdict;
+    }
+    return { allowed: true };
+  }
+
+  /**
+   * The addresses a socket to `host` may connect to: every one it resolves to, all allowed (else
+   * AddressRefusedError); checked at connect time, so a name that resolves differently by then is caught.
+   */
+  async resolveAllowed(host: string): Promise<string[]> {
+    const name = host.toLowerCase().replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "");
+    const addresses = await this.resolver.resolve(name);
+    if (!addresses.length) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: "ENOTFOUND" });
+    for (const address of addresses) {
+      const verdict = this.judge(name, address);
+      if (!verdict.allowed) throw new AddressRefusedError(`not fetched: ${verdict.reason}`);
+    }
+    return addresses;
+  }
+
+  private judge(host: string, address: string): AddressVerdict {
+    if (this.allowedRanges.some((range) => range.contains(address))) return { allowed: true };
+    const category = this.categoryOf(address);
+    if (this.allowedCategories.has(category)) return { allowed: true };
+    return { allowed: false, reason: `${host === address ? address : `${host} resolves to ${address}`}, a ${category} address` };
+  }
+
+  private categoryOf(address: string): AddressCategory {
+    return this.linkLocalForTests.some((range) => range.contains(address)) ? "link-local" : categoryOf(address);
+  }
+}
+
+/** The host of a URL as a resolver takes it: lower case, no brackets around IPv6, no trailing dot. */
+function hostOf(url: URL): string {
+  return url.hostname.toLowerCase().replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "");
+}
+
+// Until a crawl sets its own, loopback and private addresses are allowed (tools and tests that fetch
+// from a local server), link-local and metadata addresses are not.
+let current = new AddressPolicy({ categories: ["loopback", "private"], ranges: [] });
+
+/** Make `policy` the one every fetch of this process is checked against. */
+export function useAddressPolicy(policy: AddressPolicy): void {
+  current = policy;
+}
+
+/** Whether the crawler may fetch `url` (scheme, host name, and every address it resolves to). */
+export function checkAddress(url: string): Promise<AddressVerdict> {
+  return current.check(url);
+}
+
+/** Throws AddressRefusedError when the crawler may not fetch `url`. */
+export async function refuseForbiddenAddress(url: string): Promise<void> {
+  const verdict = await current.check(url);
+  if (!verdict.allowed) throw new AddressRefusedError(`not fetched: ${verdict.reason}`);
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A `lookup` for the crawler's own sockets (undici's connect option): names resolve as the policy
+ * resolves them, and a socket is never opened to an address the policy refuses.
+ */
+export function policyLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
+  current.resolveAllowed(hostname).then(
+    (addresses) => {
+      const found = addresses.map((address) => ({ address, family: isIP(address) }));
+      const wanted = options.family === 4 || options.family === 6 ? found.filter((a) => a.family === options.family) : found;
+      if (!wanted.length) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), "");
+      if (options.all) callback(null, wanted);
+      else callback(null, wanted[0].address, wanted[0].family);
+    },
+    (err: Error) => callback(err, ""),
+  );
+}
