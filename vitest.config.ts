@@ -8,5 +8,8 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     reporters: ["default"],
+    // No test may resolve a name through DNS (a packet off loopback): the crawler's address policy
+    // refuses names that are not localhost or mapped by CRAWLER_TEST_HOSTS (children inherit this).
+    env: { CRAWLER_TEST_NO_DNS: "1" },
   },
 });

@@ -58,6 +58,15 @@ function testLinkLocalRanges(): AddressRange[] {
   return (process.env.CRAWLER_TEST_LINK_LOCAL ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((s) => new AddressRange(s));
 }
 
+/**
+ * Test seam: with CRAWLER_TEST_NO_DNS=1 (set for the whole test suite) no name is ever asked of DNS:
+ * names not mapped by CRAWLER_TEST_HOSTS and not localhost do not resolve, and are not fetched, so no
+ * test can send a packet off loopback through a name it did not mean to resolve.
+ */
+function dnsForbiddenForTests(): boolean {
+  return process.env.CRAWLER_TEST_NO_DNS === "1";
+}
+
 /** Chromium flags that make it resolve the test host names (CRAWLER_TEST_HOSTS) as the policy does. */
 export function chromiumHostResolverArgs(): string[] {
   const rules = [...testHostMap()].map(([name, address]) => `MAP ${name} ${address}`);
@@ -79,6 +88,7 @@ class HostResolver {
     if (mapped) return Promise.resolve([mapped]);
     // RFC 6761: localhost and its subdomains are loopback, answered here as Chromium does, never asked of DNS.
     if (host === "localhost" || host.endsWith(".localhost")) return Promise.resolve(["127.0.0.1", "::1"]);
+    if (dnsForbiddenForTests()) return Promise.resolve([]);
     const cached = this.cache.get(host);
     if (cached && cached.expires > Date.now()) return cached.addresses;
     const addresses = withTimeout(lookup(host, { all: true, verbatim: true }), LOOKUP_DEADLINE_MS, "lookup timed out")
@@ -136,7 +146,9 @@ export class AddressPolicy {
       return { allowed: false, reason: `${host} is a cloud metadata service` };
     }
     // A name that does not resolve is let through: the fetch fails on its own, as it would have.
-    for (const address of await this.resolver.resolve(host)) {
+    const addresses = await this.resolver.resolve(host);
+    if (!addresses.length && dnsForbiddenForTests()) return { allowed: false, reason: `${host} is not resolved in tests (CRAWLER_TEST_NO_DNS)` };
+    for (const address of addresses) {
       const verdict = this.judge(host, address);
       if (!verdict.allowed) return verdict;
     }
