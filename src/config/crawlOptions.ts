@@ -13,6 +13,7 @@ import type { SitemapOptions } from "../sitemap/sitemapSeeds.js";
 import { parseW3cDate } from "../sitemap/w3cDate.js";
 import { BEHAVIOR_NAMES, parseBehaviorList, type BehaviorName } from "../browser/behaviors.js";
 import { OptionsError } from "./optionsError.js";
+import { btxScreenshots, btxText, lowestLogLevel } from "./btxValues.js";
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
 import { readStoreSettings, StoreSettingsError, type StoreSettings } from "../upload/storeSettings.js";
 
@@ -156,6 +157,10 @@ export interface RawSeedSpec {
   exclude?: string[];
   depth?: string;
   extraHops?: string;
+  /** browsertrix-crawler's per-seed `allowHash`. */
+  allowHashUrls?: boolean;
+  /** browsertrix-crawler's per-seed `sitemap` (true, or a sitemap URL): crawl-wide here, see configFile.ts. */
+  sitemap?: string | boolean;
 }
 
 function integer(name: string, value: string | undefined, fallback: number, min: number): number {
@@ -278,10 +283,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     }
   }
 
-  const logLevel = (flags.logLevel ?? "info") as CrawlOptions["logLevel"];
-  if (!["debug", "info", "warn", "error"].includes(logLevel)) {
-    throw new OptionsError(`--logLevel must be debug, info, warn or error`);
-  }
+  const logLevel = lowestLogLevel(flags.logLevel);
   const logging = splitList(flags.logging ? [flags.logging] : []);
 
   return {
@@ -316,8 +318,8 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     logLevel: logging.includes("debug") ? "debug" : logLevel,
     browserPath: flags.browserPath ?? env.BROWSER_BIN ?? "/usr/bin/chromium",
     headless: !flags.headful,
-    text: choiceList("text", flags.text, TEXT_TARGETS),
-    screenshot: choiceList("screenshot", flags.screenshot, SCREENSHOT_KINDS),
+    text: choiceList("text", btxText(flags.text), TEXT_TARGETS),
+    screenshot: choiceList("screenshot", btxScreenshots(flags.screenshot), SCREENSHOT_KINDS),
     sitemap: sitemapOptions(flags),
     robots: flags.robots ? { agent: flags.robotsAgent ?? robotsAgentOf(flags.userAgent ?? null) } : null,
     ...behaviorOptions(flags),

@@ -1,0 +1,160 @@
+import { Option, type Command } from "commander";
+
+/**
+ * browsertrix-crawler 1.14.1's `crawl` flags, every spelling (primary name first, then its aliases) and
+ * the kind of value yargs takes for it. The one table of browsertrix names: the command line registers
+ * the spellings we lack as hidden options, and the config file accepts the same names as keys.
+ *
+ * A flag whose spelling is one of our options is implemented: its other spellings become hidden aliases of
+ * our option (same value, same parsing). A flag none of whose spellings we have is accepted with a warning
+ * (not implemented yet), so a browsertrix command line or config never fails on it.
+ */
+type BtxValue = "switch" | "value" | "optional" | "list";
+
+const BTX_FLAGS: readonly (readonly [spellings: string, takes: BtxValue])[] = [
+  ["seeds url", "list"], ["seedFile urlFile", "value"], ["workers w", "value"], ["crawlId id", "value"],
+  ["waitUntil", "list"], ["depth", "value"], ["extraHops", "value"], ["pageLimit limit", "value"],
+  ["maxPageLimit", "value"], ["pageLoadTimeout timeout", "value"], ["scopeType", "value"],
+  ["scopeIncludeRx include", "value"], ["scopeExcludeRx exclude", "value"], ["allowHashUrls", "switch"],
+  ["selectLinks linkSelector", "list"], ["alwaysAddBehaviorLinks", "switch"], ["clickSelector", "value"],
+  ["blockRules", "list"], ["blockMessage", "value"], ["blockAds blockads", "switch"], ["adBlockMessage", "value"],
+  ["collection c", "value"], ["headless", "switch"], ["driver", "value"],
+  ["generateCDX generatecdx generateCdx", "switch"], ["combineWARC combinewarc combineWarc", "switch"],
+  ["rolloverSize", "value"], ["generateWACZ generatewacz generateWacz", "switch"], ["useSHA1", "switch"],
+  ["logging", "list"], ["logLevel", "list"], ["context logContext", "list"], ["logExcludeContext", "list"],
+  ["text", "list"], ["cwd", "value"], ["mobileDevice", "value"], ["userAgent", "value"], ["userAgentSuffix", "value"],
+  ["useSitemap sitemap", "optional"], ["sitemapFromDate sitemapFrom", "value"], ["sitemapToDate sitemapTo", "value"],
+  ["statsFilename", "value"], ["behaviors", "list"], ["behaviorTimeout", "value"], ["postLoadDelay", "value"],
+  ["pageExtraDelay delay", "value"], ["profile loadProfile", "value"], ["saveProfile", "optional"],
+  ["screenshot", "list"], ["screencastPort", "value"], ["screencastRedis", "switch"], ["warcInfo warcinfo", "optional"],
+  ["redisStoreUrl", "value"], ["redisDedupeUrl", "value"], ["dedupePagesMinDepth", "value"], ["dedupeConcurrent", "switch"],
+  ["saveState", "value"], ["saveStateInterval", "value"], ["saveStateHistory", "value"], ["sizeLimit", "value"],
+  ["diskUtilization", "value"], ["timeLimit", "value"], ["healthCheckPort", "value"], ["overwrite", "switch"],
+  ["waitOnDone", "switch"], ["restartsOnError", "switch"], ["netIdleWait", "value"], ["netIdleMaxRequests", "value"],
+  ["lang", "value"], ["title", "value"], ["description desc", "value"], ["originOverride", "list"],
+  ["logErrorsToRedis", "switch"], ["logBehaviorsToRedis", "switch"], ["writePagesToRedis", "switch"],
+  ["maxPageRetries retries", "value"], ["failOnFailedSeed", "switch"], ["failOnFailedLimit", "value"],
+  ["failOnInvalidStatus", "switch"], ["failOnContentCheck", "switch"], ["customBehaviors", "list"],
+  ["saveStorage", "switch"], ["debugAccessRedis", "switch"], ["debugAccessBrowser", "switch"], ["warcPrefix", "value"],
+  ["serviceWorker sw", "value"], ["proxyServer", "value"], ["proxyServerPreferSingleProxy", "switch"],
+  ["proxyServerConfig", "value"], ["dryRun", "switch"], ["qaSource", "value"], ["qaDebugImageDiff", "switch"],
+  ["sshProxyPrivateKeyFile", "value"], ["sshProxyKnownHostsFile", "value"], ["extraChromeArgs", "list"],
+  ["useRobots robots", "switch"], ["robotsAgent", "value"], ["reportSkipped", "switch"],
+  ["rateLimitStatusCodes", "list"], ["rateLimitOnMatch", "list"], ["rateLimitTimeout", "value"],
+  ["rateLimitMaxRetries", "value"], ["rateLimitInterruptCount", "value"], ["addRedirectedSeeds", "switch"],
+  ["config", "value"],
+];
+
+/** browsertrix-crawler flags whose effect is already ours without a flag: accepted silently. */
+const ALREADY_SO: Record<string, string> = { headless: "the browser is headless unless --headful is given" };
+
+const flagOf = (spelling: string): string => (spelling.length === 1 ? `-${spelling}` : `--${spelling}`);
+
+/** A browsertrix spelling of one of our options: hidden, its value stored under our option's name. */
+class AliasOption extends Option {
+  constructor(readonly spelling: string, readonly target: Option) {
+    const arg = target.required ? " <value>" : target.optional ? " [value]" : "";
+    super(`${flagOf(spelling)}${target.variadic ? arg.replace(/[>\]]$/, "...$&") : arg}`);
+    this.hideHelp();
+    if (target.parseArg) this.argParser(target.parseArg);
+    if (target.presetArg !== undefined) this.preset(target.presetArg);
+  }
+
+  override attributeName(): string {
+    return this.target.attributeName();
+  }
+}
+
+/** A browsertrix flag we do not implement yet: accepted (any value), then warned about. */
+class NotImplementedOption extends Option {
+  constructor(readonly btxName: string, spelling: string, takes: BtxValue) {
+    const arg = { switch: "", value: " <value>", optional: " [value]", list: " <values...>" }[takes];
+    super(`${flagOf(spelling)}${arg}`);
+    this.hideHelp();
+  }
+
+  override attributeName(): string {
+    return this.btxName;
+  }
+}
+
+/**
+ * Register every browsertrix-crawler spelling our program lacks: aliases of ours where we implement the
+ * flag (our option's help lists the browsertrix spellings), placeholders where we do not. Call it after
+ * all our own options are defined.
+ */
+export function addBrowsertrixNames(program: Command): Command {
+  const byFlag = new Map<string, Option>();
+  for (const option of program.options) for (const flag of [option.long, option.short]) if (flag) byFlag.set(flag, option);
+  for (const [spellingList, takes] of BTX_FLAGS) {
+    const spellings = spellingList.split(" ");
+    const ours = spellings.map((s) => byFlag.get(flagOf(s))).find((o) => o !== undefined);
+    const missing = spellings.filter((s) => !byFlag.has(flagOf(s)));
+    if (missing.length === 0) continue;
+    if (ours) {
+      for (const spelling of missing) program.addOption(new AliasOption(spelling, ours));
+      ours.description += ` (browsertrix-crawler: ${spellings.map(flagOf).join(", ")})`;
+      continue;
+    }
+    const primary = new NotImplementedOption(spellings[0], spellings[0], takes);
+    program.addOption(primary);
+    for (const alias of spellings.slice(1)) program.addOption(new NotImplementedOption(spellings[0], alias, takes));
+  }
+  return program;
+}
+
+/** The config-file key of an option: its own spelling for a browsertrix alias, else its attribute name. */
+export function configKeyOf(option: Option): string {
+  if (option instanceof AliasOption || option instanceof NotImplementedOption) return option.name();
+  return option.attributeName();
+}
+
+export function isNotImplemented(option: Option): boolean {
+  return option instanceof NotImplementedOption && !(option.attributeName() in ALREADY_SO);
+}
+
+/** Whether a config value asks for something (false, 0, "" and empty lists are browsertrix's defaults: nothing to warn about). */
+export function asksForSomething(value: unknown): boolean {
+  if (value === null || value === undefined || value === false || value === 0 || value === "") return false;
+  return !(Array.isArray(value) && value.length === 0);
+}
+
+/** Notes about browsertrix-crawler names taken in an approximate way, by program (config seeds...). */
+const notes = new WeakMap<Command, string[]>();
+
+export function addCompatNote(program: Command, note: string): void {
+  notes.set(program, [...(notes.get(program) ?? []), note]);
+}
+
+/** One line per browsertrix-crawler flag given (command line or config) that we accept but do not implement yet. */
+export function compatWarnings(program: Command): string[] {
+  const given = new Set<string>();
+  for (const option of program.options) {
+    if (!isNotImplemented(option)) continue;
+    const name = option.attributeName();
+    const source = program.getOptionValueSource(name);
+    if ((source === "cli" || source === "config") && asksForSomething(program.getOptionValue(name))) given.add(name);
+  }
+  return [
+    ...[...given].map((name) => `accepted for browsertrix-crawler compatibility but not implemented yet: --${name}`),
+    ...(notes.get(program) ?? []),
+  ];
+}
+
+/**
+ * browsertrix-crawler (yargs) also takes object fields as dotted flags: `--warcinfo.operator NAME` or
+ * `--warcInfo.operator=NAME`. Rewrite them to `--warcInfo operator=NAME` so the parser sees one known flag.
+ */
+export function foldDottedFlags(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const match = /^--(warcInfo|warcinfo)\.([^=]+)(?:=(.*))?$/s.exec(args[i]);
+    if (!match) {
+      out.push(args[i]);
+      continue;
+    }
+    const value = match[3] ?? (i + 1 < args.length && !args[i + 1].startsWith("-") ? args[++i] : "");
+    out.push(`--${match[1]}`, `${match[2]}=${value}`);
+  }
+  return out;
+}
