@@ -58,14 +58,14 @@ describe("crawl --config", () => {
     const config = join(cwd, "bad.yaml");
     writeFileSync(config, text);
     const result = await runCli("crawl", ["--config", config, "--cwd", cwd]);
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(4);
     expect(result.stderr.trimEnd()).toMatch(message);
     expect(result.stderr.trimEnd().split("\n")).toHaveLength(1);
   });
 
   it("a missing config file exits 2 with one line", async () => {
     const result = await runCli("crawl", ["--config", join(cwd, "missing.yaml")]);
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(4);
     expect(result.stderr).toBe(`crawl: --config ${join(cwd, "missing.yaml")}: no such file\n`);
   });
 });

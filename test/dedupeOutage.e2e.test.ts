@@ -125,8 +125,8 @@ describe("dedupe Redis still away when the WACZ files are registered", () => {
     rmSync(cwd, { recursive: true, force: true });
   });
 
-  it("retries, then fails with one clear error and exit 1; nothing is claimed committed", async () => {
-    expect(crawl.code).toBe(1);
+  it("retries, then fails with one clear error and exit 8 (Redis unavailable); nothing is claimed committed", async () => {
+    expect(crawl.code).toBe(8);
     expect(crawl.stderr).toMatch(/cannot register away\.wacz in the dedupe index: dedupe index unreachable after 6 attempts/);
     const stats = JSON.parse(readFileSync(join(cwd, "stats.json"), "utf8")) as { status: string; committed: boolean; crawled: number };
     expect(stats).toMatchObject({ status: "failed", committed: false, crawled: 4 });

@@ -204,7 +204,7 @@ describe("--text alone", () => {
   it("refuses unknown --text and --screenshot values with a one-line error", async () => {
     for (const [flag, value] of [["--text", "final-to-warc"], ["--screenshot", "view,huge"]]) {
       const result = await runCli("crawl", ["--url", site.url + PAGES[2], "--cwd", cwd, flag, value]);
-      expect(result.code).toBe(2);
+      expect(result.code).toBe(4);
       expect(result.stderr.trim().split("\n")).toHaveLength(1);
       expect(result.stderr).toContain(`${flag} takes a comma-separated list of`);
     }

@@ -51,7 +51,7 @@ describe("storage failures", () => {
         "--url", `${site.url}/page/0.html`, "--cwd", disk, ...NO_BEHAVIORS, "--collection", "full", "--generateWACZ", "--netIdleWait", "1",
         "--redisStoreUrl", redis.url,
       ]);
-      expect(result.code).toBe(1);
+      expect(result.code).toBe(3);
       expect(result.stderr.trim().split("\n").pop()).toMatch(/^crawl: cannot write (to .*archive|the page list): no space left on the device \(ENOSPC\)$/);
       const collection = join(disk, "collections", "full");
       const archive = join(collection, "archive");
