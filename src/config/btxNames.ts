@@ -113,11 +113,26 @@ export function isNotImplemented(option: Option): boolean {
   return option instanceof NotImplementedOption && !(option.attributeName() in ALREADY_SO);
 }
 
-/** Whether a config value asks for something (false, 0, "" and empty lists are browsertrix's defaults: nothing to warn about). */
-export function asksForSomething(value: unknown): boolean {
+/** Defaults of flags we do not implement that already describe what we do: giving them asks for nothing. */
+const BTX_DEFAULTS: Record<string, string> = {
+  selectLinks: "a[href]->href", clickSelector: "a", saveState: "partial", serviceWorker: "disabled", saveStateInterval: "300",
+  saveStateHistory: "5", dedupePagesMinDepth: "-1", rateLimitInterruptCount: "-1", maxPageLimit: "0",
+};
+
+/** Whether a value of a flag we do not implement asks for something (false, 0, "", [] and the defaults above do not). */
+export function asksForSomething(name: string, value: unknown): boolean {
   if (value === null || value === undefined || value === false || value === 0 || value === "") return false;
-  return !(Array.isArray(value) && value.length === 0);
+  if (Array.isArray(value) && value.length === 0) return false;
+  return !(name in BTX_DEFAULTS && (Array.isArray(value) ? value.join(",") : String(value)) === BTX_DEFAULTS[name]);
 }
+
+/**
+ * Keys of the Browsertrix service's crawl config that are its own bookkeeping, not crawler settings
+ * (browsertrix-crawler ignores unknown keys): accepted in --config with a note, never an error.
+ */
+export const SERVICE_KEYS: Record<string, string> = {
+  seedFileId: "the Browsertrix service's id of an uploaded seed file (it passes the file itself as seedFile)",
+};
 
 /** Notes about browsertrix-crawler names taken in an approximate way, by program (config seeds...). */
 const notes = new WeakMap<Command, string[]>();
@@ -133,7 +148,7 @@ export function compatWarnings(program: Command): string[] {
     if (!isNotImplemented(option)) continue;
     const name = option.attributeName();
     const source = program.getOptionValueSource(name);
-    if ((source === "cli" || source === "config") && asksForSomething(program.getOptionValue(name))) given.add(name);
+    if ((source === "cli" || source === "config") && asksForSomething(name, program.getOptionValue(name))) given.add(name);
   }
   return [
     ...[...given].map((name) => `accepted for browsertrix-crawler compatibility but not implemented yet: --${name}`),

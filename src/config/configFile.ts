@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { load, YAMLException } from "js-yaml";
 import { CommanderError, type Command, type Option } from "commander";
 import { OptionsError, type RawSeedSpec } from "./crawlOptions.js";
-import { addCompatNote, asksForSomething, configKeyOf, isNotImplemented } from "./btxNames.js";
+import { addCompatNote, asksForSomething, configKeyOf, isNotImplemented, SERVICE_KEYS } from "./btxNames.js";
 
 /** Options about the command itself, not the crawl: a config file cannot set them. */
 const NOT_CONFIGURABLE = new Set(["config", "version", "help"]);
@@ -71,6 +71,10 @@ export function applyConfig(program: Command, config: Record<string, unknown>, f
   const options = new Map(program.options.map((opt) => [configKeyOf(opt), opt] as const));
   for (const [key, value] of Object.entries(config)) {
     const option = options.get(key);
+    if (!option && key in SERVICE_KEYS) {
+      if (value !== null && value !== undefined) addCompatNote(program, `--config ${file}: ${key} ignored: ${SERVICE_KEYS[key]}`);
+      continue;
+    }
     if (!option || NOT_CONFIGURABLE.has(key)) {
       const hint = closestKey(key, [...options.keys()].filter((k) => !NOT_CONFIGURABLE.has(k)));
       throw new OptionsError(`--config ${file}: unknown key "${key}"${hint ? ` (did you mean "${hint}"?)` : ""}`);
@@ -82,7 +86,7 @@ export function applyConfig(program: Command, config: Record<string, unknown>, f
     const where = `--config ${file}: ${key}`;
     // A browsertrix-crawler key we do not implement yet: kept as it is, to be warned about.
     if (isNotImplemented(option)) {
-      if (asksForSomething(value)) program.setOptionValueWithSource(name, value, "config");
+      if (asksForSomething(name, value)) program.setOptionValueWithSource(name, value, "config");
       continue;
     }
     program.setOptionValueWithSource(name, name === "seeds" ? seedList(value, where, program) : optionValue(option, value, where), "config");
@@ -102,7 +106,8 @@ function seedSitemaps(program: Command, file: string): void {
   if (source !== "cli" && source !== "env" && source !== "config") program.setOptionValueWithSource("useSitemap", asking[0].sitemap, "config");
   const urls = new Set(asking.map((seed) => String(seed.sitemap)));
   if (asking.length < seeds.length || urls.size > 1) {
-    addCompatNote(program, `--config ${file}: a seed's own sitemap is read for every seed (sitemap reading is crawl-wide here, as --useSitemap ${String(program.getOptionValue("useSitemap"))})`);
+    const sitemap = program.getOptionValue("useSitemap") as string | boolean;
+    addCompatNote(program, `--config ${file}: a seed's own sitemap is read for every seed (sitemap reading is crawl-wide here: --useSitemap${typeof sitemap === "string" ? ` ${sitemap}` : ""})`);
   }
 }
 
