@@ -85,6 +85,7 @@ class NotImplementedOption extends Option {
  */
 export function addBrowsertrixNames(program: Command): Command {
   const byFlag = new Map<string, Option>();
+  const notYet: string[] = [];
   for (const option of program.options) for (const flag of [option.long, option.short]) if (flag) byFlag.set(flag, option);
   for (const [spellingList, takes] of BTX_FLAGS) {
     const spellings = spellingList.split(" ");
@@ -99,7 +100,9 @@ export function addBrowsertrixNames(program: Command): Command {
     const primary = new NotImplementedOption(spellings[0], spellings[0], takes);
     program.addOption(primary);
     for (const alias of spellings.slice(1)) program.addOption(new NotImplementedOption(spellings[0], alias, takes));
+    if (!(spellings[0] in ALREADY_SO)) notYet.push(flagOf(spellings[0]));
   }
+  program.addHelpText("after", `\nAccepted for browsertrix-crawler compatibility, with a warning, but not implemented yet:\n  ${notYet.join(" ")}\n`);
   return program;
 }
 
