@@ -7,6 +7,8 @@ import { startSeedSite, type SeedSite } from "./helpers/seedSite.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
 import { freePort } from "../src/redis/freePort.js";
+import { startFaultySite } from "./helpers/faultySite.js";
+import { SEED_LIST } from "./helpers/hostile/btx.js";
 
 // The command lines and configs browsertrix-crawler's users run today (reference: browsertrix-cli.md §1.1),
 // each pointed at the seed site and our output folder: they crawl to the end with browsertrix-crawler's exit code.
@@ -137,6 +139,26 @@ describe("real browsertrix-crawler invocations", () => {
     expect(run.pages[0]).toBe("/site/");
     for (const page of run.pages) expect(ROBOTS_AND_SITEMAP).toContain(page);
     expect(run.warnings).toEqual(notImplemented("--saveStateHistory"));
+  }, 300_000);
+});
+
+describe("--urlFile / --seedFile as an http(s) URL (as the Browsertrix service passes an uploaded seed list)", () => {
+  it("is fetched once and read as a local seed file; a URL that answers 404 is one line and exit 4", async () => {
+    const faulty = await startFaultySite(3, {});
+    try {
+      const run = await crawl("seedurl", ["--urlFile", `${faulty.url}${SEED_LIST}`, "--scopeType", "page", "--collection", "seedurl", "--cwd", cwd, "--netIdleWait", "1", "--behaviors", ""]);
+      expect(run.result.code, run.result.stderr.slice(-2000)).toBe(0);
+      expect(run.pages).toEqual(["/page/1", "/page/2"]);
+      expect(faulty.hits.get(SEED_LIST)).toBe(1);
+      // The seed list is the crawler's own read, not part of the archive.
+      expect(run.responses.filter((u) => u.endsWith(SEED_LIST))).toEqual([]);
+
+      const missing = await runCli("crawl", ["--seedFile", `${faulty.url}/hostile/btx/none.txt`, "--cwd", cwd, "--collection", "seedurl-missing"]);
+      expect(missing.code).toBe(4);
+      expect(missing.stderr).toBe(`crawl: --seedFile ${faulty.url}/hostile/btx/none.txt cannot be fetched: HTTP 404\n`);
+    } finally {
+      await faulty.close();
+    }
   }, 300_000);
 });
 

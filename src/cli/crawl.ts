@@ -6,6 +6,7 @@ import { resolveCrawlOptions, OptionsError, type RawCrawlFlags } from "../config
 import { applyConfig, readConfigFile } from "../config/configFile.js";
 import { addBrowsertrixNames, compatWarnings, foldDottedFlags } from "../config/btxNames.js";
 import { withCrawlArgs } from "../config/crawlArgsEnv.js";
+import { localSeedFile } from "../config/seedFileUrl.js";
 import { SCOPE_TYPES } from "../scope/seedScope.js";
 import { runCrawl } from "../crawl/crawler.js";
 import { hardPageDeadlineMs } from "../crawl/crawlPage.js";
@@ -28,7 +29,7 @@ export function buildCrawlProgram(): Command {
     .option("--config <path>", "YAML file setting any of these flags by name (e.g. pageLoadTimeout: 30), and seeds with their own scope; flags given here win; 'stdin' reads standard input")
     .option("--url <url...>", "seed URL (repeatable; several may follow one --url)", collect)
     .option("--seeds <urls...>", "seed URLs, comma- or space-separated (repeatable)", collect)
-    .option("--seedFile <path>", "file with one seed URL per line ('#' starts a comment)")
+    .option("--seedFile <path>", "file (or http(s) URL) with one seed URL per line ('#' starts a comment)")
     .option("--crawlId <id>", "crawl id: prefixes every crawl-state key in Redis (default: env CRAWL_ID, else the collection name)")
     .option("--collection <name>", "collection name: output goes to <cwd>/collections/<name>/ (default: crawl-<timestamp>)")
     .option("--cwd <dir>", "working directory for output", "crawls")
@@ -110,7 +111,12 @@ async function main(argv: string[]): Promise<number> {
 
   let options;
   try {
-    options = resolveCrawlOptions(flags);
+    const seedFile = flags.seedFile ? await localSeedFile(flags.seedFile, flags.userAgent ?? null) : null;
+    try {
+      options = resolveCrawlOptions(seedFile ? { ...flags, seedFile: seedFile.path } : flags);
+    } finally {
+      seedFile?.dispose();
+    }
   } catch (err) {
     if (err instanceof OptionsError) {
       process.stderr.write(`crawl: ${err.message}\n`);
