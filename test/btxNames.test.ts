@@ -115,6 +115,13 @@ describe("browsertrix-crawler 1.14.1 flag names", () => {
     ]);
   });
 
+  it("the autoclick behavior is taken out with a warning; the other behaviors run", () => {
+    const args = ["--url", "http://a.test/", "--behaviors", "autoscroll,autoclick,siteSpecific"];
+    expect(optionsFrom(args).behaviors).toEqual(["autoscroll", "siteSpecific"]);
+    expect(warningsFrom(args)).toEqual(["accepted for browsertrix-crawler compatibility but not implemented yet: --behaviors autoclick"]);
+    expect(optionsFrom(["--url", "http://a.test/", "--config", file("behaviors: autoclick\n")]).behaviors).toEqual([]);
+  });
+
   it("--logLevel takes browsertrix-crawler's list of levels: the lowest one listed", () => {
     expect(optionsFrom(["--url", "http://a.test/", "--logLevel", "warn,error,fatal"]).logLevel).toBe("warn");
     expect(optionsFrom(["--url", "http://a.test/", "--config", file("logLevel: [debug, info, warn, error, fatal]\n")]).logLevel).toBe("debug");

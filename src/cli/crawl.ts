@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { Command, CommanderError, Option } from "commander";
 import { resolveCrawlOptions, OptionsError, type RawCrawlFlags } from "../config/crawlOptions.js";
 import { applyConfig, readConfigFile } from "../config/configFile.js";
-import { addBrowsertrixNames, compatWarnings, foldDottedFlags } from "../config/btxNames.js";
+import { addBrowsertrixNames, compatWarnings, foldDottedFlags, setAsideUnimplementedValues } from "../config/btxNames.js";
 import { withCrawlArgs } from "../config/crawlArgsEnv.js";
 import { localSeedFile } from "../config/seedFileUrl.js";
 import { SCOPE_TYPES } from "../scope/seedScope.js";
@@ -88,6 +88,7 @@ export function crawlFlags(program: Command, argv: string[], from: "node" | "use
   program.parse(foldDottedFlags(args), { from: "user" });
   const configFile = program.opts<RawCrawlFlags>().config;
   if (configFile) applyConfig(program, readConfigFile(configFile), configFile);
+  setAsideUnimplementedValues(program);
   return program.opts<RawCrawlFlags>();
 }
 

@@ -159,6 +159,20 @@ export function compatWarnings(program: Command): string[] {
   ];
 }
 
+/** browsertrix-crawler behaviors we do not have yet: taken out of --behaviors with a warning (it ignores unknown ones too). */
+const BEHAVIORS_NOT_YET = ["autoclick"];
+
+/** Values of browsertrix flags we accept but cannot honour yet, taken out with a note (after the config is applied). */
+export function setAsideUnimplementedValues(program: Command): void {
+  const behaviors = program.getOptionValue("behaviors") as string | undefined;
+  if (typeof behaviors !== "string") return;
+  const names = behaviors.split(",").map((n) => n.trim());
+  const notYet = names.filter((n) => BEHAVIORS_NOT_YET.includes(n));
+  if (notYet.length === 0) return;
+  program.setOptionValueWithSource("behaviors", names.filter((n) => !BEHAVIORS_NOT_YET.includes(n)).join(","), program.getOptionValueSource("behaviors"));
+  addCompatNote(program, `accepted for browsertrix-crawler compatibility but not implemented yet: --behaviors ${notYet.join(",")}`);
+}
+
 /**
  * browsertrix-crawler (yargs) also takes object fields as dotted flags: `--warcinfo.operator NAME` or
  * `--warcInfo.operator=NAME`. Rewrite them to `--warcInfo operator=NAME` so the parser sees one known flag.
