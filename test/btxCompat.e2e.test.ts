@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -190,5 +191,29 @@ describe("browsertrix-crawler's exit codes", () => {
       "--failOnFailedLimit", "1", "--maxPageRetries", "0", "--workers", "1", "--netIdleWait", "1", "--behaviors", ""]);
     expect(failing.result.code, failing.result.stderr.slice(-2000)).toBe(12);
     expect(failing.pages).toEqual(["/site/"]);
+  }, 300_000);
+
+  it("one SIGTERM: 11 (in-flight pages get their time); a second one: 13 (stopped at once)", async () => {
+    const faulty = await startFaultySite(2, { "/page/1": "silent" });
+    try {
+      const stopWith = async (collection: string, signals: number) => {
+        const child = spawn(process.execPath, ["dist/src/cli/crawl.js", "--url", `${faulty.url}/page/1`, "--cwd", cwd, "--collection", collection,
+          "--pageLoadTimeout", "20", "--workers", "1", "--behaviors", ""], { cwd: join(import.meta.dirname, "..") });
+        child.stderr.resume();
+        const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+        const before = faulty.hits.get("/page/1") ?? 0;
+        // Signal once the page that never answers is being loaded.
+        for (let i = 0; i < 300 && (faulty.hits.get("/page/1") ?? 0) === before; i++) await new Promise((r) => setTimeout(r, 100));
+        for (let i = 0; i < signals; i++) {
+          child.kill("SIGTERM");
+          await new Promise((r) => setTimeout(r, 500));
+        }
+        return exited;
+      };
+      expect(await stopWith("signal-once", 1)).toBe(11);
+      expect(await stopWith("signal-twice", 2)).toBe(13);
+    } finally {
+      await faulty.close();
+    }
   }, 300_000);
 });

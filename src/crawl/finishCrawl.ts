@@ -86,7 +86,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
   if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");
   logger.milestone("crawl", `crawl ${stats.status}`, { ...stats }, crawlSummary(stats));
   if (uploadFailure && !failure) return { exitCode: ExitCode.UploadFailed, stats, waczPaths, failure: uploadFailure };
-  return { exitCode: exitCodeOf(status, { stopReason: stop.reason, forced: stop.immediate, failureKind }), stats, waczPaths, failure };
+  return { exitCode: exitCodeOf(status, { stopReason: stop.reason, forced: stop.forced, failureKind }), stats, waczPaths, failure };
 }
 
 /** A crawl is done only once its sitemaps were read to the end: else it is not committed, and a rerun reads them. */

@@ -15,6 +15,8 @@ export class StopControl {
   fatalError: string | null = null;
   /** The fatal error was a full disk or quota (exit code 3). */
   outOfSpace = false;
+  /** A second signal stopped the crawl at once (exit code 13, browsertrix-crawler's forced interrupt). */
+  forced = false;
   private wakers = new Set<() => void>();
   private immediateHooks: (() => void)[] = [];
   private abandonListeners = new Set<() => void>();
@@ -46,6 +48,7 @@ export class StopControl {
       this.armWatchdog();
     } else if (reason === "signal" && !this.immediate) {
       logger.warn("crawl", "second signal: stopping now, in-flight pages go back to the queue");
+      this.forced = true;
       this.stopNow();
     }
     for (const wake of this.wakers) wake();
