@@ -96,7 +96,7 @@ describe("real browsertrix-crawler invocations", () => {
       expect(run.pages).toEqual(ROBOTS_AND_SITEMAP.filter((p) => p !== "/site/from-sitemap/old.html"));
       expect(run.resources.filter((u) => u.startsWith("urn:view:"))).toHaveLength(6);
       expect(existsSync(join(cwd, "collections", "thecrawl", "thecrawl.wacz"))).toBe(true);
-      expect(run.warnings).toEqual(notImplemented("--profile", "--screencastPort", "--healthCheckPort", "--restartsOnError", "--lang", "--logErrorsToRedis", "--logBehaviorsToRedis", "--writePagesToRedis"));
+      expect(run.warnings).toEqual([...notImplemented("--profile", "--screencastPort", "--healthCheckPort", "--restartsOnError", "--lang", "--logErrorsToRedis", "--logBehaviorsToRedis", "--writePagesToRedis"), ...notImplemented("--logging behaviors")]);
     } finally {
       await redis.stop();
     }

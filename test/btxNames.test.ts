@@ -122,6 +122,11 @@ describe("browsertrix-crawler 1.14.1 flag names", () => {
     expect(optionsFrom(["--url", "http://a.test/", "--config", file("behaviors: autoclick\n")]).behaviors).toEqual([]);
   });
 
+  it("--logging values of browsertrix-crawler's that change nothing here are said so", () => {
+    expect(warningsFrom(["--url", "http://a.test/", "--logging", "stats,jserrors,debug"])).toEqual(["accepted for browsertrix-crawler compatibility but not implemented yet: --logging jserrors"]);
+    expect(warningsFrom(["--url", "http://a.test/", "--logging", "stats,stderr-json"])).toEqual([]);
+  });
+
   it("--logLevel takes browsertrix-crawler's list of levels: the lowest one listed", () => {
     expect(optionsFrom(["--url", "http://a.test/", "--logLevel", "warn,error,fatal"]).logLevel).toBe("warn");
     expect(optionsFrom(["--url", "http://a.test/", "--config", file("logLevel: [debug, info, warn, error, fatal]\n")]).logLevel).toBe("debug");
@@ -202,6 +207,7 @@ describe("browsertrix-crawler names in --config", () => {
       "accepted for browsertrix-crawler compatibility but not implemented yet: --maxPageLimit",
       "accepted for browsertrix-crawler compatibility but not implemented yet: --lang",
       `--config ${json}: seedFileId ignored: the Browsertrix service's id of an uploaded seed file (it passes the file itself as seedFile)`,
+      "accepted for browsertrix-crawler compatibility but not implemented yet: --logging behaviors",
     ]);
   });
 });

@@ -161,9 +161,14 @@ export function compatWarnings(program: Command): string[] {
 
 /** browsertrix-crawler behaviors we do not have yet: taken out of --behaviors with a warning (it ignores unknown ones too). */
 const BEHAVIORS_NOT_YET = ["autoclick"];
+/** --logging values of ours; browsertrix-crawler's others (jserrors...) change nothing here yet. */
+const OUR_LOGGING = ["stats", "debug", "stderr-json"];
 
 /** Values of browsertrix flags we accept but cannot honour yet, taken out with a note (after the config is applied). */
 export function setAsideUnimplementedValues(program: Command): void {
+  const logging = program.getOptionValue("logging") as string | undefined;
+  const otherLogging = typeof logging === "string" ? logging.split(",").map((v) => v.trim()).filter((v) => v && !OUR_LOGGING.includes(v)) : [];
+  if (otherLogging.length) addCompatNote(program, `accepted for browsertrix-crawler compatibility but not implemented yet: --logging ${otherLogging.join(",")}`);
   const behaviors = program.getOptionValue("behaviors") as string | undefined;
   if (typeof behaviors !== "string") return;
   const names = behaviors.split(",").map((n) => n.trim());
