@@ -176,12 +176,14 @@ describe("browsertrix-crawler names in --config", () => {
   });
 
   it("keys not implemented yet are warned about when they ask for something; browsertrix defaults are not", () => {
-    const config = file("url: http://a.test/\nblockAds: true\nlang: en\nwarcInfo: {operator: Jane}\nfailOnFailedSeed: false\nmaxPageLimit: 0\nblockRules: []\n");
+    const config = file("url: http://a.test/\nblockAds: true\nlang: en\nwarcInfo: {operator: Jane}\nfailOnFailedSeed: false\nmaxPageLimit: 0\nblockRules: []\nhealthCheckPort: 0\ndedupePagesMinDepth: 0\n");
     expect(warningsFrom(["--config", config])).toEqual([
       "accepted for browsertrix-crawler compatibility but not implemented yet: --blockAds",
       "accepted for browsertrix-crawler compatibility but not implemented yet: --warcInfo",
+      "accepted for browsertrix-crawler compatibility but not implemented yet: --dedupePagesMinDepth",
       "accepted for browsertrix-crawler compatibility but not implemented yet: --lang",
     ]);
+    expect(warningsFrom(["--url", "http://a.test/", "--healthCheckPort", "0", "--saveState", "partial"])).toEqual([]);
   });
 
   it("loads the JSON the Browsertrix service writes (crawl-config.json)", () => {

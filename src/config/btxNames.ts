@@ -119,12 +119,16 @@ export function isNotImplemented(option: Option): boolean {
 /** Defaults of flags we do not implement that already describe what we do: giving them asks for nothing. */
 const BTX_DEFAULTS: Record<string, string> = {
   selectLinks: "a[href]->href", clickSelector: "a", saveState: "partial", serviceWorker: "disabled", saveStateInterval: "300",
-  saveStateHistory: "5", dedupePagesMinDepth: "-1", rateLimitInterruptCount: "-1", maxPageLimit: "0",
+  saveStateHistory: "5", dedupePagesMinDepth: "-1", rateLimitInterruptCount: "-1",
 };
+
+/** The one flag we do not implement whose 0 is not "off". */
+const ZERO_ASKS = new Set(["dedupePagesMinDepth"]);
 
 /** Whether a value of a flag we do not implement asks for something (false, 0, "", [] and the defaults above do not). */
 export function asksForSomething(name: string, value: unknown): boolean {
-  if (value === null || value === undefined || value === false || value === 0 || value === "") return false;
+  if (value === null || value === undefined || value === false || value === "") return false;
+  if ((value === 0 || value === "0") && !ZERO_ASKS.has(name)) return false;
   if (Array.isArray(value) && value.length === 0) return false;
   return !(name in BTX_DEFAULTS && (Array.isArray(value) ? value.join(",") : String(value)) === BTX_DEFAULTS[name]);
 }
