@@ -29,12 +29,12 @@ describe("bad input gives one clear line and a non-zero exit", () => {
     [["--url", "http://127.0.0.1/", "--allowAddresses", "private,10.0.0.0/33"], /--allowAddresses takes IP ranges .* got "10\.0\.0\.0\/33"/],
   ])("crawl %j", async (args, message) => {
     const result = await runCli("crawl", [...args, "--cwd", cwd]);
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(4);
     expect(errorLine(result.stderr)).toMatch(message);
     expect(result.stderr.trim().split("\n").length).toBe(1);
   });
 
-  it("a --config whose nested aliases expand to 9^9 values (\"billion laughs\") is one line, exit 2, not an out-of-memory crash", async () => {
+  it("a --config whose nested aliases expand to 9^9 values (\"billion laughs\") is one line, exit 4, not an out-of-memory crash", async () => {
     // Each list names the one before nine times: a few hundred bytes that stand for 387 million strings.
     const names = "abcdefghi";
     const lines = [`  a: &a [${Array(9).fill('"lol"').join(",")}]`];
@@ -42,30 +42,30 @@ describe("bad input gives one clear line and a non-zero exit", () => {
     const config = join(cwd, "laughs.yaml");
     writeFileSync(config, `url: http://127.0.0.1:9/\ninclude:\n${lines.join("\n")}\n`);
     const result = await runCli("crawl", ["--config", config, "--cwd", cwd], { timeoutMs: 60_000 });
-    expect({ code: result.code, signal: result.signal }, result.stderr.slice(-500)).toEqual({ code: 2, signal: null });
+    expect({ code: result.code, signal: result.signal }, result.stderr.slice(-500)).toEqual({ code: 4, signal: null });
     expect(result.stderr).toBe(`crawl: --config ${config}: its aliases expand to more than 100000 values (nested aliases, a "billion laughs"): refused\n`);
   });
 
-  it("an unreachable --redisStoreUrl fails fast with exit 1 and writes no WARC", async () => {
+  it("an unreachable --redisStoreUrl fails fast with exit 8 (Redis unavailable) and writes no WARC", async () => {
     const port = await freePort();
     const result = await runCli("crawl", ["--url", "http://127.0.0.1:9/", "--redisStoreUrl", `redis://127.0.0.1:${port}/0`, "--cwd", cwd, "--collection", "noredis"]);
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(8);
     expect(errorLine(result.stderr)).toMatch(new RegExp(`cannot reach crawl-state Redis \\(--redisStoreUrl\\) at redis://127.0.0.1:${port}/0`));
     expect(readdirSync(join(cwd, "collections", "noredis", "archive"))).toEqual([]);
   });
 
   it("a seed on a link-local (cloud metadata) address is refused before anything is fetched, naming the way out", async () => {
     const result = await runCli("crawl", ["--url", "http://169.254.169.254/latest/meta-data/", "--cwd", cwd, "--collection", "metadata"]);
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(4);
     expect(errorLine(result.stderr)).toBe("crawl: seed http://169.254.169.254/latest/meta-data/ is not crawled: 169.254.169.254, a link-local address (--allowAddresses can allow it)");
     expect(readdirSync(join(cwd, "collections", "metadata", "archive"))).toEqual([]);
   });
 
-  it("an unreachable seed fails with exit 1 naming the URL", async () => {
+  it("an unreachable seed fails with exit 9 (all seeds failed) naming the URL", async () => {
     const port = await freePort();
     const seed = `http://127.0.0.1:${port}/`;
     const result = await runCli("crawl", ["--url", seed, "--cwd", cwd, "--collection", "noseed", "--maxPageRetries", "0"]);
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(9);
     expect(errorLine(result.stderr)).toContain(`no page could be crawled: ${seed} failed: net::ERR_CONNECTION_REFUSED`);
   });
 });

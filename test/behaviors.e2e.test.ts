@@ -129,9 +129,9 @@ describe("bad behavior flags", () => {
     [["--behaviorTimeout", "0"], /--behaviorTimeout must be more than 0 seconds/],
     [["--behaviorTimeout", "soon"], /--behaviorTimeout must be a number of seconds/],
     [["--postLoadDelay", "-1"], /--postLoadDelay must be a number of seconds/],
-  ])("%j is a usage error (exit 2) with a one-line message", async (args, message) => {
+  ])("%j is a usage error (exit 4) with a one-line message", async (args, message) => {
     const result = await runCli("crawl", ["--url", "http://127.0.0.1:9/", "--cwd", cwd, ...args]);
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(4);
     expect(result.stderr.trim().split("\n")).toHaveLength(1);
     expect(result.stderr).toMatch(message);
   });

@@ -54,18 +54,18 @@ describe("crawl --config", () => {
   it.each([
     ["pageLoadTimout: 30\n", /^crawl: --config \S+: unknown key "pageLoadTimout" \(did you mean "pageLoadTimeout"\?\)$/],
     ["seeds: [http://127.0.0.1/\n", /^crawl: --config \S+ line 2: not valid YAML: /],
-  ])("a bad config %j exits 2 with one line", async (text, message) => {
+  ])("a bad config %j exits 4 with one line", async (text, message) => {
     const config = join(cwd, "bad.yaml");
     writeFileSync(config, text);
     const result = await runCli("crawl", ["--config", config, "--cwd", cwd]);
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(4);
     expect(result.stderr.trimEnd()).toMatch(message);
     expect(result.stderr.trimEnd().split("\n")).toHaveLength(1);
   });
 
-  it("a missing config file exits 2 with one line", async () => {
+  it("a missing config file exits 4 with one line", async () => {
     const result = await runCli("crawl", ["--config", join(cwd, "missing.yaml")]);
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(4);
     expect(result.stderr).toBe(`crawl: --config ${join(cwd, "missing.yaml")}: no such file\n`);
   });
 });

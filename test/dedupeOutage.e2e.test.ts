@@ -125,8 +125,8 @@ describe("dedupe Redis still away when the WACZ files are registered", () => {
     rmSync(cwd, { recursive: true, force: true });
   });
 
-  it("retries, then fails with one clear error and exit 1; nothing is claimed committed", async () => {
-    expect(crawl.code).toBe(1);
+  it("retries, then fails with one clear error and exit 8 (Redis unavailable); nothing is claimed committed", async () => {
+    expect(crawl.code).toBe(8);
     // The records' index notes (which need the WACZ registered) could not be written: the crawl cannot be committed.
     expect(crawl.stderr).toMatch(/WACZ files not finished: cannot write \d+ index notes \(first: index http:[^)]*\): dedupe index unreachable for 30s \(away\.wacz not registered in the dedupe index yet\)/);
     const stats = JSON.parse(readFileSync(join(cwd, "stats.json"), "utf8")) as { status: string; committed: boolean; crawled: number };

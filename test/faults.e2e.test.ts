@@ -24,7 +24,7 @@ interface Stats {
 }
 
 describe("a crawl ends, whatever fails", () => {
-  it("an unreachable seed with the default retries ends with exit 1, 20 runs in a row", async () => {
+  it("an unreachable seed with the default retries ends with exit 9 (all seeds failed), 20 runs in a row", async () => {
     const port = await freePort();
     const seed = `http://127.0.0.1:${port}/`;
     const runs = Array.from({ length: 20 }, (_, i) => i);
@@ -43,7 +43,7 @@ describe("a crawl ends, whatever fails", () => {
         )),
       );
     }
-    expect(results.map((r) => r.code)).toEqual(runs.map(() => 1));
+    expect(results.map((r) => r.code)).toEqual(runs.map(() => 9));
     // Three attempts (default --maxPageRetries 2), all counted, nothing left queued or leased.
     for (const { stats } of results) expect(stats).toMatchObject({ crawled: 0, failed: 1, failedAttempts: 3, queued: 0, pending: 0, status: "failed" });
     // Retries wait 1 s, then 2 s: a run takes seconds, never minutes.
@@ -97,7 +97,7 @@ describe("a crawl ends, whatever fails", () => {
       child.kill("SIGTERM");
       const code = await exited;
       const seconds = (Date.now() - signalled) / 1000;
-      expect(code).toBe(3);
+      expect(code).toBe(11);
       // 20 s of grace for the in-flight page, then the page phase closes; packaging a tiny crawl is quick.
       expect(seconds).toBeLessThan(20 + 15);
       const stats = JSON.parse(readFileSync(join(cwd, "sigterm.json"), "utf8")) as Stats;

@@ -245,7 +245,7 @@ describe("--sizeLimit is checked while a body is written", () => {
       "--url", `${site.url}/hostile/bodies/huge.html?mb=${HUGE_BODY_DEFAULT_MB}`, ...NO_BEHAVIORS, "--scopeType", "prefix",
       "--maxResourceSize", "100MB", "--sizeLimit", "3MB",
     ]);
-    expect(crawl.code, crawl.stderr.slice(-3000)).toBe(0);
+    expect(crawl.code, crawl.stderr.slice(-3000)).toBe(14);
     expect(crawl.stats.status).toBe("limit-reached");
     const [record] = responsesOf(crawl, `/hostile/bodies/huge.bin?mb=${HUGE_BODY_DEFAULT_MB}`);
     expect(record.headers.get("warc-truncated")).toBe("length");
@@ -279,7 +279,7 @@ describe("--diskUtilization is checked while a body is written", () => {
         "--url", `${site.url}/hostile/bodies/huge.html?mb=${HUGE_BODY_DEFAULT_MB}`, ...NO_BEHAVIORS, "--scopeType", "prefix",
         "--maxResourceSize", "100MB", "--diskUtilization", "90",
       ], {}, 300_000, disk);
-      expect(crawl.code, crawl.stderr.slice(-3000)).toBe(0);
+      expect(crawl.code, crawl.stderr.slice(-3000)).toBe(16);
       expect(crawl.stats.status, crawl.stderr.slice(-6000)).toBe("limit-reached");
       expect(logLines(crawl.stderr).some((l) => /disk use .* is above --diskUtilization 90%: stopping the crawl/.test(l.message))).toBe(true);
       const [record] = responsesOf(crawl, `/hostile/bodies/huge.bin?mb=${HUGE_BODY_DEFAULT_MB}`);
@@ -299,13 +299,13 @@ describe("--diskUtilization is checked while a body is written", () => {
 describe("a temp folder that fills up while a body is received", () => {
   const tmp = join(mkdtempSync(join(tmpdir(), "crawl-tinytmp-")), "tmp");
   const mounted = mountTmpfs(tmp, 2 * 1024 * 1024);
-  it.skipIf(!mounted)("stops the crawl with a clear error (exit 1), not a body silently lost", async () => {
+  it.skipIf(!mounted)("stops the crawl with a clear error (exit 3, out of space), not a body silently lost", async () => {
     try {
       const crawl = await measuredCrawl("tinytmp", [
         "--url", `${site.url}/hostile/bodies/huge.html?mb=${HUGE_BODY_DEFAULT_MB}`, ...NO_BEHAVIORS, "--scopeType", "prefix",
         "--maxResourceSize", "100MB", "--diskUtilization", "0",
       ], { TMPDIR: tmp });
-      expect(crawl.code).toBe(1);
+      expect(crawl.code).toBe(3);
       expect(crawl.stderr.trim().split("\n").pop()).toBe(`crawl: cannot write response bodies to ${tmp}: no space left on the device (ENOSPC)`);
       expect(readdirSync(tmp).filter((f) => f.startsWith("crawler-body-"))).toEqual([]);
     } finally {

@@ -190,10 +190,10 @@ describe("rate limits (issue 15, item 9)", () => {
     }
   }, 180_000);
 
-  it("a seed that is only ever rate limited fails the crawl (exit 1) and says why", async () => {
+  it("a seed that is only ever rate limited fails the crawl (exit 9, no page crawled) and says why", async () => {
     const busy = `${site.url}${P}/always-busy`;
     const { result, stats } = await crawl("always-busy-seed", busy, ["--rateLimitMaxRetries", "1"]);
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(9);
     expect(stats).toMatchObject({ crawled: 0, failed: 1, rateLimited: 2, status: "failed" });
     expect(result.stderr.trim().split("\n").pop()).toContain(`no page could be crawled: ${busy} failed: rate limited: HTTP 429`);
   }, 180_000);

@@ -173,12 +173,12 @@ describe("the embedded redis-server", () => {
     expect(await gone(redisPid, 2000), `redis-server ${redisPid} outlived its crawler`).toBe(true);
   }, 120_000);
 
-  it("SIGHUP (the terminal closed) ends the crawl as SIGTERM does: exit 3, its redis-server gone", async () => {
+  it("SIGHUP (the terminal closed) ends the crawl as SIGTERM does: exit 11, its redis-server gone", async () => {
     const crawler = startCrawler(["--url", `${site.url}/`, "--collection", "emb-hup", "--workers", "1", "--pageLoadTimeout", "5"]);
     await crawler.logged("crawl started");
     const redisPid = await embeddedRedisPid("emb-hup");
     crawler.child.kill("SIGHUP");
-    expect(await crawler.exit, crawler.log().slice(-2000)).toEqual({ code: 3, signal: null });
+    expect(await crawler.exit, crawler.log().slice(-2000)).toEqual({ code: 11, signal: null });
     expect(logLines(crawler.log()).some((l) => l.message === "received SIGHUP")).toBe(true);
     expect(await gone(redisPid, 2000)).toBe(true);
   }, 120_000);
@@ -194,7 +194,7 @@ describe("the embedded redis-server", () => {
     expect(isRunning(redisPid)).toBe(true);
     expect(running.child.exitCode).toBeNull();
     running.child.kill("SIGTERM");
-    expect(await running.exit, running.log().slice(-2000)).toEqual({ code: 3, signal: null });
+    expect(await running.exit, running.log().slice(-2000)).toEqual({ code: 11, signal: null });
   }, 120_000);
 
   it("two crawls started at once on one collection never run two redis-servers on its data folder", async () => {

@@ -230,7 +230,7 @@ describe("a crawl that survives faults", () => {
       const first = startCrawler("interrupted", redis.url);
       await whenCrawled(first, 10);
       first.child.kill("SIGINT");
-      expect(await first.done).toBe(3);
+      expect(await first.done).toBe(11);
       expect(await redis.client.sismember("uncommittedcrawls", "interrupted")).toBe(1);
       expect(await startCrawler("interrupted", redis.url).done).toBe(0);
       expect(await startCrawler("uninterrupted", reference.url).done).toBe(0);

@@ -202,9 +202,9 @@ describe("--text alone", () => {
   }, 120_000);
 
   it("refuses unknown --text and --screenshot values with a one-line error", async () => {
-    for (const [flag, value] of [["--text", "final-to-warc"], ["--screenshot", "view,huge"]]) {
+    for (const [flag, value] of [["--text", "to-nowhere"], ["--screenshot", "view,huge"]]) {
       const result = await runCli("crawl", ["--url", site.url + PAGES[2], "--cwd", cwd, flag, value]);
-      expect(result.code).toBe(2);
+      expect(result.code).toBe(4);
       expect(result.stderr.trim().split("\n")).toHaveLength(1);
       expect(result.stderr).toContain(`${flag} takes a comma-separated list of`);
     }

@@ -160,7 +160,7 @@ describe("--robots", () => {
 
   it("a robots.txt that answers 503 disallows the whole host: not even the seed is fetched, and the crawl fails saying why", async () => {
     await withSite(503, async (site) => {
-      const crawl = await crawlSite(site, "robots-503", ["--robots"], 1);
+      const crawl = await crawlSite(site, "robots-503", ["--robots"], 9);
       expect(crawl.pages).toEqual([]);
       expect(site.requests).toEqual(["/robots.txt"]);
       expect(crawl.stats).toMatchObject({ crawled: 0, failed: 0, skippedRobots: 1 });

@@ -82,7 +82,7 @@ describe("storage failures", () => {
         "--url", `${site.url}/page/0.html`, "--cwd", disk, ...NO_BEHAVIORS, "--collection", "full", "--generateWACZ", "--netIdleWait", "1", "--diskUtilization", "0",
         "--redisStoreUrl", redis.url,
       ]);
-      expect(result.code, result.stderr.slice(-2000)).toBe(1);
+      expect(result.code, result.stderr.slice(-2000)).toBe(3);
       // Past a file-size limit a write fails (EFBIG) or comes up short, which the WARC writer reports as ENOSPC.
       const enospc = "no space left on the device \\(ENOSPC\\)";
       const error = kind === "tmpfs" ? enospc : `(${enospc}|file larger than the system allows \\(EFBIG\\))`;

@@ -150,7 +150,7 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
   it("announces the WACZ of a crawl stopped before its end (--timeLimit) with completed: false", async () => {
     const result = await crawl("upload-stopped", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "stopped.wacz", WEBHOOK_URL: `${webhookUrl}/stopped` },
       ["--workers", "1", "--pageExtraDelay", "3", "--timeLimit", "2"]);
-    expect(result.code, result.stderr.slice(-2000)).toBe(0);
+    expect(result.code, result.stderr.slice(-2000)).toBe(15);
     expect(logLines(result.stderr).find((l) => l.message === "crawl limit-reached")).toBeDefined();
     const local = readFileSync(join(cwd, "collections", "upload-stopped", "upload-stopped.wacz"));
     expect(await objectSha256("stopped.wacz")).toBe(sha256(local));
@@ -220,7 +220,7 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     expect(await objectKeys()).not.toContainEqual(expect.stringContaining("upload-badkey"));
   });
 
-  it("uploads nothing without --generateWACZ, and says so; a bad STORE_ENDPOINT_URL is one line and exit 2", async () => {
+  it("uploads nothing without --generateWACZ, and says so; a bad STORE_ENDPOINT_URL is one line and exit 4", async () => {
     const before = await objectKeys();
     const result = await runCli("crawl", ["--url", site.url + "/", "--collection", "upload-nowacz", "--cwd", cwd, "--scopeType", "page", ...NO_BEHAVIORS],
       { env: { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/` } });
@@ -229,7 +229,7 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     expect(await objectKeys()).toEqual(before);
 
     const bad = await runCli("crawl", ["--url", site.url + "/", "--cwd", cwd], { env: { STORE_ENDPOINT_URL: `${s3Url}/` } });
-    expect(bad.code).toBe(2);
+    expect(bad.code).toBe(4);
     expect(bad.stderr.trim()).toBe(`crawl: STORE_ENDPOINT_URL must name the bucket as its first path segment (http://host:port/bucket/), got "${s3Url}/"`);
   });
 });

@@ -4,27 +4,33 @@ import { fileURLToPath } from "node:url";
 import { Command, CommanderError, Option } from "commander";
 import { resolveCrawlOptions, OptionsError, type RawCrawlFlags } from "../config/crawlOptions.js";
 import { applyConfig, readConfigFile } from "../config/configFile.js";
+import { addBrowsertrixNames, compatWarnings, foldDottedFlags, setAsideUnimplementedValues } from "../config/btxNames.js";
+import { withCrawlArgs } from "../config/crawlArgsEnv.js";
+import { localSeedFile } from "../config/seedFileUrl.js";
 import { SCOPE_TYPES } from "../scope/seedScope.js";
 import { runCrawl } from "../crawl/crawler.js";
 import { hardPageDeadlineMs } from "../crawl/crawlPage.js";
 import { ExitCode } from "../crawl/exitCodes.js";
+import { RedisUnreachableError } from "../redis/connect.js";
+import { DedupeIndexUnavailableError } from "../dedupe/retry.js";
 import { StopControl } from "../crawl/stopControl.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { TerminalDisplay } from "../log/terminal.js";
 import { VERSION } from "../version.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
 import { BEHAVIOR_NAMES } from "../browser/behaviors.js";
+import { AddressRefusedError } from "../fetch/addressPolicy.js";
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 export function buildCrawlProgram(): Command {
-  return new Command("crawl")
+  return addBrowsertrixNames(new Command("crawl")
     .description("Crawl a site in Chromium, write WARC/1.1 records and package them as WACZ 1.1.1.")
     .version(VERSION)
     .option("--config <path>", "YAML file setting any of these flags by name (e.g. pageLoadTimeout: 30), and seeds with their own scope; flags given here win; 'stdin' reads standard input")
-    .option("--url <url>", "seed URL (repeatable)", collect)
-    .option("--seeds <urls>", "comma-separated seed URLs (repeatable)", collect)
-    .option("--seedFile <path>", "file with one seed URL per line ('#' starts a comment)")
+    .option("--url <url...>", "seed URL (repeatable; several may follow one --url)", collect)
+    .option("--seeds <urls...>", "seed URLs, comma- or space-separated (repeatable)", collect)
+    .option("--seedFile <path>", "file (or http(s) URL) with one seed URL per line ('#' starts a comment)")
     .option("--crawlId <id>", "crawl id: prefixes every crawl-state key in Redis (default: env CRAWL_ID, else the collection name)")
     .option("--collection <name>", "collection name: output goes to <cwd>/collections/<name>/ (default: crawl-<timestamp>)")
     .option("--cwd <dir>", "working directory for output", "crawls")
@@ -42,7 +48,7 @@ export function buildCrawlProgram(): Command {
     .option("--maxPageRetries <n>", "retries of a page that failed to load before it is recorded as failed", "2")
     .option("--pageExtraDelay <seconds>", "wait this long after each page (politeness)")
     .option("--minHostInterval <seconds>", "start page loads on the same host at least this far apart, across all crawler processes")
-    .option("--failOnFailedLimit <n>", "stop the crawl (exit code 4) once this many pages have failed")
+    .option("--failOnFailedLimit <n>", "stop the crawl (exit code 12) once this many pages have failed")
     .option("--generateWACZ", "package the collection as <collection>.wacz when the crawl ends")
     .option("--refresh", "re-crawl against the capture history: pages are requested with If-None-Match/If-Modified-Since, a 304 becomes a server-not-modified revisit, and reports/changes.jsonl lists what changed")
     .option("--skipFreshDays <days>", "do not fetch pages whose latest archived capture is younger than this (their archived links are still followed)")
@@ -55,7 +61,7 @@ export function buildCrawlProgram(): Command {
     .option("--description <text>", "description written to datapackage.json")
     .option("--statsFilename <path>", "write final crawl counts as JSON to this file")
     .option("--logging <list>", "comma-separated extras: stats (a statistics log line every 30s), debug (debug-level logs), stderr-json (JSON log lines on stderr even on a terminal, instead of a progress bar and readable warnings)", "stats")
-    .addOption(new Option("--logLevel <level>", "minimum log level").choices(["debug", "info", "warn", "error"]).default("info"))
+    .option("--logLevel <levels>", "minimum log level: debug, info, warn or error (a browsertrix-crawler list of levels means its lowest)", "info")
     .option("--useSitemap [url]", "queue the pages the seeds' sitemaps list (in scope): from robots.txt Sitemap: lines, else /sitemap.xml, or this sitemap URL")
     .option("--sitemapFromDate <date>", "with --useSitemap: only pages whose <lastmod> is at or after this ISO date (pages without one are kept)")
     .option("--sitemapToDate <date>", "with --useSitemap: only pages whose <lastmod> is at or before this ISO date (a date keeps its whole day)")
@@ -77,14 +83,16 @@ export function buildCrawlProgram(): Command {
     .option("--maxResourceSize <bytes>", "keep at most this much of any one response body (e.g. 512MB); the rest is dropped and the record marked WARC-Truncated: length", "512MB")
     .option("--diskUtilization <percent>", "stop the crawl gracefully once the disk holding the collection is used above this percent (checked while writing); 0 = off", "90")
     .allowExcessArguments(false)
-    .showHelpAfterError(false);
+    .showHelpAfterError(false));
 }
 
-/** Flags from the command line, then from the --config file for those not given there. */
-export function crawlFlags(program: Command, argv: string[], from: "node" | "user" = "node"): RawCrawlFlags {
-  program.parse(argv, { from });
+/** Flags from the command line and CRAWL_ARGS, then from the --config file for those not given there. */
+export function crawlFlags(program: Command, argv: string[], from: "node" | "user" = "node", env: NodeJS.ProcessEnv = process.env): RawCrawlFlags {
+  const args = withCrawlArgs(from === "node" ? argv.slice(2) : argv, env);
+  program.parse(foldDottedFlags(args), { from: "user" });
   const configFile = program.opts<RawCrawlFlags>().config;
   if (configFile) applyConfig(program, readConfigFile(configFile), configFile);
+  setAsideUnimplementedValues(program);
   return program.opts<RawCrawlFlags>();
 }
 
@@ -104,10 +112,16 @@ async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  for (const warning of compatWarnings(program)) process.stderr.write(`crawl: warning: ${warning}\n`);
 
   let options;
   try {
-    options = resolveCrawlOptions(flags);
+    const seedFile = flags.seedFile ? await localSeedFile(flags.seedFile, flags.userAgent ?? null) : null;
+    try {
+      options = resolveCrawlOptions(seedFile ? { ...flags, seedFile: seedFile.path } : flags);
+    } finally {
+      seedFile?.dispose();
+    }
   } catch (err) {
     if (err instanceof OptionsError) {
       process.stderr.write(`crawl: ${err.message}\n`);
@@ -127,8 +141,8 @@ async function main(argv: string[]): Promise<number> {
     ms: Math.max(graceMs, hardPageDeadlineMs(options)) + 120_000,
     onStuck: () => {
       process.stderr.write("crawl: the crawl did not stop in time after being asked to: exiting; run the same command again to resume\n");
-      setTimeout(() => process.exit(ExitCode.Interrupted), 2000).unref();
-      void logger.close().finally(() => process.exit(ExitCode.Interrupted));
+      setTimeout(() => process.exit(ExitCode.InterruptedForce), 2000).unref();
+      void logger.close().finally(() => process.exit(ExitCode.InterruptedForce));
     },
   });
   const onSignal = (signal: NodeJS.Signals) => {
@@ -152,7 +166,10 @@ async function main(argv: string[]): Promise<number> {
     const message = stop.fatalError ?? errorMessage(err);
     logger.error("crawl", errorMessage(err));
     process.stderr.write(`crawl: ${message}\n`);
-    return ExitCode.Failed;
+    if (stop.outOfSpace) return ExitCode.OutOfSpace;
+    // A seed on an address the crawler may not fetch is known before anything is fetched: bad input.
+    if (err instanceof AddressRefusedError) return ExitCode.BadUsage;
+    return err instanceof RedisUnreachableError || err instanceof DedupeIndexUnavailableError ? ExitCode.RedisUnavailable : ExitCode.Failed;
   } finally {
     stop.dispose();
     await logger.close();

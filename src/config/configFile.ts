@@ -2,12 +2,13 @@ import { readFileSync } from "node:fs";
 import { load, YAMLException } from "js-yaml";
 import { CommanderError, type Command, type Option } from "commander";
 import { OptionsError, type RawSeedSpec } from "./crawlOptions.js";
+import { addCompatNote, asksForSomething, configKeyOf, isNotImplemented, SERVICE_KEYS } from "./btxNames.js";
 
 /** Options about the command itself, not the crawl: a config file cannot set them. */
 const NOT_CONFIGURABLE = new Set(["config", "version", "help"]);
 
 /** Keys a seed object of `seeds:` may carry (browsertrix-crawler's per-seed scope). */
-const SEED_KEYS = new Set(["url", "scopeType", "include", "exclude", "depth", "extraHops"]);
+const SEED_KEYS = new Set(["url", "scopeType", "include", "exclude", "depth", "extraHops", "allowHash", "sitemap", "auth"]);
 
 /** Read a YAML crawl config ("stdin" reads standard input, as browsertrix-crawler does). */
 export function readConfigFile(path: string): Record<string, unknown> {
@@ -67,18 +68,46 @@ function preview(value: unknown): string {
  * The allowed keys are the program's own options, so every flag is a config key as soon as it exists.
  */
 export function applyConfig(program: Command, config: Record<string, unknown>, file: string): void {
-  const options = new Map(program.options.map((opt) => [opt.attributeName(), opt] as const));
+  const options = new Map(program.options.map((opt) => [configKeyOf(opt), opt] as const));
   for (const [key, value] of Object.entries(config)) {
     const option = options.get(key);
+    if (!option && key in SERVICE_KEYS) {
+      if (value !== null && value !== undefined) addCompatNote(program, `--config ${file}: ${key} ignored: ${SERVICE_KEYS[key]}`);
+      continue;
+    }
     if (!option || NOT_CONFIGURABLE.has(key)) {
       const hint = closestKey(key, [...options.keys()].filter((k) => !NOT_CONFIGURABLE.has(k)));
       throw new OptionsError(`--config ${file}: unknown key "${key}"${hint ? ` (did you mean "${hint}"?)` : ""}`);
     }
     // Commander's order: a flag on the command line or from its environment variable beats the file.
-    const source = program.getOptionValueSource(key);
+    const name = option.attributeName();
+    const source = program.getOptionValueSource(name);
     if (source === "cli" || source === "env" || value === null || value === undefined) continue;
     const where = `--config ${file}: ${key}`;
-    program.setOptionValueWithSource(key, key === "seeds" ? seedList(value, where) : optionValue(option, value, where), "config");
+    // A browsertrix-crawler key we do not implement yet: kept as it is, to be warned about.
+    if (isNotImplemented(option)) {
+      if (asksForSomething(name, value)) program.setOptionValueWithSource(name, value, "config");
+      continue;
+    }
+    program.setOptionValueWithSource(name, name === "seeds" ? seedList(value, where, program) : optionValue(option, value, where), "config");
+  }
+  seedSitemaps(program, file);
+}
+
+/**
+ * browsertrix-crawler's per-seed `sitemap:`. Our sitemap reading is crawl-wide (--useSitemap): a seed that
+ * asks for one turns it on for every seed, unless the sitemap flag itself was given; said when it widens.
+ */
+function seedSitemaps(program: Command, file: string): void {
+  const seeds = program.getOptionValueSource("seeds") === "config" ? (program.getOptionValue("seeds") as (string | RawSeedSpec)[]) : [];
+  const asking = seeds.filter((seed): seed is RawSeedSpec => typeof seed !== "string" && seed.sitemap !== undefined);
+  if (asking.length === 0) return;
+  const source = program.getOptionValueSource("useSitemap");
+  if (source !== "cli" && source !== "env" && source !== "config") program.setOptionValueWithSource("useSitemap", asking[0].sitemap, "config");
+  const urls = new Set(asking.map((seed) => String(seed.sitemap)));
+  if (asking.length < seeds.length || urls.size > 1) {
+    const sitemap = program.getOptionValue("useSitemap") as string | boolean;
+    addCompatNote(program, `--config ${file}: a seed's own sitemap is read for every seed (sitemap reading is crawl-wide here: --useSitemap${typeof sitemap === "string" ? ` ${sitemap}` : ""})`);
   }
 }
 
@@ -117,7 +146,7 @@ function scalarText(value: unknown, where: string): string {
 }
 
 /** `seeds:` is a list of URLs, of seed objects with their own scope, or a comma-separated string. */
-function seedList(value: unknown, where: string): (string | RawSeedSpec)[] {
+function seedList(value: unknown, where: string, program: Command): (string | RawSeedSpec)[] {
   const items = Array.isArray(value) ? value : [value];
   return items.map((item, i) => {
     const at = `${where}[${i}]`;
@@ -138,6 +167,15 @@ function seedList(value: unknown, where: string): (string | RawSeedSpec)[] {
       const rx = fields[key];
       if (rx != null) spec[key] = (Array.isArray(rx) ? rx : [rx]).map((r, j) => scalarText(r, `${at}.${key}[${j}]`));
     }
+    if (fields.allowHash != null) {
+      if (typeof fields.allowHash !== "boolean") throw new OptionsError(`${at}.allowHash must be true or false, got ${preview(fields.allowHash)}`);
+      spec.allowHashUrls = fields.allowHash;
+    }
+    if (fields.sitemap != null && fields.sitemap !== false) {
+      if (typeof fields.sitemap !== "boolean" && typeof fields.sitemap !== "string") throw new OptionsError(`${at}.sitemap must be true, false or a sitemap URL, got ${preview(fields.sitemap)}`);
+      spec.sitemap = fields.sitemap;
+    }
+    if (fields.auth != null && fields.auth !== "") addCompatNote(program, `${at}.auth: per-seed auth is not supported yet (accepted for browsertrix-crawler compatibility): the seed is crawled without credentials`);
     return spec;
   });
 }

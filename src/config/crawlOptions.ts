@@ -14,6 +14,7 @@ import { parseW3cDate } from "../sitemap/w3cDate.js";
 import { BEHAVIOR_NAMES, parseBehaviorList, type BehaviorName } from "../browser/behaviors.js";
 import { OptionsError } from "./optionsError.js";
 import { choiceList, integer, parseSize, regexList, seconds, splitList } from "./flagValues.js";
+import { btxScreenshots, btxText, lowestLogLevel } from "./btxValues.js";
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
 import { readStoreSettings, StoreSettingsError, type StoreSettings } from "../upload/storeSettings.js";
 import { DEFAULT_MAX_RESOURCE_SIZE } from "../fetch/bodyLimits.js";
@@ -171,6 +172,10 @@ export interface RawSeedSpec {
   exclude?: string[];
   depth?: string;
   extraHops?: string;
+  /** browsertrix-crawler's per-seed `allowHash`. */
+  allowHashUrls?: boolean;
+  /** browsertrix-crawler's per-seed `sitemap` (true, or a sitemap URL): crawl-wide here, see configFile.ts. */
+  sitemap?: string | boolean;
 }
 
 /** A seed's scope from scope flags (or a config seed's own values laid over them, as browsertrix-crawler does). */
@@ -242,10 +247,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     }
   }
 
-  const logLevel = (flags.logLevel ?? "info") as CrawlOptions["logLevel"];
-  if (!["debug", "info", "warn", "error"].includes(logLevel)) {
-    throw new OptionsError(`--logLevel must be debug, info, warn or error`);
-  }
+  const logLevel = lowestLogLevel(flags.logLevel);
   const logging = splitList(flags.logging ? [flags.logging] : []);
 
   return {
@@ -280,8 +282,8 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     logLevel: logging.includes("debug") ? "debug" : logLevel,
     browserPath: flags.browserPath ?? env.BROWSER_BIN ?? "/usr/bin/chromium",
     headless: !flags.headful,
-    text: choiceList("text", flags.text, TEXT_TARGETS),
-    screenshot: choiceList("screenshot", flags.screenshot, SCREENSHOT_KINDS),
+    text: choiceList("text", btxText(flags.text), TEXT_TARGETS),
+    screenshot: choiceList("screenshot", btxScreenshots(flags.screenshot), SCREENSHOT_KINDS),
     sitemap: sitemapOptions(flags),
     robots: flags.robots ? { agent: flags.robotsAgent ?? robotsAgentOf(flags.userAgent ?? null) } : null,
     ...behaviorOptions(flags),

@@ -129,7 +129,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     }
   } catch (err) {
     if (!isStorageError(err)) throw err;
-    context.stop.fatal(`cannot write the page list or the page's text and screenshots: ${storageErrorMessage(err)}`);
+    context.stop.fatal(`cannot write the page list or the page's text and screenshots: ${storageErrorMessage(err)}`, err);
     await state.handBack(page.url);
     return;
   }

@@ -4,12 +4,12 @@ import { errorMessage, logger } from "../log/logger.js";
 import { crawlSummary } from "../log/progress.js";
 import type { CrawlCounts, CrawlState } from "../state/crawlState.js";
 import { SitemapClaim } from "../state/sitemapClaim.js";
-import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
+import { isOutOfSpace, isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import { pauseForTests } from "../util/testPause.js";
 import { UploadFailedError, uploadWaczFiles } from "../upload/uploadWaczFiles.js";
 import type { CrawlRun } from "./crawlRun.js";
 import { ExitCode } from "./exitCodes.js";
-import { exitCodeOf, type CrawlOutcome, type CrawlStats, type CrawlStatus } from "./outcome.js";
+import { exitCodeOf, type CrawlEnd, type CrawlOutcome, type CrawlStats, type CrawlStatus } from "./outcome.js";
 import { commitFinishedCrawl, MissingWarcError, packageOrphans, packageWaczFiles, type PackagingContext } from "./packaging.js";
 import type { PagePhaseResult } from "./pagePhase.js";
 import type { StopControl } from "./stopControl.js";
@@ -21,7 +21,7 @@ import type { StopControl } from "./stopControl.js";
 export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promise<CrawlOutcome> {
   const { options, session, stop } = run;
   const counts = await session.state.counts();
-  let { status, failure } = await howItEnded(counts, session.state, stop);
+  let { status, failure, failureKind } = await howItEnded(counts, session.state, stop);
   if (status === "done" && options.sitemap) ({ status, failure } = await sitemapsFinished(new SitemapClaim(session.redis, session.membership)));
 
   const packaging: Omit<PackagingContext, "plan"> = {
@@ -36,6 +36,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     } catch (err) {
       failure = packagingFailure(err, run.paths.root);
       status = "failed";
+      failureKind = failureKindOf(err);
       logger.error("dedupe", failure);
     }
   }
@@ -46,6 +47,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     } catch (err) {
       failure = packagingFailure(err, run.paths.root);
       status = "failed";
+      failureKind = failureKindOf(err);
       logger.error("wacz", failure);
     }
   }
@@ -62,6 +64,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
       } catch (err) {
         failure = packagingFailure(err, run.paths.root);
         status = "failed";
+        failureKind = failureKindOf(err);
         logger.error("wacz", failure);
       }
       if (!failure && (await session.slots.allPackaged())) {
@@ -101,7 +104,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
   if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");
   logger.milestone("crawl", `crawl ${stats.status}`, { ...stats }, crawlSummary(stats));
   if (uploadFailure && !failure) return { exitCode: ExitCode.UploadFailed, stats, waczPaths, failure: uploadFailure };
-  return { exitCode: exitCodeOf(status), stats, waczPaths, failure };
+  return { exitCode: exitCodeOf(status, { stopReason: stop.reason, forced: stop.forced, failureKind }), stats, waczPaths, failure };
 }
 
 /** A crawl is done only once its sitemaps were read to the end: else it is not committed, and a rerun reads them. */
@@ -132,6 +135,12 @@ async function uploadToStore({ options, session }: CrawlRun, waczPaths: string[]
   }
 }
 
+/** What kind of failure packaging met, for the exit code (browsertrix-crawler's: 3 out of space, 8 Redis unavailable). */
+function failureKindOf(err: unknown): CrawlEnd["failureKind"] {
+  if (isStorageError(err)) return isOutOfSpace(err) ? "out-of-space" : "other";
+  return err instanceof DedupeIndexUnavailableError ? "redis-unavailable" : "other";
+}
+
 /** Why packaging failed, in one line; a failure that is not about packaging is thrown on. */
 function packagingFailure(err: unknown, root: string): string {
   if (isStorageError(err)) return `cannot write the WACZ in ${root}: ${storageErrorMessage(err)}`;
@@ -140,19 +149,19 @@ function packagingFailure(err: unknown, root: string): string {
 }
 
 /** The crawl's status once its pages are done, and the one line saying why, if it failed. */
-async function howItEnded(counts: CrawlCounts, state: CrawlState, stop: StopControl): Promise<{ status: CrawlStatus; failure: string | null }> {
+async function howItEnded(counts: CrawlCounts, state: CrawlState, stop: StopControl): Promise<{ status: CrawlStatus; failure: string | null; failureKind?: CrawlEnd["failureKind"] }> {
   const finished = counts.queued === 0 && counts.pending === 0;
-  if (stop.fatalError) return { status: "failed", failure: stop.fatalError };
+  if (stop.fatalError) return { status: "failed", failure: stop.fatalError, failureKind: stop.outOfSpace ? "out-of-space" : "other" };
   if (counts.done === 0 && counts.failed > 0) {
     const failures = await state.failedPages();
     const failure = `no page could be crawled: ${failures[0]?.url} failed: ${failures[0]?.reason}`;
     logger.error("crawl", failure, { failures });
-    return { status: "failed", failure };
+    return { status: "failed", failure, failureKind: "no-page-crawled" };
   }
   if (finished && counts.done === 0 && counts.skippedRobots > 0) {
     const failure = `no page could be crawled: robots.txt disallows every seed (--robots)`;
     logger.error("crawl", failure, { skippedRobots: counts.skippedRobots });
-    return { status: "failed", failure };
+    return { status: "failed", failure, failureKind: "no-page-crawled" };
   }
   const status = stop.reason === "signal" ? "interrupted" : stop.reason === "failed-limit" ? "failed-limit" : finished ? "done" : "limit-reached";
   return { status, failure: null };

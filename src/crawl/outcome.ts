@@ -1,6 +1,7 @@
 import type { BehaviorTally } from "../browser/behaviors.js";
 import type { ChangeSummary } from "./changeReport.js";
 import { ExitCode, type ExitCodeValue } from "./exitCodes.js";
+import type { StopReason } from "./stopControl.js";
 
 export type CrawlStatus = "done" | "interrupted" | "limit-reached" | "failed" | "failed-limit";
 
@@ -45,16 +46,33 @@ export interface CrawlStats {
   behaviors: BehaviorTally;
 }
 
-export function exitCodeOf(status: CrawlStatus): ExitCodeValue {
+/** What, beyond its status, decides a crawl's exit code. */
+export interface CrawlEnd {
+  /** Why the crawl was asked to stop, if it was (which limit, a signal...). */
+  stopReason: StopReason | null;
+  /** A second signal ended it at once. */
+  forced: boolean;
+  /** Why it failed, when it did. */
+  failureKind?: "no-page-crawled" | "out-of-space" | "redis-unavailable" | "other";
+}
+
+export function exitCodeOf(status: CrawlStatus, end: CrawlEnd = { stopReason: null, forced: false }): ExitCodeValue {
   switch (status) {
     case "failed":
+      if (end.failureKind === "no-page-crawled") return ExitCode.AllSeedsFailed;
+      if (end.failureKind === "out-of-space") return ExitCode.OutOfSpace;
+      if (end.failureKind === "redis-unavailable") return ExitCode.RedisUnavailable;
       return ExitCode.Failed;
     case "interrupted":
-      return ExitCode.Interrupted;
+      return end.forced ? ExitCode.InterruptedForce : ExitCode.Interrupted;
     case "failed-limit":
       return ExitCode.FailedLimit;
-    case "done":
     case "limit-reached":
+      // As browsertrix-crawler: a size or time limit is an interruption (the crawl is not complete); the page limit is not.
+      if (end.stopReason === "size-limit") return ExitCode.SizeLimit;
+      if (end.stopReason === "disk-utilization") return ExitCode.DiskUtilization;
+      return end.stopReason === "time-limit" ? ExitCode.TimeLimit : ExitCode.Finished;
+    case "done":
       return ExitCode.Finished;
   }
 }

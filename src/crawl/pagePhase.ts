@@ -77,7 +77,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     } finally {
       stopProgress();
       await Promise.all(workers.map((w) => w.close()));
-      await pipeline.close().catch((err: unknown) => stop.fatal(`cannot finish ${run.paths.archive}: ${storageErrorMessage(err)}`));
+      await pipeline.close().catch((err: unknown) => stop.fatal(`cannot finish ${run.paths.archive}: ${storageErrorMessage(err)}`, err));
     }
     return { truncated: { ...context.truncated }, behaviors: { ...context.behaviors }, browserLaunches: host.launches, bodiesCutShort: { ...limits.cutShort } };
   } finally {

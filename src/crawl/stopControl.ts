@@ -1,4 +1,5 @@
 import { logger } from "../log/logger.js";
+import { isOutOfSpace } from "../util/storageErrors.js";
 
 export type StopReason = "signal" | "time-limit" | "size-limit" | "disk-utilization" | "failed-limit" | "storage-error";
 
@@ -12,6 +13,10 @@ export class StopControl {
   immediate = false;
   /** Why the crawl cannot go on (storage errors); becomes the one-line error of exit code 1. */
   fatalError: string | null = null;
+  /** The fatal error was a full disk or quota (exit code 3). */
+  outOfSpace = false;
+  /** A second signal stopped the crawl at once (exit code 13, browsertrix-crawler's forced interrupt). */
+  forced = false;
   private wakers = new Set<() => void>();
   private immediateHooks: (() => void)[] = [];
   private abandonListeners = new Set<() => void>();
@@ -43,15 +48,17 @@ export class StopControl {
       this.armWatchdog();
     } else if (reason === "signal" && !this.immediate) {
       logger.warn("crawl", "second signal: stopping now, in-flight pages go back to the queue");
+      this.forced = true;
       this.stopNow();
     }
     for (const wake of this.wakers) wake();
   }
 
   /** Nothing more can be written (disk full, folder unwritable): stop now, keep what is whole. */
-  fatal(message: string): void {
+  fatal(message: string, cause?: unknown): void {
     if (this.fatalError) return;
     this.fatalError = message;
+    this.outOfSpace = isOutOfSpace(cause);
     logger.error("crawl", message);
     if (this.reason === null) this.armWatchdog();
     this.reason = "storage-error";

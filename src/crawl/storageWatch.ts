@@ -77,7 +77,7 @@ export class StorageWatch implements BodyLimits {
 
   /** A body could not be written to the temp folder (disk full...): nothing can be captured whole, stop now. */
   storageFailed(err: unknown): void {
-    if (isStorageError(err)) this.stop.fatal(`cannot write response bodies to ${tmpdir()}: ${storageErrorMessage(err)}`);
+    if (isStorageError(err)) this.stop.fatal(`cannot write response bodies to ${tmpdir()}: ${storageErrorMessage(err)}`, err);
   }
 
   released(bytes: number): void {

@@ -36,7 +36,7 @@ export interface PipelineStages {
   /** Index notes the dedupe index could not take yet, retried until it does (packaging waits for them). */
   notes: NoteBacklog;
   /** Nothing more can be written (disk full...): the crawl stops. */
-  stop: { fatal(message: string): void };
+  stop: { fatal(message: string, cause?: unknown): void };
   archiveDir: string;
 }
 
@@ -64,7 +64,7 @@ export class CapturePipeline implements ExchangeSink {
       if (outcome.kind !== "skipped") logger.debug("writer", `${outcome.kind} stored`, describeExchange(exchange));
       return outcome;
     } catch (err) {
-      if (isStorageError(err)) this.stages.stop.fatal(`cannot write to ${this.stages.archiveDir}: ${storageErrorMessage(err)}`);
+      if (isStorageError(err)) this.stages.stop.fatal(`cannot write to ${this.stages.archiveDir}: ${storageErrorMessage(err)}`, err);
       throw err;
     } finally {
       if (exchange.body.kind === "file") await rm(exchange.body.path, { force: true });

@@ -35,7 +35,7 @@ export interface PipelineInputs {
   /** This process's writer slot name ("main", "w1"...): its WACZ files are named after it. */
   writer: string;
   archiveDir: string;
-  stop: { fatal(message: string): void };
+  stop: { fatal(message: string, cause?: unknown): void };
 }
 
 /** The capture pipeline of one writer, and the parts the rest of the crawl reads from. */

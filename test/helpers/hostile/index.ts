@@ -1,5 +1,6 @@
 import { addressesRoutes } from "./addresses.js";
 import { bodiesRoutes } from "./bodies.js";
+import { btxRoutes } from "./btx.js";
 import { pacingRoutes } from "./pacing.js";
 import type { HostileRoutes } from "./route.js";
 import { streamsRoutes } from "./streams.js";
@@ -15,9 +16,10 @@ export type { HostileHandler, HostileRoutes, HostileSiteInfo } from "./route.js"
  * - addresses: redirects to forbidden addresses, redirecting seeds, query-order twins, popups
  * - pacing: rate limits (429/503 with Retry-After)
  * - upload: a heavy page whose WACZ takes the multipart upload path
+ * - btx: browsertrix-crawler compatibility (a seed list served over HTTP)
  */
 export function hostileRoutes(): HostileRoutes {
-  const tables = [streamsRoutes, bodiesRoutes, addressesRoutes, pacingRoutes, uploadRoutes];
+  const tables = [streamsRoutes, bodiesRoutes, addressesRoutes, pacingRoutes, uploadRoutes, btxRoutes];
   const all: HostileRoutes = {};
   for (const table of tables) {
     for (const [path, handler] of Object.entries(table)) {
