@@ -7,6 +7,7 @@ import type { PageWorker } from "../browser/pageWorker.js";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import type { CaptureHistory } from "../dedupe/captureHistory.js";
 import type { NoteBacklog } from "../dedupe/noteBacklog.js";
+import { outlinksNote } from "../dedupe/indexNotes.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { TEXT_CONTENT_TYPE, type PageResource, type PageResourceRecorder } from "../pipeline/pageResources.js";
 import type { WaczPlan } from "../pipeline/waczPlan.js";
@@ -135,7 +136,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   }
 
   if (links.length || notModified) {
-    await context.notes.write(`record the outlinks of ${page.url}`, () => context.history.recordOutlinks(page.url, links));
+    await context.notes.write(outlinksNote(page.url, links));
   }
   if (options.refresh) await reportChange(page.url, result.document.status, previous, context.history, context.report);
   const queued = await enqueueLinks(links, { ...page, seedId: seed.seedId }, context, seed.scope);

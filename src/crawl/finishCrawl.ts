@@ -1,5 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { DedupeIndexUnavailableError, NotRetriedError } from "../dedupe/retry.js";
+import { unfinishedJournals } from "../dedupe/noteJournal.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { crawlSummary } from "../log/progress.js";
 import type { CrawlCounts, CrawlState } from "../state/crawlState.js";
@@ -66,6 +67,14 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
         status = "failed";
         failureKind = failureKindOf(err);
         logger.error("wacz", failure);
+      }
+      // A journal still holding notes means records in this archive are not in the index yet: no commit.
+      const unwritten = failure ? [] : await unfinishedJournals(run.paths.archive);
+      if (unwritten.length) {
+        failure = `index notes not written yet (${unwritten.join(", ")} in ${run.paths.archive}): the crawl is not committed; run the same command again once the dedupe index answers`;
+        status = "failed";
+        failureKind = "redis-unavailable";
+        logger.error("dedupe", failure);
       }
       if (!failure && (await session.slots.allPackaged())) {
         await pauseForTests("before-commit");

@@ -6,6 +6,10 @@ import type { CrawlOptions } from "../config/crawlOptions.js";
 import type { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import type { DependencyTracker } from "../dedupe/dependencies.js";
 import { commitCrawl } from "../dedupe/commit.js";
+import { CaptureHistory } from "../dedupe/captureHistory.js";
+import { IndexNoteWriter } from "../dedupe/indexNotes.js";
+import { NoteBacklog } from "../dedupe/noteBacklog.js";
+import { noteJournalPath } from "../dedupe/noteJournal.js";
 import { withDedupeRetries } from "../dedupe/retry.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { repairAbandonedWarcs } from "../pipeline/openPipeline.js";
@@ -123,8 +127,10 @@ export async function packageOrphans({ packaging, stateRedis, membership, slots 
     }
     logger.info("crawl", "packaging the files of a crawler process that died", { writer: adoption.slot });
     await repairAbandonedWarcs(packaging.archiveDir, membership);
+    const plan = new WaczPlan(stateRedis, membership.keys, packaging.dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(adoption.slot) });
+    // The index notes it journaled while the index was away go in first (its files are committed with this crawl).
+    await replayJournal(packaging, plan, writerName(adoption.slot));
     if (options.generateWACZ) {
-      const plan = new WaczPlan(stateRedis, membership.keys, packaging.dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(adoption.slot) });
       paths.push(...(await packageWaczFiles({ ...packaging, plan })).map((r) => r.path));
     }
     await slots.markPackaged(adoption.slot);
@@ -135,6 +141,13 @@ export async function packageOrphans({ packaging, stateRedis, membership, slots 
     });
   }
   return paths;
+}
+
+/** Write every index note a writer journaled (idempotent: a note written before is not counted again), then remove its journal. */
+async function replayJournal(packaging: Omit<PackagingContext, "plan">, plan: WaczPlan, writer: string): Promise<void> {
+  const { dedupe, archiveDir } = packaging;
+  const notes = new IndexNoteWriter(dedupe, new CaptureHistory(dedupe.redis, dedupe.crawlId), (wacz) => plan.registeredIndex(wacz));
+  await NoteBacklog.replay(noteJournalPath(archiveDir, writer), notes);
 }
 
 /** Commit a finished crawl to the merged dedupe index; on failure it stays uncommitted (and says how to finish). */

@@ -27,6 +27,7 @@ for i = 1, #counts, 2 do
 end
 redis.call('SREM', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[5])
 return 1
 `;
 
@@ -45,7 +46,7 @@ export async function commitCrawl(redis: Redis, crawlId: string, pageSize = 5000
   await mergeCrawlUrls(redis, crawlId);
   await pauseForTests("commit-merged");
   const added = (await redis.eval(
-    FINALIZE_LUA, 4, dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.crawlCounts(crawlId), dedupeKeys.allCounts, crawlId,
+    FINALIZE_LUA, 5, dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.crawlCounts(crawlId), dedupeKeys.allCounts, dedupeKeys.appliedNotes(crawlId), crawlId,
   )) as number;
   const hashes = await redis.hlen(dedupeKeys.crawlHashes(crawlId));
   return { crawlId, committed: added === 1, hashes, seconds: (performance.now() - started) / 1000 };
@@ -68,7 +69,7 @@ export async function cancelCrawl(redis: Redis, crawlId: string): Promise<void> 
   }
   await redis
     .multi()
-    .del(dedupeKeys.crawlHashes(crawlId), dedupeKeys.crawlCounts(crawlId), dedupeKeys.crawlWaczList(crawlId))
+    .del(dedupeKeys.crawlHashes(crawlId), dedupeKeys.crawlCounts(crawlId), dedupeKeys.crawlWaczList(crawlId), dedupeKeys.appliedNotes(crawlId))
     .del(dedupeKeys.crawlCaptures(crawlId), dedupeKeys.crawlOutlinks(crawlId))
     .srem(dedupeKeys.uncommittedCrawls, crawlId)
     .exec();

@@ -58,6 +58,13 @@ redis.call('HINCRBY', KEYS[2], 'totalCrawlSize', tonumber(ARGV[4]) - previous)
 return 1
 `;
 
+// All or nothing; once per note id when one is given (a note retried after a crash must not count twice).
+const ADD_COUNTS_LUA = `
+if ARGV[1] ~= '' and redis.call('SADD', KEYS[2], ARGV[1]) == 0 then return 0 end
+for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], tonumber(ARGV[i + 1])) end
+return 1
+`;
+
 /** The dedupe index as one crawl uses it: lookups, its own hashes and counts, its WACZ list. */
 export class DedupeIndex {
   constructor(
@@ -87,14 +94,13 @@ export class DedupeIndex {
     return (await this.redis.hsetnx(dedupeKeys.crawlHashes(this.crawlId), digest, formatHashEntry(entry))) === 1;
   }
 
-  async addCounts(counts: Partial<Record<CountField, number>>): Promise<void> {
-    const key = dedupeKeys.crawlCounts(this.crawlId);
-    // All or nothing (MULTI): a note retried after a failure must not find half of its counts added.
-    const transaction = this.redis.multi();
-    for (const [field, amount] of Object.entries(counts)) if (amount) transaction.hincrby(key, field, amount);
-    const results = await transaction.exec();
-    if (!results) throw new Error("counts not added: transaction aborted");
-    for (const [err] of results) if (err) throw err;
+  /**
+   * Add a capture's counts in one script. With `noteId` (a note replayed from the journal), only if that
+   * note was not applied before: its id joins h:<crawlId>:notes in the same step, so counts never double.
+   */
+  async addCounts(counts: Partial<Record<CountField, number>>, noteId?: string): Promise<void> {
+    const fields = Object.entries(counts).filter(([, amount]) => amount).flatMap(([field, amount]) => [field, String(amount)]);
+    await this.redis.eval(ADD_COUNTS_LUA, 2, dedupeKeys.crawlCounts(this.crawlId), dedupeKeys.appliedNotes(this.crawlId), noteId ?? "", ...fields);
   }
 
   async counts(crawlId = this.crawlId): Promise<Record<CountField, number>> {

@@ -4,6 +4,7 @@
  *
  *   h:<crawlId>            hash   payload digest -> "<waczIndex> <date> <url> <size>"
  *   h:<crawlId>:counts     hash   totalCrawlSize, totalUrls, dupeUrls, conservedSize
+ *   h:<crawlId>:notes      set    ids of journaled index notes already applied (replays add no count twice); gone at commit
  *   c:<crawlId>:wacz       list   JSON {"filename"} placeholder, later {"filename","hash","size"}
  *   uncommittedcrawls      set    crawls being written, not used for lookups by other crawls
  *   allcrawls              set    committed crawls
@@ -29,6 +30,7 @@ export const dedupeKeys = {
   crawlHashes: (crawlId: string) => `h:${crawlId}`,
   crawlCounts: (crawlId: string) => `h:${crawlId}:counts`,
   crawlWaczList: (crawlId: string) => `c:${crawlId}:wacz`,
+  appliedNotes: (crawlId: string) => `h:${crawlId}:notes`,
   uncommittedCrawls: "uncommittedcrawls",
   allCrawls: "allcrawls",
   allHashes: "allhashes",

@@ -12,6 +12,7 @@ import type { OriginalCapture } from "../dedupe/dedupeIndex.js";
 import type { Deduplicator, RecordPlacement } from "../dedupe/deduplicator.js";
 import type { DependencyTracker } from "../dedupe/dependencies.js";
 import type { NoteBacklog } from "../dedupe/noteBacklog.js";
+import { historyNote, responseNote, revisitNote } from "../dedupe/indexNotes.js";
 import { digitsToWarcDate, warcDateToDigits, type CaptureRecord } from "../dedupe/keys.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeClaims, ExchangeIdentity } from "../state/exchangeClaims.js";
@@ -186,16 +187,6 @@ export class CapturePipeline implements ExchangeSink {
   }
 
   /**
-   * The WACZ of a WARC file, registered in the dedupe index: notes need its index there. Throws while
-   * the index cannot register it, so the note is kept and retried.
-   */
-  private async registeredWacz(warcFilename: string): Promise<{ filename: string; index: number }> {
-    const wacz = await this.stages.plan.waczOf(warcFilename);
-    if (wacz.index === null) throw new Error(`${wacz.filename} not registered in the dedupe index yet`);
-    return { filename: wacz.filename, index: wacz.index };
-  }
-
-  /**
    * A revisit about to be written into `warcFilename` depends on its original's WACZ: recorded first,
    * and if it cannot be, the revisit is not written (the store fails, its claim is released).
    */
@@ -205,15 +196,11 @@ export class CapturePipeline implements ExchangeSink {
   }
 
   private async noteResponse(digest: string, placement: WrittenPlacement, indexable: boolean): Promise<void> {
-    await this.stages.notes.write(`index ${placement.url}`, async () =>
-      this.stages.dedupe.noteResponse(digest, { ...placement, wacz: await this.registeredWacz(placement.filename) }, indexable),
-    );
+    await this.stages.notes.write(responseNote(digest, placement, this.stages.plan.waczFilenameOf(placement.filename), indexable));
   }
 
   private async noteRevisit(original: OriginalCapture, placement: WrittenPlacement): Promise<void> {
-    await this.stages.notes.write(`count the revisit of ${placement.url}`, async () =>
-      this.stages.dedupe.noteRevisit(original, { ...placement, wacz: await this.stages.plan.waczOf(placement.filename) }),
-    );
+    await this.stages.notes.write(revisitNote(placement, original.size));
   }
 
   /**
@@ -234,10 +221,8 @@ export class CapturePipeline implements ExchangeSink {
     const etag = headerValue(exchange.responseHeaders, "etag");
     const lastModified = headerValue(exchange.responseHeaders, "last-modified");
     const url = exchange.url;
-    await this.stages.notes.write(`record ${url} in the capture history`, async () => {
-      const { index } = await this.registeredWacz(warcFilename);
-      await this.stages.history.recordCapture(url, { ...capture, waczIndex: index, ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) });
-    });
+    const wacz = this.stages.plan.waczFilenameOf(warcFilename);
+    await this.stages.notes.write(historyNote(url, wacz, { ...capture, ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) }));
   }
 }
 

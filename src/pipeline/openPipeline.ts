@@ -6,6 +6,8 @@ import type { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import { Deduplicator } from "../dedupe/deduplicator.js";
 import { DependencyTracker } from "../dedupe/dependencies.js";
 import { NoteBacklog } from "../dedupe/noteBacklog.js";
+import { IndexNoteWriter } from "../dedupe/indexNotes.js";
+import { noteJournalPath } from "../dedupe/noteJournal.js";
 import { logger } from "../log/logger.js";
 import { ExchangeClaims } from "../state/exchangeClaims.js";
 import type { Liveness } from "../state/membership/liveness.js";
@@ -83,7 +85,8 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
   });
   const dependencies = new DependencyTracker(stateRedis, membership.keys, settings.crawlId);
   const history = new CaptureHistory(dedupe.redis, settings.crawlId);
-  const notes = new NoteBacklog();
+  // Notes a previous run of this writer journaled and could not write are resumed first, in order.
+  const notes = await NoteBacklog.open(noteJournalPath(archiveDir, inputs.writer), new IndexNoteWriter(dedupe, history, (wacz) => plan.registeredIndex(wacz)));
   const sink = new CapturePipeline({
     claims: new ExchangeClaims(stateRedis, membership),
     dedupe: new Deduplicator(dedupe, settings.dedupeMinSize, (filename) => plan.isOwnWacz(filename)),

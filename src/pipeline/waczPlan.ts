@@ -82,6 +82,16 @@ export class WaczPlan {
     return { filename, index: await this.tryRegister(filename) };
   }
 
+  /**
+   * The index in c:<crawlId>:wacz of one of this writer's WACZ files, registering it (after the earlier
+   * ones) if needed: index notes need it. Throws while the index cannot register it (the note waits).
+   */
+  async registeredIndex(waczFilename: string): Promise<number> {
+    const index = await this.tryRegister(waczFilename);
+    if (index === null) throw new Error(`${waczFilename} not registered in the dedupe index yet`);
+    return index;
+  }
+
   /** The filename of the WACZ a WARC file goes into. */
   waczFilenameOf(warcFilename: string): string {
     const filename = this.waczOfWarc.get(warcFilename);

@@ -1,0 +1,140 @@
+import { open, readFile, readdir, rm, stat, truncate, type FileHandle } from "node:fs/promises";
+import { join } from "node:path";
+import { isIndexNote, type IndexNote } from "./indexNotes.js";
+
+/** A writer's journal: beside its WARC files in the archive folder, so whoever packages them finds it. */
+export function noteJournalPath(archiveDir: string, writer: string): string {
+  return join(archiveDir, `notes-${writer}.jsonl`);
+}
+
+/** Journals in an archive folder that still hold notes (the crawl must not be committed while one does). */
+export async function unfinishedJournals(archiveDir: string): Promise<string[]> {
+  const names = (await readdir(archiveDir).catch(() => [] as string[])).filter((f) => /^notes-.*\.jsonl$/.test(f));
+  const sizes = await Promise.all(names.map(async (f) => (await stat(join(archiveDir, f)).catch(() => null))?.size ?? 0));
+  return names.filter((_, i) => sizes[i] > 0);
+}
+
+/** Read this many bytes at a time when bringing journaled notes back into memory. */
+const READ_CHUNK = 64 * 1024;
+
+/**
+ * Index notes the dedupe index could not take yet, in order: every one is appended to a JSON-lines file
+ * and fsync'd before it counts as kept (a crawler killed during an outage loses none), and only the
+ * first `window` are held in memory; the rest are read back from the file as the first ones are applied.
+ * Once every note is applied the file is removed.
+ */
+export class NoteJournal {
+  /** The oldest notes, parsed (at most `window`). */
+  private readonly buffered: IndexNote[] = [];
+  /** Byte offset in the file of the first note not in `buffered`, and how many such notes follow it. */
+  private readOffset = 0;
+  private unbuffered = 0;
+  /** Bytes in the file (complete lines only). */
+  private fileSize = 0;
+  /** Appends, reads and removal one at a time, in order. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    readonly path: string,
+    private readonly window: number,
+  ) {}
+
+  /** Open a writer's journal, taking over the notes a previous run (or a dead writer) left in it. */
+  static async open(path: string, window = 1000): Promise<NoteJournal> {
+    const journal = new NoteJournal(path, window);
+    const content = await readFile(path).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === "ENOENT") return Buffer.alloc(0);
+      throw err;
+    });
+    // A line cut short by a kill mid-append was never fsync'd: that note never counted as kept.
+    const complete = content.lastIndexOf(0x0a) + 1;
+    if (complete < content.length) await truncate(path, complete);
+    journal.fileSize = complete;
+    journal.unbuffered = content.subarray(0, complete).toString("utf8").split("\n").filter(Boolean).length;
+    await journal.refill();
+    return journal;
+  }
+
+  /** Notes kept, in memory or only in the file. */
+  get size(): number {
+    return this.buffered.length + this.unbuffered;
+  }
+
+  /** Notes held in memory now (never more than the window). */
+  get inMemory(): number {
+    return this.buffered.length;
+  }
+
+  /** Append a note and fsync it; resolves once it is on disk. */
+  append(note: IndexNote): Promise<void> {
+    return this.serially(async () => {
+      const line = Buffer.from(JSON.stringify(note) + "\n");
+      const file = await open(this.path, "a");
+      try {
+        await file.write(line);
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+      this.fileSize += line.length;
+      if (this.unbuffered === 0 && this.buffered.length < this.window) {
+        this.buffered.push(note);
+        this.readOffset = this.fileSize;
+      } else {
+        this.unbuffered += 1;
+      }
+    });
+  }
+
+  /** The oldest note kept, reading more back from the file when memory holds none. */
+  async first(): Promise<IndexNote | undefined> {
+    if (!this.buffered.length && this.unbuffered) await this.serially(() => this.refill());
+    return this.buffered[0];
+  }
+
+  /** The oldest note is applied: drop it; the file goes once no note is left. */
+  async shift(): Promise<void> {
+    this.buffered.shift();
+    if (this.size === 0) {
+      await this.serially(async () => {
+        if (this.size > 0) return;
+        await rm(this.path, { force: true });
+        this.fileSize = 0;
+        this.readOffset = 0;
+      });
+    }
+  }
+
+  private serially<T>(step: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(step);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Parse up to `window` notes from readOffset on. */
+  private async refill(): Promise<void> {
+    if (!this.unbuffered) return;
+    const file: FileHandle = await open(this.path, "r");
+    try {
+      let pending = Buffer.alloc(0);
+      while (this.unbuffered && this.buffered.length < this.window) {
+        const chunk = Buffer.alloc(READ_CHUNK);
+        const { bytesRead } = await file.read(chunk, 0, READ_CHUNK, this.readOffset + pending.length);
+        if (!bytesRead) throw new Error(`index note journal ${this.path} ends before its last note`);
+        pending = Buffer.concat([pending, chunk.subarray(0, bytesRead)]);
+        let end: number;
+        while (this.unbuffered && this.buffered.length < this.window && (end = pending.indexOf(0x0a)) >= 0) {
+          const line = pending.subarray(0, end).toString("utf8");
+          pending = pending.subarray(end + 1);
+          this.readOffset += end + 1;
+          this.unbuffered -= 1;
+          const note: unknown = line ? JSON.parse(line) : null;
+          if (!isIndexNote(note)) throw new Error(`index note journal ${this.path}: not a note: ${line.slice(0, 200)}`);
+          this.buffered.push(note);
+        }
+      }
+    } finally {
+      await file.close();
+    }
+  }
+}
