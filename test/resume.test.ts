@@ -58,7 +58,7 @@ function storedResponses(collectionDir: string): string[] {
 }
 
 describe.each([
-  ["SIGINT", 3],
+  ["SIGINT", 11],
   ["SIGKILL", null],
 ] as const)("a crawl stopped by %s", (signal, expectedCode) => {
   it("continues when the same command is run again, capturing every page, each response once", async () => {
