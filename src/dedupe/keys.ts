@@ -4,7 +4,7 @@
  *
  *   h:<crawlId>            hash   payload digest -> "<waczIndex> <date> <url> <size>"
  *   h:<crawlId>:counts     hash   totalCrawlSize, totalUrls, dupeUrls, conservedSize
- *   h:<crawlId>:notes      set    ids of journaled index notes already applied (replays add no count twice); gone at commit
+ *   h:<crawlId>:notes      set    ids of index notes whose counts were added (a retry adds none twice); gone at commit
  *   c:<crawlId>:wacz       list   JSON {"filename"} placeholder, later {"filename","hash","size"}
  *   uncommittedcrawls      set    crawls being written, not used for lookups by other crawls
  *   allcrawls              set    committed crawls

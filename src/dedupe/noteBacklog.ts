@@ -47,7 +47,9 @@ export class NoteBacklog {
   async write(note: IndexNote): Promise<void> {
     if (this.size === 0) {
       try {
-        await this.writer.apply(note, false);
+        // Counted once even on a first try: the index may apply a note whose answer is lost (the server
+        // killed mid-reply), and the journaled retry must then add nothing.
+        await this.writer.apply(note, true);
         return;
       } catch (err) {
         this.lastError = errorMessage(err);
