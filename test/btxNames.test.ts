@@ -110,7 +110,6 @@ describe("browsertrix-crawler 1.14.1 flag names", () => {
       "accepted for browsertrix-crawler compatibility but not implemented yet: --waitUntil",
       "accepted for browsertrix-crawler compatibility but not implemented yet: --blockAds",
       "accepted for browsertrix-crawler compatibility but not implemented yet: --mobileDevice",
-      "accepted for browsertrix-crawler compatibility but not implemented yet: --warcInfo",
       "accepted for browsertrix-crawler compatibility but not implemented yet: --saveState",
     ]);
   });
@@ -179,7 +178,6 @@ describe("browsertrix-crawler names in --config", () => {
     const config = file("url: http://a.test/\nblockAds: true\nlang: en\nwarcInfo: {operator: Jane}\nfailOnFailedSeed: false\nmaxPageLimit: 0\nblockRules: []\nhealthCheckPort: 0\ndedupePagesMinDepth: 0\n");
     expect(warningsFrom(["--config", config])).toEqual([
       "accepted for browsertrix-crawler compatibility but not implemented yet: --blockAds",
-      "accepted for browsertrix-crawler compatibility but not implemented yet: --warcInfo",
       "accepted for browsertrix-crawler compatibility but not implemented yet: --dedupePagesMinDepth",
       "accepted for browsertrix-crawler compatibility but not implemented yet: --lang",
     ]);

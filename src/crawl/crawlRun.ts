@@ -5,6 +5,7 @@ import { writerName } from "../state/membership/writerSlots.js";
 import { ChangeReport } from "./changeReport.js";
 import type { CollectionPaths } from "./collection.js";
 import { PageList } from "./pageList.js";
+import { SkippedReport } from "./skippedReport.js";
 import type { CrawlSession } from "./session.js";
 import type { StopControl } from "./stopControl.js";
 
@@ -16,6 +17,8 @@ export interface PageOutputs {
   report: ChangeReport;
   /** Pages whose bodies stayed cut off after every retry, one JSON line each. */
   truncatedReport: string;
+  /** --reportSkipped: pages found but not queued (reports/skippedPages.jsonl); null = not asked for. */
+  skipped: SkippedReport | null;
 }
 
 /** What the stages of one crawl run share (set up by runCrawl, crawler.ts). */
@@ -37,5 +40,6 @@ export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, s
     pageList: new PageList(paths.pages, `${options.collection}.wacz`, options.text.includes("to-pages")),
     report: new ChangeReport(reportName("changes"), session.redis, { kinds: session.membership.keys.changeKinds(writer), counts: session.membership.keys.changeCounts(writer) }),
     truncatedReport: reportName("truncated"),
+    skipped: options.output.reportSkipped ? new SkippedReport(reportName("skippedPages"), (seedId) => options.seeds[seedId] ?? "", options.text.includes("to-pages")) : null,
   };
 }

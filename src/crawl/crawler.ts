@@ -40,7 +40,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       stop,
     });
     const run: CrawlRun = { options, paths, session, pipeline, stop, started, ...openPageOutputs(options, paths, session) };
-    const seeding = await admitSeeds(options, session.state);
+    const seeding = await admitSeeds(options, session.state, run.skipped ? (page, reason) => run.skipped?.add(page, reason) : undefined);
     logger.milestone("crawl", "crawl started", { crawlId: options.crawlId, processId: session.processId, seeds: options.seeds, collection: options.collection });
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => pipeline.writer.bytesWritten });
     const pages = await crawlPages(run, seeding);
