@@ -1,4 +1,7 @@
+import type { SavedCrawlState } from "../state/savedState.js";
 import { OptionsError } from "./optionsError.js";
+
+export type { SavedCrawlState };
 
 /**
  * Portable crawl state (browsertrix-crawler's --saveState YAML files), what the crawl pushes into its
@@ -26,23 +29,6 @@ export interface StateOptions {
 }
 
 export type SaveStateMode = "never" | "partial" | "always";
-
-/**
- * browsertrix-crawler's serialized state (src/util/state.ts SaveState): queue entries are JSON strings,
- * `finished` plain URLs. Older files may carry `done` (a count, or entries) instead of `finished`.
- */
-export interface SavedCrawlState {
-  id?: string;
-  finished: string[];
-  queued: string[];
-  pending: string[];
-  failed: string[];
-  errors: string[];
-  extraSeeds: string[];
-  excluded: string[];
-  sitemapDone: boolean;
-  done?: number | string[];
-}
 
 export interface RawStateFlags {
   saveState?: string;
