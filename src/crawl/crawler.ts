@@ -32,6 +32,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
   const session = await openCrawlSession(options, paths, stop);
   const lists = new BtxLists(session.redis, session.membership.keys, { pages: options.state.writePagesToRedis, errors: options.state.logErrorsToRedis, behaviors: options.state.logBehaviorsToRedis });
   logger.onLine((entry, line) => lists.logLine(entry.logLevel, entry.context, line));
+  const stateFiles = new StateFiles(options, session, paths.root);
   try {
     const pipeline = await openCapturePipeline({
       settings: options,
@@ -48,12 +49,12 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     const seeding = await admitSeeds(options, session.state);
     logger.milestone("crawl", "crawl started", { crawlId: options.crawlId, processId: session.processId, seeds: options.seeds, collection: options.collection });
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => pipeline.writer.bytesWritten });
-    const stateFiles = new StateFiles(options, session, paths.root);
     stateFiles.start();
     const pages = await crawlPages(run, seeding);
     await stateFiles.atEnd();
     return await finishCrawl(run, pages);
   } finally {
+    stateFiles.stop();
     logger.onLine(null);
     await lists.flush();
     await session.close();

@@ -73,10 +73,14 @@ export class StateFiles {
     this.timer.unref();
   }
 
-  /** The page phase is over: stop saving periodically, and save once more if the mode asks for it. */
-  async atEnd(): Promise<void> {
+  stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+  }
+
+  /** The page phase is over: stop saving periodically, and save once more if the mode asks for it. */
+  async atEnd(): Promise<void> {
+    this.stop();
     const mode = this.options.state.saveState;
     if (mode === "never") return;
     if (mode === "partial") {
