@@ -81,6 +81,31 @@ function rawLogFileLines(name: string): string[] {
   return readdirSync(dir).flatMap((f) => readFileSync(join(dir, f), "utf8").trim().split("\n").filter(Boolean));
 }
 
+const BTX_ERROR_LINE = JSON.stringify({ timestamp: "2024-05-01T10:00:01.000Z", logLevel: "error", context: "general", message: "earlier error", details: {} });
+
+/**
+ * A state file as browsertrix-crawler 1.14.1 writes it (crawler.ts serializeConfig: the config, then
+ * state.ts serialize()): seed and p1, p2, p8 finished; p3, p4 queued; p5 pending (an object, as it
+ * also accepts); p6 failed with its retries used up (2), p7 with one left; one error log line.
+ */
+function btxStateFile(name: string): string {
+  const entry = (path: string, extra: Record<string, unknown> = {}) => JSON.stringify({ added: "2024-05-01T10:00:00.000Z", url: origin + path, seedId: 0, depth: 1, extraHops: 0, ...extra });
+  const file = join(cwd, name);
+  writeFileSync(file, [
+    `seeds:`, `  - ${origin}/s/`, `scopeType: prefix`, `workers: 1`, `behaviors: ""`, `netIdleWait: 0`, `saveState: partial`,
+    `state:`,
+    `  extraSeeds: []`,
+    `  finished:`, ...[`/s/`, `/s/p1`, `/s/p2`, `/s/p8`].map((p) => `    - ${origin}${p}`),
+    `  queued:`, ...[`/s/p3`, `/s/p4`].map((p) => `    - '${entry(p)}'`),
+    `  pending:`, `    - url: ${origin}/s/p5`, `      seedId: 0`, `      depth: 1`, `      extraHops: 0`, `      started: "2024-05-01T10:00:02.000Z"`,
+    `  sitemapDone: false`,
+    `  failed:`, `    - '${entry("/s/p6", { retry: 2 })}'`, `    - '${entry("/s/p7", { retry: 1 })}'`,
+    `  errors:`, `    - '${BTX_ERROR_LINE}'`,
+    `  excluded: []`,
+  ].join("\n") + "\n");
+  return file;
+}
+
 /** Start a crawl and send SIGINT once `pages` pages are logged as crawled. */
 function crawlUntil(args: string[], pages: number): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
@@ -133,21 +158,7 @@ describe("--saveState partial (the default) and resuming with --config <state fi
 
   it("resumes from a state file written by browsertrix-crawler (its entry fields, pending objects, failed and errors)", async () => {
     hits.clear();
-    const entry = (path: string, extra: Record<string, unknown> = {}) => JSON.stringify({ added: "2024-05-01T10:00:00.000Z", url: origin + path, seedId: 0, depth: 1, extraHops: 0, ...extra });
-    const errorLine = JSON.stringify({ timestamp: "2024-05-01T10:00:01.000Z", logLevel: "error", context: "general", message: "earlier error", details: {} });
-    const file = join(cwd, "btx-state.yaml");
-    writeFileSync(file, [
-      `seeds:`, `  - ${origin}/s/`, `scopeType: prefix`, `workers: 1`, `behaviors: ""`, `netIdleWait: 0`, `saveState: partial`,
-      `state:`,
-      `  extraSeeds: []`,
-      `  finished:`, ...[`/s/`, `/s/p1`, `/s/p2`, `/s/p8`].map((p) => `    - ${origin}${p}`),
-      `  queued:`, ...[`/s/p3`, `/s/p4`].map((p) => `    - '${entry(p)}'`),
-      `  pending:`, `    - url: ${origin}/s/p5`, `      seedId: 0`, `      depth: 1`, `      extraHops: 0`, `      started: "2024-05-01T10:00:02.000Z"`,
-      `  sitemapDone: false`,
-      `  failed:`, `    - '${entry("/s/p6", { retry: 2 })}'`, `    - '${entry("/s/p7", { retry: 1 })}'`,
-      `  errors:`, `    - '${errorLine}'`,
-      `  excluded: []`,
-    ].join("\n") + "\n");
+    const file = btxStateFile("btx-state.yaml");
     const stats = join(cwd, "btx-stats.json");
     const run = await runCli("crawl", ["--config", file, "--collection", "frombtx", "--cwd", cwd, "--statsFilename", stats]);
     expect(run.code, run.stderr.slice(-1500)).toBe(0);
@@ -156,6 +167,25 @@ describe("--saveState partial (the default) and resuming with --config <state fi
     expect(sorted(listedPages("frombtx"))).toEqual(["/s/p3", "/s/p4", "/s/p5", "/s/p7"]);
     expect(sorted([...hits.keys()].filter((p) => p.startsWith("/s/")))).toEqual(["/s/p3", "/s/p4", "/s/p5", "/s/p7"]);
     expect(JSON.parse(readFileSync(stats, "utf8"))).toMatchObject({ crawled: 4, failed: 1, queued: 0, pending: 0 });
+  }, 180_000);
+
+  it("resumes in the same collection (browsertrix-crawler's way); a rerun with the same file goes on from where the crawl is", async () => {
+    hits.clear();
+    const args = ["--url", `${origin}/s/`, "--collection", "same", "--cwd", cwd, ...NO_BEHAVIORS, "--netIdleWait", "0"];
+    const first = await crawlUntil(args, 3);
+    expect(first.code).toBe(11);
+    const [file] = stateFiles("same");
+    const crawled = listedPages("same");
+    const again = await crawlUntil([...args, "--config", file], 2);
+    expect(again.code).toBe(11);
+    expect(again.stderr).toContain("crawl state loaded from the --config file");
+    // The same file once more: already loaded into this Redis, so the pages crawled since stay crawled.
+    const last = await runCli("crawl", [...args, "--config", file]);
+    expect(last.code, last.stderr.slice(-1500)).toBe(0);
+    expect(last.stderr).toContain("crawl state of the --config file was loaded before");
+    expect(crawled.length).toBeGreaterThanOrEqual(3);
+    expect(sorted(listedPages("same"))).toEqual(sorted(ALL_PAGES));
+    for (const page of ALL_PAGES) expect(hits.get(page), page).toBe(1);
   }, 180_000);
 
   it("--saveState never writes nothing on SIGINT", async () => {
@@ -223,6 +253,14 @@ describe("Redis lists for the Browsertrix service", () => {
     expect(await redis.client.lrange("lists-crawl:b", 0, -1)).toEqual([...behaviorLines].reverse());
     // Nothing went wrong: no error lines.
     expect(await redis.client.llen("lists-crawl:e")).toBe(0);
+  }, 180_000);
+
+  it("a browsertrix-crawler state file's errors are back in <crawlId>:e and its finished URLs in the seen set", async () => {
+    const file = btxStateFile("btx-state-redis.yaml");
+    const run = await runCli("crawl", ["--config", file, "--collection", "restored", "--cwd", cwd, "--crawlId", "restored-crawl", "--redisStoreUrl", redis.url]);
+    expect(run.code, run.stderr.slice(-1500)).toBe(0);
+    expect(await redis.client.lrange("restored-crawl:e", 0, -1)).toEqual([BTX_ERROR_LINE]);
+    for (const p of ["/s/", "/s/p1", "/s/p2", "/s/p8"]) expect(await redis.client.sismember("restored-crawl:s", origin + p), p).toBe(1);
   }, 180_000);
 
   it("--logErrorsToRedis pushes each error log line to <crawlId>:e; without the flags nothing is pushed", async () => {
