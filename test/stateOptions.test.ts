@@ -38,3 +38,13 @@ describe("state options (browsertrix-crawler's --saveState, Redis lists, log con
     });
   });
 });
+
+describe("what a state file keeps of the command line", () => {
+  it("the flags given, under their config keys, but no URL holding a password", async () => {
+    const { buildCrawlProgram, crawlFlags } = await import("../src/cli/crawl.js");
+    const program = buildCrawlProgram().exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+    const flags = crawlFlags(program, ["--url", "http://a.test/", "--limit", "5", "--redisStoreUrl", "redis://:s3cret@127.0.0.1:6390/0",
+      "--redisDedupeUrl", "redis://127.0.0.1:6391/0"], "user", {});
+    expect(flags.configToSave).toEqual({ url: ["http://a.test/"], limit: "5", redisDedupeUrl: "redis://127.0.0.1:6391/0" });
+  });
+});
