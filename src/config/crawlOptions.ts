@@ -16,6 +16,7 @@ import { OptionsError } from "./optionsError.js";
 import { choiceList, integer, parseSize, regexList, seconds, splitList } from "./flagValues.js";
 import { btxScreenshots, btxText, lowestLogLevel } from "./btxValues.js";
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
+import { pageLoadOptions, type PageLoadOptions, type RawPageLoadFlags } from "./pageLoadOptions.js";
 import { readStoreSettings, StoreSettingsError, type StoreSettings } from "../upload/storeSettings.js";
 import { DEFAULT_MAX_RESOURCE_SIZE } from "../fetch/bodyLimits.js";
 import { parseAddressAllowance, type AddressAllowance } from "../fetch/addressPolicy.js";
@@ -98,6 +99,8 @@ export interface CrawlOptions {
   diskUtilization: number;
   /** --allowAddresses: addresses fetched beyond the default policy (see fetch/addressPolicy.ts). */
   allowAddresses: AddressAllowance;
+  /** How pages load, in what browser (--waitUntil, --netIdleMaxRequests, --lang, --userAgentSuffix, --mobileDevice, --extraChromeArgs). */
+  pageLoad: PageLoadOptions;
 }
 
 export { OptionsError };
@@ -108,7 +111,7 @@ export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags extends RawRateLimitFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags, RawPageLoadFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
@@ -293,6 +296,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     store: storeSettings(env),
     ...storageLimits(flags),
     allowAddresses: addressAllowance(flags.allowAddresses),
+    pageLoad: pageLoadOptions(flags),
   };
 }
 
