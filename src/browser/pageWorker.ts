@@ -82,7 +82,8 @@ export class PageWorker {
     private readonly options: PageWorkerOptions,
   ) {
     this.limits = options.limits ?? defaultBodyLimits();
-    this.fetcher = new FallbackFetcher({ userAgent: options.userAgent, limits: this.limits });
+    const acceptLanguage = options.tab?.acceptLanguage;
+    this.fetcher = new FallbackFetcher({ userAgent: options.userAgent, limits: this.limits, headers: acceptLanguage ? [["Accept-Language", acceptLanguage]] : [] });
   }
 
   private async ensureTab(): Promise<{ tab: Page; capture: PageCapture; popups: PopupCloser }> {
