@@ -71,7 +71,7 @@ describe("real browsertrix-crawler invocations", () => {
     ]);
     expect(run.result.code, run.result.stderr.slice(-2000)).toBe(0);
     expect(run.pages).toEqual(LINKED);
-    expect(run.warnings).toEqual(notImplemented("--waitUntil", "--mobileDevice", "--userAgentSuffix", "--failOnFailedSeed"));
+    expect(run.warnings).toEqual(notImplemented("--failOnFailedSeed"));
     expect(JSON.parse(readFileSync(stats, "utf8"))).toMatchObject({ crawled: 3, failed: 0, status: "done" });
   }, 300_000);
 
@@ -96,7 +96,7 @@ describe("real browsertrix-crawler invocations", () => {
       expect(run.pages).toEqual(ROBOTS_AND_SITEMAP.filter((p) => p !== "/site/from-sitemap/old.html"));
       expect(run.resources.filter((u) => u.startsWith("urn:view:"))).toHaveLength(6);
       expect(existsSync(join(cwd, "collections", "thecrawl", "thecrawl.wacz"))).toBe(true);
-      expect(run.warnings).toEqual([...notImplemented("--profile", "--screencastPort", "--healthCheckPort", "--restartsOnError", "--lang"), ...notImplemented("--logging behaviors")]);
+      expect(run.warnings).toEqual([...notImplemented("--profile", "--screencastPort", "--healthCheckPort", "--restartsOnError"), ...notImplemented("--logging behaviors")]);
     } finally {
       await redis.stop();
     }
@@ -111,7 +111,7 @@ describe("real browsertrix-crawler invocations", () => {
     expect(run.pages).toEqual(ROBOTS_AND_SITEMAP);
     // final-to-warc: each page's text after its behaviors, as a urn:text: record.
     expect(run.resources).toEqual(ROBOTS_AND_SITEMAP.map((p) => `urn:text:${site.origin}${p}`).sort());
-    expect(run.warnings).toEqual(notImplemented("--blockAds", "--userAgentSuffix"));
+    expect(run.warnings).toEqual(notImplemented("--blockAds"));
   }, 300_000);
 
   it("ONB's command line", async () => {
@@ -122,7 +122,7 @@ describe("real browsertrix-crawler invocations", () => {
     expect(run.result.code, run.result.stderr.slice(-2000)).toBe(0);
     expect(run.pages).toEqual(LINKED);
     expect(existsSync(join(cwd, "collections", "onb", "onb.wacz"))).toBe(true);
-    expect(run.warnings).toEqual(notImplemented("--waitUntil", "--userAgentSuffix", "--screencastPort", "--healthCheckPort"));
+    expect(run.warnings).toEqual(notImplemented("--screencastPort", "--healthCheckPort"));
   }, 300_000);
 
   it("EDGI's YAML config", async () => {

@@ -107,9 +107,7 @@ describe("browsertrix-crawler 1.14.1 flag names", () => {
     const warnings = warningsFrom(["--url", "http://a.test/", "--waitUntil", "load,networkidle0", "--blockads", "--mobileDevice", "Pixel 2",
       "--warcinfo.operator", "Jane Doe", "--selectLinks", "a[href]->href", "--clickSelector", "a"]);
     expect(warnings).toEqual([
-      "accepted for browsertrix-crawler compatibility but not implemented yet: --waitUntil",
       "accepted for browsertrix-crawler compatibility but not implemented yet: --blockAds",
-      "accepted for browsertrix-crawler compatibility but not implemented yet: --mobileDevice",
     ]);
   });
 
@@ -180,7 +178,6 @@ describe("browsertrix-crawler names in --config", () => {
     expect(warningsFrom(["--config", config])).toEqual([
       "accepted for browsertrix-crawler compatibility but not implemented yet: --blockAds",
       "accepted for browsertrix-crawler compatibility but not implemented yet: --dedupePagesMinDepth",
-      "accepted for browsertrix-crawler compatibility but not implemented yet: --lang",
     ]);
     expect(warningsFrom(["--url", "http://a.test/", "--healthCheckPort", "0", "--saveState", "partial"])).toEqual([]);
   });
@@ -206,7 +203,6 @@ describe("browsertrix-crawler names in --config", () => {
     expect(options).toMatchObject({ limit: 50, behaviorTimeout: 60, pageLoadTimeout: 45, workers: 2, robots: null, sitemap: null });
     expect(compatWarnings(program)).toEqual([
       "accepted for browsertrix-crawler compatibility but not implemented yet: --maxPageLimit",
-      "accepted for browsertrix-crawler compatibility but not implemented yet: --lang",
       `--config ${json}: seedFileId ignored: the Browsertrix service's id of an uploaded seed file (it passes the file itself as seedFile)`,
       "accepted for browsertrix-crawler compatibility but not implemented yet: --logging behaviors",
     ]);

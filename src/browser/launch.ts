@@ -11,6 +11,8 @@ export interface LaunchOptions {
   executablePath: string;
   headless: boolean;
   userAgent?: string | null;
+  /** More switches, after ours (--lang, --extraChromeArgs). */
+  extraArgs?: readonly string[];
 }
 
 /** Flags that keep Chromium from phoning home (no network here but loopback) and from isolating frames. */
@@ -68,7 +70,7 @@ export async function launchBrowser(options: LaunchOptions, records: BrowserReco
       executablePath: executableWithDeathSignal(options.executablePath, profileDir),
       headless: options.headless,
       userDataDir: profileDir,
-      args: [...CHROMIUM_ARGS, ...chromiumHostResolverArgs(), ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : [])],
+      args: [...CHROMIUM_ARGS, ...chromiumHostResolverArgs(), ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : []), ...(options.extraArgs ?? [])],
       defaultViewport: { width: 1366, height: 900 },
       protocolTimeout: 120_000,
       // The crawler handles signals itself: it must finish writing before the browser goes away.

@@ -43,10 +43,11 @@ export class NetworkActivity {
   }
 
   /**
-   * Wait until no request has been in flight (streams that started aside) for `idleMs`, up to `capMs`:
-   * script-loaded content is captured without a fixed sleep on every page.
+   * Wait until at most `maxInFlight` requests have been in flight (streams that started aside) for
+   * `idleMs`, up to `capMs`: script-loaded content is captured without a fixed sleep on every page.
+   * (puppeteer's waitForNetworkIdle, as browsertrix-crawler's --netIdleMaxRequests uses it.)
    */
-  async waitForQuiet(capMs: number, idleMs = 500): Promise<void> {
+  async waitForQuiet(capMs: number, maxInFlight = 0, idleMs = 500): Promise<void> {
     if (capMs <= 0) return;
     const deadline = Date.now() + capMs;
     await new Promise<void>((resolve) => {
@@ -55,8 +56,9 @@ export class NetworkActivity {
         clearTimeout(timer);
         const now = Date.now();
         if (now >= deadline) return done();
-        if (this.inFlight.size === 0 && now - this.lastActivity >= idleMs) return done();
-        const wait = this.inFlight.size === 0 ? idleMs - (now - this.lastActivity) : deadline - now;
+        const quiet = this.inFlight.size <= maxInFlight;
+        if (quiet && now - this.lastActivity >= idleMs) return done();
+        const wait = quiet ? idleMs - (now - this.lastActivity) : deadline - now;
         timer = setTimeout(check, Math.max(1, Math.min(wait, deadline - now)));
       };
       const done = () => {

@@ -11,11 +11,18 @@ import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAt
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
 import { PopupCloser } from "./popups.js";
+import { applyTabSettings, type TabSettings, type WaitUntilEvent } from "./pageSetup.js";
 
 export interface PageWorkerOptions {
   pageLoadTimeoutMs: number;
   netIdleWaitMs: number;
+  /** --netIdleMaxRequests: requests still in flight that the net-idle waits tolerate (default 0). */
+  netIdleMaxRequests?: number;
+  /** --waitUntil: what the navigation waits for (default: load). */
+  waitUntil?: readonly WaitUntilEvent[];
   userAgent: string | null;
+  /** Device viewport and language header of every tab (--mobileDevice, --lang). */
+  tab?: TabSettings;
   behaviors: BehaviorSettings;
   /** Text and screenshots to take of each loaded page (--text, --screenshot). */
   extracts?: ExtractOptions;
@@ -75,7 +82,8 @@ export class PageWorker {
     private readonly options: PageWorkerOptions,
   ) {
     this.limits = options.limits ?? defaultBodyLimits();
-    this.fetcher = new FallbackFetcher({ userAgent: options.userAgent, limits: this.limits });
+    const acceptLanguage = options.tab?.acceptLanguage;
+    this.fetcher = new FallbackFetcher({ userAgent: options.userAgent, limits: this.limits, headers: acceptLanguage ? [["Accept-Language", acceptLanguage]] : [] });
   }
 
   private async ensureTab(): Promise<{ tab: Page; capture: PageCapture; popups: PopupCloser }> {
@@ -85,7 +93,7 @@ export class PageWorker {
     // page neither renders nor fires IntersectionObservers, so scrolling would load nothing in it.
     const tab = await browser.newPage({ type: "window" });
     this.tabBrowser = browser;
-    if (this.options.userAgent) await tab.setUserAgent(this.options.userAgent);
+    await applyTabSettings(tab, this.options.userAgent, this.options.tab);
     await installBehaviors(tab, this.options.behaviors);
     const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.limits, this.options.rateLimitStatusCodes);
     const popups = await PopupCloser.attach(tab);
@@ -118,7 +126,7 @@ export class PageWorker {
     try {
       // From /p#a, going to /p#b would only scroll: the page would not load, nothing would be captured.
       if (url !== pageUrl && withoutHash(tab.url()) === url) await tab.goto("about:blank", { timeout: this.options.pageLoadTimeoutMs });
-      await tab.goto(pageUrl, { waitUntil: "load", timeout: this.options.pageLoadTimeoutMs });
+      await tab.goto(pageUrl, { waitUntil: [...(this.options.waitUntil ?? ["load"])], timeout: this.options.pageLoadTimeoutMs });
     } catch (err) {
       navigationError = errorMessage(err);
     }
@@ -126,7 +134,7 @@ export class PageWorker {
     // Only rendered documents load more after "load"; a PDF viewer never goes quiet, so don't wait on it.
     const rendered = findDocument(attempt.captured, url);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
-      await capture.network.waitForQuiet(this.options.netIdleWaitMs);
+      await capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests);
       // Only a page that shows a document has anything to act on.
       const shown = findDocument(attempt.captured, url);
       if (shown && isRenderedDocumentType(shown.mime)) await this.afterLoad(tab, capture, url);
@@ -177,7 +185,7 @@ export class PageWorker {
     if (postLoadDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, postLoadDelayMs));
     if (!enabled.length) return;
     this.behaviorOutcome = (await runBehaviors(tab, url, timeoutMs)) ?? undefined;
-    await capture.network.waitForQuiet(this.options.netIdleWaitMs);
+    await capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests);
   }
 
   private async readPage(tab: Page): Promise<[string, string[]]> {

@@ -18,6 +18,7 @@ import { btxScreenshots, btxText, lowestLogLevel } from "./btxValues.js";
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
 import { outputOptions, type OutputOptions, type RawOutputFlags } from "./outputOptions.js";
 import { stateOptions, type RawStateFlags, type StateOptions } from "./stateOptions.js";
+import { pageLoadOptions, type PageLoadOptions, type RawPageLoadFlags } from "./pageLoadOptions.js";
 import { readStoreSettings, StoreSettingsError, type StoreSettings } from "../upload/storeSettings.js";
 import { DEFAULT_MAX_RESOURCE_SIZE } from "../fetch/bodyLimits.js";
 import { parseAddressAllowance, type AddressAllowance } from "../fetch/addressPolicy.js";
@@ -104,6 +105,8 @@ export interface CrawlOptions {
   output: OutputOptions;
   /** --saveState files, resuming from one (--config), Redis lists for the Browsertrix service, log contexts. */
   state: StateOptions;
+  /** How pages load, in what browser (--waitUntil, --netIdleMaxRequests, --lang, --userAgentSuffix, --mobileDevice, --extraChromeArgs). */
+  pageLoad: PageLoadOptions;
 }
 
 export { OptionsError };
@@ -114,7 +117,7 @@ export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
@@ -301,6 +304,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     allowAddresses: addressAllowance(flags.allowAddresses),
     output: outputOptions(flags, env),
     state: stateOptions(flags),
+    pageLoad: pageLoadOptions(flags),
   };
 }
 

@@ -1,6 +1,8 @@
 import { emptyTally, type BehaviorTally } from "../browser/behaviors.js";
 import { BrowserHost } from "../browser/browserHost.js";
 import { PageWorker } from "../browser/pageWorker.js";
+import { setupChromiumArgs, tabSetupFor } from "../browser/pageSetup.js";
+import { browserSetupOf } from "../config/pageLoadOptions.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { CrawlProgressBar } from "../log/progress.js";
 import { SeedScopes } from "../scope/seedScopes.js";
@@ -42,9 +44,10 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     dir: run.paths.root, bytesWritten: () => pipeline.writer.bytesWritten,
   }, stop);
   limits.start();
-  const host = new BrowserHost({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent, recordsDir: run.paths.browsers });
+  const setup = browserSetupOf(options);
+  const host = new BrowserHost({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent, extraArgs: setupChromiumArgs(setup), recordsDir: run.paths.browsers });
   try {
-    await host.browser();
+    const tabSetup = await tabSetupFor(await host.browser(), setup);
     stop.onImmediate(() => void host.closeAllPages());
     const context: PageContext = {
       options, stop, state: session.state, history: pipeline.history, notes: pipeline.notes, report: run.report, pageList: run.pageList, plan: pipeline.plan,
@@ -56,7 +59,10 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       new PageWorker(i, host, pipeline.sink, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
         netIdleWaitMs: options.netIdleWait * 1000,
-        userAgent: options.userAgent,
+        netIdleMaxRequests: options.pageLoad.netIdleMaxRequests,
+        waitUntil: options.pageLoad.waitUntil,
+        userAgent: tabSetup.userAgent,
+        tab: tabSetup.tab,
         extracts: extractOptionsOf(options),
         rateLimitStatusCodes: options.rateLimit.statusCodes,
         behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000 },

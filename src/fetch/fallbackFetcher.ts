@@ -9,6 +9,8 @@ const DEFAULT_FALLBACK_DEADLINE_MS = 60_000;
 
 export interface FallbackFetcherOptions {
   userAgent: string | null;
+  /** Headers every fetch sends unless the browser's request had its own (the tabs' Accept-Language, --lang). */
+  headers?: readonly [string, string][];
   /** The size cap and storage limits every fetched body is held to. */
   limits?: BodyLimits;
   /** Total deadline of each fetch (default 60 s). */
@@ -25,7 +27,8 @@ export class FallbackFetcher {
   constructor(private readonly options: FallbackFetcherOptions) {}
 
   private fetch(url: string, headers?: [string, string][], timeoutMs = this.options.timeoutMs ?? DEFAULT_FALLBACK_DEADLINE_MS): Promise<Exchange> {
-    return directFetch(url, { userAgent: this.options.userAgent, headers, timeoutMs, limits: this.options.limits });
+    const own = (this.options.headers ?? []).filter(([name]) => !headers?.some(([given]) => given.toLowerCase() === name.toLowerCase()));
+    return directFetch(url, { userAgent: this.options.userAgent, headers: [...own, ...(headers ?? [])], timeoutMs, limits: this.options.limits });
   }
 
   /** The browser got a 206 (a fragment): the whole resource, when the server sends it whole (200). */

@@ -2,6 +2,7 @@ import { addressesRoutes } from "./addresses.js";
 import { bodiesRoutes } from "./bodies.js";
 import { btxRoutes } from "./btx.js";
 import { pacingRoutes } from "./pacing.js";
+import { pageLoadRoutes } from "./pageLoad.js";
 import type { HostileRoutes } from "./route.js";
 import { streamsRoutes } from "./streams.js";
 import { uploadRoutes } from "./upload.js";
@@ -17,9 +18,10 @@ export type { HostileHandler, HostileRoutes, HostileSiteInfo } from "./route.js"
  * - pacing: rate limits (429/503 with Retry-After)
  * - upload: a heavy page whose WACZ takes the multipart upload path
  * - btx: browsertrix-crawler compatibility (a seed list served over HTTP)
+ * - pageLoad: late images, never-ending requests, echoes of language, user agent and window width
  */
 export function hostileRoutes(): HostileRoutes {
-  const tables = [streamsRoutes, bodiesRoutes, addressesRoutes, pacingRoutes, uploadRoutes, btxRoutes];
+  const tables = [streamsRoutes, bodiesRoutes, addressesRoutes, pacingRoutes, uploadRoutes, btxRoutes, pageLoadRoutes];
   const all: HostileRoutes = {};
   for (const table of tables) {
     for (const [path, handler] of Object.entries(table)) {
