@@ -1,4 +1,4 @@
-import { emptyTally, type BehaviorTally } from "../browser/behaviors.js";
+import { clickClaims, emptyTally, type BehaviorTally } from "../browser/behaviors.js";
 import { BrowserHost } from "../browser/browserHost.js";
 import { PageWorker } from "../browser/pageWorker.js";
 import { errorMessage, logger } from "../log/logger.js";
@@ -52,6 +52,8 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       truncated: { count: 0, report: run.truncatedReport },
       behaviors: emptyTally(),
     };
+    const { selectLinks, clickSelector, customBehaviors } = options.linkBehavior;
+    const claimClick = clickClaims();
     const workers = Array.from({ length: options.workers }, (_, i) =>
       new PageWorker(i, host, pipeline.sink, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
@@ -59,8 +61,10 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         userAgent: options.userAgent,
         extracts: extractOptionsOf(options),
         rateLimitStatusCodes: options.rateLimit.statusCodes,
-        behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000 },
+        behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000, clickSelector, customScripts: customBehaviors },
         limits,
+        linkSelectors: selectLinks,
+        claimClick,
       }),
     );
     const stopProgress = showProgress(session.state, () => pipeline.writer.bytesWritten, options.logging.includes("stats"));
