@@ -1,7 +1,7 @@
 /**
  * browsertrix-crawler's link and behavior flags, shown by what a crawl of a loopback site captures and
  * queues: --selectLinks (--linkSelector), --clickSelector with the autoclick behavior, --customBehaviors
- * (file, folder, URL, git repository) and --alwaysAddBehaviorLinks.
+ * (file, folder, URL, git repository), --alwaysAddBehaviorLinks, and --allowHashUrls on a hash-routed app.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -44,7 +44,8 @@ async function crawl(seeds: string[], args: string[]): Promise<Crawl> {
     .map((f) => join(dir, "pages", f))
     .filter((f) => existsSync(f))
     .flatMap((f) => readFileSync(f, "utf8").trim().split("\n").slice(1))
-    .map((l) => new URL((JSON.parse(l) as { url: string }).url).pathname)
+    .map((l) => new URL((JSON.parse(l) as { url: string }).url))
+    .map((u) => u.pathname + u.hash)
     .sort();
   const archive = join(dir, "archive");
   const records = existsSync(archive) ? readdirSync(archive).filter((f) => f.includes(".warc")).flatMap((f) => readWarcRecords(join(archive, f))) : [];
@@ -196,3 +197,19 @@ function behaviorFile(id: string, path: string, fetches: string, addsLink: strin
   writeFileSync(file, behaviorClass(id, path, fetches, addsLink));
   return file;
 }
+
+describe("--allowHashUrls", () => {
+  it("hash-routed pages are pages of their own: each route is loaded and what it fetches archived", async () => {
+    const crawled = await crawl(["/hash/"], [...NO_BEHAVIORS, "--allowHashUrls"]);
+    expectOk(crawled);
+    expect(crawled.pages).toEqual(["/hash/", "/hash/#/a", "/hash/#/b"]);
+    expect(crawled.captured).toEqual(["/hash/", "/hash/data-a.json", "/hash/data-b.json", "/hash/data-home.json"]);
+  }, 250_000);
+
+  it("without it, the routes are the same page as the seed: only its own data is archived", async () => {
+    const crawled = await crawl(["/hash/"], [...NO_BEHAVIORS]);
+    expectOk(crawled);
+    expect(crawled.pages).toEqual(["/hash/"]);
+    expect(crawled.captured).toEqual(["/hash/", "/hash/data-home.json"]);
+  }, 250_000);
+});

@@ -42,6 +42,10 @@ const ROUTES: Record<string, [type: string, body: string]> = {
     <a href="/click/route" onclick="event.preventDefault(); history.pushState({}, '', '/click/route'); fetch('/click/route-data.json')">route</a>
     <a href="/click/next">next</a>
     <button onclick="fetch('/click/button.json')">more</button>`)],
+  // A hash-routed app: each route (#/a, #/b) loads its own data when the page opens on it.
+  "/hash/": ["text/html", page(`
+    <a href="#/a">a</a> <a href="#/b">b</a>
+    <script>fetch("/hash/data-" + (location.hash.slice(2) || "home") + ".json")</script>`)],
   "/custom/a": ["text/html", page(`<p>a</p>`)],
   "/custom/b": ["text/html", page(`<p>b</p>`)],
   "/custom/c": ["text/html", page(`<p>c</p>`)],
