@@ -96,7 +96,7 @@ describe("real browsertrix-crawler invocations", () => {
       expect(run.pages).toEqual(ROBOTS_AND_SITEMAP.filter((p) => p !== "/site/from-sitemap/old.html"));
       expect(run.resources.filter((u) => u.startsWith("urn:view:"))).toHaveLength(6);
       expect(existsSync(join(cwd, "collections", "thecrawl", "thecrawl.wacz"))).toBe(true);
-      expect(run.warnings).toEqual([...notImplemented("--profile", "--screencastPort", "--healthCheckPort", "--restartsOnError", "--lang", "--logErrorsToRedis", "--logBehaviorsToRedis", "--writePagesToRedis"), ...notImplemented("--logging behaviors")]);
+      expect(run.warnings).toEqual([...notImplemented("--profile", "--screencastPort", "--healthCheckPort", "--restartsOnError", "--lang"), ...notImplemented("--logging behaviors")]);
     } finally {
       await redis.stop();
     }
@@ -111,7 +111,7 @@ describe("real browsertrix-crawler invocations", () => {
     expect(run.pages).toEqual(ROBOTS_AND_SITEMAP);
     // final-to-warc: each page's text after its behaviors, as a urn:text: record.
     expect(run.resources).toEqual(ROBOTS_AND_SITEMAP.map((p) => `urn:text:${site.origin}${p}`).sort());
-    expect(run.warnings).toEqual(notImplemented("--blockAds", "--userAgentSuffix", "--warcInfo", "--saveState"));
+    expect(run.warnings).toEqual(notImplemented("--blockAds", "--userAgentSuffix"));
   }, 300_000);
 
   it("ONB's command line", async () => {
@@ -122,7 +122,7 @@ describe("real browsertrix-crawler invocations", () => {
     expect(run.result.code, run.result.stderr.slice(-2000)).toBe(0);
     expect(run.pages).toEqual(LINKED);
     expect(existsSync(join(cwd, "collections", "onb", "onb.wacz"))).toBe(true);
-    expect(run.warnings).toEqual(notImplemented("--waitUntil", "--userAgentSuffix", "--screencastPort", "--warcInfo", "--healthCheckPort"));
+    expect(run.warnings).toEqual(notImplemented("--waitUntil", "--userAgentSuffix", "--screencastPort", "--healthCheckPort"));
   }, 300_000);
 
   it("EDGI's YAML config", async () => {
@@ -139,7 +139,7 @@ describe("real browsertrix-crawler invocations", () => {
     expect(run.pages).toHaveLength(4);
     expect(run.pages[0]).toBe("/site/");
     for (const page of run.pages) expect(ROBOTS_AND_SITEMAP).toContain(page);
-    expect(run.warnings).toEqual(notImplemented("--saveStateHistory"));
+    expect(run.warnings).toEqual([]);
   }, 300_000);
 });
 

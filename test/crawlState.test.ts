@@ -61,7 +61,7 @@ describe("crawl state in Redis", () => {
     await new Promise((r) => setTimeout(r, 620));
     expect((await state.take())?.url).toBe("http://a.test/bad");
     expect(await state.markFailed("http://a.test/bad", "boom", 2)).toBe("failed");
-    expect(await state.failedPages()).toEqual([{ url: "http://a.test/bad", depth: 0, reason: "boom", attempts: 3 }]);
+    expect(await state.failedPages()).toEqual([{ url: "http://a.test/bad", depth: 0, seedId: 0, extraHops: 0, reason: "boom", attempts: 3 }]);
     expect(await state.counts()).toMatchObject({ queued: 0, pending: 0, done: 1, failed: 1, failedAttempts: 3 });
     expect(await state.nextRetryDueInMs()).toBeNull();
   });
@@ -127,7 +127,7 @@ describe("crawl state in Redis", () => {
     expect((await state.take())?.url).toBe(url);
     expect(await state.markRateLimited(url, 60_000, limits, "rate limited: HTTP 429")).toEqual({ outcome: "failed", delayMs: 400 });
     expect(await state.counts()).toMatchObject({ queued: 0, pending: 0, failed: 1, failedAttempts: 0, rateLimited: 3, done: 0 });
-    expect(await state.failedPages()).toEqual([{ url, depth: 0, reason: "rate limited: HTTP 429", attempts: 3 }]);
+    expect(await state.failedPages()).toEqual([{ url, depth: 0, seedId: 0, extraHops: 0, reason: "rate limited: HTTP 429", attempts: 3 }]);
   });
 
   it("a deferred page goes back due later, with no attempt counted", async () => {

@@ -26,6 +26,8 @@ let webhook: Server;
 let webhookUrl: string;
 let cwd: string;
 const s3Events: { eventName: string; key: string }[] = [];
+/** Webhook paths answered 404 (a test may take one out to show a rerun tells the webhook then). */
+const refusedHookPaths = new Set(["/gone"]);
 const webhookCalls: { path: string; contentType: string | undefined; body: string }[] = [];
 
 beforeAll(async () => {
@@ -42,7 +44,7 @@ beforeAll(async () => {
     req.on("data", (d: Buffer) => (body += d.toString()));
     req.on("end", () => {
       webhookCalls.push({ path: req.url ?? "", contentType: req.headers["content-type"], body });
-      res.writeHead(req.url === "/gone" ? 404 : 200).end();
+      res.writeHead(refusedHookPaths.has(req.url ?? "") ? 404 : 200).end();
     });
   });
   await new Promise<void>((resolve) => webhook.listen(0, "127.0.0.1", resolve));
@@ -206,10 +208,24 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
   it("exits 22 when the webhook refuses the call (a 4xx is not retried), the WACZ being uploaded", async () => {
     const result = await crawl("upload-hook404", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "hook404.wacz", WEBHOOK_URL: `${webhookUrl}/gone` }, ["--scopeType", "page"]);
     expect(result.code, result.stderr.slice(-2000)).toBe(22);
-    expect(result.stderr.trim().split("\n").pop()).toBe(`crawl: webhook failed: upload-hook404.wacz was uploaded to ${s3Url}/${BUCKET}/hook404.wacz, but ${webhookUrl}/gone could not be told: the webhook answered 404`);
+    expect(result.stderr.trim().split("\n").pop()).toBe(`crawl: webhook failed: upload-hook404.wacz was uploaded to ${s3Url}/${BUCKET}/hook404.wacz, but ${webhookUrl}/gone could not be told: the webhook answered 404 (run the same command again to retry the call)`);
     expect(webhookCalls.filter((c) => c.path === "/gone")).toHaveLength(1);
     const local = readFileSync(join(cwd, "collections", "upload-hook404", "upload-hook404.wacz"));
     expect(await objectSha256("hook404.wacz")).toBe(sha256(local));
+
+    // The webhook works again: the same command tells it, without uploading the WACZ a second time.
+    refusedHookPaths.delete("/gone");
+    const puts = s3Events.filter((e) => e.key === "hook404.wacz").length;
+    const rerun = await crawl("upload-hook404", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "hook404.wacz", WEBHOOK_URL: `${webhookUrl}/gone` }, ["--scopeType", "page"]);
+    expect(rerun.code, rerun.stderr.slice(-2000)).toBe(0);
+    const told = webhookCalls.filter((c) => c.path === "/gone");
+    expect(told).toHaveLength(2);
+    expect(JSON.parse(told[1]!.body)).toMatchObject({ path: "hook404.wacz", hash: sha256(local), size: local.length, completed: true });
+    expect(s3Events.filter((e) => e.key === "hook404.wacz").length).toBe(puts);
+    // Told once: a third run announces nothing.
+    const third = await crawl("upload-hook404", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "hook404.wacz", WEBHOOK_URL: `${webhookUrl}/gone` }, ["--scopeType", "page"]);
+    expect(third.code, third.stderr.slice(-2000)).toBe(0);
+    expect(webhookCalls.filter((c) => c.path === "/gone")).toHaveLength(2);
   });
 
   it("exits 22 when the store refuses the access key", async () => {

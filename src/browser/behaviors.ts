@@ -168,7 +168,9 @@ function logBehaviorMessage(tab: Page, entry: unknown): void {
     const { data, type } = (typeof entry === "string" ? JSON.parse(entry) : entry) as { data?: unknown; type?: string };
     const message = typeof data === "string" ? data : JSON.stringify(data);
     const details = { url: tab.url() };
+    // As browsertrix-crawler: the library's info messages are info lines (--logBehaviorsToRedis copies them).
     if (type === "error") logger.warn("behaviorScript", message, details);
+    else if (type === "info") logger.info("behaviorScript", message, details);
     else logger.debug("behaviorScript", message, details);
   } catch (err) {
     logger.debug("behaviorScript", `unreadable behavior log message: ${errorMessage(err)}`);

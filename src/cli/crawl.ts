@@ -6,6 +6,7 @@ import { resolveCrawlOptions, OptionsError, type RawCrawlFlags } from "../config
 import { applyConfig, readConfigFile } from "../config/configFile.js";
 import { addBrowsertrixNames, compatWarnings, foldDottedFlags, setAsideUnimplementedValues } from "../config/btxNames.js";
 import { withCrawlArgs } from "../config/crawlArgsEnv.js";
+import { configToSave } from "../config/savedConfig.js";
 import { localSeedFile } from "../config/seedFileUrl.js";
 import { SCOPE_TYPES } from "../scope/seedScope.js";
 import { runCrawl } from "../crawl/crawler.js";
@@ -78,6 +79,21 @@ export function buildCrawlProgram(): Command {
     .option("--postLoadDelay <seconds>", "wait this long after a page has loaded, before its behaviors")
     .option("--allowHashUrls", "URLs that differ only in their #fragment are different pages (default: the fragment is dropped)")
     .option("--addRedirectedSeeds", "a seed page that redirects out of its scope adds the redirect target as a seed with the same scope rules (a change of scheme or www. never leaves the scope)")
+    // output: warcinfo fields, WARC names, combined WARCs, CDXJ index, skipped-pages report (config/outputOptions.ts)
+    .option("--warcInfo <name=value>", "add a field to the warcinfo record of every WARC file (repeatable; also --warcinfo.name value, or a mapping in --config)", collect)
+    .option("--warcPrefix <prefix>", "WARC file names start with <prefix>-<crawlId>- (default: rec; env WARC_PREFIX wins, as in browsertrix-crawler)")
+    .option("--combineWARC", "when the crawl ends, also append all its WARC files into <collection>_0.warc.gz (then _1... past --rolloverSize) in the collection folder")
+    .option("--generateCDX", "when the crawl ends, write a sorted CDXJ index of all its WARC files to indexes/index.cdxj")
+    .option("--reportSkipped", "list the pages found but not queued (out of scope, robots.txt, page limit), with the reason, in reports/skippedPages.jsonl (packaged into the WACZ)")
+    // state files, Redis lists for the Browsertrix service, log contexts (config/stateOptions.ts)
+    .addOption(new Option("--saveState <when>", "write the crawl state as YAML to <collection>/crawls/ (resume with --config <file>): never; partial (when the crawl ends unfinished); always (also every --saveStateInterval)").choices(["never", "partial", "always"]))
+    .option("--saveStateInterval <seconds>", "with --saveState always: seconds between state files (default: 300)")
+    .option("--saveStateHistory <n>", "state files kept; older ones are deleted (default: 5)")
+    .option("--writePagesToRedis", "push each crawled page as JSON to the Redis list <crawlId>:pages (for the Browsertrix service)")
+    .option("--logErrorsToRedis", "push each error log line to the Redis list <crawlId>:e")
+    .option("--logBehaviorsToRedis", "push each behavior log line (info, warn, error) to the Redis list <crawlId>:b")
+    .option("--context <contexts...>", "write only log lines of these contexts, comma-separated, repeatable (default: all)", collect)
+    .option("--logExcludeContext <contexts...>", "do not write log lines of these contexts, comma-separated, repeatable (default: recorderNetwork,jsError,screencast)", collect)
     // Links and behaviors (config/linkBehaviorOptions.ts)
     .option("--selectLinks <selectors...>", "where each page's links are read from, in every frame: selector->property or selector->@attribute (a property that is empty falls back to the attribute), comma-separated, repeatable (default: a[href]->href,area[href]->href)", collect)
     .option("--clickSelector <selector>", "CSS selector of the elements the autoclick behavior (--behaviors autoclick) clicks", "a")
@@ -97,9 +113,11 @@ export function crawlFlags(program: Command, argv: string[], from: "node" | "use
   const args = withCrawlArgs(from === "node" ? argv.slice(2) : argv, env);
   program.parse(foldDottedFlags(args), { from: "user" });
   const configFile = program.opts<RawCrawlFlags>().config;
-  if (configFile) applyConfig(program, readConfigFile(configFile), configFile);
+  // A state file (--saveState) is a config with a `state:` section: the crawl resumes from it.
+  const { state: savedState, ...config } = configFile ? readConfigFile(configFile) : {};
+  if (configFile) applyConfig(program, config, configFile);
   setAsideUnimplementedValues(program);
-  return program.opts<RawCrawlFlags>();
+  return { ...program.opts<RawCrawlFlags>(), savedState, configToSave: configToSave(program, config) };
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -142,6 +160,7 @@ async function main(argv: string[]): Promise<number> {
     throw err;
   }
   logger.setLevel(options.logLevel);
+  logger.setContexts(options.state.logContexts, options.state.logExcludeContexts);
   // A person at a terminal gets a progress bar and readable warnings; the JSON log is in logs/ all the same.
   if (process.stderr.isTTY && !options.logging.includes("stderr-json")) logger.showIn(new TerminalDisplay(process.stderr));
 

@@ -7,6 +7,9 @@ import { addCompatNote, asksForSomething, configKeyOf, isNotImplemented, SERVICE
 /** Options about the command itself, not the crawl: a config file cannot set them. */
 const NOT_CONFIGURABLE = new Set(["config", "version", "help"]);
 
+/** Options browsertrix-crawler takes as an object (yargs dotted keys): a mapping is given as `name=value` items. */
+const MAPPING_KEYS = new Set(["warcInfo"]);
+
 /** Keys a seed object of `seeds:` may carry (browsertrix-crawler's per-seed scope). */
 const SEED_KEYS = new Set(["url", "scopeType", "include", "exclude", "depth", "extraHops", "allowHash", "sitemap", "auth"]);
 
@@ -123,6 +126,9 @@ function optionValue(option: Option, value: unknown, where: string): unknown {
     // `--flag [value]` given bare means true; a flag that needs a value cannot be switched on alone.
     if (option.optional) return value ? true : undefined;
     throw new OptionsError(`${where} needs a value, got ${value}`);
+  }
+  if (MAPPING_KEYS.has(option.attributeName()) && value !== null && typeof value === "object" && !Array.isArray(value)) {
+    value = Object.entries(value).map(([name, field]) => `${name}=${scalarText(field, `${where}.${name}`)}`);
   }
   const items = Array.isArray(value) ? value : [value];
   const texts = items.map((item, i) => scalarText(item, Array.isArray(value) ? `${where}[${i}]` : where));

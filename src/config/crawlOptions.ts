@@ -17,6 +17,8 @@ import { choiceList, integer, parseSize, regexList, seconds, splitList } from ".
 import { btxScreenshots, btxText, lowestLogLevel } from "./btxValues.js";
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
 import { linkBehaviorOptions, type LinkBehaviorOptions, type RawLinkBehaviorFlags } from "./linkBehaviorOptions.js";
+import { outputOptions, type OutputOptions, type RawOutputFlags } from "./outputOptions.js";
+import { stateOptions, type RawStateFlags, type StateOptions } from "./stateOptions.js";
 import { readStoreSettings, StoreSettingsError, type StoreSettings } from "../upload/storeSettings.js";
 import { DEFAULT_MAX_RESOURCE_SIZE } from "../fetch/bodyLimits.js";
 import { parseAddressAllowance, type AddressAllowance } from "../fetch/addressPolicy.js";
@@ -101,6 +103,10 @@ export interface CrawlOptions {
   diskUtilization: number;
   /** --allowAddresses: addresses fetched beyond the default policy (see fetch/addressPolicy.ts). */
   allowAddresses: AddressAllowance;
+  /** warcinfo fields, WARC file names, combined WARCs, CDXJ index, skipped-pages report (outputOptions.ts). */
+  output: OutputOptions;
+  /** --saveState files, resuming from one (--config), Redis lists for the Browsertrix service, log contexts. */
+  state: StateOptions;
 }
 
 export { OptionsError };
@@ -111,7 +117,7 @@ export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags extends RawRateLimitFlags, RawLinkBehaviorFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawLinkBehaviorFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
@@ -297,6 +303,8 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     store: storeSettings(env),
     ...storageLimits(flags),
     allowAddresses: addressAllowance(flags.allowAddresses),
+    output: outputOptions(flags, env),
+    state: stateOptions(flags),
   };
 }
 

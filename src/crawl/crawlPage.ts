@@ -217,7 +217,10 @@ async function enqueueLinks(links: string[], page: QueuedPage, context: PageCont
   let queued = 0;
   for (const link of links) {
     const decision = scope.decide(link, page.depth, page.extraHops);
-    if (!decision.inScope) continue;
+    if (!decision.inScope) {
+      context.admission.outOfScope({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: page.extraHops });
+      continue;
+    }
     const added = await context.admission.admit({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: decision.extraHops });
     if (added === "queued") queued += 1;
   }

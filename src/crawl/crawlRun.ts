@@ -1,10 +1,12 @@
 import { join } from "node:path";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import type { OpenPipeline } from "../pipeline/openPipeline.js";
+import type { BtxLists, BtxPageEntry } from "../state/btxLists.js";
 import { writerName } from "../state/membership/writerSlots.js";
 import { ChangeReport } from "./changeReport.js";
 import type { CollectionPaths } from "./collection.js";
-import { PageList } from "./pageList.js";
+import { PageList, type PageEntry } from "./pageList.js";
+import { SkippedReport } from "./skippedReport.js";
 import type { CrawlSession } from "./session.js";
 import type { StopControl } from "./stopControl.js";
 
@@ -16,6 +18,8 @@ export interface PageOutputs {
   report: ChangeReport;
   /** Pages whose bodies stayed cut off after every retry, one JSON line each. */
   truncatedReport: string;
+  /** --reportSkipped: pages found but not queued (reports/skippedPages.jsonl); null = not asked for. */
+  skipped: SkippedReport | null;
 }
 
 /** What the stages of one crawl run share (set up by runCrawl, crawler.ts). */
@@ -29,13 +33,25 @@ export interface CrawlRun extends PageOutputs {
   started: number;
 }
 
-export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, session: CrawlSession): PageOutputs {
+export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, session: CrawlSession, lists: BtxLists): PageOutputs {
   const writer = writerName(session.slot);
   // Writer slot 0 keeps the plain names; other writers of a shared crawl (same folder) get their own files.
   const reportName = (kind: string) => join(paths.root, "reports", session.slot === 0 ? `${kind}.jsonl` : `${kind}-${writer}.jsonl`);
   return {
-    pageList: new PageList(paths.pages, `${options.collection}.wacz`, options.text.includes("to-pages")),
+    pageList: new PageList(paths.pages, `${options.collection}.wacz`, options.text.includes("to-pages"), (entry, filename) => lists.page(btxPageEntry(entry, filename, options))),
     report: new ChangeReport(reportName("changes"), session.redis, { kinds: session.membership.keys.changeKinds(writer), counts: session.membership.keys.changeCounts(writer) }),
     truncatedReport: reportName("truncated"),
+    skipped: options.output.reportSkipped ? new SkippedReport(reportName("skippedPages"), (seedId) => options.seeds[seedId] ?? "", options.text.includes("to-pages")) : null,
   };
+}
+
+// browsertrix-crawler's LoadState: 3 = text extracted, 4 = behaviors done (a listed page got that far).
+const EXTRACTION_DONE = 3;
+const BEHAVIORS_DONE = 4;
+
+/** A listed page as browsertrix-crawler pushes it to Redis (--writePagesToRedis): no text, its WACZ named. */
+function btxPageEntry(entry: PageEntry, filename: string, options: CrawlOptions): BtxPageEntry {
+  const { id, url, title, ts, mime, status, depth } = entry;
+  const loadState = options.behaviors.length ? BEHAVIORS_DONE : EXTRACTION_DONE;
+  return { id, url, title, loadState, ts, mime, status, ...(entry.seed ? { seed: true as const } : {}), depth, filename };
 }

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import { logger } from "../log/logger.js";
 import { openCapturePipeline } from "../pipeline/openPipeline.js";
+import { BtxLists } from "../state/btxLists.js";
 import { writerName } from "../state/membership/writerSlots.js";
 import { storageErrorMessage } from "../util/storageErrors.js";
 import { collectionPaths, createCollectionDirs, type CollectionPaths } from "./collection.js";
@@ -11,6 +12,7 @@ import type { CrawlOutcome } from "./outcome.js";
 import { crawlPages } from "./pagePhase.js";
 import { admitSeeds } from "./seeds.js";
 import { openCrawlSession } from "./session.js";
+import { StateFiles, resumeFromStateFile } from "./stateFiles.js";
 import { StopControl } from "./stopControl.js";
 
 export type { CrawlOutcome, CrawlStats } from "./outcome.js";
@@ -28,6 +30,9 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
   const started = Date.now();
   const paths = openCollection(options);
   const session = await openCrawlSession(options, paths, stop);
+  const lists = new BtxLists(session.redis, session.membership.keys, { pages: options.state.writePagesToRedis, errors: options.state.logErrorsToRedis, behaviors: options.state.logBehaviorsToRedis });
+  logger.onLine((entry, line) => lists.logLine(entry.logLevel, entry.context, line));
+  const stateFiles = new StateFiles(options, session, paths.root);
   try {
     const pipeline = await openCapturePipeline({
       settings: options,
@@ -39,13 +44,19 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       archiveDir: paths.archive,
       stop,
     });
-    const run: CrawlRun = { options, paths, session, pipeline, stop, started, ...openPageOutputs(options, paths, session) };
-    const seeding = await admitSeeds(options, session.state);
+    const run: CrawlRun = { options, paths, session, pipeline, stop, started, ...openPageOutputs(options, paths, session, lists) };
+    await resumeFromStateFile(options, session);
+    const seeding = await admitSeeds(options, session.state, run.skipped ? (page, reason) => run.skipped?.add(page, reason) : undefined);
     logger.milestone("crawl", "crawl started", { crawlId: options.crawlId, processId: session.processId, seeds: options.seeds, collection: options.collection });
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => pipeline.writer.bytesWritten });
+    stateFiles.start();
     const pages = await crawlPages(run, seeding);
+    await stateFiles.atEnd();
     return await finishCrawl(run, pages);
   } finally {
+    stateFiles.stop();
+    logger.onLine(null);
+    await lists.flush();
     await session.close();
   }
 }

@@ -11,6 +11,7 @@ import { UploadFailedError, uploadWaczFiles } from "../upload/uploadWaczFiles.js
 import type { CrawlRun } from "./crawlRun.js";
 import { ExitCode } from "./exitCodes.js";
 import { exitCodeOf, type CrawlEnd, type CrawlOutcome, type CrawlStats, type CrawlStatus } from "./outcome.js";
+import { writeCollectionFiles } from "./collectionFiles.js";
 import { commitFinishedCrawl, MissingWarcError, packageOrphans, packageWaczFiles, type PackagingContext } from "./packaging.js";
 import type { PagePhaseResult } from "./pagePhase.js";
 import type { StopControl } from "./stopControl.js";
@@ -27,7 +28,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
 
   const packaging: Omit<PackagingContext, "plan"> = {
     options, archiveDir: run.paths.archive, outputDir: run.paths.root, pageList: run.pageList, dedupe: session.dedupe,
-    dependencies: run.pipeline.dependencies, listedIn: (urls) => session.state.listedIn(urls), reportFile: run.report.path, assertOwner: () => session.liveness.assertLive(),
+    dependencies: run.pipeline.dependencies, listedIn: (urls) => session.state.listedIn(urls), reportFile: run.report.path, skippedReportFile: run.skipped?.path, assertOwner: () => session.liveness.assertLive(),
   };
   let waczPaths: string[] = [];
   if (!stop.fatalError) {
@@ -82,6 +83,18 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
       } else {
         logger.info("crawl", "other crawler processes are still packaging; the last one commits the crawl");
       }
+    }
+  }
+
+  // --combineWARC, --generateCDX: by the last process to finish, over every WARC file of the crawl.
+  if (!failure && (options.output.combineWARC || options.output.generateCDX) && (await session.slots.allPackaged())) {
+    try {
+      await writeCollectionFiles(run);
+    } catch (err) {
+      failure = `cannot write the combined WARC or CDXJ index in ${run.paths.root}: ${isStorageError(err) ? storageErrorMessage(err) : errorMessage(err)}`;
+      status = "failed";
+      failureKind = failureKindOf(err);
+      logger.error("crawl", failure);
     }
   }
 

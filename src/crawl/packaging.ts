@@ -35,6 +35,8 @@ export interface PackagingContext {
   listedIn: (urls: string[]) => Promise<(string | null)[]>;
   /** reports/changes.jsonl of this writer, packaged when it exists. */
   reportFile: string;
+  /** --reportSkipped: reports/skippedPages.jsonl of this writer, packaged when given (as browsertrix-crawler does). */
+  skippedReportFile?: string;
   /**
    * Throws once this process was taken for dead (fenced): then another may be packaging the same files,
    * and this one must neither replace a WACZ nor complete its index entry.
@@ -74,7 +76,7 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
       // Either list may not exist (no seed page in this WACZ, or no page besides the seeds).
       pagesFile: pages.pagesFile,
       extraPagesFile: pages.extraPagesFile,
-      extraEntries: existsSync(context.reportFile) ? [{ zipPath: "reports/changes.jsonl", sourcePath: context.reportFile }] : [],
+      extraEntries: reportEntries(context),
       software: SOFTWARE,
       title: options.title ?? undefined,
       description: options.description ?? undefined,
@@ -96,6 +98,13 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
     results.push(result);
   }
   return results;
+}
+
+/** The reports packaged under reports/ in the WACZ: those that exist. */
+function reportEntries(context: PackagingContext): { zipPath: string; sourcePath: string }[] {
+  const reports = [{ zipPath: "reports/changes.jsonl", sourcePath: context.reportFile }];
+  if (context.skippedReportFile) reports.push({ zipPath: "reports/skippedPages.jsonl", sourcePath: context.skippedReportFile });
+  return reports.filter((r) => existsSync(r.sourcePath));
 }
 
 /** What packaging the files of dead writers takes, besides the packaging of this writer's own. */

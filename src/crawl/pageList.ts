@@ -33,6 +33,8 @@ export class PageList {
     private readonly primaryWacz: string,
     /** Pages carry their text: the header says so (hasText), and ReplayWeb.page indexes it for search. */
     private readonly hasText = false,
+    /** Told of each page listed (--writePagesToRedis). */
+    private readonly onAdd: ((entry: PageEntry, waczFilename: string) => void) | null = null,
   ) {}
 
   files(waczFilename: string): { pagesFile: string; extraPagesFile: string } {
@@ -50,6 +52,7 @@ export class PageList {
       appendFileSync(file, JSON.stringify(this.hasText ? { ...header, hasText: true } : header) + "\n");
     }
     appendFileSync(file, JSON.stringify(entry) + "\n");
+    this.onAdd?.(entry, waczFilename);
   }
 }
 

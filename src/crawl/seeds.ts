@@ -1,7 +1,7 @@
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import { AddressPolicy, useAddressPolicy } from "../fetch/addressPolicy.js";
 import { RobotsTxt } from "../robots/robotsTxt.js";
-import { PageAdmission } from "../scope/admission.js";
+import { PageAdmission, type SkipListener } from "../scope/admission.js";
 import { SeedScope } from "../scope/seedScope.js";
 import type { CrawlState } from "../state/crawlState.js";
 
@@ -16,12 +16,13 @@ export interface Seeding {
 /**
  * Set the crawl's address policy (what the seeds are on, and --allowAddresses), then queue the seeds
  * (robots.txt permitting, with --robots); seen before, as on a restart, they are not queued again.
+ * `onSkipped` hears of every page found but not queued, seeds and links alike (--reportSkipped).
  */
-export async function admitSeeds(options: CrawlOptions, state: CrawlState): Promise<Seeding> {
+export async function admitSeeds(options: CrawlOptions, state: CrawlState, onSkipped?: SkipListener): Promise<Seeding> {
   useAddressPolicy(await AddressPolicy.forSeeds(options.seeds, options.allowAddresses));
   const scopes = options.seeds.map((seed, i) => new SeedScope(seed, options.seedScopes[i]));
   const robotsTxt = new RobotsTxt({ userAgent: options.userAgent, agent: options.robots?.agent ?? "*" });
-  const admission = new PageAdmission(state, options.limit, options.robots ? robotsTxt : null);
+  const admission = new PageAdmission(state, options.limit, options.robots ? robotsTxt : null, onSkipped);
   for (const [seedId, scope] of scopes.entries()) {
     await admission.admit({ url: scope.url, depth: 0, seedId, extraHops: 0 });
   }

@@ -35,6 +35,9 @@ export class Logger {
   private file: WriteStream | null = null;
   private minLevel: LogLevel = "info";
   private contexts: Set<string> | null = null;
+  private excludedContexts = new Set<string>();
+  /** Sees every entry written, with its JSON line (e.g. to copy error lines into Redis). */
+  private lineHook: ((entry: LogEntry, line: string) => void) | null = null;
   /** Called before each stderr line so a live progress line can be cleared and redrawn. */
   beforeStderrWrite: (() => void) | null = null;
   quietStderr = false;
@@ -44,9 +47,18 @@ export class Logger {
     this.minLevel = level;
   }
 
-  /** Restrict stderr/file output to these contexts (errors always pass). Empty = everything. */
-  setContexts(contexts: string[]): void {
+  /**
+   * Write only entries of these contexts (empty = all), never those of `excluded`: every level, errors
+   * too, as browsertrix-crawler's --context and --logExcludeContext do.
+   */
+  setContexts(contexts: string[], excluded: string[] = []): void {
     this.contexts = contexts.length ? new Set(contexts) : null;
+    this.excludedContexts = new Set(excluded);
+  }
+
+  /** Call `hook` with each entry written (after the level and context filters); null stops it. */
+  onLine(hook: ((entry: LogEntry, line: string) => void) | null): void {
+    this.lineHook = hook;
   }
 
   /** Show stderr entries in this view instead of as JSON lines (the log file keeps the JSON). */
@@ -94,9 +106,10 @@ export class Logger {
 
   private write(level: LogLevel, context: string, message: string, details?: LogDetails, milestone: Milestone | null = null): void {
     if (LEVEL_ORDER[level] < LEVEL_ORDER[this.minLevel]) return;
-    if (level !== "error" && this.contexts && !this.contexts.has(context)) return;
+    if ((this.contexts && !this.contexts.has(context)) || this.excludedContexts.has(context)) return;
     const entry: LogEntry = { timestamp: new Date().toISOString(), logLevel: level, context, message, details: details ?? {} };
     const line = JSON.stringify(entry) + "\n";
+    this.lineHook?.(entry, line.slice(0, -1));
     if (this.view) {
       this.view.show(entry, milestone);
     } else if (!this.quietStderr) {

@@ -25,6 +25,8 @@ export interface PipelineSettings {
   rolloverSize: number;
   /** Payloads smaller than this are always stored in full. */
   dedupeMinSize: number;
+  /** WARC files are named `<warcPrefix>-<crawlId>-...` (default rec); warcInfo fields go into each one's warcinfo record. */
+  output?: { warcPrefix: string; warcInfo: Record<string, string> };
 }
 
 export interface PipelineInputs {
@@ -68,17 +70,11 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
 
   const writer = new WarcWriter({
     dir: archiveDir,
-    filenamePrefix: `rec-${settings.crawlId}`,
+    filenamePrefix: `${settings.output?.warcPrefix ?? "rec"}-${settings.crawlId}`,
     rolloverSize: settings.rolloverSize,
     owner: membership.processId,
     beforeWrite: () => liveness.assertLive(),
-    warcinfo: {
-      software: SOFTWARE,
-      format: "WARC File Format 1.1",
-      conformsTo: "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
-      "crawl-id": settings.crawlId,
-      ...(settings.title ? { title: settings.title } : {}),
-    },
+    warcinfo: warcinfoFields(settings),
     onFileOpened: async (filename) => void (await plan.assignWarc(filename)),
     onFileClosed: (filename, size) => plan.warcClosed(filename, size),
     onFileDiscarded: (filename) => plan.unassignWarc(filename),
@@ -99,6 +95,19 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
     archiveDir,
   });
   return { sink, pageResources: new PageResourceRecorder(writer), writer, plan, dependencies, history, notes, close: () => writer.close() };
+}
+
+/** The fields of the warcinfo record each WARC file starts with (the combined ones of --combineWARC too). */
+export function warcinfoFields(settings: PipelineSettings): Record<string, string> {
+  return {
+    software: SOFTWARE,
+    format: "WARC File Format 1.1",
+    conformsTo: "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+    "crawl-id": settings.crawlId,
+    ...(settings.title ? { title: settings.title } : {}),
+    // --warcInfo: the user's fields, which may replace ours (as browsertrix-crawler lets them).
+    ...settings.output?.warcInfo,
+  };
 }
 
 /**

@@ -6,6 +6,11 @@ import { crawlKey } from "./urls.js";
 
 export type Admission = "queued" | "seen" | "limit" | "robots" | "address";
 
+/** Why a page found was not queued, in browsertrix-crawler's words (its reports/skippedPages.jsonl reasons). */
+export type SkipReason = "outOfScope" | "robotsTxt" | "pageLimit";
+/** Told of each page found but not queued (--reportSkipped). */
+export type SkipListener = (page: QueuedPage, reason: SkipReason) => void;
+
 /**
  * The one way pages enter the queue (seeds, links, sitemap entries): a page is known by its key
  * (crawlKey: ?b=2&a=1 is ?a=1&b=2, "/p?" is "/p"), so it is queued once, under the URL seen first.
@@ -21,7 +26,13 @@ export class PageAdmission {
     private readonly state: CrawlState,
     private readonly limit: number,
     private readonly robots: RobotsTxt | null,
+    private readonly onSkipped: SkipListener = () => undefined,
   ) {}
+
+  /** A page found but outside its seed's scope (decided by the caller, before admit). */
+  outOfScope(page: QueuedPage): void {
+    this.onSkipped(page, "outOfScope");
+  }
 
   async admit(page: QueuedPage): Promise<Admission> {
     const address = await checkAddress(page.url);
@@ -39,10 +50,13 @@ export class PageAdmission {
         if (await this.state.addRobotsSkipped(page.url)) {
           logger.info("robots", "page not crawled: robots.txt disallows it", { url: page.url, reason: verdict.reason, agent: this.robots.agent, depth: page.depth });
         }
+        this.onSkipped(page, "robotsTxt");
         return "robots";
       }
     }
     // A URL keeps a fragment only where its scope tells pages apart by it (--allowHashUrls).
-    return this.state.enqueue(page, this.limit, crawlKey(page.url, true));
+    const admission = await this.state.enqueue(page, this.limit, crawlKey(page.url, true));
+    if (admission === "limit") this.onSkipped(page, "pageLimit");
+    return admission;
   }
 }

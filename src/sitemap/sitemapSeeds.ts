@@ -142,6 +142,7 @@ async function queueEntry(entry: SitemapEntry, seedIds: number[], options: Sitem
   const seedId = seedIds.find((id) => context.scopes[id].decideListed(url).inScope);
   if (seedId === undefined) {
     counts.outOfScope += 1;
+    context.admission.outOfScope({ url, depth: 1, seedId: seedIds[0] ?? 0, extraHops: 0 });
     return "skipped";
   }
   const outcome = await context.admission.admit({ url, depth: 1, seedId, extraHops: 0 });

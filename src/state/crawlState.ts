@@ -15,6 +15,9 @@ export interface QueuedPage {
 export interface FailedPage {
   url: string;
   depth: number;
+  /** The page's seed and hops beyond its scope (not kept by failures recorded before these were). */
+  seedId?: number;
+  extraHops?: number;
   reason: string;
   attempts: number;
 }
@@ -78,7 +81,7 @@ if ARGV[3] == 'failed' then
   redis.call('INCR', KEYS[8])
   local attempts = redis.call('HINCRBY', KEYS[4], url, 1)
   if attempts > tonumber(ARGV[4]) then
-    redis.call('RPUSH', KEYS[5], cjson.encode({url=url, depth=page.depth, reason=ARGV[5], attempts=attempts}))
+    redis.call('RPUSH', KEYS[5], cjson.encode({url=url, depth=page.depth, seedId=page.seedId, extraHops=page.extraHops, reason=ARGV[5], attempts=attempts}))
     return 2
   end
   local t = redis.call('TIME')
@@ -118,7 +121,7 @@ delay = math.floor(math.min(delay, cap))
 local maxRetries = tonumber(ARGV[4])
 if maxRetries >= 0 and answers > maxRetries then
   local page = cjson.decode(json)
-  redis.call('RPUSH', KEYS[5], cjson.encode({url=url, depth=page.depth, reason=ARGV[5], attempts=answers}))
+  redis.call('RPUSH', KEYS[5], cjson.encode({url=url, depth=page.depth, seedId=page.seedId, extraHops=page.extraHops, reason=ARGV[5], attempts=answers}))
   return {2, delay}
 end
 local t = redis.call('TIME')

@@ -83,6 +83,15 @@ export function crawlStateKeys(crawlId: string) {
     uploadedWacz: `${p}:uploaded`,
     /** Set of object names claimed for uploads (STORE_FILENAME filled in): two WACZ files never get one name. */
     uploadNames: `${p}:uploadNames`,
+    /** String: digest of the --saveState file loaded into this Redis (loaded once: a rerun keeps the progress made since). */
+    stateLoaded: `${p}:stateLoaded`,
+    // browsertrix-crawler's own names (src/util/state.ts), read by the Browsertrix service:
+    /** List of crawled pages, JSON, newest first (--writePagesToRedis). */
+    btxPages: `${p}:pages`,
+    /** List of error log lines, JSON, newest first (--logErrorsToRedis; a state file's `errors`). */
+    btxErrors: `${p}:e`,
+    /** List of behavior log lines, JSON, newest first (--logBehaviorsToRedis). */
+    btxBehaviors: `${p}:b`,
   };
 }
 

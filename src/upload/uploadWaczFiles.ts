@@ -39,34 +39,54 @@ export async function uploadWaczFiles({ settings, crawlId, stateRedis, waczPaths
       const { size } = await stat(localPath);
       const hash = await sha256File(localPath);
       const before = await stateRedis.hget(keys.uploadedWacz, localName);
-      if (before && (JSON.parse(before) as { hash: string }).hash === hash) {
-        logger.info("storage", "WACZ uploaded before: not sent again", { localPath, ...(JSON.parse(before) as object) });
-        continue;
+      const uploaded = before ? (JSON.parse(before) as UploadedWacz) : null;
+      let name: string;
+      if (uploaded && uploaded.hash === hash) {
+        name = uploaded.path;
+        // Recorded without `told` only when the upload worked and the webhook call failed: tell it now.
+        if (uploaded.told !== false || !settings.webhookUrl) {
+          logger.info("storage", "WACZ uploaded before: not sent again", { localPath, path: uploaded.path, hash });
+          continue;
+        }
+        logger.info("storage", "WACZ uploaded before, the webhook not told yet: telling it", { localPath, path: name });
+      } else {
+        name = await claimObjectName(stateRedis, keys.uploadNames, interpolateStoreFilename(settings.filenameTemplate, crawlId));
+        const key = settings.keyPrefix + name;
+        logger.info("storage", "uploading WACZ", { localPath, bucket: settings.bucket, key, endpoint: settings.endpoint, size });
+        try {
+          await withBackoff(`upload of ${localName} to ${whereOf(settings, name)}`, () => uploadFile(client, settings.bucket, key, localPath, size));
+        } catch (err) {
+          throw new UploadFailedError(`upload failed: ${localPath} could not be put at ${whereOf(settings, name)} in ${DEFAULT_BACKOFF.attempts} attempts: ${describe(err)} (the WACZ is kept on disk)`);
+        }
+        const record: UploadedWacz = { path: name, hash, ...(settings.webhookUrl ? { told: false } : {}) };
+        await stateRedis.hset(keys.uploadedWacz, localName, JSON.stringify(record));
+        logger.milestone("storage", "WACZ uploaded", { localPath, bucket: settings.bucket, key, size, hash });
       }
-      const name = await claimObjectName(stateRedis, keys.uploadNames, interpolateStoreFilename(settings.filenameTemplate, crawlId));
-      const key = settings.keyPrefix + name;
-      const where = `${settings.endpoint}/${settings.bucket}/${key}`;
-      logger.info("storage", "uploading WACZ", { localPath, bucket: settings.bucket, key, endpoint: settings.endpoint, size });
-      try {
-        await withBackoff(`upload of ${localName} to ${where}`, () => uploadFile(client, settings.bucket, key, localPath, size));
-      } catch (err) {
-        throw new UploadFailedError(`upload failed: ${localPath} could not be put at ${where} in ${DEFAULT_BACKOFF.attempts} attempts: ${describe(err)} (the WACZ is kept on disk)`);
-      }
-      await stateRedis.hset(keys.uploadedWacz, localName, JSON.stringify({ path: name, hash }));
-      logger.milestone("storage", "WACZ uploaded", { localPath, bucket: settings.bucket, key, size, hash });
       if (!settings.webhookUrl) continue;
       const body: WebhookBody = { id: crawlId, user: settings.user, filename: settings.publicPrefix + name, path: name, size, hash, bytes: size, completed };
       const webhookUrl = settings.webhookUrl;
       try {
         await withBackoff(`webhook call for ${name}`, () => notifyWebhook(webhookUrl, body), { isPermanent: (err) => err instanceof WebhookRefusedError });
       } catch (err) {
-        throw new UploadFailedError(`webhook failed: ${localName} was uploaded to ${where}, but ${redactedUrl(webhookUrl)} could not be told: ${describe(err)}`);
+        throw new UploadFailedError(`webhook failed: ${localName} was uploaded to ${whereOf(settings, name)}, but ${redactedUrl(webhookUrl)} could not be told: ${describe(err)} (run the same command again to retry the call)`);
       }
+      await stateRedis.hset(keys.uploadedWacz, localName, JSON.stringify({ path: name, hash, told: true } satisfies UploadedWacz));
       logger.info("storage", "webhook told", { webhook: redactedUrl(webhookUrl), path: name });
     }
   } finally {
     client.destroy();
   }
+}
+
+/** What the crawl-state Redis keeps per uploaded WACZ; `told: false` = the webhook call after it failed. */
+interface UploadedWacz {
+  path: string;
+  hash: string;
+  told?: boolean;
+}
+
+function whereOf(settings: StoreSettings, name: string): string {
+  return `${settings.endpoint}/${settings.bucket}/${settings.keyPrefix + name}`;
 }
 
 /** `wanted`, or `<stem>-2<ext>`, `-3`... when another WACZ of the crawl (this process's or another's) has it. */

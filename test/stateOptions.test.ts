@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+import { OptionsError } from "../src/config/optionsError.js";
+import { savedCrawlState, stateOptions } from "../src/config/stateOptions.js";
+
+describe("state options (browsertrix-crawler's --saveState, Redis lists, log contexts)", () => {
+  it("has browsertrix-crawler's defaults", () => {
+    expect(stateOptions({})).toEqual({
+      saveState: "partial", saveStateIntervalSeconds: 300, saveStateHistory: 5, resumeFrom: null, configToSave: {},
+      writePagesToRedis: false, logErrorsToRedis: false, logBehaviorsToRedis: false,
+      logContexts: [], logExcludeContexts: ["recorderNetwork", "jsError", "screencast"],
+    });
+  });
+
+  it("takes comma-separated, repeated contexts, ours and browsertrix-crawler's", () => {
+    const options = stateOptions({ context: ["page,crawl", "pageStatus"], logExcludeContext: ["redis"] });
+    expect(options.logContexts).toEqual(["page", "crawl", "pageStatus"]);
+    expect(options.logExcludeContexts).toEqual(["redis"]);
+  });
+
+  it.each([
+    [{ saveState: "sometimes" }, /--saveState must be one of never, partial, always/],
+    [{ saveStateInterval: "0" }, /--saveStateInterval/],
+    [{ saveStateHistory: "1.5" }, /--saveStateHistory/],
+    [{ context: ["nope"] }, /--context: unknown log context "nope"/],
+    [{ savedState: "text" }, /state must be a mapping/],
+    [{ savedState: { queued: ["{not json"] } }, /state.queued\[0\] is not JSON/],
+    [{ savedState: { queued: ['{"depth":1}'] } }, /state.queued\[0\] has no URL/],
+  ])("refuses %j", (flags, message) => {
+    expect(() => stateOptions(flags)).toThrow(OptionsError);
+    expect(() => stateOptions(flags)).toThrow(message);
+  });
+
+  it("reads a browsertrix-crawler state section: pending entries may be objects, missing lists are empty", () => {
+    const state = savedCrawlState({ finished: ["http://a.test/"], pending: [{ url: "http://a.test/x", seedId: 0, depth: 1 }], sitemapDone: true });
+    expect(state).toEqual({
+      finished: ["http://a.test/"], queued: [], pending: ['{"url":"http://a.test/x","seedId":0,"depth":1}'], failed: [], errors: [],
+      extraSeeds: [], excluded: [], sitemapDone: true,
+    });
+  });
+});
