@@ -168,6 +168,8 @@ describe("--customBehaviors", () => {
     const broken = join(cwd, "broken.js");
     writeFileSync(broken, "class Broken { static id = ; }");
     await expectBadUsage(["--customBehaviors", broken], /--customBehaviors: .*broken\.js is not a behavior class/);
+    // A downloaded copy is named by its URL.
+    await expectBadUsage(["--customBehaviors", `${site.url}/behaviors/broken.js`], /--customBehaviors: http:\/\/127\.0\.0\.1:\d+\/behaviors\/broken\.js is not a behavior class/);
     await expectBadUsage(["--customBehaviors", join(cwd, "behaviors", "folder", "notes.txt")], /not a \.js behavior file/);
   }, 120_000);
 });

@@ -147,7 +147,7 @@ async function main(argv: string[]): Promise<number> {
       throw err;
     });
     try {
-      options = resolveCrawlOptions({ ...flags, ...(seedFile ? { seedFile: seedFile.path } : {}), customBehaviors: behaviors.paths });
+      options = resolveCrawlOptions({ ...flags, ...(seedFile ? { seedFile: seedFile.path } : {}), customBehaviors: behaviors.paths, customBehaviorOrigins: behaviors.origins });
     } finally {
       seedFile?.dispose();
       behaviors.dispose();

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, extname, join, resolve } from "node:path";
+import { basename, extname, join, relative, resolve } from "node:path";
 import { promisify } from "node:util";
 import type { CustomBehaviorScript } from "../browser/behaviors.js";
 import { discard, plainFetch, readText } from "../fetch/plainFetch.js";
@@ -21,20 +21,30 @@ const CLONE_TIMEOUT_MS = 300_000;
 const MAX_BEHAVIOR_BYTES = 10_000_000;
 const MAX_DEPTH = 5;
 
-/** The sources with URL and git ones replaced by local copies, and a function that removes the copies. */
-export async function localCustomBehaviors(sources: readonly string[], userAgent: string | null): Promise<{ paths: string[]; dispose: () => void }> {
+/** Local copies of URL and git sources: their paths, each copy's source (for messages), and their removal. */
+export interface LocalBehaviorSources {
+  paths: string[];
+  origins: Record<string, string>;
+  dispose: () => void;
+}
+
+/** The sources with URL and git ones replaced by local copies. */
+export async function localCustomBehaviors(sources: readonly string[], userAgent: string | null): Promise<LocalBehaviorSources> {
   const entries = sources.flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean);
-  if (!entries.some(isRemote)) return { paths: [...sources], dispose: () => undefined };
+  if (!entries.some(isRemote)) return { paths: [...sources], origins: {}, dispose: () => undefined };
   const dir = mkdtempSync(join(tmpdir(), "crawl-behaviors-"));
   const dispose = () => rmSync(dir, { recursive: true, force: true });
   try {
     const paths: string[] = [];
+    const origins: Record<string, string> = {};
     for (const [i, source] of entries.entries()) {
-      if (source.startsWith("git+")) paths.push(await cloneBehaviors(source, join(dir, `repo-${i}`)));
-      else if (/^https?:\/\//i.test(source)) paths.push(await downloadBehavior(source, join(dir, `${i}-${fileNameOf(source)}`), userAgent));
-      else paths.push(source);
+      let path = source;
+      if (source.startsWith("git+")) path = await cloneBehaviors(source, join(dir, `repo-${i}`));
+      else if (/^https?:\/\//i.test(source)) path = await downloadBehavior(source, join(dir, `${i}-${fileNameOf(source)}`), userAgent);
+      if (path !== source) origins[resolve(path)] = source;
+      paths.push(path);
     }
-    return { paths, dispose };
+    return { paths, origins, dispose };
   } catch (err) {
     dispose();
     throw err;
@@ -92,8 +102,11 @@ async function cloneBehaviors(source: string, dir: string): Promise<string> {
   return path;
 }
 
-/** The behavior files of a local source (a .js file, or a folder searched for them). */
-export function readLocalBehaviors(source: string): CustomBehaviorScript[] {
+/**
+ * The behavior files of a local source (a .js file, or a folder searched for them). `origin` is the
+ * URL or git source a local copy was made from: messages name it (and the file within a repository).
+ */
+export function readLocalBehaviors(source: string, origin?: string): CustomBehaviorScript[] {
   if (isRemote(source)) throw new OptionsError(`--customBehaviors ${source}: URL and git sources are fetched by the crawl command only`);
   const path = resolve(source);
   let isDir: boolean;
@@ -104,11 +117,11 @@ export function readLocalBehaviors(source: string): CustomBehaviorScript[] {
   }
   if (!isDir) {
     if (extname(path) !== ".js") throw new OptionsError(`--customBehaviors ${source}: not a .js behavior file${extname(path) === ".json" ? " (browsertrix recorder flows in .json are not supported)" : ""}`);
-    return [readBehavior(path)];
+    return [readBehavior(path, origin ?? path)];
   }
   const found = filesIn(path, 0);
-  if (!found.length) throw new OptionsError(`--customBehaviors ${source}: no .js behavior files in this folder`);
-  return found.map(readBehavior);
+  if (!found.length) throw new OptionsError(`--customBehaviors ${origin ?? source}: no .js behavior files in this folder`);
+  return found.map((file) => readBehavior(file, origin ? `${origin} ${relative(path, file)}` : file));
 }
 
 function filesIn(dir: string, depth: number): string[] {
@@ -122,10 +135,10 @@ function filesIn(dir: string, depth: number): string[] {
     });
 }
 
-function readBehavior(path: string): CustomBehaviorScript {
+function readBehavior(path: string, source: string): CustomBehaviorScript {
   try {
-    return { source: path, contents: readFileSync(path, "utf8") };
+    return { source, contents: readFileSync(path, "utf8") };
   } catch (err) {
-    throw new OptionsError(`--customBehaviors ${path} cannot be read: ${errorMessage(err)}`);
+    throw new OptionsError(`--customBehaviors ${source} cannot be read: ${errorMessage(err)}`);
   }
 }

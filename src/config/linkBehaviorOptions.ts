@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import { Script } from "node:vm";
 import { createParser } from "css-selector-parser";
 import type { CustomBehaviorScript } from "../browser/behaviors.js";
@@ -22,6 +23,8 @@ export interface RawLinkBehaviorFlags {
   clickSelector?: string;
   /** Local files or folders: the crawl command has fetched URL and git sources into local copies. */
   customBehaviors?: string[];
+  /** Local copy -> the URL or git source it was made from (set by the crawl command with the copies). */
+  customBehaviorOrigins?: Record<string, string>;
   alwaysAddBehaviorLinks?: boolean;
 }
 
@@ -58,7 +61,8 @@ export function linkBehaviorOptions(flags: RawLinkBehaviorFlags): LinkBehaviorOp
   const entries = (flags.selectLinks ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean);
   const clickSelector = flags.clickSelector?.trim() ?? DEFAULT_CLICK_SELECTOR;
   checkSelector("--clickSelector", clickSelector);
-  const customBehaviors = (flags.customBehaviors ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean).flatMap(readLocalBehaviors);
+  const customBehaviors = (flags.customBehaviors ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean)
+    .flatMap((source) => readLocalBehaviors(source, flags.customBehaviorOrigins?.[resolve(source)]));
   for (const script of customBehaviors) checkSyntax(script);
   return {
     selectLinks: entries.length ? entries.map(parseLinkSelector) : [...DEFAULT_LINK_SELECTORS],

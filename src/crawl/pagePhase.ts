@@ -54,6 +54,10 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     };
     const { selectLinks, clickSelector, customBehaviors } = options.linkBehavior;
     const claimClick = clickClaims();
+    // As in browsertrix-crawler, a custom behavior is a site-specific one: it runs only with those.
+    if (customBehaviors.length && !options.behaviors.includes("siteSpecific")) {
+      logger.warn("behavior", "--customBehaviors are loaded but never run: --behaviors does not include siteSpecific", { behaviors: options.behaviors });
+    }
     const workers = Array.from({ length: options.workers }, (_, i) =>
       new PageWorker(i, host, pipeline.sink, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,

@@ -50,6 +50,7 @@ const ROUTES: Record<string, [type: string, body: string]> = {
   "/custom/b": ["text/html", page(`<p>b</p>`)],
   "/custom/c": ["text/html", page(`<p>c</p>`)],
   "/custom/d": ["text/html", page(`<p>d</p>`)],
+  "/behaviors/broken.js": ["application/javascript", "class Broken { static id = ; }"],
   "/behaviors/from-url.js": ["application/javascript", behaviorClass("FromUrl", "/custom/c", "/custom/from-url.json")],
 };
 
