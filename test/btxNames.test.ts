@@ -111,11 +111,13 @@ describe("browsertrix-crawler 1.14.1 flag names", () => {
     ]);
   });
 
-  it("the autoclick behavior is taken out with a warning; the other behaviors run", () => {
-    const args = ["--url", "http://a.test/", "--behaviors", "autoscroll,autoclick,siteSpecific"];
-    expect(optionsFrom(args).behaviors).toEqual(["autoscroll", "siteSpecific"]);
-    expect(warningsFrom(args)).toEqual(["accepted for browsertrix-crawler compatibility but not implemented yet: --behaviors autoclick"]);
-    expect(optionsFrom(["--url", "http://a.test/", "--config", file("behaviors: autoclick\n")]).behaviors).toEqual([]);
+  it("the autoclick behavior runs when named (not by default), with --clickSelector; no warning", () => {
+    const args = ["--url", "http://a.test/", "--behaviors", "autoscroll,autoclick,siteSpecific", "--clickSelector", "button.more"];
+    expect(optionsFrom(args).behaviors).toEqual(["autoscroll", "autoclick", "siteSpecific"]);
+    expect(optionsFrom(args).linkBehavior.clickSelector).toBe("button.more");
+    expect(warningsFrom(args)).toEqual([]);
+    expect(optionsFrom(["--url", "http://a.test/", "--config", file("behaviors: autoclick\n")]).behaviors).toEqual(["autoclick"]);
+    expect(optionsFrom(["--url", "http://a.test/"]).behaviors).toEqual(["autoscroll", "autoplay", "autofetch", "siteSpecific"]);
   });
 
   it("--logging values of browsertrix-crawler's that change nothing here are said so", () => {

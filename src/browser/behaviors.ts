@@ -11,8 +11,10 @@ import { withTimeout } from "../util/process.js";
  */
 
 /** browsertrix-crawler's behavior names (its --behaviors flag). */
-export const BEHAVIOR_NAMES = ["autoscroll", "autoplay", "autofetch", "siteSpecific"] as const;
+export const BEHAVIOR_NAMES = ["autoscroll", "autoplay", "autofetch", "siteSpecific", "autoclick"] as const;
 export type BehaviorName = (typeof BEHAVIOR_NAMES)[number];
+/** What runs when --behaviors is not given (browsertrix-crawler's default: all but autoclick). */
+export const DEFAULT_BEHAVIORS: readonly BehaviorName[] = ["autoscroll", "autoplay", "autofetch", "siteSpecific"];
 
 export interface BehaviorSettings {
   /** Empty: nothing is injected or run. */
@@ -21,6 +23,24 @@ export interface BehaviorSettings {
   timeoutMs: number;
   /** Sleep this long after the load wait, before the behaviors. */
   postLoadDelayMs: number;
+  /** --clickSelector: the elements the autoclick behavior clicks (absent: browsertrix's "a"). */
+  clickSelector?: string;
+  /** --customBehaviors: behavior classes (JavaScript class expressions), loaded after the library's own. */
+  customScripts?: readonly CustomBehaviorScript[];
+}
+
+/** One custom behavior file: where it came from (for messages) and its JavaScript. */
+export interface CustomBehaviorScript {
+  source: string;
+  contents: string;
+}
+
+/** What the behaviors hand back to the crawler while they run. */
+export interface BehaviorHooks {
+  /** A URL a behavior asks to be crawled (its addLink, or a link the autoclick behavior clicks). */
+  addLink(url: string): void;
+  /** Whether the autoclick behavior may click a link to this URL: once per crawl process. */
+  claimClick(url: string): boolean;
 }
 
 /** How one page's behaviors ended. */
@@ -47,6 +67,16 @@ export function parseBehaviorList(value: string): BehaviorName[] {
   return [...new Set(names)] as BehaviorName[];
 }
 
+/** A claimClick for BehaviorHooks: each URL once (browsertrix-crawler keeps this set for the whole crawl). */
+export function clickClaims(): (url: string) => boolean {
+  const clicked = new Set<string>();
+  return (url) => {
+    if (clicked.has(url)) return false;
+    clicked.add(url);
+    return true;
+  };
+}
+
 export function emptyTally(): BehaviorTally {
   return { finished: 0, timedOut: 0, seconds: 0 };
 }
@@ -59,8 +89,10 @@ export function addToTally(tally: BehaviorTally, outcome: BehaviorOutcome): void
 
 const READY_STATE_DEADLINE_MS = 5000;
 
-/** The page-side function behaviors log through (a CDP binding). */
+/** The page-side functions behaviors call (CDP bindings; the library looks them up by these names). */
 const LOG_BINDING = "__bx_log";
+const ADD_LINK_BINDING = "__bx_addLink";
+const CLICK_SET_BINDING = "__bx_addSet";
 
 let libraryScript: string | null = null;
 
@@ -73,18 +105,34 @@ function behaviorsLibrary(): string {
  * Inject the behaviors into every document the tab loads from now on (every frame), initialized with
  * the enabled ones. Once per tab, before its first page.
  */
-export async function installBehaviors(tab: Page, settings: BehaviorSettings): Promise<void> {
+export async function installBehaviors(tab: Page, settings: BehaviorSettings, hooks: BehaviorHooks): Promise<void> {
   if (!settings.enabled.length) return;
   await tab.exposeFunction(LOG_BINDING, (entry: unknown) => logBehaviorMessage(tab, entry));
+  await tab.exposeFunction(ADD_LINK_BINDING, (url: unknown) => {
+    if (typeof url === "string") hooks.addLink(url);
+  });
+  // As in browsertrix-crawler: the link autoclick is about to click is a link of the page too.
+  await tab.exposeFunction(CLICK_SET_BINDING, (url: unknown) => {
+    if (typeof url !== "string") return true;
+    if (/^https?:/.test(url)) hooks.addLink(url);
+    return hooks.claimClick(url);
+  });
   const init = {
     autoscroll: settings.enabled.includes("autoscroll"),
     autoplay: settings.enabled.includes("autoplay"),
     autofetch: settings.enabled.includes("autofetch"),
+    autoclick: settings.enabled.includes("autoclick"),
     siteSpecific: settings.enabled.includes("siteSpecific"),
+    clickSelector: settings.clickSelector ?? "a",
     // Looked up by name as a global of the page; our own deadline decides "timed out".
     log: LOG_BINDING,
   };
-  await tab.evaluateOnNewDocument(`${behaviorsLibrary()}\n;self.__bx_behaviors.init(${JSON.stringify(init)});`);
+  await tab.evaluateOnNewDocument(`${behaviorsLibrary()}\n;self.__bx_behaviors.init(${JSON.stringify(init)});\n${customBehaviorsScript(settings.customScripts ?? [])}`);
+}
+
+/** Load each custom behavior class into the library (it runs one whose isMatch() is true, with siteSpecific on). */
+export function customBehaviorsScript(scripts: readonly CustomBehaviorScript[]): string {
+  return scripts.map(({ source, contents }) => `try {\nself.__bx_behaviors.load(${contents}\n);\n} catch (e) { self.${LOG_BINDING} && self.${LOG_BINDING}({ type: "error", data: ${JSON.stringify(`custom behavior ${source} not loaded: `)} + e }); }\n`).join("");
 }
 
 /**

@@ -5,10 +5,12 @@ import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { withTimeout } from "../util/process.js";
-import { installBehaviors, runBehaviors, type BehaviorOutcome, type BehaviorSettings } from "./behaviors.js";
+import { clickClaims, installBehaviors, runBehaviors, type BehaviorHooks, type BehaviorOutcome, type BehaviorSettings } from "./behaviors.js";
 import type { BrowserHost } from "./browserHost.js";
 import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAttempt, type RateLimitAnswer } from "./capture.js";
+import { DialogGuard } from "./dialogs.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
+import { DEFAULT_LINK_SELECTORS, extractLinks, type LinkSelector } from "./linkExtract.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
 import { PopupCloser } from "./popups.js";
 import { applyTabSettings, type TabSettings, type WaitUntilEvent } from "./pageSetup.js";
@@ -30,6 +32,10 @@ export interface PageWorkerOptions {
   rateLimitStatusCodes?: readonly number[];
   /** Size cap and storage limits of every body (--maxResourceSize, --sizeLimit, --diskUtilization). */
   limits?: BodyLimits;
+  /** --selectLinks: where a page's links are read from (absent: a[href] and area[href]). */
+  linkSelectors?: readonly LinkSelector[];
+  /** Whether the autoclick behavior may click a link to this URL (shared by the process's tabs: once each). */
+  claimClick?: (url: string) => boolean;
 }
 
 /** What loading one page produced. */
@@ -46,6 +52,8 @@ export interface PageLoadResult {
   extracts?: PageExtracts;
   /** How the page's behaviors ended, when they ran. */
   behaviors?: BehaviorOutcome;
+  /** URLs the page's behaviors asked to be crawled (addLink, links autoclick clicked). */
+  behaviorLinks?: string[];
   /** The server answered the page with a rate limit: nothing of the attempt was stored. */
   rateLimited?: RateLimitAnswer;
   /** The WACZ holding the record of the page URL (the page is listed there), when known. */
@@ -71,6 +79,10 @@ export class PageWorker {
   private tabBrowser: Browser | null = null;
   private capture: PageCapture | null = null;
   private popups: PopupCloser | null = null;
+  private dialogs: DialogGuard | null = null;
+  /** What the current page's behaviors asked to be crawled. */
+  private behaviorLinks = new Set<string>();
+  private readonly behaviorHooks: BehaviorHooks;
   private readonly fetcher: FallbackFetcher;
   private readonly limits: BodyLimits;
   private behaviorOutcome: BehaviorOutcome | undefined;
@@ -84,6 +96,12 @@ export class PageWorker {
     this.limits = options.limits ?? defaultBodyLimits();
     const acceptLanguage = options.tab?.acceptLanguage;
     this.fetcher = new FallbackFetcher({ userAgent: options.userAgent, limits: this.limits, headers: acceptLanguage ? [["Accept-Language", acceptLanguage]] : [] });
+    this.behaviorHooks = {
+      addLink: (url) => {
+        if (this.behaviorLinks.size < MAX_BEHAVIOR_LINKS) this.behaviorLinks.add(url);
+      },
+      claimClick: options.claimClick ?? clickClaims(),
+    };
   }
 
   private async ensureTab(): Promise<{ tab: Page; capture: PageCapture; popups: PopupCloser }> {
@@ -94,7 +112,8 @@ export class PageWorker {
     const tab = await browser.newPage({ type: "window" });
     this.tabBrowser = browser;
     await applyTabSettings(tab, this.options.userAgent, this.options.tab);
-    await installBehaviors(tab, this.options.behaviors);
+    this.dialogs = new DialogGuard(tab);
+    await installBehaviors(tab, this.options.behaviors, this.behaviorHooks);
     const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.limits, this.options.rateLimitStatusCodes);
     const popups = await PopupCloser.attach(tab);
     this.tab = tab;
@@ -106,6 +125,8 @@ export class PageWorker {
   async load(url: string, { conditional, lastAttempt = false }: LoadOptions = {}): Promise<PageLoadResult> {
     const { tab, capture, popups } = await this.ensureTab();
     this.behaviorOutcome = undefined;
+    this.behaviorLinks = new Set();
+    this.dialogs?.beginPage();
     const attempt = capture.beginPage(url, { conditional, lastAttempt });
     popups.beginPage();
     const result = withPopupLinks(await this.loadPage(tab, capture, attempt, url), popups, url);
@@ -116,7 +137,8 @@ export class PageWorker {
     if (truncated.length && !lastAttempt) {
       return { document: null, title: "", links: [], error: `truncated: ${truncated.join(" ")}`, truncated: [] };
     }
-    return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome, documentWacz: attempt.documentWacz.get(url) ?? null };
+    const behaviorLinks = result.document && !result.error ? this.pageBehaviorLinks(tab) : [];
+    return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome, behaviorLinks, documentWacz: attempt.documentWacz.get(url) ?? null };
   }
 
   private async loadPage(tab: Page, capture: PageCapture, attempt: PageAttempt, pageUrl: string): Promise<Omit<PageLoadResult, "truncated">> {
@@ -184,18 +206,28 @@ export class PageWorker {
     const { enabled, timeoutMs, postLoadDelayMs } = this.options.behaviors;
     if (postLoadDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, postLoadDelayMs));
     if (!enabled.length) return;
-    this.behaviorOutcome = (await runBehaviors(tab, url, timeoutMs)) ?? undefined;
+    // A click that would leave the page is refused while the behaviors run (see DialogGuard).
+    if (this.dialogs) this.dialogs.blockUnload = true;
+    try {
+      this.behaviorOutcome = (await runBehaviors(tab, url, timeoutMs)) ?? undefined;
+    } finally {
+      if (this.dialogs) this.dialogs.blockUnload = false;
+    }
     await capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests);
   }
 
   private async readPage(tab: Page): Promise<[string, string[]]> {
     const title = await tab.title();
-    const hrefs = await tab.evaluate(() =>
-      Array.from(document.querySelectorAll("a[href], area[href]"), (a) => (a as HTMLAnchorElement).href),
-    );
+    const hrefs = await extractLinks(tab, this.options.linkSelectors ?? DEFAULT_LINK_SELECTORS);
     // Fragments kept: whether they tell pages apart is the seed scope's call (--allowHashUrls).
     const links = [...new Set(hrefs.map((h) => tryNormalizeCrawlUrl(h, undefined, true)).filter((u): u is string => u !== null))];
     return [title, links];
+  }
+
+  /** The behaviors' links, absolute (a behavior may give a relative one) and normalized as the page's links. */
+  private pageBehaviorLinks(tab: Page): string[] {
+    const base = tab.url();
+    return [...new Set([...this.behaviorLinks].map((h) => tryNormalizeCrawlUrl(h, base, true)).filter((u): u is string => u !== null))];
   }
 
   /** Close the tab (after a failure, crash or hang a fresh one is opened for the next page). */
@@ -206,6 +238,7 @@ export class PageWorker {
     this.tab = null;
     this.capture = null;
     this.popups = null;
+    this.dialogs = null;
     await bounded(popups?.detach(), TAB_CLOSE_DEADLINE_MS, "popup watch did not detach", { worker: this.id });
     // Chromium may never confirm closing a tab that shows an error page (puppeteer's close() then waits
     // forever): the close command is sent either way, so move on after a deadline.
@@ -220,6 +253,8 @@ export class PageWorker {
 }
 
 const TAB_CLOSE_DEADLINE_MS = 5000;
+/** Most behavior links kept per page (a behavior adding links in a loop must not fill memory). */
+const MAX_BEHAVIOR_LINKS = 10_000;
 const CAPTURE_DRAIN_DEADLINE_MS = 30_000;
 
 /** Wait for a cleanup step, but never longer than `ms`; failures and timeouts are logged, not thrown. */

@@ -19,7 +19,8 @@ import { errorMessage, logger } from "../log/logger.js";
 import { TerminalDisplay } from "../log/terminal.js";
 import { VERSION } from "../version.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
-import { BEHAVIOR_NAMES } from "../browser/behaviors.js";
+import { BEHAVIOR_NAMES, DEFAULT_BEHAVIORS } from "../browser/behaviors.js";
+import { localCustomBehaviors } from "../config/customBehaviors.js";
 import { AddressRefusedError } from "../fetch/addressPolicy.js";
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -73,7 +74,7 @@ export function buildCrawlProgram(): Command {
     .option("--headful", "show the browser window (needs a display)")
     .addOption(new Option("--text [targets]", "store each page's text: to-pages (pages.jsonl 'text', for full-text search), to-warc (a urn:text:<url> record); comma-separated, repeatable; alone: to-pages").preset("to-pages").argParser(collect))
     .option("--screenshot <kinds>", "store screenshots of each page as urn:<kind>:<url> records: view (viewport PNG), thumbnail (640px JPEG), fullPage (PNG); comma-separated, repeatable", collect)
-    .option("--behaviors <list>", `in-page behaviors run on each page after it loads, comma-separated (${BEHAVIOR_NAMES.join(", ")}); "" for none`, BEHAVIOR_NAMES.join(","))
+    .option("--behaviors <list>", `in-page behaviors run on each page after it loads, comma-separated (${BEHAVIOR_NAMES.join(", ")}); "" for none`, DEFAULT_BEHAVIORS.join(","))
     .option("--behaviorTimeout <seconds>", "time allowed for a page's behaviors", "90")
     .option("--postLoadDelay <seconds>", "wait this long after a page has loaded, before its behaviors")
     .option("--allowHashUrls", "URLs that differ only in their #fragment are different pages (default: the fragment is dropped)")
@@ -100,6 +101,11 @@ export function buildCrawlProgram(): Command {
     .option("--userAgentSuffix <text>", "appended (after a space) to the browser's user agent, or the --mobileDevice's; not to a --userAgent")
     .option("--mobileDevice <name>", "emulate this device in every tab (viewport, touch, user agent), a name of puppeteer's KnownDevices such as \"Pixel 2\" or \"iPhone X\"")
     .option("--extraChromeArgs <args...>", "more Chromium command-line switches (write --extraChromeArgs=--switch, or several after one flag; repeatable)", collect)
+    // Links and behaviors (config/linkBehaviorOptions.ts)
+    .option("--selectLinks <selectors...>", "where each page's links are read from, in every frame: selector->property or selector->@attribute (a property that is empty falls back to the attribute), comma-separated, repeatable (default: a[href]->href,area[href]->href)", collect)
+    .option("--clickSelector <selector>", "CSS selector of the elements the autoclick behavior (--behaviors autoclick) clicks", "a")
+    .option("--customBehaviors <sources...>", "behavior classes to run in pages (with the siteSpecific behavior): a .js file, a folder of them, an http(s) URL of one, or git+<repo URL>[?branch=B&path=dir]; comma-separated, repeatable", collect)
+    .option("--alwaysAddBehaviorLinks", "links that behaviors add (custom behaviors' addLink, links autoclick clicks) are crawled whatever the scope, unless --exclude'd")
     .option("--rateLimitStatusCodes <codes>", "a page answered with one of these statuses is rate-limited: not archived, its host backed off (Retry-After), retried; comma-separated, repeatable (default: 429,503)", collect)
     .option("--rateLimitMaxRetries <n>", "rate-limit answers a page may get before it is recorded as failed; -1 = no limit", "4")
     .option("--rateLimitTimeout <seconds>", "how long a host is backed off after a rate-limit answer without Retry-After, and the longest Retry-After honoured", "300")
@@ -142,10 +148,16 @@ async function main(argv: string[]): Promise<number> {
   let options;
   try {
     const seedFile = flags.seedFile ? await localSeedFile(flags.seedFile, flags.userAgent ?? null) : null;
+    // Behaviors from URLs and git repositories: fetched once, read with the options, then removed.
+    const behaviors = await localCustomBehaviors(flags.customBehaviors ?? [], flags.userAgent ?? null).catch((err: unknown) => {
+      seedFile?.dispose();
+      throw err;
+    });
     try {
-      options = resolveCrawlOptions(seedFile ? { ...flags, seedFile: seedFile.path } : flags);
+      options = resolveCrawlOptions({ ...flags, ...(seedFile ? { seedFile: seedFile.path } : {}), customBehaviors: behaviors.paths, customBehaviorOrigins: behaviors.origins });
     } finally {
       seedFile?.dispose();
+      behaviors.dispose();
     }
   } catch (err) {
     if (err instanceof OptionsError) {

@@ -118,7 +118,7 @@ export function isNotImplemented(option: Option): boolean {
 
 /** Defaults of flags we do not implement that already describe what we do: giving them asks for nothing. */
 const BTX_DEFAULTS: Record<string, string> = {
-  selectLinks: "a[href]->href", clickSelector: "a", serviceWorker: "disabled", dedupePagesMinDepth: "-1", rateLimitInterruptCount: "-1",
+  serviceWorker: "disabled", dedupePagesMinDepth: "-1", rateLimitInterruptCount: "-1",
 };
 
 /** The one flag we do not implement whose 0 is not "off". */
@@ -163,7 +163,7 @@ export function compatWarnings(program: Command): string[] {
 }
 
 /** browsertrix-crawler behaviors we do not have yet: taken out of --behaviors with a warning (it ignores unknown ones too). */
-const BEHAVIORS_NOT_YET = ["autoclick"];
+const BEHAVIORS_NOT_YET: string[] = [];
 /** --logging values of ours; browsertrix-crawler's others (jserrors...) change nothing here yet. */
 const OUR_LOGGING = ["stats", "debug", "stderr-json"];
 

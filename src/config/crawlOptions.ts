@@ -11,11 +11,12 @@ export type TextTarget = (typeof TEXT_TARGETS)[number];
 import { robotsAgentOf } from "../robots/robotsTxt.js";
 import type { SitemapOptions } from "../sitemap/sitemapSeeds.js";
 import { parseW3cDate } from "../sitemap/w3cDate.js";
-import { BEHAVIOR_NAMES, parseBehaviorList, type BehaviorName } from "../browser/behaviors.js";
+import { DEFAULT_BEHAVIORS, parseBehaviorList, type BehaviorName } from "../browser/behaviors.js";
 import { OptionsError } from "./optionsError.js";
 import { choiceList, integer, parseSize, regexList, seconds, splitList } from "./flagValues.js";
 import { btxScreenshots, btxText, lowestLogLevel } from "./btxValues.js";
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
+import { linkBehaviorOptions, type LinkBehaviorOptions, type RawLinkBehaviorFlags } from "./linkBehaviorOptions.js";
 import { outputOptions, type OutputOptions, type RawOutputFlags } from "./outputOptions.js";
 import { stateOptions, type RawStateFlags, type StateOptions } from "./stateOptions.js";
 import { pageLoadOptions, type PageLoadOptions, type RawPageLoadFlags } from "./pageLoadOptions.js";
@@ -93,6 +94,8 @@ export interface CrawlOptions {
   addRedirectedSeeds: boolean;
   /** Pages answered with a rate limit (--rateLimitStatusCodes, --rateLimitMaxRetries, --rateLimitTimeout). */
   rateLimit: RateLimitOptions;
+  /** Links and behaviors (--selectLinks, --clickSelector, --customBehaviors, --alwaysAddBehaviorLinks). */
+  linkBehavior: LinkBehaviorOptions;
   /** Upload of finished WACZ files (STORE_* and WEBHOOK_URL environment variables); null = none. */
   store: StoreSettings | null;
   /** --maxResourceSize: bytes of one body kept at most (the rest dropped, WARC-Truncated: length). */
@@ -117,7 +120,7 @@ export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
@@ -299,6 +302,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     allowHashUrls: flags.allowHashUrls ?? false,
     addRedirectedSeeds: flags.addRedirectedSeeds ?? false,
     rateLimit: rateLimitOptions(flags),
+    linkBehavior: linkBehaviorOptions(flags),
     store: storeSettings(env),
     ...storageLimits(flags),
     allowAddresses: addressAllowance(flags.allowAddresses),
@@ -370,7 +374,7 @@ function addressAllowance(values: string[] | undefined): AddressAllowance {
 function behaviorOptions(flags: RawCrawlFlags): Pick<CrawlOptions, "behaviors" | "behaviorTimeout" | "postLoadDelay"> {
   let behaviors: BehaviorName[];
   try {
-    behaviors = flags.behaviors === undefined ? [...BEHAVIOR_NAMES] : parseBehaviorList(flags.behaviors);
+    behaviors = flags.behaviors === undefined ? [...DEFAULT_BEHAVIORS] : parseBehaviorList(flags.behaviors);
   } catch (err) {
     throw new OptionsError(`--behaviors: ${(err as Error).message}`);
   }

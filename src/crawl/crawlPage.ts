@@ -139,7 +139,8 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     await context.notes.write(outlinksNote(page.url, links));
   }
   if (options.refresh) await reportChange(page.url, result.document.status, previous, context.history, context.report);
-  const queued = await enqueueLinks(links, { ...page, seedId: seed.seedId }, context, seed.scope);
+  const from = { ...page, seedId: seed.seedId };
+  const queued = (await enqueueLinks(links, from, context, seed.scope)) + (await enqueueBehaviorLinks(result.behaviorLinks ?? [], from, context, seed.scope));
   // Packaging lists a page only in the WACZ named here (a page listed by a process that lost its lease
   // before this step is listed by whoever crawled it again).
   await state.markDone(page.url, listedIn);
@@ -221,6 +222,23 @@ async function enqueueLinks(links: string[], page: QueuedPage, context: PageCont
       continue;
     }
     const added = await context.admission.admit({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: decision.extraHops });
+    if (added === "queued") queued += 1;
+  }
+  return queued;
+}
+
+/**
+ * Links the page's behaviors added: judged by the scope like its other links, or with
+ * --alwaysAddBehaviorLinks queued whatever the scope and depth, unless an --exclude matches (as
+ * browsertrix-crawler does). Either way the page limit and robots.txt still apply.
+ */
+async function enqueueBehaviorLinks(links: string[], page: QueuedPage, context: PageContext, scope: SeedScope): Promise<number> {
+  const pageKeyed = pageLinks(links, scope);
+  if (!context.options.linkBehavior.alwaysAddBehaviorLinks) return enqueueLinks(pageKeyed, page, context, scope);
+  let queued = 0;
+  for (const link of pageKeyed) {
+    if (scope.excludes(link)) continue;
+    const added = await context.admission.admit({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: page.extraHops });
     if (added === "queued") queued += 1;
   }
   return queued;

@@ -1,4 +1,4 @@
-import { emptyTally, type BehaviorTally } from "../browser/behaviors.js";
+import { clickClaims, emptyTally, type BehaviorTally } from "../browser/behaviors.js";
 import { BrowserHost } from "../browser/browserHost.js";
 import { PageWorker } from "../browser/pageWorker.js";
 import { setupChromiumArgs, tabSetupFor } from "../browser/pageSetup.js";
@@ -55,6 +55,12 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       truncated: { count: 0, report: run.truncatedReport },
       behaviors: emptyTally(),
     };
+    const { selectLinks, clickSelector, customBehaviors } = options.linkBehavior;
+    const claimClick = clickClaims();
+    // As in browsertrix-crawler, a custom behavior is a site-specific one: it runs only with those.
+    if (customBehaviors.length && !options.behaviors.includes("siteSpecific")) {
+      logger.warn("behavior", "--customBehaviors are loaded but never run: --behaviors does not include siteSpecific", { behaviors: options.behaviors });
+    }
     const workers = Array.from({ length: options.workers }, (_, i) =>
       new PageWorker(i, host, pipeline.sink, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
@@ -65,8 +71,10 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         tab: tabSetup.tab,
         extracts: extractOptionsOf(options),
         rateLimitStatusCodes: options.rateLimit.statusCodes,
-        behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000 },
+        behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000, clickSelector, customScripts: customBehaviors },
         limits,
+        linkSelectors: selectLinks,
+        claimClick,
       }),
     );
     const stopProgress = showProgress(session.state, () => pipeline.writer.bytesWritten, options.logging.includes("stats"));

@@ -88,6 +88,11 @@ export class SeedScope {
     return this.decide(url, 0, this.options.extraHops);
   }
 
+  /** Does an --exclude of this scope match `url`? */
+  excludes(url: string): boolean {
+    return this.options.exclude.some((rx) => rx.test(url));
+  }
+
   /** Is `url` inside this scope itself (not excluded, no extra hops, whatever the depth)? */
   covers(url: string): boolean {
     return !this.options.exclude.some((rx) => rx.test(url)) && this.matches(url);
