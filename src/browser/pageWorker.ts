@@ -11,6 +11,7 @@ import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAt
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
 import { PopupCloser } from "./popups.js";
+import { ContentCheck } from "./contentCheck.js";
 
 export interface PageWorkerOptions {
   pageLoadTimeoutMs: number;
@@ -23,6 +24,8 @@ export interface PageWorkerOptions {
   rateLimitStatusCodes?: readonly number[];
   /** Size cap and storage limits of every body (--maxResourceSize, --sizeLimit, --diskUtilization). */
   limits?: BodyLimits;
+  /** --failOnContentCheck: pages get the function that fails the crawl (contentCheck.ts). */
+  contentCheck?: boolean;
 }
 
 /** What loading one page produced. */
@@ -43,6 +46,8 @@ export interface PageLoadResult {
   rateLimited?: RateLimitAnswer;
   /** The WACZ holding the record of the page URL (the page is listed there), when known. */
   documentWacz?: string | null;
+  /** The page called the content-check function (--failOnContentCheck): the reason it gave. */
+  contentCheckFailed?: string;
 }
 
 export interface LoadOptions {
@@ -67,6 +72,7 @@ export class PageWorker {
   private readonly fetcher: FallbackFetcher;
   private readonly limits: BodyLimits;
   private behaviorOutcome: BehaviorOutcome | undefined;
+  private contentCheck: ContentCheck | null = null;
 
   constructor(
     readonly id: number,
@@ -89,6 +95,7 @@ export class PageWorker {
     await installBehaviors(tab, this.options.behaviors);
     const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.limits, this.options.rateLimitStatusCodes);
     const popups = await PopupCloser.attach(tab);
+    this.contentCheck = this.options.contentCheck ? await ContentCheck.attach(tab) : null;
     this.tab = tab;
     this.capture = capture;
     this.popups = popups;
@@ -100,7 +107,10 @@ export class PageWorker {
     this.behaviorOutcome = undefined;
     const attempt = capture.beginPage(url, { conditional, lastAttempt });
     popups.beginPage();
+    this.contentCheck?.beginPage();
     const result = withPopupLinks(await this.loadPage(tab, capture, attempt, url), popups, url);
+    const failedCheck = this.contentCheck?.failure;
+    if (failedCheck !== undefined) return { document: null, title: "", links: [], error: `content check failed: ${failedCheck}`, truncated: [], contentCheckFailed: failedCheck };
     if (attempt.rateLimited) {
       return { document: null, title: "", links: [], error: `rate limited: HTTP ${attempt.rateLimited.status}`, truncated: [], rateLimited: attempt.rateLimited };
     }
@@ -123,6 +133,8 @@ export class PageWorker {
       navigationError = errorMessage(err);
     }
     if (attempt.rateLimited) return { document: null, title: "", links: [], error: navigationError };
+    // Calls to the content-check function count from the load on, through the behaviors.
+    this.contentCheck?.listen(true);
     // Only rendered documents load more after "load"; a PDF viewer never goes quiet, so don't wait on it.
     const rendered = findDocument(attempt.captured, url);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
@@ -131,6 +143,7 @@ export class PageWorker {
       const shown = findDocument(attempt.captured, url);
       if (shown && isRenderedDocumentType(shown.mime)) await this.afterLoad(tab, capture, url);
     }
+    this.contentCheck?.listen(false);
     await capture.drain();
 
     let document = findDocument(attempt.captured, url);
@@ -198,6 +211,7 @@ export class PageWorker {
     this.tab = null;
     this.capture = null;
     this.popups = null;
+    this.contentCheck = null;
     await bounded(popups?.detach(), TAB_CLOSE_DEADLINE_MS, "popup watch did not detach", { worker: this.id });
     // Chromium may never confirm closing a tab that shows an error page (puppeteer's close() then waits
     // forever): the close command is sent either way, so move on after a deadline.

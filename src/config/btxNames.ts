@@ -119,7 +119,7 @@ export function isNotImplemented(option: Option): boolean {
 /** Defaults of flags we do not implement that already describe what we do: giving them asks for nothing. */
 const BTX_DEFAULTS: Record<string, string> = {
   selectLinks: "a[href]->href", clickSelector: "a", saveState: "partial", serviceWorker: "disabled", saveStateInterval: "300",
-  saveStateHistory: "5", dedupePagesMinDepth: "-1", rateLimitInterruptCount: "-1",
+  saveStateHistory: "5", dedupePagesMinDepth: "-1",
 };
 
 /** The one flag we do not implement whose 0 is not "off". */

@@ -16,6 +16,7 @@ import { OptionsError } from "./optionsError.js";
 import { choiceList, integer, parseSize, regexList, seconds, splitList } from "./flagValues.js";
 import { btxScreenshots, btxText, lowestLogLevel } from "./btxValues.js";
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
+import { cappedPageLimit, lifecycleOptions, type LifecycleOptions, type RawLifecycleFlags } from "./lifecycleOptions.js";
 import { readStoreSettings, StoreSettingsError, type StoreSettings } from "../upload/storeSettings.js";
 import { DEFAULT_MAX_RESOURCE_SIZE } from "../fetch/bodyLimits.js";
 import { parseAddressAllowance, type AddressAllowance } from "../fetch/addressPolicy.js";
@@ -90,6 +91,8 @@ export interface CrawlOptions {
   addRedirectedSeeds: boolean;
   /** Pages answered with a rate limit (--rateLimitStatusCodes, --rateLimitMaxRetries, --rateLimitTimeout). */
   rateLimit: RateLimitOptions;
+  /** Which failures fail the crawl, restarts, --overwrite, --dryRun, the health check (src/config/lifecycleOptions.ts). */
+  lifecycle: LifecycleOptions;
   /** Upload of finished WACZ files (STORE_* and WEBHOOK_URL environment variables); null = none. */
   store: StoreSettings | null;
   /** --maxResourceSize: bytes of one body kept at most (the rest dropped, WARC-Truncated: length). */
@@ -108,7 +111,7 @@ export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags extends RawRateLimitFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags, RawLifecycleFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
@@ -257,7 +260,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     collection,
     cwd: resolve(flags.cwd ?? "crawls"),
     ...globalScope,
-    limit: integer("limit", flags.limit, 0, 0),
+    limit: cappedPageLimit(integer("limit", flags.limit, 0, 0), flags.maxPageLimit),
     timeLimit: integer("timeLimit", flags.timeLimit, 0, 0),
     sizeLimit: parseSize("sizeLimit", flags.sizeLimit, 0),
     workers: integer("workers", flags.workers, 1, 1),
@@ -290,6 +293,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     allowHashUrls: flags.allowHashUrls ?? false,
     addRedirectedSeeds: flags.addRedirectedSeeds ?? false,
     rateLimit: rateLimitOptions(flags),
+    lifecycle: lifecycleOptions(flags),
     store: storeSettings(env),
     ...storageLimits(flags),
     allowAddresses: addressAllowance(flags.allowAddresses),

@@ -4,6 +4,7 @@ import type { OpenPipeline } from "../pipeline/openPipeline.js";
 import { writerName } from "../state/membership/writerSlots.js";
 import { ChangeReport } from "./changeReport.js";
 import type { CollectionPaths } from "./collection.js";
+import type { CrawlWatch } from "./crawlWatch.js";
 import { PageList } from "./pageList.js";
 import type { CrawlSession } from "./session.js";
 import type { StopControl } from "./stopControl.js";
@@ -27,6 +28,8 @@ export interface CrawlRun extends PageOutputs {
   stop: StopControl;
   /** When the run started (ms since the epoch). */
   started: number;
+  /** What page outcomes mean for the crawl (health check, --failOn* flags, rate-limit interrupts). */
+  watch: CrawlWatch;
 }
 
 export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, session: CrawlSession): PageOutputs {

@@ -8,6 +8,9 @@ import { collectionPaths, createCollectionDirs, type CollectionPaths } from "./c
 import { openPageOutputs, type CrawlRun } from "./crawlRun.js";
 import { finishCrawl } from "./finishCrawl.js";
 import type { CrawlOutcome } from "./outcome.js";
+import { CrawlWatch } from "./crawlWatch.js";
+import { HealthCheck } from "./healthCheck.js";
+import { overwriteCollection } from "./overwrite.js";
 import { crawlPages } from "./pagePhase.js";
 import { admitSeeds } from "./seeds.js";
 import { openCrawlSession } from "./session.js";
@@ -26,6 +29,16 @@ export type { CrawlOutcome, CrawlStats } from "./outcome.js";
  */
 export async function runCrawl(options: CrawlOptions, stop = new StopControl()): Promise<CrawlOutcome> {
   const started = Date.now();
+  // First of all: a health check port in use fails the crawl before anything is deleted or written.
+  const health = options.lifecycle.healthCheckPort ? await HealthCheck.start(options.lifecycle.healthCheckPort, options.workers) : null;
+  try {
+    return await runCrawlWith(options, stop, started, health);
+  } finally {
+    await health?.close();
+  }
+}
+
+async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: number, health: HealthCheck | null): Promise<CrawlOutcome> {
   const paths = openCollection(options);
   const session = await openCrawlSession(options, paths, stop);
   try {
@@ -39,7 +52,8 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       archiveDir: paths.archive,
       stop,
     });
-    const run: CrawlRun = { options, paths, session, pipeline, stop, started, ...openPageOutputs(options, paths, session) };
+    const watch = new CrawlWatch({ lifecycle: options.lifecycle, rateLimit: options.rateLimit, redis: session.redis, crawlId: options.crawlId, stop, health });
+    const run: CrawlRun = { options, paths, session, pipeline, stop, started, watch, ...openPageOutputs(options, paths, session) };
     const seeding = await admitSeeds(options, session.state);
     logger.milestone("crawl", "crawl started", { crawlId: options.crawlId, processId: session.processId, seeds: options.seeds, collection: options.collection });
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => pipeline.writer.bytesWritten });
@@ -53,6 +67,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
 /** The collection's folders under --cwd, and this run's log file in its logs/. */
 function openCollection(options: CrawlOptions): CollectionPaths {
   const paths = collectionPaths(options.cwd, options.collection);
+  if (options.lifecycle.overwrite) overwriteCollection(paths, options.cwd, options.collection);
   try {
     createCollectionDirs(paths);
   } catch (err) {

@@ -14,6 +14,7 @@ import { withTimeout } from "../util/process.js";
 import { storageErrorMessage } from "../util/storageErrors.js";
 import { crawlPage, extractOptionsOf, type PageContext } from "./crawlPage.js";
 import type { CrawlRun } from "./crawlRun.js";
+import { DiscardingSink } from "./dryRun.js";
 import type { Seeding } from "./seeds.js";
 import type { StopControl } from "./stopControl.js";
 import { StorageWatch } from "./storageWatch.js";
@@ -51,9 +52,11 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       pageResources: pipeline.pageResources, scopes: new SeedScopes(seeding.scopes, new ExtraSeeds(session.redis, session.membership.keys)), admission: seeding.admission, hostPacing: new HostPacing(session.redis, session.membership.keys),
       truncated: { count: 0, report: run.truncatedReport },
       behaviors: emptyTally(),
+      watch: run.watch,
     };
+    const sink = options.lifecycle.dryRun ? new DiscardingSink() : pipeline.sink;
     const workers = Array.from({ length: options.workers }, (_, i) =>
-      new PageWorker(i, host, pipeline.sink, {
+      new PageWorker(i, host, sink, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
         netIdleWaitMs: options.netIdleWait * 1000,
         userAgent: options.userAgent,
@@ -61,6 +64,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         rateLimitStatusCodes: options.rateLimit.statusCodes,
         behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000 },
         limits,
+        contentCheck: options.lifecycle.failOnContentCheck,
       }),
     );
     const stopProgress = showProgress(session.state, () => pipeline.writer.bytesWritten, options.logging.includes("stats"));
