@@ -49,15 +49,17 @@ export class CrawlWatch {
   }
 
   /**
-   * Count a rate-limit answer crawl-wide (every process, in the crawl-state Redis). The count lasts as
-   * long as the back-off the answer asks for (its Retry-After, else --rateLimitTimeout), renewed by each
-   * answer: --rateLimitInterruptCount answers, each within that time of the one before, interrupt the crawl.
+   * Count a rate-limit answer crawl-wide (every process, in the crawl-state Redis). As in browsertrix-crawler
+   * the count is forgotten when no further answer comes in time, here: the back-off the answer causes (its
+   * Retry-After, at most --rateLimitTimeout) and --rateLimitTimeout more, so that the retry a back-off
+   * leads to still counts. --rateLimitInterruptCount answers counted interrupt the crawl (exit code 18).
    */
   async rateLimitAnswer(answer: RateLimitAnswer): Promise<void> {
     const limit = this.deps.lifecycle.rateLimitInterruptCount;
     if (limit <= 0) return;
     const retryAfterMs = parseRetryAfter(answer.retryAfter);
-    const ttlSeconds = Math.max(1, Math.ceil(retryAfterMs !== null && retryAfterMs > 0 ? retryAfterMs / 1000 : this.deps.rateLimit.timeoutSeconds));
+    const timeout = this.deps.rateLimit.timeoutSeconds;
+    const ttlSeconds = Math.ceil(Math.min(retryAfterMs !== null ? retryAfterMs / 1000 : timeout, timeout) + timeout);
     const key = `${this.deps.crawlId}:rateLimitRun`;
     const replies = await this.deps.redis.multi().incr(key).expire(key, ttlSeconds).exec();
     const count = Number(replies?.[0]?.[1] ?? 0);

@@ -1,6 +1,7 @@
 import { addressesRoutes } from "./addresses.js";
 import { bodiesRoutes } from "./bodies.js";
 import { btxRoutes } from "./btx.js";
+import { lifecycleRoutes } from "./lifecycle.js";
 import { pacingRoutes } from "./pacing.js";
 import type { HostileRoutes } from "./route.js";
 import { streamsRoutes } from "./streams.js";
@@ -17,9 +18,10 @@ export type { HostileHandler, HostileRoutes, HostileSiteInfo } from "./route.js"
  * - pacing: rate limits (429/503 with Retry-After)
  * - upload: a heavy page whose WACZ takes the multipart upload path
  * - btx: browsertrix-crawler compatibility (a seed list served over HTTP)
+ * - lifecycle: a page failing its content check (--failOnContentCheck)
  */
 export function hostileRoutes(): HostileRoutes {
-  const tables = [streamsRoutes, bodiesRoutes, addressesRoutes, pacingRoutes, uploadRoutes, btxRoutes];
+  const tables = [streamsRoutes, bodiesRoutes, addressesRoutes, pacingRoutes, uploadRoutes, btxRoutes, lifecycleRoutes];
   const all: HostileRoutes = {};
   for (const table of tables) {
     for (const [path, handler] of Object.entries(table)) {
