@@ -54,6 +54,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       behaviors: emptyTally(),
       watch: run.watch,
     };
+    if (options.lifecycle.dryRun) logger.warn("crawl", "--dryRun: no archive data is written (no WARC, no WACZ), only the pages lists and the logs");
     const sink = options.lifecycle.dryRun ? new DiscardingSink() : pipeline.sink;
     const workers = Array.from({ length: options.workers }, (_, i) =>
       new PageWorker(i, host, sink, {
