@@ -206,6 +206,27 @@ describe("--overwrite", () => {
     }), 300_000);
 });
 
+describe("--overwrite while a crawl runs on the collection", () => {
+  it("refuses: the running crawl's redis-server holds the folder; nothing of it is deleted", () =>
+    withSite(1, { "/page/1": "silent" }, async (site) => {
+      const child = spawn(process.execPath, ["dist/src/cli/crawl.js", "--url", `${site.url}/page/1`, "--cwd", cwd, "--collection", "busy", ...COMMON, "--pageLoadTimeout", "30"],
+        { cwd: join(import.meta.dirname, "..") });
+      child.stderr.resume();
+      const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+      try {
+        for (let i = 0; i < 600 && !site.hits.get("/page/1"); i++) await new Promise((r) => setTimeout(r, 100));
+        const second = await runCli("crawl", ["--url", `${site.url}/`, "--cwd", cwd, "--collection", "busy", "--overwrite", ...COMMON]);
+        expect(second.code).toBe(1);
+        expect(second.stderr).toContain(`--overwrite: a crawl is running on ${join(cwd, "collections", "busy")}`);
+        expect(existsSync(join(cwd, "collections", "busy", "redis"))).toBe(true);
+      } finally {
+        child.kill("SIGINT");
+        child.kill("SIGINT");
+        await exited;
+      }
+    }), 300_000);
+});
+
 describe("--dryRun", () => {
   it("crawls and lists the pages but writes no archive data: no WARC, no WACZ, no text or screenshot records", () =>
     withSite(2, {}, async (site) => {
