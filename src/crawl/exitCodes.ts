@@ -5,7 +5,7 @@
 export const ExitCode = {
   /** The crawl finished (queue empty, or the page limit reached) and its output is written. */
   Finished: 0,
-  /** A fatal error: the browser would not start, a file could not be written, the sitemaps not all queued... */
+  /** A fatal error: the browser would not start, a file could not be written, the sitemaps not all queued, a seed failed with --failOnFailedSeed... */
   Failed: 1,
   /** The disk (or quota) is full: what is whole is kept; free space and run the same command to resume. */
   OutOfSpace: 3,
