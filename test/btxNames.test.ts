@@ -204,7 +204,6 @@ describe("browsertrix-crawler names in --config", () => {
     ]);
     expect(options).toMatchObject({ limit: 50, behaviorTimeout: 60, pageLoadTimeout: 45, workers: 2, robots: null, sitemap: null });
     expect(compatWarnings(program)).toEqual([
-      "accepted for browsertrix-crawler compatibility but not implemented yet: --maxPageLimit",
       `--config ${json}: seedFileId ignored: the Browsertrix service's id of an uploaded seed file (it passes the file itself as seedFile)`,
       "accepted for browsertrix-crawler compatibility but not implemented yet: --logging behaviors",
     ]);

@@ -14,6 +14,7 @@ import { DEFAULT_LINK_SELECTORS, extractLinks, type LinkSelector } from "./linkE
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
 import { PopupCloser } from "./popups.js";
 import { applyTabSettings, type TabSettings, type WaitUntilEvent } from "./pageSetup.js";
+import { ContentCheck } from "./contentCheck.js";
 
 export interface PageWorkerOptions {
   pageLoadTimeoutMs: number;
@@ -36,6 +37,8 @@ export interface PageWorkerOptions {
   linkSelectors?: readonly LinkSelector[];
   /** Whether the autoclick behavior may click a link to this URL (shared by the process's tabs: once each). */
   claimClick?: (url: string) => boolean;
+  /** --failOnContentCheck: pages get the function that fails the crawl (contentCheck.ts). */
+  contentCheck?: boolean;
 }
 
 /** What loading one page produced. */
@@ -58,6 +61,8 @@ export interface PageLoadResult {
   rateLimited?: RateLimitAnswer;
   /** The WACZ holding the record of the page URL (the page is listed there), when known. */
   documentWacz?: string | null;
+  /** The page called the content-check function (--failOnContentCheck): the reason it gave. */
+  contentCheckFailed?: string;
 }
 
 export interface LoadOptions {
@@ -86,6 +91,7 @@ export class PageWorker {
   private readonly fetcher: FallbackFetcher;
   private readonly limits: BodyLimits;
   private behaviorOutcome: BehaviorOutcome | undefined;
+  private contentCheck: ContentCheck | null = null;
 
   constructor(
     readonly id: number,
@@ -116,6 +122,7 @@ export class PageWorker {
     await installBehaviors(tab, this.options.behaviors, this.behaviorHooks);
     const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.limits, this.options.rateLimitStatusCodes);
     const popups = await PopupCloser.attach(tab);
+    this.contentCheck = this.options.contentCheck ? await ContentCheck.attach(tab) : null;
     this.tab = tab;
     this.capture = capture;
     this.popups = popups;
@@ -129,7 +136,10 @@ export class PageWorker {
     this.dialogs?.beginPage();
     const attempt = capture.beginPage(url, { conditional, lastAttempt });
     popups.beginPage();
+    this.contentCheck?.beginPage();
     const result = withPopupLinks(await this.loadPage(tab, capture, attempt, url), popups, url);
+    const failedCheck = this.contentCheck?.failure;
+    if (failedCheck !== undefined) return { document: null, title: "", links: [], error: `content check failed: ${failedCheck}`, truncated: [], contentCheckFailed: failedCheck };
     if (attempt.rateLimited) {
       return { document: null, title: "", links: [], error: `rate limited: HTTP ${attempt.rateLimited.status}`, truncated: [], rateLimited: attempt.rateLimited };
     }
@@ -153,6 +163,8 @@ export class PageWorker {
       navigationError = errorMessage(err);
     }
     if (attempt.rateLimited) return { document: null, title: "", links: [], error: navigationError };
+    // Calls to the content-check function count from the load on, through the behaviors.
+    this.contentCheck?.listen(true);
     // Only rendered documents load more after "load"; a PDF viewer never goes quiet, so don't wait on it.
     const rendered = findDocument(attempt.captured, url);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
@@ -161,6 +173,7 @@ export class PageWorker {
       const shown = findDocument(attempt.captured, url);
       if (shown && isRenderedDocumentType(shown.mime)) await this.afterLoad(tab, capture, url);
     }
+    this.contentCheck?.listen(false);
     await capture.drain();
 
     let document = findDocument(attempt.captured, url);
@@ -239,6 +252,7 @@ export class PageWorker {
     this.capture = null;
     this.popups = null;
     this.dialogs = null;
+    this.contentCheck = null;
     await bounded(popups?.detach(), TAB_CLOSE_DEADLINE_MS, "popup watch did not detach", { worker: this.id });
     // Chromium may never confirm closing a tab that shows an error page (puppeteer's close() then waits
     // forever): the close command is sent either way, so move on after a deadline.

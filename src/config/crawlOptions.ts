@@ -20,6 +20,7 @@ import { linkBehaviorOptions, type LinkBehaviorOptions, type RawLinkBehaviorFlag
 import { outputOptions, type OutputOptions, type RawOutputFlags } from "./outputOptions.js";
 import { stateOptions, type RawStateFlags, type StateOptions } from "./stateOptions.js";
 import { pageLoadOptions, type PageLoadOptions, type RawPageLoadFlags } from "./pageLoadOptions.js";
+import { cappedPageLimit, lifecycleOptions, type LifecycleOptions, type RawLifecycleFlags } from "./lifecycleOptions.js";
 import { readStoreSettings, StoreSettingsError, type StoreSettings } from "../upload/storeSettings.js";
 import { DEFAULT_MAX_RESOURCE_SIZE } from "../fetch/bodyLimits.js";
 import { parseAddressAllowance, type AddressAllowance } from "../fetch/addressPolicy.js";
@@ -96,6 +97,8 @@ export interface CrawlOptions {
   rateLimit: RateLimitOptions;
   /** Links and behaviors (--selectLinks, --clickSelector, --customBehaviors, --alwaysAddBehaviorLinks). */
   linkBehavior: LinkBehaviorOptions;
+  /** Which failures fail the crawl, restarts, --overwrite, --dryRun, the health check (src/config/lifecycleOptions.ts). */
+  lifecycle: LifecycleOptions;
   /** Upload of finished WACZ files (STORE_* and WEBHOOK_URL environment variables); null = none. */
   store: StoreSettings | null;
   /** --maxResourceSize: bytes of one body kept at most (the rest dropped, WARC-Truncated: length). */
@@ -120,7 +123,7 @@ export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
@@ -269,7 +272,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     collection,
     cwd: resolve(flags.cwd ?? "crawls"),
     ...globalScope,
-    limit: integer("limit", flags.limit, 0, 0),
+    limit: cappedPageLimit(integer("limit", flags.limit, 0, 0), flags.maxPageLimit),
     timeLimit: integer("timeLimit", flags.timeLimit, 0, 0),
     sizeLimit: parseSize("sizeLimit", flags.sizeLimit, 0),
     workers: integer("workers", flags.workers, 1, 1),
@@ -303,6 +306,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     addRedirectedSeeds: flags.addRedirectedSeeds ?? false,
     rateLimit: rateLimitOptions(flags),
     linkBehavior: linkBehaviorOptions(flags),
+    lifecycle: lifecycleOptions(flags),
     store: storeSettings(env),
     ...storageLimits(flags),
     allowAddresses: addressAllowance(flags.allowAddresses),

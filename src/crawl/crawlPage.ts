@@ -20,6 +20,7 @@ import type { HostPacing } from "../state/hostPacing.js";
 import { withTimeout } from "../util/process.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import type { ChangeReport } from "./changeReport.js";
+import type { CrawlWatch } from "./crawlWatch.js";
 import type { PageList } from "./pageList.js";
 import { settleRateLimited } from "./rateLimit.js";
 import { followSeedRedirect } from "./seedRedirect.js";
@@ -49,6 +50,8 @@ export interface PageContext {
   /** Queues pages (robots.txt permitting, with --robots). */
   admission: PageAdmission;
   hostPacing: HostPacing;
+  /** What page outcomes mean for the crawl: health, failing seeds, content checks, rate-limit interrupts. */
+  watch: CrawlWatch;
 }
 
 /** Crawl one leased page: load and capture it, list it, queue its in-scope links, settle its lease. */
@@ -78,17 +81,27 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   } catch (err) {
     result = { document: null, title: "", links: [], error: errorMessage(err), truncated: [] };
   }
+  if (result.contentCheckFailed !== undefined) {
+    // The crawl fails; the page is not crawled (a rerun after the cause is fixed takes it again).
+    context.watch.contentCheckFailed(page.url, result.contentCheckFailed);
+    await state.handBack(page.url);
+    return;
+  }
   if (result.rateLimited && !context.stop.immediate) {
     // Not the page, and not a failed attempt: nothing was stored; the host is backed off (first, so that
     // no worker of any process starts another page there meanwhile) and the page waits it out.
     const outcome = await settleRateLimited(page.url, result.rateLimited, { state, hostPacing: context.hostPacing, limits: options.rateLimit });
     await worker.reset();
+    context.watch.attemptFailed(page, outcome, result.error);
+    await context.watch.rateLimitAnswer(result.rateLimited);
     if (outcome === "failed") await checkFailedLimit(context);
     return;
   }
   // After a failure the tab is in an unknown state (hung, crashed, showing an error page): the next
   // attempt, of this page or another, gets a fresh one.
   if (!result.document) await worker.reset();
+  const invalid = result.document ? context.watch.invalidStatus(result.document.status) : null;
+  if (invalid) result = { ...result, document: null, error: invalid };
 
   if (context.stop.immediate) {
     await state.handBack(page.url);
@@ -97,6 +110,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   if (!result.document) {
     const outcome = await state.markFailed(page.url, result.error ?? "not loaded", options.maxPageRetries);
     logger.warn("page", outcome === "failed" ? "page failed" : "page failed, will retry", { url: page.url, error: result.error });
+    context.watch.attemptFailed(page, outcome, result.error);
     if (outcome === "failed") await checkFailedLimit(context);
     return;
   }
@@ -122,7 +136,8 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   // Listed in the WACZ holding the page's document (a rollover may have opened the next one since).
   const listedIn = result.documentWacz ?? context.plan.currentWaczFilename();
   try {
-    await context.pageResources.record(page.url, result.document.date, pageResources(result.extracts, options));
+    // --dryRun: no archive data, text and screenshots included.
+    if (!options.lifecycle.dryRun) await context.pageResources.record(page.url, result.document.date, pageResources(result.extracts, options));
     context.pageList.add(entry, listedIn);
     // A seed that redirected is listed under both URLs: the one asked for, and the one replay shows.
     if (entry.seed && landedAt !== withoutHash(page.url)) {
@@ -144,6 +159,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   // Packaging lists a page only in the WACZ named here (a page listed by a process that lost its lease
   // before this step is listed by whoever crawled it again).
   await state.markDone(page.url, listedIn);
+  context.watch.pageCrawled();
   if (result.behaviors) addToTally(context.behaviors, result.behaviors);
   const crawled = { url: page.url, status: result.document.status, title: result.title, depth: page.depth, linksQueued: queued };
   if (result.truncated.length) {

@@ -5,6 +5,7 @@ import type { BtxLists, BtxPageEntry } from "../state/btxLists.js";
 import { writerName } from "../state/membership/writerSlots.js";
 import { ChangeReport } from "./changeReport.js";
 import type { CollectionPaths } from "./collection.js";
+import type { CrawlWatch } from "./crawlWatch.js";
 import { PageList, type PageEntry } from "./pageList.js";
 import { SkippedReport } from "./skippedReport.js";
 import type { CrawlSession } from "./session.js";
@@ -31,6 +32,8 @@ export interface CrawlRun extends PageOutputs {
   stop: StopControl;
   /** When the run started (ms since the epoch). */
   started: number;
+  /** What page outcomes mean for the crawl (health check, --failOn* flags, rate-limit interrupts). */
+  watch: CrawlWatch;
 }
 
 export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, session: CrawlSession, lists: BtxLists): PageOutputs {

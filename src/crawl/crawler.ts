@@ -9,6 +9,9 @@ import { collectionPaths, createCollectionDirs, type CollectionPaths } from "./c
 import { openPageOutputs, type CrawlRun } from "./crawlRun.js";
 import { finishCrawl } from "./finishCrawl.js";
 import type { CrawlOutcome } from "./outcome.js";
+import { CrawlWatch } from "./crawlWatch.js";
+import { HealthCheck } from "./healthCheck.js";
+import { overwriteCollection } from "./overwrite.js";
 import { crawlPages } from "./pagePhase.js";
 import { admitSeeds } from "./seeds.js";
 import { openCrawlSession } from "./session.js";
@@ -28,6 +31,16 @@ export type { CrawlOutcome, CrawlStats } from "./outcome.js";
  */
 export async function runCrawl(options: CrawlOptions, stop = new StopControl()): Promise<CrawlOutcome> {
   const started = Date.now();
+  // First of all: a health check port in use fails the crawl before anything is deleted or written.
+  const health = options.lifecycle.healthCheckPort ? await HealthCheck.start(options.lifecycle.healthCheckPort, options.workers) : null;
+  try {
+    return await runCrawlWith(options, stop, started, health);
+  } finally {
+    await health?.close();
+  }
+}
+
+async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: number, health: HealthCheck | null): Promise<CrawlOutcome> {
   const paths = openCollection(options);
   const session = await openCrawlSession(options, paths, stop);
   const lists = new BtxLists(session.redis, session.membership.keys, { pages: options.state.writePagesToRedis, errors: options.state.logErrorsToRedis, behaviors: options.state.logBehaviorsToRedis });
@@ -44,7 +57,8 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
       archiveDir: paths.archive,
       stop,
     });
-    const run: CrawlRun = { options, paths, session, pipeline, stop, started, ...openPageOutputs(options, paths, session, lists) };
+    const watch = new CrawlWatch({ lifecycle: options.lifecycle, rateLimit: options.rateLimit, redis: session.redis, crawlId: options.crawlId, stop, health });
+    const run: CrawlRun = { options, paths, session, pipeline, stop, started, watch, ...openPageOutputs(options, paths, session, lists) };
     await resumeFromStateFile(options, session);
     const seeding = await admitSeeds(options, session.state, run.skipped ? (page, reason) => run.skipped?.add(page, reason) : undefined);
     logger.milestone("crawl", "crawl started", { crawlId: options.crawlId, processId: session.processId, seeds: options.seeds, collection: options.collection });
@@ -64,6 +78,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
 /** The collection's folders under --cwd, and this run's log file in its logs/. */
 function openCollection(options: CrawlOptions): CollectionPaths {
   const paths = collectionPaths(options.cwd, options.collection);
+  if (options.lifecycle.overwrite) overwriteCollection(paths, options.cwd, options.collection);
   try {
     createCollectionDirs(paths);
   } catch (err) {

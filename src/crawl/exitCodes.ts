@@ -5,7 +5,7 @@
 export const ExitCode = {
   /** The crawl finished (queue empty, or the page limit reached) and its output is written. */
   Finished: 0,
-  /** A fatal error: the browser would not start, a file could not be written, the sitemaps not all queued... */
+  /** A fatal error: the browser would not start, a file could not be written, the sitemaps not all queued, a seed failed with --failOnFailedSeed... */
   Failed: 1,
   /** The disk (or quota) is full: what is whole is kept; free space and run the same command to resume. */
   OutOfSpace: 3,
@@ -15,6 +15,8 @@ export const ExitCode = {
   RedisUnavailable: 8,
   /** No page could be crawled: every seed failed (or robots.txt disallows them all). */
   AllSeedsFailed: 9,
+  /** --failOnContentCheck: a page or behavior reported a failed content check (browsertrix-crawler's Failed, as for no seed crawled). */
+  ContentCheckFailed: 9,
   /** Stopped by SIGINT/SIGTERM: in-flight pages finished, what was captured is written; re-run to resume. */
   Interrupted: 11,
   /** --failOnFailedLimit reached: the crawl stopped; what was captured is written, not committed. */
@@ -27,6 +29,8 @@ export const ExitCode = {
   TimeLimit: 15,
   /** --diskUtilization reached: the disk holding the collection is fuller than allowed; as for --sizeLimit. */
   DiskUtilization: 16,
+  /** --rateLimitInterruptCount reached: interrupted, what was captured is written (not with --restartsOnError); re-run to resume. */
+  RateLimited: 18,
   /** A WACZ could not be uploaded to STORE_ENDPOINT_URL (or WEBHOOK_URL not told) after every retry; the WACZ is kept on disk. */
   UploadFailed: 22,
 } as const;

@@ -1,4 +1,5 @@
 import { writeFileSync } from "node:fs";
+import type { LifecycleOptions } from "../config/lifecycleOptions.js";
 import { DedupeIndexUnavailableError, NotRetriedError } from "../dedupe/retry.js";
 import { unfinishedJournals } from "../dedupe/noteJournal.js";
 import { errorMessage, logger } from "../log/logger.js";
@@ -31,6 +32,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     dependencies: run.pipeline.dependencies, listedIn: (urls) => session.state.listedIn(urls), reportFile: run.report.path, skippedReportFile: run.skipped?.path, assertOwner: () => session.liveness.assertLive(),
   };
   let waczPaths: string[] = [];
+  const leaveToRerun = skipsPackaging(options.lifecycle, status);
   if (!stop.fatalError) {
     try {
       // Every index note of what the WARC files hold must be in the index before it is packaged or committed.
@@ -42,7 +44,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
       logger.error("dedupe", failure);
     }
   }
-  if (options.generateWACZ && !stop.fatalError && !failure) {
+  if (options.generateWACZ && !stop.fatalError && !failure && !leaveToRerun) {
     await pauseForTests("before-package");
     try {
       waczPaths = (await packageWaczFiles({ ...packaging, plan: run.pipeline.plan })).map((r) => r.path);
@@ -58,7 +60,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
   // its files (this one packages those of processes that died); interrupted or limited crawls stay
   // uncommitted and can be resumed.
   let committed = false;
-  if (!failure) {
+  if (!failure && !leaveToRerun) {
     await session.slots.markPackaged(session.slot);
     if (status === "done") {
       try {
@@ -126,7 +128,18 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
   if (options.statsFilename) writeFileSync(options.statsFilename, JSON.stringify(stats, null, 2) + "\n");
   logger.milestone("crawl", `crawl ${stats.status}`, { ...stats }, crawlSummary(stats));
   if (uploadFailure && !failure) return { exitCode: ExitCode.UploadFailed, stats, waczPaths, failure: uploadFailure };
-  return { exitCode: exitCodeOf(status, { stopReason: stop.reason, forced: stop.forced, failureKind }), stats, waczPaths, failure };
+  return { exitCode: exitCodeOf(status, { stopReason: stop.reason, forced: stop.forced, failureKind, restartsOnError: options.lifecycle.restartsOnError }), stats, waczPaths, failure };
+}
+
+/**
+ * Packaging is left out of a dry run (no archive data), and, with --restartsOnError, out of an interrupted
+ * crawl: the supervisor restarts it, and the rerun resumes it and packages (browsertrix-crawler's rule).
+ */
+function skipsPackaging(lifecycle: LifecycleOptions, status: CrawlStatus): boolean {
+  if (lifecycle.dryRun) return true;
+  if (!lifecycle.restartsOnError || status !== "interrupted") return false;
+  logger.info("crawl", "interrupted with --restartsOnError: not packaged; the restarted crawl resumes and packages");
+  return true;
 }
 
 /** A crawl is done only once its sitemaps were read to the end: else it is not committed, and a rerun reads them. */
@@ -174,6 +187,7 @@ function packagingFailure(err: unknown, root: string): string {
 async function howItEnded(counts: CrawlCounts, state: CrawlState, stop: StopControl): Promise<{ status: CrawlStatus; failure: string | null; failureKind?: CrawlEnd["failureKind"] }> {
   const finished = counts.queued === 0 && counts.pending === 0;
   if (stop.fatalError) return { status: "failed", failure: stop.fatalError, failureKind: stop.outOfSpace ? "out-of-space" : "other" };
+  if (stop.crawlFailure) return { status: "failed", failure: stop.crawlFailure, failureKind: stop.reason === "content-check" ? "content-check" : "failed-seed" };
   if (counts.done === 0 && counts.failed > 0) {
     const failures = await state.failedPages();
     const failure = `no page could be crawled: ${failures[0]?.url} failed: ${failures[0]?.reason}`;
@@ -185,6 +199,6 @@ async function howItEnded(counts: CrawlCounts, state: CrawlState, stop: StopCont
     logger.error("crawl", failure, { skippedRobots: counts.skippedRobots });
     return { status: "failed", failure, failureKind: "no-page-crawled" };
   }
-  const status = stop.reason === "signal" ? "interrupted" : stop.reason === "failed-limit" ? "failed-limit" : finished ? "done" : "limit-reached";
+  const status = stop.reason === "signal" || stop.reason === "rate-limited" ? "interrupted" : stop.reason === "failed-limit" ? "failed-limit" : finished ? "done" : "limit-reached";
   return { status, failure: null };
 }

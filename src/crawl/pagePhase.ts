@@ -16,6 +16,7 @@ import { withTimeout } from "../util/process.js";
 import { storageErrorMessage } from "../util/storageErrors.js";
 import { crawlPage, extractOptionsOf, type PageContext } from "./crawlPage.js";
 import type { CrawlRun } from "./crawlRun.js";
+import { DiscardingSink } from "./dryRun.js";
 import type { Seeding } from "./seeds.js";
 import type { StopControl } from "./stopControl.js";
 import { StorageWatch } from "./storageWatch.js";
@@ -54,6 +55,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       pageResources: pipeline.pageResources, scopes: new SeedScopes(seeding.scopes, new ExtraSeeds(session.redis, session.membership.keys)), admission: seeding.admission, hostPacing: new HostPacing(session.redis, session.membership.keys),
       truncated: { count: 0, report: run.truncatedReport },
       behaviors: emptyTally(),
+      watch: run.watch,
     };
     const { selectLinks, clickSelector, customBehaviors } = options.linkBehavior;
     const claimClick = clickClaims();
@@ -61,8 +63,10 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     if (customBehaviors.length && !options.behaviors.includes("siteSpecific")) {
       logger.warn("behavior", "--customBehaviors are loaded but never run: --behaviors does not include siteSpecific", { behaviors: options.behaviors });
     }
+    if (options.lifecycle.dryRun) logger.warn("crawl", "--dryRun: no archive data is written (no WARC, no WACZ), only the pages lists and the logs");
+    const sink = options.lifecycle.dryRun ? new DiscardingSink() : pipeline.sink;
     const workers = Array.from({ length: options.workers }, (_, i) =>
-      new PageWorker(i, host, pipeline.sink, {
+      new PageWorker(i, host, sink, {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
         netIdleWaitMs: options.netIdleWait * 1000,
         netIdleMaxRequests: options.pageLoad.netIdleMaxRequests,
@@ -75,6 +79,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         limits,
         linkSelectors: selectLinks,
         claimClick,
+        contentCheck: options.lifecycle.failOnContentCheck,
       }),
     );
     const stopProgress = showProgress(session.state, () => pipeline.writer.bytesWritten, options.logging.includes("stats"));

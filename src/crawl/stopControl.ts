@@ -1,7 +1,12 @@
 import { logger } from "../log/logger.js";
 import { isOutOfSpace } from "../util/storageErrors.js";
 
-export type StopReason = "signal" | "time-limit" | "size-limit" | "disk-utilization" | "failed-limit" | "storage-error";
+export type StopReason =
+  | "signal" | "time-limit" | "size-limit" | "disk-utilization" | "failed-limit" | "storage-error"
+  /** --failOnFailedSeed, --failOnContentCheck: the crawl fails (crawlFailure says why). */
+  | "failed-seed" | "content-check"
+  /** --rateLimitInterruptCount reached. */
+  | "rate-limited";
 
 /**
  * Why and when the crawl stops taking pages: signals and the time/size limits. Workers check
@@ -13,6 +18,8 @@ export class StopControl {
   immediate = false;
   /** Why the crawl cannot go on (storage errors); becomes the one-line error of exit code 1. */
   fatalError: string | null = null;
+  /** Why the crawl failed on a --failOnFailedSeed or --failOnContentCheck condition: its one-line error. */
+  crawlFailure: string | null = null;
   /** The fatal error was a full disk or quota (exit code 3). */
   outOfSpace = false;
   /** A second signal stopped the crawl at once (exit code 13, browsertrix-crawler's forced interrupt). */
@@ -52,6 +59,14 @@ export class StopControl {
       this.stopNow();
     }
     for (const wake of this.wakers) wake();
+  }
+
+  /** The crawl must fail (a seed failed, a content check): no new pages; in-flight ones finish as for a limit. */
+  fail(reason: "failed-seed" | "content-check", message: string): void {
+    if (this.crawlFailure) return;
+    this.crawlFailure = message;
+    logger.error("crawl", message);
+    this.request(reason);
   }
 
   /** Nothing more can be written (disk full, folder unwritable): stop now, keep what is whole. */

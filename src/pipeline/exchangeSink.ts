@@ -4,7 +4,7 @@ import type { WrittenRecord } from "../archive/warcWriter.js";
 /** What became of an exchange; `wacz`: the WACZ holding its records, when known. */
 export type StoreOutcome =
   | { kind: "response" | "revisit"; record: WrittenRecord; request: WrittenRecord; wacz: string }
-  | { kind: "skipped"; reason: "already-stored" | "partial-content" | "browser-revalidation"; wacz: string | null };
+  | { kind: "skipped"; reason: "already-stored" | "partial-content" | "browser-revalidation" | "dry-run"; wacz: string | null };
 
 /**
  * Where captured exchanges go: the one way an HTTP exchange enters the archive, whether the browser's

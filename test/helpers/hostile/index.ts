@@ -1,6 +1,7 @@
 import { addressesRoutes } from "./addresses.js";
 import { bodiesRoutes } from "./bodies.js";
 import { btxRoutes } from "./btx.js";
+import { lifecycleRoutes } from "./lifecycle.js";
 import { pacingRoutes } from "./pacing.js";
 import { pageLoadRoutes } from "./pageLoad.js";
 import type { HostileRoutes } from "./route.js";
@@ -19,9 +20,10 @@ export type { HostileHandler, HostileRoutes, HostileSiteInfo } from "./route.js"
  * - upload: a heavy page whose WACZ takes the multipart upload path
  * - btx: browsertrix-crawler compatibility (a seed list served over HTTP)
  * - pageLoad: late images, never-ending requests, echoes of language, user agent and window width
+ * - lifecycle: a page failing its content check (--failOnContentCheck)
  */
 export function hostileRoutes(): HostileRoutes {
-  const tables = [streamsRoutes, bodiesRoutes, addressesRoutes, pacingRoutes, uploadRoutes, btxRoutes, pageLoadRoutes];
+  const tables = [streamsRoutes, bodiesRoutes, addressesRoutes, pacingRoutes, uploadRoutes, btxRoutes, pageLoadRoutes, lifecycleRoutes];
   const all: HostileRoutes = {};
   for (const table of tables) {
     for (const [path, handler] of Object.entries(table)) {

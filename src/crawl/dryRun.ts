@@ -1,0 +1,18 @@
+import type { Exchange } from "../archive/exchange.js";
+import { discardBody } from "../fetch/fallbackFetcher.js";
+import type { ExchangeSink, StoreOutcome } from "../pipeline/exchangeSink.js";
+
+/**
+ * --dryRun: pages are loaded, listed and followed as in any crawl, but what they fetch is dropped: no
+ * WARC record, no index entry, no capture history (browsertrix-crawler: "no archive data written").
+ */
+export class DiscardingSink implements ExchangeSink {
+  async store(exchange: Exchange): Promise<StoreOutcome> {
+    await discardBody(exchange);
+    return { kind: "skipped", reason: "dry-run", wacz: null };
+  }
+
+  async hasStoredResponse(): Promise<boolean> {
+    return false;
+  }
+}
