@@ -25,6 +25,8 @@ describe("bad input gives one clear line and a non-zero exit", () => {
     [["--url", "http://127.0.0.1/", "--workers", "zero"], /--workers must be a whole number/],
     [["--url", "http://127.0.0.1/", "--scopeType", "galaxy"], /--scopeType.*galaxy.*invalid|Allowed choices/],
     [["--url", "http://127.0.0.1/", "--collection", "../escape"], /--collection may hold only/],
+    [["--url", "http://127.0.0.1/", "--collection", ".."], /--collection may hold only .*not only dots/],
+    [["--url", "http://127.0.0.1/", "--collection", "."], /--collection may hold only .*not only dots/],
     [[], /no seed URL given/],
     [["--url", "http://127.0.0.1/", "--allowAddresses", "private,10.0.0.0/33"], /--allowAddresses takes IP ranges .* got "10\.0\.0\.0\/33"/],
   ])("crawl %j", async (args, message) => {

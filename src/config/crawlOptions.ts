@@ -248,8 +248,9 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
   });
 
   const collection = flags.collection ?? defaultCollectionName();
-  if (!SAFE_NAME.test(collection)) {
-    throw new OptionsError(`--collection may hold only letters, digits, '.', '_' and '-': ${JSON.stringify(collection)}`);
+  // "." and ".." would be the collections folder itself or its parent, not a collection of their own.
+  if (!SAFE_NAME.test(collection) || /^\.+$/.test(collection)) {
+    throw new OptionsError(`--collection may hold only letters, digits, '.', '_' and '-', and not only dots: ${JSON.stringify(collection)}`);
   }
   const crawlId = flags.crawlId ?? env.CRAWL_ID ?? collection;
   if (!/^[A-Za-z0-9][A-Za-z0-9._:-]*$/.test(crawlId) || crawlId.includes(" ")) {

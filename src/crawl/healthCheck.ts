@@ -10,7 +10,8 @@ export const HEALTH_PATH = "/healthz";
  * tab failing its page, e.g. the browser gone or the network down). A crawled page makes it healthy again.
  *
  * It listens on every interface, as browsertrix-crawler's does: a Kubernetes probe comes to the pod's
- * address, not to loopback. It tells nothing but the status code.
+ * address, not to loopback. It tells nothing but the status code. HEALTHCHECK_HOST narrows it to one
+ * address (127.0.0.1 outside a pod; the test suite sets it so no test listens beyond loopback).
  */
 export class HealthCheck {
   private failedInARow = 0;
@@ -21,7 +22,7 @@ export class HealthCheck {
   ) {}
 
   /** Listening on `port`; rejects with one clear line when the port is taken or not allowed. */
-  static start(port: number, threshold: number): Promise<HealthCheck> {
+  static start(port: number, threshold: number, host = process.env.HEALTHCHECK_HOST || undefined): Promise<HealthCheck> {
     return new Promise((resolve, reject) => {
       const server = createServer();
       const check = new HealthCheck(server, Math.max(1, threshold));
@@ -34,10 +35,10 @@ export class HealthCheck {
         const why = err.code === "EADDRINUSE" ? "the port is in use" : err.code === "EACCES" ? "not allowed to listen on it" : errorMessage(err);
         reject(new Error(`--healthCheckPort ${port}: cannot serve the health check: ${why}`));
       });
-      server.listen(port, () => {
+      server.listen(port, host, () => {
         server.removeAllListeners("error");
         server.on("error", (err) => logger.warn("healthcheck", "health check server error", { error: errorMessage(err) }));
-        logger.info("healthcheck", `health check served on port ${port} at ${HEALTH_PATH}`, { port, threshold: check.threshold });
+        logger.info("healthcheck", `health check served on port ${port} at ${HEALTH_PATH}`, { port, host: host ?? "every interface", threshold: check.threshold });
         resolve(check);
       });
     });
