@@ -110,7 +110,8 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     queued: counts.queued,
     pending: counts.pending,
     total: counts.seen,
-    limit: { max: options.limit, hit: options.limit > 0 && counts.seen >= options.limit },
+    // --dedupePagesMinDepth: the limit counts crawled pages (the queue is not capped by it).
+    limit: { max: options.limit, hit: options.limit > 0 && (options.dedupeFlags.pagesMinDepth >= 0 ? counts.done : counts.seen) >= options.limit },
     bytesWritten: run.pipeline.writer.bytesWritten,
     elapsedSeconds: Math.round((Date.now() - run.started) / 100) / 10,
     status,
