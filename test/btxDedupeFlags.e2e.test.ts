@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, NO_BEHAVIORS } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { httpStatus, readWarcRecords, type RawRecord } from "./helpers/warcFile.js";
+import { readZip } from "./helpers/zip.js";
 
 // browsertrix-crawler's --dedupePagesMinDepth and --dedupeConcurrent, against a small site on loopback
 // whose page /d/c.html changes from one crawl to the next.
@@ -150,19 +151,27 @@ describe("--dedupePagesMinDepth", () => {
 });
 
 describe("--dedupeConcurrent", () => {
+  /** Start crawl A; resolves once it has crawled its first page, with a function that interrupts it and waits for its exit. */
+  async function startCrawl(args: string[]): Promise<{ interrupt: () => Promise<void> }> {
+    const child = spawn(process.execPath, ["dist/src/cli/crawl.js", ...args], { stdio: ["ignore", "ignore", "pipe"] });
+    const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+    await new Promise<void>((resolve, reject) => {
+      child.stderr.on("data", (d: Buffer) => {
+        if (d.toString().includes('"page crawled"')) resolve();
+      });
+      void exited.then(() => reject(new Error("the crawl ended before its first page")));
+    });
+    return {
+      interrupt: async () => {
+        child.kill("SIGINT");
+        await exited;
+      },
+    };
+  }
+
   /** Crawl A interrupted after its first page (packaged, left uncommitted), then B of the same site, on a dedupe Redis of their own. */
   async function interruptedThenFull(dedupe: TestRedis, prefix: string, extra: string[]): Promise<{ a: RawRecord[]; b: RawRecord[] }> {
-    await new Promise<void>((resolve) => {
-      const child = spawn(process.execPath, ["dist/src/cli/crawl.js", ...crawlArgs(`${prefix}A`, dedupe.url, extra)], { stdio: ["ignore", "ignore", "pipe"] });
-      let interrupted = false;
-      child.stderr.on("data", (d: Buffer) => {
-        if (!interrupted && d.toString().includes('"page crawled"')) {
-          interrupted = true;
-          child.kill("SIGINT");
-        }
-      });
-      child.on("exit", () => resolve());
-    });
+    await (await startCrawl(crawlArgs(`${prefix}A`, dedupe.url, extra))).interrupt();
     expect(await dedupe.client.sismember("uncommittedcrawls", `${prefix}A`)).toBe(1);
     await crawl(`${prefix}B`, dedupe.url, extra);
     return { a: recordsOf(`${prefix}A`), b: recordsOf(`${prefix}B`) };
@@ -217,6 +226,29 @@ describe("--dedupeConcurrent", () => {
       expect(Object.keys(after).sort()).toEqual((await dedupe.client.hkeys("h:liveB")).sort());
       expect(new Set(Object.values(after))).toEqual(new Set(["liveB"]));
       expect(await dedupe.client.smembers("concurrentcrawls")).toEqual([]);
+    } finally {
+      await dedupe.stop();
+    }
+  }, 240_000);
+
+  it("with it, two crawls running at the same time dedupe against each other: B's revisits require A's WACZ, still being written, by name", async () => {
+    const dedupe = await startTestRedis();
+    try {
+      // A crawls its seed, then waits 60 s before its next page: B runs from start to end meanwhile.
+      const a = await startCrawl(crawlArgs("concA", dedupe.url, ["--dedupeConcurrent", "--pageExtraDelay", "60"]));
+      await crawl("concB", dedupe.url, ["--dedupeConcurrent"]);
+      expect(JSON.parse((await dedupe.client.lindex("c:concA:wacz", 0))!)).toEqual({ filename: "concA.wacz" });
+      await a.interrupt();
+      const shared = sharedPayloads(recordsOf("concA"), recordsOf("concB"));
+      expect(shared.map(({ record }) => new URL(target(record)).pathname).sort()).toEqual(["/d/", "/d/seed.css"]);
+      for (const { record, original } of shared) {
+        expect(typeOf(record)).toBe("revisit");
+        expect(record.headers.get("warc-refers-to-date")).toBe(original.headers.get("warc-date"));
+      }
+      const bPackage = JSON.parse((await readZip(join(collectionDir("concB"), "concB.wacz"))).get("datapackage.json")!.data.toString());
+      // As browsertrix-crawler lists a WACZ not finished yet: its name, no hash or size.
+      expect(bPackage.relation).toEqual({ requires: [{ filename: "concA.wacz", crawlId: "concA" }] });
+      expect(await dedupe.client.smembers("allcrawls")).toEqual(["concB"]);
     } finally {
       await dedupe.stop();
     }
