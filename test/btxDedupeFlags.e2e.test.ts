@@ -141,12 +141,15 @@ describe("--dedupePagesMinDepth", () => {
 
   it("--limit counts crawled pages only: duplicates take no place under it", async () => {
     site.version = 3;
-    await crawl("third", redis.url, ["--dedupePagesMinDepth", "1", "--reportSkipped", "--limit", "2"]);
+    await crawl("third", redis.url, ["--dedupePagesMinDepth", "1", "--reportSkipped", "--limit", "2", "--statsFilename", join(cwd, "third.json")]);
     // Without the flag --limit 2 would be the seed and a; here a and b are duplicates, c (changed) is the
     // second page crawled, and c-child, taken after that, is past the limit.
     expect(pagesOf("third")).toEqual(["/d/", "/d/c.html"]);
     expect(skippedOf("third")).toEqual([["/d/a.html", "duplicate"], ["/d/b.html", "duplicate"], ["/d/c-child.html", "pageLimit"]]);
     expect(site.requests).not.toContain("/d/c-child.html");
+    expect(JSON.parse(readFileSync(join(cwd, "third.json"), "utf8"))).toMatchObject({
+      crawled: 2, skippedDuplicates: 2, skippedPageLimit: 1, limit: { max: 2, hit: true }, status: "done", committed: true,
+    });
   }, 240_000);
 });
 

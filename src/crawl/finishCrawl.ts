@@ -122,6 +122,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     bodiesCutShort: { ...pages.bodiesCutShort },
     skippedRobots: counts.skippedRobots,
     rateLimited: counts.rateLimited,
+    ...(options.dedupeFlags.pagesMinDepth >= 0 ? await skippedStats(session.state) : {}),
     behaviors: { ...pages.behaviors },
     ...(options.refresh || options.skipFreshDays > 0 ? { changes: await run.report.summary(), changeReport: run.report.path } : {}),
   };
@@ -202,4 +203,10 @@ async function howItEnded(counts: CrawlCounts, state: CrawlState, stop: StopCont
   }
   const status = stop.reason === "signal" || stop.reason === "rate-limited" ? "interrupted" : stop.reason === "failed-limit" ? "failed-limit" : finished ? "done" : "limit-reached";
   return { status, failure: null };
+}
+
+/** --dedupePagesMinDepth: pages taken from the queue but not crawled, as duplicates or past --limit. */
+async function skippedStats(state: CrawlState): Promise<Pick<CrawlStats, "skippedDuplicates" | "skippedPageLimit">> {
+  const skipped = await state.skippedCounts();
+  return { skippedDuplicates: skipped.duplicate, skippedPageLimit: skipped.pageLimit };
 }

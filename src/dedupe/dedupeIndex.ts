@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import { mergeCrawlHashes } from "./commit.js";
 import {
   COUNT_FIELDS,
   dedupeKeys,
@@ -91,6 +92,8 @@ export class DedupeIndex {
     const transaction = this.redis.multi().sadd(dedupeKeys.uncommittedCrawls, this.crawlId);
     if (this.concurrent) transaction.sadd(dedupeKeys.concurrentCrawls, this.crawlId);
     await transaction.exec();
+    // Resumed with --dedupeConcurrent after a run without it: what that run indexed is published too.
+    if (this.concurrent) await mergeCrawlHashes(this.redis, this.crawlId);
   }
 
   async lookup(digest: string): Promise<OriginalCapture | null> {

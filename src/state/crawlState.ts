@@ -215,6 +215,12 @@ export class CrawlState {
     return (await this.redis.eval(SKIP_LUA, 3, k.pending, k.leases, k.skippedPages, url, this.processId, reason)) === 1;
   }
 
+  /** Pages taken but not crawled (markSkipped), by reason. */
+  async skippedCounts(): Promise<Record<"duplicate" | "pageLimit", number>> {
+    const reasons = await this.redis.hvals(this.keys.skippedPages);
+    return { duplicate: reasons.filter((r) => r === "duplicate").length, pageLimit: reasons.filter((r) => r === "pageLimit").length };
+  }
+
   async listedIn(urls: string[]): Promise<(string | null)[]> {
     if (!urls.length) return [];
     const named = await this.redis.hmget(this.keys.listedPages, ...urls);
