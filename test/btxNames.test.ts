@@ -179,7 +179,6 @@ describe("browsertrix-crawler names in --config", () => {
     const config = file("url: http://a.test/\nblockAds: true\nlang: en\nwarcInfo: {operator: Jane}\nfailOnFailedSeed: false\nmaxPageLimit: 0\nblockRules: []\nhealthCheckPort: 0\ndedupePagesMinDepth: 0\n");
     expect(warningsFrom(["--config", config])).toEqual([
       "accepted for browsertrix-crawler compatibility but not implemented yet: --blockAds",
-      "accepted for browsertrix-crawler compatibility but not implemented yet: --dedupePagesMinDepth",
     ]);
     expect(warningsFrom(["--url", "http://a.test/", "--healthCheckPort", "0", "--saveState", "partial"])).toEqual([]);
   });

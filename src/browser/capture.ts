@@ -6,24 +6,15 @@ import { noteCutShort, type BodyLimits } from "../fetch/bodyLimits.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
-import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
+import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { isBrowserInternal } from "./browserInternal.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { NetworkActivity } from "./loadWait.js";
 import { LiveStreams } from "./liveStream.js";
 import { LoadOutcomes } from "./loadOutcomes.js";
-import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, StreamCutoff, type StreamControl } from "./responseBody.js";
+import { PageAttempt, type CapturedSummary } from "./pageAttempt.js";
+import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./responseBody.js";
 
-
-/** Summary of what a page loaded, for deciding the page's status and type. */
-export interface CapturedSummary {
-  url: string;
-  status: number;
-  mime: string;
-  resourceType: string;
-  location: string | null;
-  date: Date;
-}
 
 /** Headers that make a page's document request conditional, and the capture a 304 would confirm. */
 export interface ConditionalRequest {
@@ -31,64 +22,7 @@ export interface ConditionalRequest {
   confirms: ConfirmedCapture;
 }
 
-/** The page's own document answered with a rate-limit status (--rateLimitStatusCodes): not stored. */
-export interface RateLimitAnswer {
-  url: string;
-  status: number;
-  /** The Retry-After header as sent, if any. */
-  retryAfter: string | null;
-}
-
-/** What one attempt at loading a page captured; read once the page is done. */
-export class PageAttempt {
-  readonly captured: CapturedSummary[] = [];
-  /** The page URL and the URLs its redirects led to: the page's own documents (main frame only). */
-  private readonly documentChain = new Set<string>();
-  /** Where each of the page's own documents is stored: the WACZ that lists the page must hold them. */
-  readonly documentWacz = new Map<string, string | null>();
-  /** Set when the page's document was a rate-limit answer: the attempt stores nothing of it. */
-  rateLimited: RateLimitAnswer | null = null;
-  /** URLs whose exchange could not be stored (body unavailable, or storing failed). */
-  readonly lost = new Set<string>();
-  /** URLs whose bodies came cut off (by the network: a retry may get them whole). */
-  readonly truncated = new Set<string>();
-  /** Ends this attempt's bodies of unknown length (maybe never-ending) once the page is done. */
-  readonly streams = new StreamCutoff(1000, 10_000);
-  /** Ends this attempt's large bodies of declared length once the page is done, if they stall or take long. */
-  readonly downloads = new StreamCutoff(5000, 60_000);
-
-  /** The page is done: streams still open are cut once idle or past their grace. */
-  endStreams(): void {
-    this.streams.end();
-    this.downloads.end();
-  }
-  /** URLs whose whole resource was fetched after a 206 in this attempt: once is enough. */
-  readonly refetched = new Set<string>();
-
-  /**
-   * @param lastAttempt the page's last attempt: cut-off bodies are stored (marked truncated) rather than
-   *   dropped for a retry to get them whole, since no retry is left.
-   */
-  constructor(
-    readonly lastAttempt: boolean,
-    pageUrl = "",
-  ) {
-    // The browser requests a page without its #fragment (kept in page URLs with --allowHashUrls).
-    if (pageUrl) this.documentChain.add(withoutHash(pageUrl));
-  }
-
-  /** A main-frame document response: one of the page's own when its URL is the page's or a redirect from it led there. */
-  notePageDocument(url: string, status: number, location: string | null): boolean {
-    if (!this.documentChain.has(url)) return false;
-    const next = status >= 300 && status < 400 && location ? tryNormalizeCrawlUrl(location, url) : null;
-    if (next) this.documentChain.add(next);
-    return true;
-  }
-
-  isPageDocument(url: string): boolean {
-    return this.documentChain.has(url);
-  }
-}
+export { PageAttempt, type CapturedSummary, type RateLimitAnswer } from "./pageAttempt.js";
 
 /**
  * Captures every HTTP exchange of one browser tab through the CDP Fetch domain at the response stage:
@@ -158,9 +92,10 @@ export class PageCapture {
   }
 
   /** Start capturing a new attempt at a page (with --refresh, its document request made conditional). */
-  beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean }): PageAttempt {
+  beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean; skipIfArchived?: boolean }): PageAttempt {
     this.attempt.endStreams();
     this.attempt = new PageAttempt(options.lastAttempt, url);
+    this.attempt.skipIfArchived = options.skipIfArchived ?? false;
     this.network.reset();
     this.conditional.clear();
     if (options.conditional) this.conditional.set(url, options.conditional);
@@ -277,6 +212,10 @@ export class PageCapture {
       body = read;
       if (archiveOnly) {
         await this.abort(requestId);
+      } else if (ownDocument && attempt.skipIfArchived && (await this.sink.isArchivedPayload(read, status))) {
+        // --dedupePagesMinDepth: archived already. Stored (a revisit), but not rendered: nothing more is fetched.
+        attempt.duplicate = true;
+        await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "BlockedByResponse" }).catch(() => undefined);
       } else {
         // A connection that drops mid-body still hands over the part received; the browser's load fails.
         const outcome = this.loads.of(event.networkId ?? requestId);

@@ -63,6 +63,8 @@ export interface PageLoadResult {
   documentWacz?: string | null;
   /** The page called the content-check function (--failOnContentCheck): the reason it gave. */
   contentCheckFailed?: string;
+  /** --dedupePagesMinDepth: the document's payload was archived already; stored as a revisit, the page not loaded further. */
+  duplicate?: boolean;
 }
 
 export interface LoadOptions {
@@ -72,6 +74,8 @@ export interface LoadOptions {
    * attempt, since no retry is left to get them whole.
    */
   lastAttempt?: boolean;
+  /** --dedupePagesMinDepth (the page is deep enough): a document whose payload is archived already ends the page. */
+  skipIfArchived?: boolean;
 }
 
 
@@ -129,12 +133,12 @@ export class PageWorker {
     return { tab, capture, popups };
   }
 
-  async load(url: string, { conditional, lastAttempt = false }: LoadOptions = {}): Promise<PageLoadResult> {
+  async load(url: string, { conditional, lastAttempt = false, skipIfArchived = false }: LoadOptions = {}): Promise<PageLoadResult> {
     const { tab, capture, popups } = await this.ensureTab();
     this.behaviorOutcome = undefined;
     this.behaviorLinks = new Set();
     this.dialogs?.beginPage();
-    const attempt = capture.beginPage(url, { conditional, lastAttempt });
+    const attempt = capture.beginPage(url, { conditional, lastAttempt, skipIfArchived });
     popups.beginPage();
     this.contentCheck?.beginPage();
     const result = withPopupLinks(await this.loadPage(tab, capture, attempt, url), popups, url);
@@ -163,6 +167,12 @@ export class PageWorker {
       navigationError = errorMessage(err);
     }
     if (attempt.rateLimited) return { document: null, title: "", links: [], error: navigationError };
+    if (attempt.duplicate) {
+      // Archived already (--dedupePagesMinDepth): its revisit is written; no wait, behaviors or links.
+      await capture.drain();
+      const document = findDocument(attempt.captured, url);
+      return document && !attempt.lost.has(document.url) ? { document, title: "", links: [], error: null, duplicate: true } : { document: null, title: "", links: [], error: "the page's document could not be stored" };
+    }
     // Calls to the content-check function count from the load on, through the behaviors.
     this.contentCheck?.listen(true);
     // Only rendered documents load more after "load"; a PDF viewer never goes quiet, so don't wait on it.

@@ -48,6 +48,14 @@ const BTX_FLAGS: readonly (readonly [spellings: string, takes: BtxValue])[] = [
 /** browsertrix-crawler flags whose effect is already ours without a flag: accepted silently. */
 const ALREADY_SO: Record<string, string> = { headless: "the browser is headless unless --headful is given" };
 
+/**
+ * browsertrix-crawler flags that cannot apply here, and why: accepted (a browsertrix command line or config
+ * never fails on them), warned about with the reason instead of "not implemented yet".
+ */
+export const CANNOT_APPLY: Record<string, string> = {
+  useSHA1: "payload digests stay sha256: they are the dedupe index's keys, shared with the crawls already in it (a sha1 crawl would match none of them), and browsertrix-crawler 1.14.1 itself still digests captured responses with sha256",
+};
+
 const flagOf = (spelling: string): string => (spelling.length === 1 ? `-${spelling}` : `--${spelling}`);
 
 /** A browsertrix spelling of one of our options: hidden, its value stored under our option's name. */
@@ -100,9 +108,10 @@ export function addBrowsertrixNames(program: Command): Command {
     const primary = new NotImplementedOption(spellings[0], spellings[0], takes);
     program.addOption(primary);
     for (const alias of spellings.slice(1)) program.addOption(new NotImplementedOption(spellings[0], alias, takes));
-    if (!(spellings[0] in ALREADY_SO)) notYet.push(flagOf(spellings[0]));
+    if (!(spellings[0] in ALREADY_SO) && !(spellings[0] in CANNOT_APPLY)) notYet.push(flagOf(spellings[0]));
   }
   program.addHelpText("after", `\nAccepted for browsertrix-crawler compatibility, with a warning, but not implemented yet:\n  ${notYet.join(" ")}\n`);
+  program.addHelpText("after", `Accepted for browsertrix-crawler compatibility, with a warning, but cannot apply here:\n  ${Object.keys(CANNOT_APPLY).map(flagOf).join(" ")}\n`);
   return program;
 }
 
@@ -118,11 +127,11 @@ export function isNotImplemented(option: Option): boolean {
 
 /** Defaults of flags we do not implement that already describe what we do: giving them asks for nothing. */
 const BTX_DEFAULTS: Record<string, string> = {
-  serviceWorker: "disabled", dedupePagesMinDepth: "-1",
+  serviceWorker: "disabled",
 };
 
-/** The one flag we do not implement whose 0 is not "off". */
-const ZERO_ASKS = new Set(["dedupePagesMinDepth"]);
+/** Flags we do not implement whose 0 is not "off" (none at present). */
+const ZERO_ASKS = new Set<string>();
 
 /** Whether a value of a flag we do not implement asks for something (false, 0, "", [] and the defaults above do not). */
 export function asksForSomething(name: string, value: unknown): boolean {
@@ -157,7 +166,9 @@ export function compatWarnings(program: Command): string[] {
     if ((source === "cli" || source === "config") && asksForSomething(name, program.getOptionValue(name))) given.add(name);
   }
   return [
-    ...[...given].map((name) => `accepted for browsertrix-crawler compatibility but not implemented yet: --${name}`),
+    ...[...given].map((name) => name in CANNOT_APPLY
+      ? `--${name} accepted for browsertrix-crawler compatibility but not applied: ${CANNOT_APPLY[name]}`
+      : `accepted for browsertrix-crawler compatibility but not implemented yet: --${name}`),
     ...(notes.get(program) ?? []),
   ];
 }

@@ -25,6 +25,7 @@ import type { PageList } from "./pageList.js";
 import { settleRateLimited } from "./rateLimit.js";
 import { followSeedRedirect } from "./seedRedirect.js";
 import { conditionalRequest, isFresh, latestCapture, previousOf, reportChange } from "./refresh.js";
+import { skipDuplicatePage, skippedAtPageLimit, skipsIfArchived } from "./pageDedupe.js";
 import type { StopControl } from "./stopControl.js";
 
 /** What crawling a page reads and writes besides the page itself. */
@@ -57,6 +58,7 @@ export interface PageContext {
 /** Crawl one leased page: load and capture it, list it, queue its in-scope links, settle its lease. */
 export async function crawlPage(worker: PageWorker, page: QueuedPage, context: PageContext): Promise<void> {
   const { state, options, scopes } = context;
+  if (await skippedAtPageLimit(page, options, state, context.admission)) return;
   let seed = { scope: await scopes.of(page.seedId), seedId: page.seedId };
   const previous = options.refresh || options.skipFreshDays > 0 ? await latestCapture(page.url, context.history) : null;
   if (previous && isFresh(previous, options.skipFreshDays)) {
@@ -76,7 +78,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     const lastAttempt = (await state.failedAttemptsOf(page.url)) >= options.maxPageRetries;
     const deadline = hardPageDeadlineMs(options);
     result = await context.stop.untilAbandoned(
-      withTimeout(worker.load(page.url, { conditional, lastAttempt }), deadline, `page did not finish within ${Math.round(deadline / 1000)}s`),
+      withTimeout(worker.load(page.url, { conditional, lastAttempt, skipIfArchived: skipsIfArchived(page, options) }), deadline, `page did not finish within ${Math.round(deadline / 1000)}s`),
     );
   } catch (err) {
     result = { document: null, title: "", links: [], error: errorMessage(err), truncated: [] };
@@ -114,6 +116,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     if (outcome === "failed") await checkFailedLimit(context);
     return;
   }
+  if (result.duplicate) return skipDuplicatePage(page, state, context.admission);
   const landedAt = result.document.url;
   if (page.depth === 0 && landedAt !== withoutHash(page.url)) {
     seed = await followSeedRedirect(page.url, landedAt, seed, { state, scopes, addRedirectedSeeds: options.addRedirectedSeeds });

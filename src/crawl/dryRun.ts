@@ -15,4 +15,9 @@ export class DiscardingSink implements ExchangeSink {
   async hasStoredResponse(): Promise<boolean> {
     return false;
   }
+
+  /** Nothing is written, so no page is a duplicate of anything written. */
+  async isArchivedPayload(): Promise<boolean> {
+    return false;
+  }
 }

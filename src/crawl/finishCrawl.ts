@@ -110,7 +110,8 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     queued: counts.queued,
     pending: counts.pending,
     total: counts.seen,
-    limit: { max: options.limit, hit: options.limit > 0 && counts.seen >= options.limit },
+    // --dedupePagesMinDepth: the limit counts crawled pages (the queue is not capped by it).
+    limit: { max: options.limit, hit: options.limit > 0 && (options.dedupeFlags.pagesMinDepth >= 0 ? counts.done : counts.seen) >= options.limit },
     bytesWritten: run.pipeline.writer.bytesWritten,
     elapsedSeconds: Math.round((Date.now() - run.started) / 100) / 10,
     status,
@@ -121,6 +122,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     bodiesCutShort: { ...pages.bodiesCutShort },
     skippedRobots: counts.skippedRobots,
     rateLimited: counts.rateLimited,
+    ...(options.dedupeFlags.pagesMinDepth >= 0 ? await skippedStats(session.state) : {}),
     behaviors: { ...pages.behaviors },
     ...(options.refresh || options.skipFreshDays > 0 ? { changes: await run.report.summary(), changeReport: run.report.path } : {}),
   };
@@ -201,4 +203,10 @@ async function howItEnded(counts: CrawlCounts, state: CrawlState, stop: StopCont
   }
   const status = stop.reason === "signal" || stop.reason === "rate-limited" ? "interrupted" : stop.reason === "failed-limit" ? "failed-limit" : finished ? "done" : "limit-reached";
   return { status, failure: null };
+}
+
+/** --dedupePagesMinDepth: pages taken from the queue but not crawled, as duplicates or past --limit. */
+async function skippedStats(state: CrawlState): Promise<Pick<CrawlStats, "skippedDuplicates" | "skippedPageLimit">> {
+  const skipped = await state.skippedCounts();
+  return { skippedDuplicates: skipped.duplicate, skippedPageLimit: skipped.pageLimit };
 }

@@ -42,6 +42,9 @@ export interface CrawlStats {
   skippedRobots: number;
   /** Rate-limit answers to page loads (--rateLimitStatusCodes): not archived, not counted as crawled or as failed attempts. */
   rateLimited: number;
+  /** --dedupePagesMinDepth: pages whose HTML was archived already (stored as revisits, not crawled), and pages taken past --limit. */
+  skippedDuplicates?: number;
+  skippedPageLimit?: number;
   /** Pages this process crawled whose behaviors finished / timed out, and the seconds they ran. */
   behaviors: BehaviorTally;
 }

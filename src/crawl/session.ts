@@ -60,7 +60,7 @@ export async function openCrawlSession(options: CrawlOptions, paths: CollectionP
     dedupeRedis = options.redisDedupeUrl
       ? await connectRedis(options.redisDedupeUrl, "dedupe Redis (--redisDedupeUrl)", { failFast: true })
       : await connectRedis(connectionUrl(redis), "dedupe index Redis", { failFast: true, giveUp: serverGone.signal });
-    const dedupe = new DedupeIndex(dedupeRedis, options.crawlId);
+    const dedupe = new DedupeIndex(dedupeRedis, options.crawlId, options.dedupeFlags.concurrent);
     await dedupe.registerCrawl();
     liveness = new Liveness(membership, (message) => stop.fatal(message));
     await liveness.start();

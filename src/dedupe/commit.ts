@@ -26,9 +26,20 @@ for i = 1, #counts, 2 do
   redis.call('HINCRBY', KEYS[4], counts[i], tonumber(counts[i + 1]))
 end
 redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('SREM', KEYS[6], ARGV[1])
 redis.call('SADD', KEYS[1], ARGV[1])
 redis.call('DEL', KEYS[5])
 return 1
+`;
+
+// Take one HSCAN page of a cancelled concurrent crawl's hashes back out of allhashes, where they point at it.
+const UNPUBLISH_PAGE_LUA = `
+local page = redis.call('HSCAN', ${LUA_KEY.crawlHashes("ARGV[1]")}, ARGV[2], 'COUNT', tonumber(ARGV[3]))
+local fields = page[2]
+for i = 1, #fields, 2 do
+  if redis.call('HGET', KEYS[1], fields[i]) == ARGV[1] then redis.call('HDEL', KEYS[1], fields[i]) end
+end
+return page[1]
 `;
 
 export interface CommitResult {
@@ -46,7 +57,8 @@ export async function commitCrawl(redis: Redis, crawlId: string, pageSize = 5000
   await mergeCrawlUrls(redis, crawlId);
   await pauseForTests("commit-merged");
   const added = (await redis.eval(
-    FINALIZE_LUA, 5, dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.crawlCounts(crawlId), dedupeKeys.allCounts, dedupeKeys.appliedNotes(crawlId), crawlId,
+    FINALIZE_LUA, 6, dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.crawlCounts(crawlId), dedupeKeys.allCounts, dedupeKeys.appliedNotes(crawlId),
+    dedupeKeys.concurrentCrawls, crawlId,
   )) as number;
   const hashes = await redis.hlen(dedupeKeys.crawlHashes(crawlId));
   return { crawlId, committed: added === 1, hashes, seconds: (performance.now() - started) / 1000 };
@@ -62,16 +74,37 @@ export async function mergeCrawlHashes(redis: Redis, crawlId: string, pageSize =
 
 export class CancelRefusedError extends Error {}
 
-/** Drop an uncommitted crawl: its three keys (and its capture history) go and it leaves uncommittedcrawls. */
-export async function cancelCrawl(redis: Redis, crawlId: string): Promise<void> {
+/**
+ * Drop an uncommitted crawl: its three keys (and its capture history) go and it leaves uncommittedcrawls.
+ * A concurrent crawl's hashes are taken out of allhashes first, and the holes refilled from the crawls
+ * that remain (committed ones first). Revisits other crawls already wrote against it keep pointing
+ * into its WACZ files (their relation.requires name them): --dedupeConcurrent is lossy there.
+ */
+export async function cancelCrawl(redis: Redis, crawlId: string, pageSize = 5000): Promise<void> {
   if (await redis.sismember(dedupeKeys.allCrawls, crawlId)) {
     throw new CancelRefusedError(`crawl ${crawlId} is committed; remove it with indexer --sourceUrl ... --remove instead`);
+  }
+  const published = (await redis.sismember(dedupeKeys.concurrentCrawls, crawlId)) === 1;
+  if (published) {
+    let cursor = "0";
+    do {
+      cursor = (await redis.eval(UNPUBLISH_PAGE_LUA, 1, dedupeKeys.allHashes, crawlId, cursor, pageSize)) as string;
+    } while (cursor !== "0");
   }
   await redis
     .multi()
     .del(dedupeKeys.crawlHashes(crawlId), dedupeKeys.crawlCounts(crawlId), dedupeKeys.crawlWaczList(crawlId), dedupeKeys.appliedNotes(crawlId))
     .del(dedupeKeys.crawlCaptures(crawlId), dedupeKeys.crawlOutlinks(crawlId))
     .srem(dedupeKeys.uncommittedCrawls, crawlId)
+    .srem(dedupeKeys.concurrentCrawls, crawlId)
     .exec();
+  if (published) await mergePublishedHashes(redis, pageSize);
+}
+
+/** Merge (fill holes only) the hashes of every committed crawl, then of every concurrent one still running. */
+export async function mergePublishedHashes(redis: Redis, pageSize = 5000): Promise<void> {
+  const committed = (await redis.smembers(dedupeKeys.allCrawls)).sort();
+  const concurrent = (await redis.smembers(dedupeKeys.concurrentCrawls)).filter((id) => !committed.includes(id)).sort();
+  for (const crawlId of [...committed, ...concurrent]) await mergeCrawlHashes(redis, crawlId, pageSize);
 }
 

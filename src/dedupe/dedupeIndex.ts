@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import { mergeCrawlHashes } from "./commit.js";
 import {
   COUNT_FIELDS,
   dedupeKeys,
@@ -65,17 +66,34 @@ for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], tonumber(ARGV[i +
 return 1
 `;
 
+// A concurrent crawl's new original goes into allhashes at once (first writer wins there too).
+const ADD_ORIGINAL_LIVE_LUA = `
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[3])
+return 1
+`;
+
 /** The dedupe index as one crawl uses it: lookups, its own hashes and counts, its WACZ list. */
 export class DedupeIndex {
+  /**
+   * @param concurrent --dedupeConcurrent: hashes join allhashes as they are written, so other crawls
+   *   dedupe against this one before it is committed (its counts still join allcounts at commit).
+   */
   constructor(
     readonly redis: Redis,
     readonly crawlId: string,
+    readonly concurrent = false,
   ) {}
 
-  /** Mark this crawl as in progress (not used by other crawls until committed). */
+  /** Mark this crawl as in progress (not used by other crawls until committed, unless concurrent). */
   async registerCrawl(): Promise<void> {
     const committed = await this.redis.sismember(dedupeKeys.allCrawls, this.crawlId);
-    if (!committed) await this.redis.sadd(dedupeKeys.uncommittedCrawls, this.crawlId);
+    if (committed) return;
+    const transaction = this.redis.multi().sadd(dedupeKeys.uncommittedCrawls, this.crawlId);
+    if (this.concurrent) transaction.sadd(dedupeKeys.concurrentCrawls, this.crawlId);
+    await transaction.exec();
+    // Resumed with --dedupeConcurrent after a run without it: what that run indexed is published too.
+    if (this.concurrent) await mergeCrawlHashes(this.redis, this.crawlId);
   }
 
   async lookup(digest: string): Promise<OriginalCapture | null> {
@@ -91,7 +109,9 @@ export class DedupeIndex {
 
   /** Record this crawl's original response for a digest; the first writer wins. */
   async addOriginal(digest: string, entry: HashEntry): Promise<boolean> {
-    return (await this.redis.hsetnx(dedupeKeys.crawlHashes(this.crawlId), digest, formatHashEntry(entry))) === 1;
+    if (!this.concurrent) return (await this.redis.hsetnx(dedupeKeys.crawlHashes(this.crawlId), digest, formatHashEntry(entry))) === 1;
+    const added = await this.redis.eval(ADD_ORIGINAL_LIVE_LUA, 2, dedupeKeys.crawlHashes(this.crawlId), dedupeKeys.allHashes, digest, formatHashEntry(entry), this.crawlId);
+    return added === 1;
   }
 
   /**

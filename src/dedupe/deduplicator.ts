@@ -86,12 +86,15 @@ export class Deduplicator {
    * WACZ its own WACZ can list in relation.requires, with that file's hash and size. So the original
    * must be in a packaged WACZ, or in one of this writer's own (packaged before the revisit's WACZ).
    * Another writer's WACZ of this crawl that is still being written can be listed by no one yet (and two
-   * writers pointing into each other's unfinished files could never both be hashed): store in full.
+   * writers pointing into each other's unfinished files could never both be hashed): store in full. With
+   * --dedupeConcurrent, another crawl's unfinished WACZ is taken, and required by name only.
    */
   async findOriginal(digest: string): Promise<OriginalCapture | null> {
     try {
       const original = await this.index.lookup(digest);
       if (!original || original.waczFinished) return original;
+      // --dedupeConcurrent: another crawl's WACZ still being written may be required by name only (dependencies.ts).
+      if (this.index.concurrent && original.crawlId !== this.index.crawlId && original.waczFilename) return original;
       if (original.crawlId === this.index.crawlId && original.waczFilename && (await this.isOwnWacz(original.waczFilename))) return original;
       return null;
     } catch (err) {

@@ -49,6 +49,11 @@ export class DependencyTracker {
       // Recorded before our own index was known: a revisit of a record in the same WACZ needs nothing.
       if (crawlId === this.crawlId && Number(waczIndexText) === own.index) continue;
       const entry = (await index.waczEntries(crawlId))[Number(waczIndexText)];
+      if (entry && !entry.hash && index.concurrent && crawlId !== this.crawlId) {
+        // --dedupeConcurrent: a WACZ of a crawl still running, not packaged yet: named without hash and size.
+        requirements.push({ filename: entry.filename, crawlId });
+        continue;
+      }
       if (!entry?.hash || entry.size === undefined) {
         // Revisits only point into packaged WACZ files or this writer's earlier ones, so this means the
         // dependency was removed from the index (indexer --remove) meanwhile. Packaging without it would

@@ -6,9 +6,10 @@
  *   h:<crawlId>:counts     hash   totalCrawlSize, totalUrls, dupeUrls, conservedSize
  *   h:<crawlId>:notes      set    ids of index notes whose counts were added (a retry adds none twice); gone at commit
  *   c:<crawlId>:wacz       list   JSON {"filename"} placeholder, later {"filename","hash","size"}
- *   uncommittedcrawls      set    crawls being written, not used for lookups by other crawls
+ *   uncommittedcrawls      set    crawls being written, not used for lookups by other crawls (unless concurrent)
+ *   concurrentcrawls       set    uncommitted crawls publishing their hashes into allhashes as they write them (--dedupeConcurrent)
  *   allcrawls              set    committed crawls
- *   allhashes              hash   payload digest -> crawlId (first committed crawl wins)
+ *   allhashes              hash   payload digest -> crawlId (first committed crawl wins; a concurrent crawl's as written)
  *   allcounts              hash   sums of committed crawls' counts, plus removedCrawls, removedCrawlSize
  *
  * Capture history (same two-level shape; used by --refresh and `history`):
@@ -32,6 +33,7 @@ export const dedupeKeys = {
   crawlWaczList: (crawlId: string) => `c:${crawlId}:wacz`,
   appliedNotes: (crawlId: string) => `h:${crawlId}:notes`,
   uncommittedCrawls: "uncommittedcrawls",
+  concurrentCrawls: "concurrentcrawls",
   allCrawls: "allcrawls",
   allHashes: "allhashes",
   allCounts: "allcounts",

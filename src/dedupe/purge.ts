@@ -45,5 +45,8 @@ export async function rebuildMergedIndex(redis: Redis): Promise<void> {
     for (const [field, value] of Object.entries(counts)) pipeline.hincrby(dedupeKeys.allCounts, field, Number(value));
     await pipeline.exec();
   }
+  // Concurrent crawls still running keep their hashes findable (--dedupeConcurrent), as before the purge.
+  const concurrent = (await redis.smembers(dedupeKeys.concurrentCrawls)).filter((id) => !remaining.includes(id)).sort();
+  for (const crawlId of concurrent) await mergeCrawlHashes(redis, crawlId);
   await redis.hset(dedupeKeys.allCounts, Object.fromEntries(REMOVED_COUNT_FIELDS.map((f) => [f, 0])));
 }

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { payloadDigest } from "../archive/digest.js";
-import { bodySize, headerValue, type ConfirmedCapture, type Exchange } from "../archive/exchange.js";
+import { bodySize, headerValue, type ConfirmedCapture, type Exchange, type ExchangeBody } from "../archive/exchange.js";
 import { storedResponseHeaders } from "../archive/httpHeaders.js";
 import {
   newRecordId, notModifiedHead, requestRecord, responseRecord, revisitRecord, REVISIT_PROFILE_IDENTICAL, REVISIT_PROFILE_NOT_MODIFIED, type RevisitTarget,
@@ -74,6 +74,12 @@ export class CapturePipeline implements ExchangeSink {
 
   async hasStoredResponse(url: string): Promise<boolean> {
     return this.stages.claims.isStored({ status: 200, method: "GET", url }).catch(() => false);
+  }
+
+  async isArchivedPayload(body: ExchangeBody, status: number): Promise<boolean> {
+    const { dedupe } = this.stages;
+    if (!dedupe.isEligible(status, bodySize(body))) return false;
+    return (await dedupe.findOriginal(await payloadDigest(body))) !== null;
   }
 
   private async claimAndWrite(exchange: Exchange): Promise<StoreOutcome> {

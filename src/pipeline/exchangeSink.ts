@@ -1,4 +1,4 @@
-import type { Exchange } from "../archive/exchange.js";
+import type { Exchange, ExchangeBody } from "../archive/exchange.js";
 import type { WrittenRecord } from "../archive/warcWriter.js";
 
 /** What became of an exchange; `wacz`: the WACZ holding its records, when known. */
@@ -19,4 +19,6 @@ export interface ExchangeSink {
   store(exchange: Exchange): Promise<StoreOutcome>;
   /** Whether this crawl holds the URL's full (200) response to a GET already. */
   hasStoredResponse(url: string): Promise<boolean>;
+  /** Whether a payload of this status would be written as a revisit of an archived original (--dedupePagesMinDepth). */
+  isArchivedPayload(body: ExchangeBody, status: number): Promise<boolean>;
 }

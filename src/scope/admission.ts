@@ -7,7 +7,7 @@ import { crawlKey } from "./urls.js";
 export type Admission = "queued" | "seen" | "limit" | "robots" | "address";
 
 /** Why a page found was not queued, in browsertrix-crawler's words (its reports/skippedPages.jsonl reasons). */
-export type SkipReason = "outOfScope" | "robotsTxt" | "pageLimit";
+export type SkipReason = "outOfScope" | "robotsTxt" | "pageLimit" | "duplicate";
 /** Told of each page found but not queued (--reportSkipped). */
 export type SkipListener = (page: QueuedPage, reason: SkipReason) => void;
 
@@ -32,6 +32,11 @@ export class PageAdmission {
   /** A page found but outside its seed's scope (decided by the caller, before admit). */
   outOfScope(page: QueuedPage): void {
     this.onSkipped(page, "outOfScope");
+  }
+
+  /** A page taken from the queue but not crawled (--dedupePagesMinDepth: a duplicate, or past the page limit). */
+  skipped(page: QueuedPage, reason: "duplicate" | "pageLimit"): void {
+    this.onSkipped(page, reason);
   }
 
   async admit(page: QueuedPage): Promise<Admission> {

@@ -64,6 +64,15 @@ if ARGV[3] ~= '' then redis.call('HSET', KEYS[4], ARGV[1], ARGV[3]) end
 return 1
 `;
 
+const SKIP_LUA = `
+-- KEYS: pending, leases, skipped; ARGV: url, owner, reason
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+return 1
+`;
+
 // Give a page back to the queue (interrupted), put it back due later (defer: ARGV[6] ms), or count a
 // failed attempt: give up, or retry after a backoff that doubles with each attempt (a server that is
 // down for a moment gets that moment).
@@ -200,6 +209,18 @@ export class CrawlState {
   }
 
   /** For each URL: the WACZ whose pages list keeps it (null: none named; "" for a page crawled before this was kept). */
+  /** The page was taken but is not crawled (only while the lease is ours): a duplicate, or past the page limit (--dedupePagesMinDepth). */
+  async markSkipped(url: string, reason: "duplicate" | "pageLimit"): Promise<boolean> {
+    const k = this.keys;
+    return (await this.redis.eval(SKIP_LUA, 3, k.pending, k.leases, k.skippedPages, url, this.processId, reason)) === 1;
+  }
+
+  /** Pages taken but not crawled (markSkipped), by reason. */
+  async skippedCounts(): Promise<Record<"duplicate" | "pageLimit", number>> {
+    const reasons = await this.redis.hvals(this.keys.skippedPages);
+    return { duplicate: reasons.filter((r) => r === "duplicate").length, pageLimit: reasons.filter((r) => r === "pageLimit").length };
+  }
+
   async listedIn(urls: string[]): Promise<(string | null)[]> {
     if (!urls.length) return [];
     const named = await this.redis.hmget(this.keys.listedPages, ...urls);

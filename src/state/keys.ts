@@ -31,6 +31,8 @@ export function crawlStateKeys(crawlId: string) {
     retryDelayed: `${p}:qdelay`,
     /** Counter of failed page attempts (retried or given up), for the stats. */
     failedAttempts: `${p}:attemptsFailed`,
+    /** Hash url -> why a page taken from the queue was not crawled: "duplicate" or "pageLimit" (--dedupePagesMinDepth). */
+    skippedPages: `${p}:skipped`,
     /** Set of URLs finished (captured). */
     done: `${p}:d`,
     /** Hash page url -> the WACZ whose pages list keeps it (set with done: whoever finished the page lists it). */

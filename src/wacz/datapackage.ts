@@ -18,8 +18,9 @@ export interface DataPackageResource {
 /** Another WACZ this one depends on (e.g. it holds the originals of our revisits). */
 export interface RelationRequirement {
   filename: string;
-  hash: string;
-  size: number;
+  /** Absent only for a WACZ of a concurrent crawl still being written (--dedupeConcurrent), as browsertrix-crawler lists it. */
+  hash?: string;
+  size?: number;
   crawlId: string;
 }
 
