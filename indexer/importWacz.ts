@@ -100,9 +100,10 @@ return sizes
 `;
 
 // The step that makes an import count, once: counts into the crawl and allcounts, the WACZ entry
-// completed, the crawl joined to allcrawls, the WACZ marked imported.
+// completed, the crawl joined to allcrawls (and so no longer uncommitted or publishing as it writes), the
+// WACZ marked imported.
 const FINALIZE_LUA = `
--- KEYS: importDone, crawlCounts, allCounts, waczList, allCrawls, uncommitted, importInfo
+-- KEYS: importDone, crawlCounts, allCounts, waczList, allCrawls, uncommitted, importInfo, concurrent
 -- ARGV: name, crawlId, waczIndex, waczEntryJson, infoJson, then field/amount pairs
 if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 0 end
 for i = 6, #ARGV, 2 do
@@ -112,6 +113,7 @@ end
 redis.call('LSET', KEYS[4], tonumber(ARGV[3]), ARGV[4])
 redis.call('SADD', KEYS[5], ARGV[2])
 redis.call('SREM', KEYS[6], ARGV[2])
+redis.call('SREM', KEYS[8], ARGV[2])
 redis.call('SADD', KEYS[1], ARGV[1])
 redis.call('HSET', KEYS[7], ARGV[1], ARGV[5])
 return 1
@@ -292,9 +294,9 @@ async function finalize(
 ): Promise<void> {
   const pairs = Object.entries(counts).flatMap(([field, amount]) => [field, String(amount)]);
   await redis.eval(
-    FINALIZE_LUA, 7,
+    FINALIZE_LUA, 8,
     dedupeKeys.importDone, dedupeKeys.crawlCounts(resource.crawlId), dedupeKeys.allCounts, dedupeKeys.crawlWaczList(resource.crawlId),
-    dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.importInfo,
+    dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.importInfo, dedupeKeys.concurrentCrawls,
     resource.name, resource.crawlId, waczIndex, JSON.stringify(entry), JSON.stringify({ crawlId: resource.crawlId, requires }),
     ...pairs,
   );

@@ -45,6 +45,15 @@ describe("--dedupePagesMinDepth and --dedupeConcurrent", () => {
   });
 });
 
+describe("--driver", () => {
+  it("is accepted, and warned about with why it cannot apply", () => {
+    expect(warningsFrom(["--url", "http://a.test/", "--driver", "/crawls/driver.mjs"])).toEqual([
+      `--driver accepted for browsertrix-crawler compatibility but not applied: ${CANNOT_APPLY.driver}`,
+    ]);
+    expect(CANNOT_APPLY.driver).toMatch(/--customBehaviors/);
+  });
+});
+
 describe("--useSHA1", () => {
   it("is accepted, and warned about with why it cannot apply (not as 'not implemented yet')", () => {
     expect(warningsFrom(["--url", "http://a.test/", "--useSHA1"])).toEqual([
@@ -67,6 +76,6 @@ describe("--useSHA1", () => {
     }
     const notYet = text.split("but not implemented yet:")[1]?.split("\n")[1] ?? "";
     expect(notYet).not.toContain("--useSHA1");
-    expect(text).toMatch(/but cannot apply here:\n\s+--useSHA1/);
+    expect(text).toMatch(/but cannot apply here:\n\s+--driver --useSHA1\n/);
   });
 });
