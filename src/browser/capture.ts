@@ -6,24 +6,15 @@ import { noteCutShort, type BodyLimits } from "../fetch/bodyLimits.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
-import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { isBrowserInternal } from "./browserInternal.js";
+import { NO_EXTRAS, OriginRedirects, overriddenHeaders, rateLimitRuleMatched, readPageStorage, type CaptureExtras } from "./captureExtras.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { NetworkActivity } from "./loadWait.js";
 import { LiveStreams } from "./liveStream.js";
 import { LoadOutcomes } from "./loadOutcomes.js";
-import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, StreamCutoff, type StreamControl } from "./responseBody.js";
+import { PageAttempt, type CapturedSummary } from "./pageAttempt.js";
+import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./responseBody.js";
 
-
-/** Summary of what a page loaded, for deciding the page's status and type. */
-export interface CapturedSummary {
-  url: string;
-  status: number;
-  mime: string;
-  resourceType: string;
-  location: string | null;
-  date: Date;
-}
 
 /** Headers that make a page's document request conditional, and the capture a 304 would confirm. */
 export interface ConditionalRequest {
@@ -31,64 +22,7 @@ export interface ConditionalRequest {
   confirms: ConfirmedCapture;
 }
 
-/** The page's own document answered with a rate-limit status (--rateLimitStatusCodes): not stored. */
-export interface RateLimitAnswer {
-  url: string;
-  status: number;
-  /** The Retry-After header as sent, if any. */
-  retryAfter: string | null;
-}
-
-/** What one attempt at loading a page captured; read once the page is done. */
-export class PageAttempt {
-  readonly captured: CapturedSummary[] = [];
-  /** The page URL and the URLs its redirects led to: the page's own documents (main frame only). */
-  private readonly documentChain = new Set<string>();
-  /** Where each of the page's own documents is stored: the WACZ that lists the page must hold them. */
-  readonly documentWacz = new Map<string, string | null>();
-  /** Set when the page's document was a rate-limit answer: the attempt stores nothing of it. */
-  rateLimited: RateLimitAnswer | null = null;
-  /** URLs whose exchange could not be stored (body unavailable, or storing failed). */
-  readonly lost = new Set<string>();
-  /** URLs whose bodies came cut off (by the network: a retry may get them whole). */
-  readonly truncated = new Set<string>();
-  /** Ends this attempt's bodies of unknown length (maybe never-ending) once the page is done. */
-  readonly streams = new StreamCutoff(1000, 10_000);
-  /** Ends this attempt's large bodies of declared length once the page is done, if they stall or take long. */
-  readonly downloads = new StreamCutoff(5000, 60_000);
-
-  /** The page is done: streams still open are cut once idle or past their grace. */
-  endStreams(): void {
-    this.streams.end();
-    this.downloads.end();
-  }
-  /** URLs whose whole resource was fetched after a 206 in this attempt: once is enough. */
-  readonly refetched = new Set<string>();
-
-  /**
-   * @param lastAttempt the page's last attempt: cut-off bodies are stored (marked truncated) rather than
-   *   dropped for a retry to get them whole, since no retry is left.
-   */
-  constructor(
-    readonly lastAttempt: boolean,
-    pageUrl = "",
-  ) {
-    // The browser requests a page without its #fragment (kept in page URLs with --allowHashUrls).
-    if (pageUrl) this.documentChain.add(withoutHash(pageUrl));
-  }
-
-  /** A main-frame document response: one of the page's own when its URL is the page's or a redirect from it led there. */
-  notePageDocument(url: string, status: number, location: string | null): boolean {
-    if (!this.documentChain.has(url)) return false;
-    const next = status >= 300 && status < 400 && location ? tryNormalizeCrawlUrl(location, url) : null;
-    if (next) this.documentChain.add(next);
-    return true;
-  }
-
-  isPageDocument(url: string): boolean {
-    return this.documentChain.has(url);
-  }
-}
+export { PageAttempt, type CapturedSummary, type RateLimitAnswer } from "./pageAttempt.js";
 
 /**
  * Captures every HTTP exchange of one browser tab through the CDP Fetch domain at the response stage:
@@ -112,6 +46,7 @@ export class PageCapture {
   /** The tab's requests in flight, for the network-idle wait. */
   readonly network: NetworkActivity;
   private readonly live: LiveStreams;
+  private readonly redirects: OriginRedirects;
 
   private constructor(
     private readonly cdp: CDPSession,
@@ -120,15 +55,17 @@ export class PageCapture {
     private readonly limits: BodyLimits,
     private readonly mainFrameId: string,
     private readonly rateLimitStatusCodes: readonly number[],
+    private readonly extras: CaptureExtras,
   ) {
+    this.redirects = new OriginRedirects(extras.originOverride);
     this.network = new NetworkActivity(cdp);
     this.live = new LiveStreams(cdp);
   }
 
-  static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, rateLimitStatusCodes: readonly number[] = []): Promise<PageCapture> {
+  static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, rateLimitStatusCodes: readonly number[] = [], extras = NO_EXTRAS): Promise<PageCapture> {
     const cdp = await page.createCDPSession();
     const { frameTree } = await cdp.send("Page.getFrameTree");
-    const capture = new PageCapture(cdp, sink, fetcher, limits, frameTree.frame.id, rateLimitStatusCodes);
+    const capture = new PageCapture(cdp, sink, fetcher, limits, frameTree.frame.id, rateLimitStatusCodes, extras);
     cdp.on("Fetch.requestPaused", (event: Protocol.Fetch.RequestPausedEvent) => {
       const attempt = capture.attempt;
       const work = capture.onPaused(event, attempt).catch((err: unknown) => {
@@ -141,8 +78,8 @@ export class PageCapture {
     cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => capture.loads.settle(event.requestId, null));
     cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => capture.loads.settle(event.requestId, event.errorText));
     await cdp.send("Network.enable");
-    // Requests answered by a site's service worker would never reach the network stage we capture.
-    await cdp.send("Network.setBypassServiceWorker", { bypass: true });
+    // Requests answered by a site's service worker never reach the network stage we capture (--serviceWorker).
+    if (extras.bypassServiceWorker) await cdp.send("Network.setBypassServiceWorker", { bypass: true });
     // Nothing is served from the browser's HTTP cache: a response cached but not captured (its capture
     // lost, or written by an earlier page whose attempt failed) would never reach the capture again.
     await cdp.send("Network.setCacheDisabled", { cacheDisabled: true });
@@ -160,7 +97,7 @@ export class PageCapture {
   /** Start capturing a new attempt at a page (with --refresh, its document request made conditional). */
   beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean }): PageAttempt {
     this.attempt.endStreams();
-    this.attempt = new PageAttempt(options.lastAttempt, url);
+    this.attempt = new PageAttempt(options.lastAttempt, url, this.extras.saveStorage);
     this.network.reset();
     this.conditional.clear();
     if (options.conditional) this.conditional.set(url, options.conditional);
@@ -176,6 +113,12 @@ export class PageCapture {
     this.attempt.endStreams();
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
     while (this.refetches.size) await Promise.allSettled([...this.refetches]);
+  }
+
+  /** --saveStorage: the loaded page's storage goes with its document (held until now), for the origin `url` shows. */
+  async saveStorage(url: string): Promise<void> {
+    const gate = this.attempt.storageGate;
+    if (gate) gate.done(await readPageStorage(this.cdp, url));
   }
 
   async detach(): Promise<void> {
@@ -199,6 +142,7 @@ export class PageCapture {
 
   private async onPaused(event: Protocol.Fetch.RequestPausedEvent, attempt: PageAttempt): Promise<void> {
     const { requestId, request } = event;
+    this.redirects.restore(event);
     if (event.responseStatusCode === undefined && !event.responseErrorReason) return this.onRequestStage(event);
     const status = event.responseStatusCode;
     const protocol = new URL(request.url).protocol;
@@ -275,6 +219,8 @@ export class PageCapture {
         return;
       }
       body = read;
+      const matched = body.kind === "bytes" ? rateLimitRuleMatched(this.extras.rateLimitOnMatch, mime, status, body.bytes) : null;
+      if (matched) return this.rateLimitedByText(event, attempt, status, matched.regex, responseHeaders);
       if (archiveOnly) {
         await this.abort(requestId);
       } else {
@@ -313,6 +259,9 @@ export class PageCapture {
    * short on purpose (size cap, a never-ending stream) is stored on any attempt: a retry would do no better.
    */
   private async handOn(exchange: Exchange, attempt: PageAttempt): Promise<void> {
+    if (attempt.rateLimited) return discardBody(exchange);
+    const storage = exchange.pageDocument && !(exchange.status >= 300 && exchange.status < 400) ? await attempt.storageGate?.storage : null;
+    if (storage) exchange.jsonMetadata = JSON.stringify({ storage });
     if (exchange.truncated === "disconnect") {
       attempt.truncated.add(exchange.url);
       if (!attempt.lastAttempt) {
@@ -375,18 +324,28 @@ export class PageCapture {
   }
 
   private async onRequestStage(event: Protocol.Fetch.RequestPausedEvent): Promise<void> {
-    const address = await checkAddress(event.request.url);
+    const target = this.redirects.target(event.request.url);
+    const address = await checkAddress(target ?? event.request.url);
     if (!address.allowed) {
       logger.warn("capture", "request blocked: not an address the crawler may fetch", { url: event.request.url, reason: address.reason });
       await this.cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "BlockedByClient" }).catch(() => undefined);
       return;
     }
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
-    if (!pending) return this.continue(event.requestId);
-    this.conditional.delete(event.request.url);
-    this.sentConditional.set(event.networkId ?? event.requestId, pending.confirms);
-    const headers = Object.entries({ ...event.request.headers, ...pending.headers }).map(([name, value]) => ({ name, value: String(value) }));
-    await this.cdp.send("Fetch.continueRequest", { requestId: event.requestId, headers }).catch(() => undefined);
+    if (!pending && !target) return this.continue(event.requestId);
+    if (target) this.redirects.sent(event.requestId, event.request.url, target);
+    if (pending) this.conditional.delete(event.request.url);
+    if (pending) this.sentConditional.set(event.networkId ?? event.requestId, pending.confirms);
+    const headers = { ...event.request.headers, ...pending?.headers };
+    const entries = target ? overriddenHeaders(headers, event.request.url) : Object.entries(headers).map(([name, value]) => ({ name, value: String(value) }));
+    await this.cdp.send("Fetch.continueRequest", { requestId: event.requestId, headers: entries, ...(target ? { url: target } : {}) }).catch(() => undefined);
+  }
+
+  /** --rateLimitOnMatch: the page's text says "too many requests": nothing more of the attempt is stored, as for a rate-limit status. */
+  private async rateLimitedByText(event: Protocol.Fetch.RequestPausedEvent, attempt: PageAttempt, status: number, rule: RegExp, headers: [string, string][]): Promise<void> {
+    attempt.rateLimited ??= { url: event.request.url, status, retryAfter: headerValue(headers, "retry-after") ?? null };
+    logger.debug("capture", "rate limited by --rateLimitOnMatch", { url: event.request.url, rule: String(rule) });
+    await this.cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "BlockedByResponse" }).catch(() => undefined);
   }
 
   private async continue(requestId: string): Promise<void> {

@@ -7,6 +7,7 @@ import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { withTimeout } from "../util/process.js";
 import { clickClaims, installBehaviors, runBehaviors, type BehaviorHooks, type BehaviorOutcome, type BehaviorSettings } from "./behaviors.js";
 import type { BrowserHost } from "./browserHost.js";
+import type { CaptureExtras } from "./captureExtras.js";
 import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAttempt, type RateLimitAnswer } from "./capture.js";
 import { DialogGuard } from "./dialogs.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
@@ -39,6 +40,8 @@ export interface PageWorkerOptions {
   claimClick?: (url: string) => boolean;
   /** --failOnContentCheck: pages get the function that fails the crawl (contentCheck.ts). */
   contentCheck?: boolean;
+  /** --serviceWorker, --originOverride, --rateLimitOnMatch, --saveStorage (captureExtras.ts). */
+  extras?: CaptureExtras;
 }
 
 /** What loading one page produced. */
@@ -120,7 +123,7 @@ export class PageWorker {
     await applyTabSettings(tab, this.options.userAgent, this.options.tab);
     this.dialogs = new DialogGuard(tab);
     await installBehaviors(tab, this.options.behaviors, this.behaviorHooks);
-    const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.limits, this.options.rateLimitStatusCodes);
+    const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.limits, this.options.rateLimitStatusCodes, this.options.extras);
     const popups = await PopupCloser.attach(tab);
     this.contentCheck = this.options.contentCheck ? await ContentCheck.attach(tab) : null;
     this.tab = tab;
@@ -171,7 +174,11 @@ export class PageWorker {
       await capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests);
       // Only a page that shows a document has anything to act on.
       const shown = findDocument(attempt.captured, url);
-      if (shown && isRenderedDocumentType(shown.mime)) await this.afterLoad(tab, capture, url);
+      if (shown && isRenderedDocumentType(shown.mime)) {
+        await this.afterLoad(tab, capture, url);
+        // The page's document waits for its storage (--saveStorage), as it is after the behaviors.
+        await capture.saveStorage(tab.url());
+      }
     }
     this.contentCheck?.listen(false);
     await capture.drain();

@@ -118,7 +118,7 @@ export function isNotImplemented(option: Option): boolean {
 
 /** Defaults of flags we do not implement that already describe what we do: giving them asks for nothing. */
 const BTX_DEFAULTS: Record<string, string> = {
-  serviceWorker: "disabled", dedupePagesMinDepth: "-1",
+  dedupePagesMinDepth: "-1",
 };
 
 /** The one flag we do not implement whose 0 is not "off". */

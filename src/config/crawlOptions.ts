@@ -16,6 +16,7 @@ import { OptionsError } from "./optionsError.js";
 import { choiceList, integer, parseSize, regexList, seconds, splitList } from "./flagValues.js";
 import { btxScreenshots, btxText, lowestLogLevel } from "./btxValues.js";
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
+import { browserMiscOptions, type BrowserMiscOptions, type RawBrowserMiscFlags } from "./browserMiscOptions.js";
 import { linkBehaviorOptions, type LinkBehaviorOptions, type RawLinkBehaviorFlags } from "./linkBehaviorOptions.js";
 import { outputOptions, type OutputOptions, type RawOutputFlags } from "./outputOptions.js";
 import { stateOptions, type RawStateFlags, type StateOptions } from "./stateOptions.js";
@@ -113,6 +114,8 @@ export interface CrawlOptions {
   state: StateOptions;
   /** How pages load, in what browser (--waitUntil, --netIdleMaxRequests, --lang, --userAgentSuffix, --mobileDevice, --extraChromeArgs). */
   pageLoad: PageLoadOptions;
+  /** Service workers, --originOverride, --saveStorage, --rateLimitOnMatch, --waitOnDone, debug access (browserMiscOptions.ts). */
+  browserMisc: BrowserMiscOptions;
 }
 
 export { OptionsError };
@@ -123,7 +126,7 @@ export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawBrowserMiscFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
@@ -308,6 +311,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     rateLimit: rateLimitOptions(flags),
     linkBehavior: linkBehaviorOptions(flags),
     lifecycle: lifecycleOptions(flags),
+    browserMisc: browserMiscOptions(flags),
     store: storeSettings(env),
     ...storageLimits(flags),
     allowAddresses: addressAllowance(flags.allowAddresses),

@@ -1,0 +1,79 @@
+import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
+import { StorageGate } from "./captureExtras.js";
+import { StreamCutoff } from "./responseBody.js";
+
+/** Summary of what a page loaded, for deciding the page's status and type. */
+export interface CapturedSummary {
+  url: string;
+  status: number;
+  mime: string;
+  resourceType: string;
+  location: string | null;
+  date: Date;
+}
+
+/** The page's own document answered with a rate-limit status (--rateLimitStatusCodes): not stored. */
+export interface RateLimitAnswer {
+  url: string;
+  status: number;
+  /** The Retry-After header as sent, if any. */
+  retryAfter: string | null;
+}
+
+/** What one attempt at loading a page captured; read once the page is done. */
+export class PageAttempt {
+  readonly captured: CapturedSummary[] = [];
+  /** The page URL and the URLs its redirects led to: the page's own documents (main frame only). */
+  private readonly documentChain = new Set<string>();
+  /** Where each of the page's own documents is stored: the WACZ that lists the page must hold them. */
+  readonly documentWacz = new Map<string, string | null>();
+  /** Set when the page's document was a rate-limit answer: the attempt stores nothing of it. */
+  rateLimited: RateLimitAnswer | null = null;
+  /** URLs whose exchange could not be stored (body unavailable, or storing failed). */
+  readonly lost = new Set<string>();
+  /** URLs whose bodies came cut off (by the network: a retry may get them whole). */
+  readonly truncated = new Set<string>();
+  /** Ends this attempt's bodies of unknown length (maybe never-ending) once the page is done. */
+  readonly streams = new StreamCutoff(1000, 10_000);
+  /** Ends this attempt's large bodies of declared length once the page is done, if they stall or take long. */
+  readonly downloads = new StreamCutoff(5000, 60_000);
+
+  /** --saveStorage: holds the page's document until its storage is read after the load. */
+  readonly storageGate: StorageGate | null;
+
+  /** The page is done: streams still open are cut once idle or past their grace; storage not read by now is not. */
+  endStreams(): void {
+    this.storageGate?.done(null);
+    this.streams.end();
+    this.downloads.end();
+  }
+  /** URLs whose whole resource was fetched after a 206 in this attempt: once is enough. */
+  readonly refetched = new Set<string>();
+
+  /**
+   * @param lastAttempt the page's last attempt: cut-off bodies are stored (marked truncated) rather than
+   *   dropped for a retry to get them whole, since no retry is left.
+   */
+  constructor(
+    readonly lastAttempt: boolean,
+    pageUrl = "",
+    saveStorage = false,
+  ) {
+    this.storageGate = saveStorage ? new StorageGate() : null;
+    // The browser requests a page without its #fragment (kept in page URLs with --allowHashUrls).
+    if (pageUrl) this.documentChain.add(withoutHash(pageUrl));
+  }
+
+  /** A main-frame document response: one of the page's own when its URL is the page's or a redirect from it led there. */
+  notePageDocument(url: string, status: number, location: string | null): boolean {
+    if (!this.documentChain.has(url)) return false;
+    const next = status >= 300 && status < 400 && location ? tryNormalizeCrawlUrl(location, url) : null;
+    if (next) this.documentChain.add(next);
+    return true;
+  }
+
+  isPageDocument(url: string): boolean {
+    return this.documentChain.has(url);
+  }
+}
+
