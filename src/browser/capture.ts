@@ -7,7 +7,7 @@ import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { isBrowserInternal } from "./browserInternal.js";
-import { NO_EXTRAS, OriginRedirects, overriddenHeaders, rateLimitRuleMatched, readPageStorage, type CaptureExtras } from "./captureExtras.js";
+import { NO_EXTRAS, OriginRedirects, rateLimitRuleMatched, readPageStorage, type CaptureExtras } from "./captureExtras.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { NetworkActivity } from "./loadWait.js";
 import { LiveStreams } from "./liveStream.js";
@@ -336,9 +336,9 @@ export class PageCapture {
     if (target) this.redirects.sent(event.requestId, event.request.url, target);
     if (pending) this.conditional.delete(event.request.url);
     if (pending) this.sentConditional.set(event.networkId ?? event.requestId, pending.confirms);
-    const headers = { ...event.request.headers, ...pending?.headers };
-    const entries = target ? overriddenHeaders(headers, event.request.url) : Object.entries(headers).map(([name, value]) => ({ name, value: String(value) }));
-    await this.cdp.send("Fetch.continueRequest", { requestId: event.requestId, headers: entries, ...(target ? { url: target } : {}) }).catch(() => undefined);
+    // Chromium refuses a Host header here ("unsafe"): an overridden origin's server sees its own host.
+    const headers = pending ? Object.entries({ ...event.request.headers, ...pending.headers }).map(([name, value]) => ({ name, value: String(value) })) : undefined;
+    await this.cdp.send("Fetch.continueRequest", { requestId: event.requestId, ...(headers ? { headers } : {}), ...(target ? { url: target } : {}) }).catch(() => undefined);
   }
 
   /** --rateLimitOnMatch: the page's text says "too many requests": nothing more of the attempt is stored, as for a rate-limit status. */

@@ -41,7 +41,9 @@ export function rateLimitRuleMatched(rules: readonly RateLimitMatchRule[], mime:
 /**
  * --originOverride: a request to an overridden origin is sent to the other origin by the browser itself
  * (Fetch.continueRequest with a new URL, which the page does not see); its response is recorded under the
- * URL the page asked for. Keyed by request id, which both stages of one request share.
+ * URL the page asked for. Keyed by request id, which both stages of one request share. Unlike
+ * browsertrix-crawler (which fetches it itself), the Host header names the new origin: Chromium may not
+ * change it.
  */
 export class OriginRedirects {
   private readonly original = new Map<string, string>();
@@ -69,13 +71,6 @@ export class OriginRedirects {
     this.original.delete(event.requestId);
     event.request.url = url;
   }
-}
-
-/** Request headers for the overridden origin: Host (and Origin) still name the original one, as in browsertrix-crawler. */
-export function overriddenHeaders(headers: Protocol.Network.Headers, url: string): Protocol.Fetch.HeaderEntry[] {
-  const orig = new URL(url);
-  const entries = Object.entries(headers).filter(([name]) => name.toLowerCase() !== "host").map(([name, value]) => ({ name, value: name.toLowerCase() === "origin" ? orig.origin : String(value) }));
-  return [...entries, { name: "Host", value: orig.host }];
 }
 
 const STORAGE_DEADLINE_MS = 5000;
