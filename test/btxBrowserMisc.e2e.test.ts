@@ -63,17 +63,21 @@ function crawl(collection: string, args: string[], env: NodeJS.ProcessEnv = {}):
 }
 
 describe("--serviceWorker", () => {
-  // The page registers a worker that answers /answer itself; the network answers it otherwise.
+  // The page registers a worker that answers /answer itself (with what it fetched from /worker-data); the
+  // network answers /answer otherwise. The page asks a second after the worker took over: what a worker
+  // fetches before the crawler has attached to it is not seen.
   const SW = `self.addEventListener("install", () => self.skipWaiting());
 self.addEventListener("activate", (e) => e.waitUntil(self.clients.claim()));
 self.addEventListener("fetch", (e) => {
-  if (new URL(e.request.url).pathname === "/answer") e.respondWith(new Response("from-sw", { headers: { "Content-Type": "text/plain" } }));
+  if (new URL(e.request.url).pathname !== "/answer") return;
+  e.respondWith(fetch("/worker-data").then((r) => r.text()).then((t) => new Response("from-sw:" + t, { headers: { "Content-Type": "text/plain" } })));
 });`;
   const PAGE = `<script>
 (async () => {
   await navigator.serviceWorker.register("/sw.js");
   await navigator.serviceWorker.ready;
   if (!navigator.serviceWorker.controller) await new Promise((r) => navigator.serviceWorker.addEventListener("controllerchange", r));
+  await new Promise((r) => setTimeout(r, 1000));
   document.title = await (await fetch("/answer")).text();
 })().catch((e) => (document.title = "error " + e));
 </script>`;
@@ -83,23 +87,29 @@ self.addEventListener("fetch", (e) => {
       "/": html(PAGE),
       "/sw.js": (_req, res) => res.writeHead(200, { "Content-Type": "text/javascript" }).end(SW),
       "/answer": (_req, res) => res.writeHead(200, { "Content-Type": "text/plain" }).end("from-network"),
+      "/worker-data": (_req, res) => res.writeHead(200, { "Content-Type": "text/plain" }).end("worker-bytes"),
     });
   });
   afterAll(() => server.close());
 
-  it("enabled: the page's service worker is registered and answers its fetch; disabled (default): requests bypass it", async () => {
+  it("enabled: the page's service worker answers its fetch, its script and what it fetched are archived; disabled (default): requests bypass it", async () => {
     const enabled = await crawl("sw-enabled", ["--url", `${server.origin}/`, "--scopeType", "page", "--sw", "enabled", "--postLoadDelay", "2"]);
     expect(enabled.code).toBe(0);
     expect(server.hits.get("/sw.js")).toBeGreaterThanOrEqual(1);
     expect(server.hits.get("/answer") ?? 0).toBe(0);
-    expect(pageTitles("sw-enabled")[`${server.origin}/`]).toBe("from-sw");
-    // The worker's answer never reached the network: there is no record of /answer.
-    expect(responses("sw-enabled").has(`${server.origin}/answer`)).toBe(false);
+    expect(pageTitles("sw-enabled")[`${server.origin}/`]).toBe("from-sw:worker-bytes");
+    const enabledRecords = responses("sw-enabled");
+    // The worker's answer never reached the network: there is no record of /answer; the worker's own requests are archived.
+    expect([...enabledRecords.keys()].sort()).toEqual([`${server.origin}/`, `${server.origin}/sw.js`, `${server.origin}/worker-data`]);
+    expect(enabledRecords.get(`${server.origin}/sw.js`)?.payload.toString()).toBe(SW);
+    expect(enabledRecords.get(`${server.origin}/worker-data`)?.payload.toString()).toBe("worker-bytes");
 
     const disabled = await crawl("sw-disabled", ["--url", `${server.origin}/`, "--scopeType", "page", "--postLoadDelay", "2"]);
     expect(disabled.code).toBe(0);
     expect(pageTitles("sw-disabled")[`${server.origin}/`]).toBe("from-network");
-    expect(responses("sw-disabled").get(`${server.origin}/answer`)?.payload.toString()).toBe("from-network");
+    const disabledRecords = responses("sw-disabled");
+    expect([...disabledRecords.keys()].sort()).toEqual([`${server.origin}/`, `${server.origin}/answer`]);
+    expect(disabledRecords.get(`${server.origin}/answer`)?.payload.toString()).toBe("from-network");
   });
 
   it("a mode that is not one of browsertrix-crawler's: exit 4", async () => {

@@ -65,7 +65,21 @@ export class PageCapture {
   static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, rateLimitStatusCodes: readonly number[] = [], extras = NO_EXTRAS): Promise<PageCapture> {
     const cdp = await page.createCDPSession();
     const { frameTree } = await cdp.send("Page.getFrameTree");
-    const capture = new PageCapture(cdp, sink, fetcher, limits, frameTree.frame.id, rateLimitStatusCodes, extras);
+    return PageCapture.listen(new PageCapture(cdp, sink, fetcher, limits, frameTree.frame.id, rateLimitStatusCodes, extras));
+  }
+
+  /**
+   * A service worker's own requests (--serviceWorker enabled; serviceWorkers.ts): stored as they come,
+   * not as part of any page (no page document, no retry: cut-off bodies are stored marked truncated).
+   */
+  static async attachWorker(cdp: CDPSession, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, extras: CaptureExtras): Promise<PageCapture> {
+    const capture = new PageCapture(cdp, sink, fetcher, limits, "", [], { ...extras, rateLimitOnMatch: [], saveStorage: false });
+    capture.attempt = new PageAttempt(true);
+    return PageCapture.listen(capture);
+  }
+
+  private static async listen(capture: PageCapture): Promise<PageCapture> {
+    const { cdp, extras } = capture;
     cdp.on("Fetch.requestPaused", (event: Protocol.Fetch.RequestPausedEvent) => {
       const attempt = capture.attempt;
       const work = capture.onPaused(event, attempt).catch((err: unknown) => {

@@ -1,4 +1,4 @@
-import type { Browser, Page } from "puppeteer-core";
+import type { Browser, Page, Target } from "puppeteer-core";
 import { defaultBodyLimits, type BodyLimits } from "../fetch/bodyLimits.js";
 import { FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
@@ -7,13 +7,14 @@ import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { withTimeout } from "../util/process.js";
 import { clickClaims, installBehaviors, runBehaviors, type BehaviorHooks, type BehaviorOutcome, type BehaviorSettings } from "./behaviors.js";
 import type { BrowserHost } from "./browserHost.js";
-import type { CaptureExtras } from "./captureExtras.js";
+import { NO_EXTRAS, type CaptureExtras } from "./captureExtras.js";
 import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAttempt, type RateLimitAnswer } from "./capture.js";
 import { DialogGuard } from "./dialogs.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { DEFAULT_LINK_SELECTORS, extractLinks, type LinkSelector } from "./linkExtract.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
 import { PopupCloser } from "./popups.js";
+import { watchServiceWorkers } from "./serviceWorkers.js";
 import { applyTabSettings, type TabSettings, type WaitUntilEvent } from "./pageSetup.js";
 import { ContentCheck } from "./contentCheck.js";
 
@@ -120,6 +121,7 @@ export class PageWorker {
     // page neither renders nor fires IntersectionObservers, so scrolling would load nothing in it.
     const tab = await browser.newPage({ type: "window" });
     this.tabBrowser = browser;
+    if (this.options.extras && !this.options.extras.bypassServiceWorker) watchServiceWorkers(browser, (target, scriptUrl) => this.captureServiceWorker(target, scriptUrl));
     await applyTabSettings(tab, this.options.userAgent, this.options.tab);
     this.dialogs = new DialogGuard(tab);
     await installBehaviors(tab, this.options.behaviors, this.behaviorHooks);
@@ -130,6 +132,15 @@ export class PageWorker {
     this.capture = capture;
     this.popups = popups;
     return { tab, capture, popups };
+  }
+
+  /** A page's service worker (--serviceWorker enabled): what it fetches from now on, and its script. */
+  private async captureServiceWorker(target: Target, scriptUrl: string): Promise<void> {
+    const cdp = await target.createCDPSession();
+    await PageCapture.attachWorker(cdp, this.sink, this.fetcher, this.limits, this.options.extras ?? NO_EXTRAS);
+    if (await this.sink.hasStoredResponse(scriptUrl)) return;
+    const script = await this.fetcher.fullResponse(scriptUrl, []);
+    if (script) await this.sink.store(script);
   }
 
   async load(url: string, { conditional, lastAttempt = false }: LoadOptions = {}): Promise<PageLoadResult> {

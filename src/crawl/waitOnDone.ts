@@ -7,7 +7,10 @@ import { logger } from "../log/logger.js";
 export function waitForStopSignal(): Promise<NodeJS.Signals> {
   logger.info("crawl", "All done, waiting for SIGINT or SIGTERM to exit (--waitOnDone)");
   return new Promise((resolve) => {
+    // Signal listeners alone do not keep the process alive.
+    const keepAlive = setInterval(() => undefined, 60_000);
     const onSignal = (signal: NodeJS.Signals) => {
+      clearInterval(keepAlive);
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
       resolve(signal);
