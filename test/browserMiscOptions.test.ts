@@ -51,3 +51,33 @@ describe("capture extras", () => {
     expect(redirects.target("https://a.test/p")).toBeNull();
   });
 });
+
+describe("fetches outside the browser with --originOverride", () => {
+  it("go to the new origin and keep the URL asked for", async () => {
+    const { createServer } = await import("node:http");
+    const { FallbackFetcher } = await import("../src/fetch/fallbackFetcher.js");
+    const hits: string[] = [];
+    const start = (name: string) => new Promise<{ origin: string; close(): void }>((resolve) => {
+      const server = createServer((req, res) => {
+        hits.push(`${name} ${req.url}`);
+        res.writeHead(200, { "Content-Type": "application/octet-stream" }).end(`${name}-bytes`);
+      }).listen(0, "127.0.0.1", () => {
+        const address = server.address();
+        resolve({ origin: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`, close: () => server.close() });
+      });
+    });
+    const original = await start("original");
+    const override = await start("override");
+    try {
+      const redirects = new OriginRedirects([parseOriginOverride(`${original.origin}=${override.origin}`)]);
+      const fetcher = new FallbackFetcher({ userAgent: null, target: (url) => redirects.target(url) });
+      const exchange = await fetcher.page(`${original.origin}/file.bin?x=1`, 10_000, "download");
+      expect(exchange?.url).toBe(`${original.origin}/file.bin?x=1`);
+      expect(exchange?.body.kind === "bytes" ? Buffer.from(exchange.body.bytes).toString() : null).toBe("override-bytes");
+      expect(hits).toEqual(["override /file.bin?x=1"]);
+    } finally {
+      original.close();
+      override.close();
+    }
+  });
+});

@@ -7,7 +7,7 @@ import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { withTimeout } from "../util/process.js";
 import { clickClaims, installBehaviors, runBehaviors, type BehaviorHooks, type BehaviorOutcome, type BehaviorSettings } from "./behaviors.js";
 import type { BrowserHost } from "./browserHost.js";
-import { NO_EXTRAS, type CaptureExtras } from "./captureExtras.js";
+import { NO_EXTRAS, OriginRedirects, type CaptureExtras } from "./captureExtras.js";
 import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAttempt, type RateLimitAnswer } from "./capture.js";
 import { DialogGuard } from "./dialogs.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
@@ -105,7 +105,9 @@ export class PageWorker {
   ) {
     this.limits = options.limits ?? defaultBodyLimits();
     const acceptLanguage = options.tab?.acceptLanguage;
-    this.fetcher = new FallbackFetcher({ userAgent: options.userAgent, limits: this.limits, headers: acceptLanguage ? [["Accept-Language", acceptLanguage]] : [] });
+    // What the browser sends elsewhere (--originOverride), fetches outside it do too.
+    const redirects = new OriginRedirects(options.extras?.originOverride ?? []);
+    this.fetcher = new FallbackFetcher({ userAgent: options.userAgent, limits: this.limits, headers: acceptLanguage ? [["Accept-Language", acceptLanguage]] : [], target: (url) => redirects.target(url) });
     this.behaviorHooks = {
       addLink: (url) => {
         if (this.behaviorLinks.size < MAX_BEHAVIOR_LINKS) this.behaviorLinks.add(url);
