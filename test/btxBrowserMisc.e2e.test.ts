@@ -293,6 +293,24 @@ describe("--waitOnDone", () => {
   });
 });
 
+describe("--waitOnDone, a failed crawl", () => {
+  it("waits too, then exits with the crawl's code (1: the seed failed)", async () => {
+    const server = await site({ "/": (_req, res) => res.writeHead(500, { "Content-Type": "text/html" }).end("broken") });
+    const crawlRun = startCrawl("wait-failed", ["--url", `${server.origin}/`, "--scopeType", "page", "--failOnFailedSeed", "--failOnInvalidStatus", "--maxPageRetries", "0", "--waitOnDone"]);
+    try {
+      expect(await waitFor(() => crawlRun.stderr().includes("waiting for SIGINT or SIGTERM"), 120_000)).toBe(true);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(crawlRun.child.exitCode).toBeNull();
+      crawlRun.child.kill("SIGINT");
+      expect(await crawlRun.exited).toBe(1);
+      expect(crawlRun.stderr()).toContain("(--failOnFailedSeed)");
+    } finally {
+      crawlRun.child.kill("SIGKILL");
+      await server.close();
+    }
+  });
+});
+
 describe("--debugAccessBrowser and --debugAccessRedis", () => {
   it("while the crawl runs, the browser's DevTools protocol answers on 127.0.0.1:9222 and the embedded redis-server takes clients without protected mode", async () => {
     const server = await site({ "/": html("slow page") });
