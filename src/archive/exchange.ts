@@ -33,6 +33,8 @@ export interface Exchange {
    * the page, even when the crawl holds this exchange elsewhere already.
    */
   pageDocument?: boolean;
+  /** WARC-JSON-Metadata of its response record (browsertrix-crawler's: --saveStorage's {"storage": ...}). */
+  jsonMetadata?: string;
 }
 
 export type TruncationReason = "disconnect" | "length" | "time";

@@ -34,6 +34,7 @@ export function responseRecord(exchange: Exchange, recordId: string, digest: str
         "WARC-Record-ID": recordId,
         "WARC-Payload-Digest": digest,
         ...(exchange.truncated ? { "WARC-Truncated": exchange.truncated } : {}),
+        ...(exchange.jsonMetadata ? { "WARC-JSON-Metadata": exchange.jsonMetadata } : {}),
       },
     },
     bodyChunks(exchange.body),
@@ -66,6 +67,8 @@ export function revisitRecord(
     "WARC-Payload-Digest": target.digest,
   };
   if (target.waczFilename) warcHeaders["WARC-Refers-To-Container"] = `file://${target.waczFilename}`;
+  // A revisit of a page carries its storage too (browsertrix-crawler copies WARC-JSON-Metadata).
+  if (exchange.jsonMetadata) warcHeaders["WARC-JSON-Metadata"] = exchange.jsonMetadata;
   const record = WARCRecord.create(
     {
       url: exchange.url,

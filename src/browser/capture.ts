@@ -8,6 +8,7 @@ import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { isBrowserInternal } from "./browserInternal.js";
+import { NO_EXTRAS, OriginRedirects, rateLimitRuleMatched, readPageStorage, type CaptureExtras } from "./captureExtras.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { NetworkActivity } from "./loadWait.js";
 import { LiveStreams } from "./liveStream.js";
@@ -46,6 +47,7 @@ export class PageCapture {
   /** The tab's requests in flight, for the network-idle wait. */
   readonly network: NetworkActivity;
   private readonly live: LiveStreams;
+  private readonly redirects: OriginRedirects;
 
   private constructor(
     private readonly cdp: CDPSession,
@@ -54,15 +56,31 @@ export class PageCapture {
     private readonly limits: BodyLimits,
     private readonly mainFrameId: string,
     private readonly rateLimitStatusCodes: readonly number[],
+    private readonly extras: CaptureExtras,
   ) {
+    this.redirects = new OriginRedirects(extras.originOverride);
     this.network = new NetworkActivity(cdp);
     this.live = new LiveStreams(cdp);
   }
 
-  static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, rateLimitStatusCodes: readonly number[] = []): Promise<PageCapture> {
+  static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, rateLimitStatusCodes: readonly number[] = [], extras = NO_EXTRAS): Promise<PageCapture> {
     const cdp = await page.createCDPSession();
     const { frameTree } = await cdp.send("Page.getFrameTree");
-    const capture = new PageCapture(cdp, sink, fetcher, limits, frameTree.frame.id, rateLimitStatusCodes);
+    return PageCapture.listen(new PageCapture(cdp, sink, fetcher, limits, frameTree.frame.id, rateLimitStatusCodes, extras));
+  }
+
+  /**
+   * A service worker's own requests (--serviceWorker enabled; serviceWorkers.ts): stored as they come,
+   * not as part of any page (no page document, no retry: cut-off bodies are stored marked truncated).
+   */
+  static async attachWorker(cdp: CDPSession, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, extras: CaptureExtras): Promise<PageCapture> {
+    const capture = new PageCapture(cdp, sink, fetcher, limits, "", [], { ...extras, rateLimitOnMatch: [], saveStorage: false });
+    capture.attempt = new PageAttempt(true);
+    return PageCapture.listen(capture);
+  }
+
+  private static async listen(capture: PageCapture): Promise<PageCapture> {
+    const { cdp, extras } = capture;
     cdp.on("Fetch.requestPaused", (event: Protocol.Fetch.RequestPausedEvent) => {
       const attempt = capture.attempt;
       const work = capture.onPaused(event, attempt).catch((err: unknown) => {
@@ -75,8 +93,8 @@ export class PageCapture {
     cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => capture.loads.settle(event.requestId, null));
     cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => capture.loads.settle(event.requestId, event.errorText));
     await cdp.send("Network.enable");
-    // Requests answered by a site's service worker would never reach the network stage we capture.
-    await cdp.send("Network.setBypassServiceWorker", { bypass: true });
+    // Requests answered by a site's service worker never reach the network stage we capture (--serviceWorker).
+    if (extras.bypassServiceWorker) await cdp.send("Network.setBypassServiceWorker", { bypass: true });
     // Nothing is served from the browser's HTTP cache: a response cached but not captured (its capture
     // lost, or written by an earlier page whose attempt failed) would never reach the capture again.
     await cdp.send("Network.setCacheDisabled", { cacheDisabled: true });
@@ -94,7 +112,7 @@ export class PageCapture {
   /** Start capturing a new attempt at a page (with --refresh, its document request made conditional). */
   beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean; skipIfArchived?: boolean }): PageAttempt {
     this.attempt.endStreams();
-    this.attempt = new PageAttempt(options.lastAttempt, url);
+    this.attempt = new PageAttempt(options.lastAttempt, url, this.extras.saveStorage);
     this.attempt.skipIfArchived = options.skipIfArchived ?? false;
     this.network.reset();
     this.conditional.clear();
@@ -111,6 +129,12 @@ export class PageCapture {
     this.attempt.endStreams();
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
     while (this.refetches.size) await Promise.allSettled([...this.refetches]);
+  }
+
+  /** --saveStorage: the loaded page's storage goes with its document (held until now), for the origin `url` shows. */
+  async saveStorage(url: string): Promise<void> {
+    const gate = this.attempt.storageGate;
+    if (gate) gate.done(await readPageStorage(this.cdp, url));
   }
 
   async detach(): Promise<void> {
@@ -134,6 +158,7 @@ export class PageCapture {
 
   private async onPaused(event: Protocol.Fetch.RequestPausedEvent, attempt: PageAttempt): Promise<void> {
     const { requestId, request } = event;
+    this.redirects.restore(event);
     if (event.responseStatusCode === undefined && !event.responseErrorReason) return this.onRequestStage(event);
     const status = event.responseStatusCode;
     const protocol = new URL(request.url).protocol;
@@ -210,6 +235,8 @@ export class PageCapture {
         return;
       }
       body = read;
+      const matched = body.kind === "bytes" ? rateLimitRuleMatched(this.extras.rateLimitOnMatch, mime, status, body.bytes) : null;
+      if (matched) return this.rateLimitedByText(event, attempt, status, matched.regex, responseHeaders);
       if (archiveOnly) {
         await this.abort(requestId);
       } else if (ownDocument && attempt.skipIfArchived && (await this.sink.isArchivedPayload(read, status))) {
@@ -252,6 +279,9 @@ export class PageCapture {
    * short on purpose (size cap, a never-ending stream) is stored on any attempt: a retry would do no better.
    */
   private async handOn(exchange: Exchange, attempt: PageAttempt): Promise<void> {
+    if (attempt.rateLimited) return discardBody(exchange);
+    const storage = exchange.pageDocument && !(exchange.status >= 300 && exchange.status < 400) ? await attempt.storageGate?.storage : null;
+    if (storage) exchange.jsonMetadata = JSON.stringify({ storage });
     if (exchange.truncated === "disconnect") {
       attempt.truncated.add(exchange.url);
       if (!attempt.lastAttempt) {
@@ -314,18 +344,28 @@ export class PageCapture {
   }
 
   private async onRequestStage(event: Protocol.Fetch.RequestPausedEvent): Promise<void> {
-    const address = await checkAddress(event.request.url);
+    const target = this.redirects.target(event.request.url);
+    const address = await checkAddress(target ?? event.request.url);
     if (!address.allowed) {
       logger.warn("capture", "request blocked: not an address the crawler may fetch", { url: event.request.url, reason: address.reason });
       await this.cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "BlockedByClient" }).catch(() => undefined);
       return;
     }
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
-    if (!pending) return this.continue(event.requestId);
-    this.conditional.delete(event.request.url);
-    this.sentConditional.set(event.networkId ?? event.requestId, pending.confirms);
-    const headers = Object.entries({ ...event.request.headers, ...pending.headers }).map(([name, value]) => ({ name, value: String(value) }));
-    await this.cdp.send("Fetch.continueRequest", { requestId: event.requestId, headers }).catch(() => undefined);
+    if (!pending && !target) return this.continue(event.requestId);
+    if (target) this.redirects.sent(event.requestId, event.request.url, target);
+    if (pending) this.conditional.delete(event.request.url);
+    if (pending) this.sentConditional.set(event.networkId ?? event.requestId, pending.confirms);
+    // Chromium refuses a Host header here ("unsafe"): an overridden origin's server sees its own host.
+    const headers = pending ? Object.entries({ ...event.request.headers, ...pending.headers }).map(([name, value]) => ({ name, value: String(value) })) : undefined;
+    await this.cdp.send("Fetch.continueRequest", { requestId: event.requestId, ...(headers ? { headers } : {}), ...(target ? { url: target } : {}) }).catch(() => undefined);
+  }
+
+  /** --rateLimitOnMatch: the page's text says "too many requests": nothing more of the attempt is stored, as for a rate-limit status. */
+  private async rateLimitedByText(event: Protocol.Fetch.RequestPausedEvent, attempt: PageAttempt, status: number, rule: RegExp, headers: [string, string][]): Promise<void> {
+    attempt.rateLimited ??= { url: event.request.url, status, retryAfter: headerValue(headers, "retry-after") ?? null };
+    logger.debug("capture", "rate limited by --rateLimitOnMatch", { url: event.request.url, rule: String(rule) });
+    await this.cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "BlockedByResponse" }).catch(() => undefined);
   }
 
   private async continue(requestId: string): Promise<void> {

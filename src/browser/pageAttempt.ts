@@ -1,4 +1,5 @@
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
+import { StorageGate } from "./captureExtras.js";
 import { StreamCutoff } from "./responseBody.js";
 
 /** Summary of what a page loaded, for deciding the page's status and type. */
@@ -41,8 +42,12 @@ export class PageAttempt {
   /** Ends this attempt's large bodies of declared length once the page is done, if they stall or take long. */
   readonly downloads = new StreamCutoff(5000, 60_000);
 
-  /** The page is done: streams still open are cut once idle or past their grace. */
+  /** --saveStorage: holds the page's document until its storage is read after the load. */
+  readonly storageGate: StorageGate | null;
+
+  /** The page is done: streams still open are cut once idle or past their grace; storage not read by now is not. */
   endStreams(): void {
+    this.storageGate?.done(null);
     this.streams.end();
     this.downloads.end();
   }
@@ -56,7 +61,9 @@ export class PageAttempt {
   constructor(
     readonly lastAttempt: boolean,
     pageUrl = "",
+    saveStorage = false,
   ) {
+    this.storageGate = saveStorage ? new StorageGate() : null;
     // The browser requests a page without its #fragment (kept in page URLs with --allowHashUrls).
     if (pageUrl) this.documentChain.add(withoutHash(pageUrl));
   }

@@ -1,4 +1,4 @@
-import type { Browser, Page } from "puppeteer-core";
+import type { Browser, Page, Target } from "puppeteer-core";
 import { defaultBodyLimits, type BodyLimits } from "../fetch/bodyLimits.js";
 import { FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
@@ -7,12 +7,14 @@ import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { withTimeout } from "../util/process.js";
 import { clickClaims, installBehaviors, runBehaviors, type BehaviorHooks, type BehaviorOutcome, type BehaviorSettings } from "./behaviors.js";
 import type { BrowserHost } from "./browserHost.js";
+import { NO_EXTRAS, OriginRedirects, type CaptureExtras } from "./captureExtras.js";
 import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAttempt, type RateLimitAnswer } from "./capture.js";
 import { DialogGuard } from "./dialogs.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { DEFAULT_LINK_SELECTORS, extractLinks, type LinkSelector } from "./linkExtract.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
 import { PopupCloser } from "./popups.js";
+import { watchServiceWorkers } from "./serviceWorkers.js";
 import { applyTabSettings, type TabSettings, type WaitUntilEvent } from "./pageSetup.js";
 import { ContentCheck } from "./contentCheck.js";
 
@@ -39,6 +41,8 @@ export interface PageWorkerOptions {
   claimClick?: (url: string) => boolean;
   /** --failOnContentCheck: pages get the function that fails the crawl (contentCheck.ts). */
   contentCheck?: boolean;
+  /** --serviceWorker, --originOverride, --rateLimitOnMatch, --saveStorage (captureExtras.ts). */
+  extras?: CaptureExtras;
 }
 
 /** What loading one page produced. */
@@ -105,7 +109,9 @@ export class PageWorker {
   ) {
     this.limits = options.limits ?? defaultBodyLimits();
     const acceptLanguage = options.tab?.acceptLanguage;
-    this.fetcher = new FallbackFetcher({ userAgent: options.userAgent, limits: this.limits, headers: acceptLanguage ? [["Accept-Language", acceptLanguage]] : [] });
+    // What the browser sends elsewhere (--originOverride), fetches outside it do too.
+    const redirects = new OriginRedirects(options.extras?.originOverride ?? []);
+    this.fetcher = new FallbackFetcher({ userAgent: options.userAgent, limits: this.limits, headers: acceptLanguage ? [["Accept-Language", acceptLanguage]] : [], target: (url) => redirects.target(url) });
     this.behaviorHooks = {
       addLink: (url) => {
         if (this.behaviorLinks.size < MAX_BEHAVIOR_LINKS) this.behaviorLinks.add(url);
@@ -121,16 +127,26 @@ export class PageWorker {
     // page neither renders nor fires IntersectionObservers, so scrolling would load nothing in it.
     const tab = await browser.newPage({ type: "window" });
     this.tabBrowser = browser;
+    if (this.options.extras && !this.options.extras.bypassServiceWorker) watchServiceWorkers(browser, (target, scriptUrl) => this.captureServiceWorker(target, scriptUrl));
     await applyTabSettings(tab, this.options.userAgent, this.options.tab);
     this.dialogs = new DialogGuard(tab);
     await installBehaviors(tab, this.options.behaviors, this.behaviorHooks);
-    const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.limits, this.options.rateLimitStatusCodes);
+    const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.limits, this.options.rateLimitStatusCodes, this.options.extras);
     const popups = await PopupCloser.attach(tab);
     this.contentCheck = this.options.contentCheck ? await ContentCheck.attach(tab) : null;
     this.tab = tab;
     this.capture = capture;
     this.popups = popups;
     return { tab, capture, popups };
+  }
+
+  /** A page's service worker (--serviceWorker enabled): what it fetches from now on, and its script. */
+  private async captureServiceWorker(target: Target, scriptUrl: string): Promise<void> {
+    const cdp = await target.createCDPSession();
+    await PageCapture.attachWorker(cdp, this.sink, this.fetcher, this.limits, this.options.extras ?? NO_EXTRAS);
+    if (await this.sink.hasStoredResponse(scriptUrl)) return;
+    const script = await this.fetcher.fullResponse(scriptUrl, []);
+    if (script) await this.sink.store(script);
   }
 
   async load(url: string, { conditional, lastAttempt = false, skipIfArchived = false }: LoadOptions = {}): Promise<PageLoadResult> {
@@ -181,7 +197,11 @@ export class PageWorker {
       await capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests);
       // Only a page that shows a document has anything to act on.
       const shown = findDocument(attempt.captured, url);
-      if (shown && isRenderedDocumentType(shown.mime)) await this.afterLoad(tab, capture, url);
+      if (shown && isRenderedDocumentType(shown.mime)) {
+        await this.afterLoad(tab, capture, url);
+        // The page's document waits for its storage (--saveStorage), as it is after the behaviors.
+        await capture.saveStorage(tab.url());
+      }
     }
     this.contentCheck?.listen(false);
     await capture.drain();

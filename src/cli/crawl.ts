@@ -12,6 +12,7 @@ import { SCOPE_TYPES } from "../scope/seedScope.js";
 import { runCrawl } from "../crawl/crawler.js";
 import { hardPageDeadlineMs } from "../crawl/crawlPage.js";
 import { ExitCode } from "../crawl/exitCodes.js";
+import { waitForStopSignal } from "../crawl/waitOnDone.js";
 import { RedisUnreachableError } from "../redis/connect.js";
 import { DedupeIndexUnavailableError } from "../dedupe/retry.js";
 import { StopControl } from "../crawl/stopControl.js";
@@ -119,6 +120,14 @@ export function buildCrawlProgram(): Command {
     // Dedupe flags (src/config/dedupeFlagOptions.ts)
     .option("--dedupePagesMinDepth <depth>", "a page at this depth or deeper whose HTML the dedupe index holds is written as a revisit and not loaded further (no resources, no links followed), and reported skipped as a duplicate; -1 = never", "-1")
     .option("--dedupeConcurrent", "this crawl's payload hashes join the merged dedupe index as they are written, not at commit: crawls running at the same time dedupe against each other (a crawl cancelled later leaves revisits of others pointing into its WACZ files)")
+    // Browser extras: service workers, origin override, storage, rate-limit text, debugging (src/config/browserMiscOptions.ts)
+    .option("--serviceWorker <mode>", "service workers: disabled (requests bypass them), enabled, or disabled-if-profile (enabled: there is no --profile here)", "disabled")
+    .option("--originOverride <rules...>", "send requests for origin orig to origin new, archived under orig: orig=new, e.g. https://example.com=http://127.0.0.1:8080; repeatable", collect)
+    .option("--saveStorage", "store each page's localStorage and sessionStorage in the WARC-JSON-Metadata of its document's response record")
+    .option("--rateLimitOnMatch <rules...>", "a page whose HTML/JSON/JS text matches <regex>, or <regex>:<status> with that status, is rate-limited as by --rateLimitStatusCodes; repeatable (default: src=\"/_Incapsula_Resource?:200)", collect)
+    .option("--waitOnDone", "once the crawl is finished, wait for SIGINT or SIGTERM before exiting (with the crawl's exit code)")
+    .option("--debugAccessBrowser", "serve the browser's DevTools protocol (CDP) on port 9222 of every interface, for debugging")
+    .option("--debugAccessRedis", "the embedded redis-server listens on every interface without protected mode, for debugging")
     .option("--rateLimitStatusCodes <codes>", "a page answered with one of these statuses is rate-limited: not archived, its host backed off (Retry-After), retried; comma-separated, repeatable (default: 429,503)", collect)
     .option("--rateLimitMaxRetries <n>", "rate-limit answers a page may get before it is recorded as failed; -1 = no limit", "4")
     .option("--rateLimitTimeout <seconds>", "how long a host is backed off after a rate-limit answer without Retry-After, and the longest Retry-After honoured", "300")
@@ -211,6 +220,8 @@ async function main(argv: string[]): Promise<number> {
   try {
     const outcome = await runCrawl(options, stop);
     if (outcome.failure) process.stderr.write(`crawl: ${outcome.failure}\n`);
+    // A crawl stopped by a signal is not "done": it exits as asked.
+    if (options.browserMisc.waitOnDone && stop.reason !== "signal") await waitForStopSignal();
     return outcome.exitCode;
   } catch (err) {
     // After a fatal error (the embedded Redis died...), what failed next is a consequence: say the cause.

@@ -126,10 +126,8 @@ export function isNotImplemented(option: Option): boolean {
   return option instanceof NotImplementedOption && !(option.attributeName() in ALREADY_SO);
 }
 
-/** Defaults of flags we do not implement that already describe what we do: giving them asks for nothing. */
-const BTX_DEFAULTS: Record<string, string> = {
-  serviceWorker: "disabled",
-};
+/** Defaults of flags we do not implement that already describe what we do: giving them asks for nothing (none at present). */
+const BTX_DEFAULTS: Record<string, string> = {};
 
 /** Flags we do not implement whose 0 is not "off" (none at present). */
 const ZERO_ASKS = new Set<string>();

@@ -17,6 +17,7 @@ import { choiceList, integer, parseSize, regexList, seconds, splitList } from ".
 import { btxScreenshots, btxText, lowestLogLevel } from "./btxValues.js";
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
 import { dedupeFlagOptions, type DedupeFlagOptions, type RawDedupeFlagFlags } from "./dedupeFlagOptions.js";
+import { browserMiscOptions, type BrowserMiscOptions, type RawBrowserMiscFlags } from "./browserMiscOptions.js";
 import { linkBehaviorOptions, type LinkBehaviorOptions, type RawLinkBehaviorFlags } from "./linkBehaviorOptions.js";
 import { outputOptions, type OutputOptions, type RawOutputFlags } from "./outputOptions.js";
 import { stateOptions, type RawStateFlags, type StateOptions } from "./stateOptions.js";
@@ -116,6 +117,8 @@ export interface CrawlOptions {
   pageLoad: PageLoadOptions;
   /** --dedupePagesMinDepth, --dedupeConcurrent (src/config/dedupeFlagOptions.ts). */
   dedupeFlags: DedupeFlagOptions;
+  /** Service workers, --originOverride, --saveStorage, --rateLimitOnMatch, --waitOnDone, debug access (browserMiscOptions.ts). */
+  browserMisc: BrowserMiscOptions;
 }
 
 export { OptionsError };
@@ -126,7 +129,7 @@ export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawDedupeFlagFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawDedupeFlagFlags, RawBrowserMiscFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
@@ -311,6 +314,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     rateLimit: rateLimitOptions(flags),
     linkBehavior: linkBehaviorOptions(flags),
     lifecycle: lifecycleOptions(flags),
+    browserMisc: browserMiscOptions(flags),
     store: storeSettings(env),
     ...storageLimits(flags),
     allowAddresses: addressAllowance(flags.allowAddresses),

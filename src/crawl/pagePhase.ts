@@ -1,4 +1,5 @@
 import { clickClaims, emptyTally, type BehaviorTally } from "../browser/behaviors.js";
+import { startBrowserDebugAccess } from "../browser/debugAccess.js";
 import { BrowserHost } from "../browser/browserHost.js";
 import { PageWorker } from "../browser/pageWorker.js";
 import { setupChromiumArgs, tabSetupFor } from "../browser/pageSetup.js";
@@ -47,6 +48,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
   limits.start();
   const setup = browserSetupOf(options);
   const host = new BrowserHost({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent, extraArgs: setupChromiumArgs(setup), recordsDir: run.paths.browsers });
+  const debugAccess = options.browserMisc.debugAccessBrowser ? await startBrowserDebugAccess(async () => (await host.browser()).wsEndpoint()) : null;
   try {
     const tabSetup = await tabSetupFor(await host.browser(), setup);
     stop.onImmediate(() => void host.closeAllPages());
@@ -75,6 +77,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         tab: tabSetup.tab,
         extracts: extractOptionsOf(options),
         rateLimitStatusCodes: options.rateLimit.statusCodes,
+        extras: options.browserMisc,
         behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000, clickSelector, customScripts: customBehaviors },
         limits,
         linkSelectors: selectLinks,
@@ -101,6 +104,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     return { truncated: { ...context.truncated }, behaviors: { ...context.behaviors }, browserLaunches: host.launches, bodiesCutShort: { ...limits.cutShort } };
   } finally {
     limits.dispose();
+    await debugAccess?.close();
     await withTimeout(host.close(), BROWSER_CLOSE_DEADLINE_MS, "Chromium did not close").catch((err: unknown) => logger.warn("browser", errorMessage(err)));
     stop.pagesClosed = true;
   }

@@ -39,7 +39,7 @@ export interface CrawlSession {
 export async function openCrawlSession(options: CrawlOptions, paths: CollectionPaths, stop: { fatal(message: string): void }): Promise<CrawlSession> {
   const processId = newProcessId(randomUUID().slice(0, 8));
   const serverGone = new AbortController();
-  const { redis, embedded } = await openStateRedis(options.redisStoreUrl, paths.redisData, serverGone.signal);
+  const { redis, embedded } = await openStateRedis(options.redisStoreUrl, paths.redisData, serverGone.signal, options.browserMisc.debugAccessRedis);
   const membership = new Membership(redis, options.crawlId, processId);
   let dedupeRedis: Redis | null = null;
   // Nobody restarts the embedded server: without it every command would wait forever. Stop the crawl
@@ -77,11 +77,13 @@ export async function openCrawlSession(options: CrawlOptions, paths: CollectionP
   }
 }
 
-async function openStateRedis(redisStoreUrl: string | null, dataDir: string, serverGone: AbortSignal): Promise<{ redis: Redis; embedded: EmbeddedRedis | null }> {
+async function openStateRedis(redisStoreUrl: string | null, dataDir: string, serverGone: AbortSignal, debugAccess: boolean): Promise<{ redis: Redis; embedded: EmbeddedRedis | null }> {
+  if (redisStoreUrl && debugAccess) logger.warn("redis", "--debugAccessRedis changes nothing with --redisStoreUrl: there is no embedded redis-server to open up");
   if (redisStoreUrl) return { redis: await connectRedis(redisStoreUrl, "crawl-state Redis (--redisStoreUrl)"), embedded: null };
-  const embedded = new EmbeddedRedis({ dataDir, persist: true });
+  const embedded = new EmbeddedRedis({ dataDir, persist: true, debugAccess });
   const url = await embedded.start();
   logger.info("redis", "embedded redis-server started", { url, dataDir });
+  if (debugAccess) logger.warn("redis", `--debugAccessRedis: the embedded redis-server listens on ${process.env.DEBUG_ACCESS_HOST || "every interface"} port ${embedded.port} without protected mode`);
   try {
     return { redis: await connectRedis(url, "embedded redis-server", { giveUp: serverGone }), embedded };
   } catch (err) {

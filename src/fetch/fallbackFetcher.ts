@@ -15,6 +15,8 @@ export interface FallbackFetcherOptions {
   limits?: BodyLimits;
   /** Total deadline of each fetch (default 60 s). */
   timeoutMs?: number;
+  /** Where a URL is really fetched (--originOverride), or null: the exchange keeps the URL asked for. */
+  target?: (url: string) => string | null;
 }
 
 /**
@@ -26,9 +28,12 @@ export interface FallbackFetcherOptions {
 export class FallbackFetcher {
   constructor(private readonly options: FallbackFetcherOptions) {}
 
-  private fetch(url: string, headers?: [string, string][], timeoutMs = this.options.timeoutMs ?? DEFAULT_FALLBACK_DEADLINE_MS): Promise<Exchange> {
+  private async fetch(url: string, headers?: [string, string][], timeoutMs = this.options.timeoutMs ?? DEFAULT_FALLBACK_DEADLINE_MS): Promise<Exchange> {
     const own = (this.options.headers ?? []).filter(([name]) => !headers?.some(([given]) => given.toLowerCase() === name.toLowerCase()));
-    return directFetch(url, { userAgent: this.options.userAgent, headers: [...own, ...(headers ?? [])], timeoutMs, limits: this.options.limits });
+    const target = this.options.target?.(url) ?? null;
+    const exchange = await directFetch(target ?? url, { userAgent: this.options.userAgent, headers: [...own, ...(headers ?? [])], timeoutMs, limits: this.options.limits });
+    // Redirects are not followed: the exchange is the answer for the URL asked for.
+    return target ? { ...exchange, url } : exchange;
   }
 
   /** The browser got a 206 (a fragment): the whole resource, when the server sends it whole (200). */

@@ -53,6 +53,11 @@ export interface EmbeddedRedisOptions {
   binary?: string;
   /** Listen on this port (e.g. to restart a server where its clients expect it); default: a free one. */
   port?: number;
+  /**
+   * --debugAccessRedis: listen on every interface (DEBUG_ACCESS_HOST narrows it; the test suite sets
+   * 127.0.0.1) without protected mode, so a debugger elsewhere can connect, as browsertrix-crawler allows.
+   */
+  debugAccess?: boolean;
 }
 
 /** A redis-server child process on a free loopback port; the crawler's default and the tests' Redis. */
@@ -85,12 +90,12 @@ export class EmbeddedRedis {
       this.port = this.options.port ?? (await freePort());
       const args = [
         "--port", String(this.port),
-        "--bind", "127.0.0.1",
+        "--bind", this.options.debugAccess ? process.env.DEBUG_ACCESS_HOST || "0.0.0.0" : "127.0.0.1",
         "--dir", this.options.dataDir,
         "--save", "",
         "--appendonly", persist ? "yes" : "no",
         "--appendfsync", "everysec",
-        "--protected-mode", "yes",
+        "--protected-mode", this.options.debugAccess ? "no" : "yes",
         "--daemonize", "no",
         "--loglevel", "warning",
         "--logfile", "",
