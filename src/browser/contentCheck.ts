@@ -7,8 +7,9 @@ import type { Page } from "puppeteer-core";
 export const CONTENT_CHECK_BINDING = "__bx_contentCheckFailed";
 
 /**
- * The content-check function of one tab. As in browsertrix-crawler, a call counts only while the page
- * is being waited on after its load and while its behaviors run: not while it loads, nor after.
+ * The content-check function of one tab. A call counts from the start of a page attempt to its end
+ * (browsertrix-crawler counts only from the load through the behaviors; here a script that calls it at
+ * load is not missed when the network was already quiet, and a call's CDP event may arrive late).
  */
 export class ContentCheck {
   private open = false;
@@ -20,9 +21,9 @@ export class ContentCheck {
     return check;
   }
 
-  /** A new page: no failure yet, calls not counted until `listen(true)`. */
+  /** A new page attempt: no failure yet, calls counted until `listen(false)`. */
   beginPage(): void {
-    this.open = false;
+    this.open = true;
     this.reason = undefined;
   }
 

@@ -158,6 +158,7 @@ export class PageWorker {
     popups.beginPage();
     this.contentCheck?.beginPage();
     const result = withPopupLinks(await this.loadPage(tab, capture, attempt, url), popups, url);
+    this.contentCheck?.listen(false);
     const failedCheck = this.contentCheck?.failure;
     if (failedCheck !== undefined) return { document: null, title: "", links: [], error: `content check failed: ${failedCheck}`, truncated: [], contentCheckFailed: failedCheck };
     if (attempt.rateLimited) {
@@ -189,8 +190,6 @@ export class PageWorker {
       const document = findDocument(attempt.captured, url);
       return document && !attempt.lost.has(document.url) ? { document, title: "", links: [], error: null, duplicate: true } : { document: null, title: "", links: [], error: "the page's document could not be stored" };
     }
-    // Calls to the content-check function count from the load on, through the behaviors.
-    this.contentCheck?.listen(true);
     // Only rendered documents load more after "load"; a PDF viewer never goes quiet, so don't wait on it.
     const rendered = findDocument(attempt.captured, url);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
@@ -203,7 +202,6 @@ export class PageWorker {
         await capture.saveStorage(tab.url());
       }
     }
-    this.contentCheck?.listen(false);
     await capture.drain();
 
     let document = findDocument(attempt.captured, url);
