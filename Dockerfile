@@ -2,8 +2,9 @@
 FROM node:20-bookworm-slim
 
 # setpriv (util-linux, essential in Debian) gives Chromium a parent-death signal: it dies with its crawler.
+# git fetches --customBehaviors git+ sources, as browsertrix-crawler's image can.
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium redis-server fonts-dejavu-core ca-certificates \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium redis-server fonts-dejavu-core ca-certificates git \
  && rm -rf /var/lib/apt/lists/* \
  && test -x /usr/bin/setpriv
 
