@@ -3,8 +3,11 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    // Browser + redis-server suites are heavy on a 2-core machine: run files one at a time.
-    fileParallelism: false,
+    // Two files at a time on the 2-core machine: every suite starts its own redis-server, site and browser on
+    // free loopback ports and its own temp folders, so files do not share state. Measured: 1,713 s one at a
+    // time, 1,006 s two at a time (73 files, 735 tests, all passing both ways).
+    fileParallelism: true,
+    maxWorkers: 2,
     testTimeout: 120_000,
     hookTimeout: 120_000,
     reporters: ["default"],
