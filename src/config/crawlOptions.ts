@@ -120,7 +120,8 @@ export interface CrawlOptions {
   dedupeFlags: DedupeFlagOptions;
   /** Service workers, --originOverride, --saveStorage, --rateLimitOnMatch, --waitOnDone, debug access (browserMiscOptions.ts). */
   browserMisc: BrowserMiscOptions;
-  /** --blockRules, --blockMessage, --blockAds, --adBlockMessage (blockOptions.ts, src/block/). */ block: BlockOptions;
+  /** --blockRules, --blockMessage, --blockAds, --adBlockMessage (blockOptions.ts, src/block/). */
+  block: BlockOptions;
 }
 
 export { OptionsError };
@@ -364,13 +365,7 @@ function sitemapOptions(flags: RawCrawlFlags): SitemapOptions | null {
   if (typeof flags.useSitemap === "string") {
     url = flags.useSitemap.trim();
     const base = "http://seed.invalid/";
-    const parsed = (() => {
-      try {
-        return new URL(url, base);
-      } catch {
-        return null;
-      }
-    })();
+    const parsed = URL.canParse(url, base) ? new URL(url, base) : null;
     if (!url || !parsed || !["http:", "https:"].includes(parsed.protocol)) {
       throw new OptionsError(`--useSitemap must be an http(s) URL or a path on the seed's site, got ${JSON.stringify(flags.useSitemap)}`);
     }
