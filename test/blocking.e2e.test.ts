@@ -2,13 +2,15 @@
 // "video" host's iframe, scripts, images and a frame from hosts on the ad list (real EasyList/EasyPrivacy
 // host names, mapped to 127.0.0.3 by CRAWLER_TEST_HOSTS: no name is asked of DNS, no packet leaves
 // loopback), and frames whose text a frameTextMatch rule reads. Every server counts what it was asked.
+import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, type CliResult } from "./helpers/cli.js";
+import { logLines, runCli, type CliResult } from "./helpers/cli.js";
+import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
 import { readZip } from "./helpers/zip.js";
 
@@ -48,6 +50,8 @@ function pages(): Record<string, string> {
     "/frame-bad.html": html(`<p>Forbidden channel</p><img src="/frame-bad.png">`),
   };
   for (let i = 3; i <= 6; i++) routes[`/p${i}`] = html(`<p>Page ${i}</p>${adParts}<img src="/img${i}.png">`);
+  // Slow pages (1.5 s), so that a crawl can be interrupted between two of them.
+  for (let i = 1; i <= 3; i++) routes[`/slow${i}`] = html(`<p>Slow ${i}</p>${adParts}<img src="/slow${i}.png">`);
   return routes;
 }
 
@@ -59,7 +63,9 @@ async function startHost(address: string, routes: () => Record<string, string>):
     const path = (req.url ?? "/").split("?")[0];
     hits.set(path, (hits.get(path) ?? 0) + 1);
     const page = routes()[path];
-    if (page) {
+    if (page && path.startsWith("/slow")) {
+      setTimeout(() => res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" }).end(page), 1500);
+    } else if (page) {
       res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" }).end(page);
     } else if (path.endsWith(".png") || path.endsWith(".gif")) {
       res.writeHead(200, { "Content-Type": "image/png" }).end(PNG);
@@ -104,9 +110,9 @@ interface Crawl {
 
 let collections = 0;
 
-async function crawl(seeds: string[], flags: string[]): Promise<Crawl> {
+async function crawl(seeds: string[], flags: string[], name?: string): Promise<Crawl> {
   for (const h of [site, video, ads]) h.hits.clear();
-  const collection = `block-${++collections}`;
+  const collection = name ?? `block-${++collections}`;
   const statsFile = join(cwd, `${collection}-stats.json`);
   const started = Date.now();
   const result = await runCli("crawl", [
@@ -207,4 +213,73 @@ describe("blocking", () => {
     expect(c.report.map((r) => r.url).sort()).toEqual([...adUrls(), siteUrl("/img3.png"), siteUrl("/img5.png")].sort());
     expect(c.archived).toEqual([...seeds, siteUrl("/two.png"), siteUrl("/img4.png"), siteUrl("/img6.png")].sort());
   }, 200_000);
+});
+
+describe("blocking across runs", () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startTestRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it("--refresh: the re-crawl blocks as the first crawl did; nothing blocked is archived, nothing fails", async () => {
+    const flags = ["--scopeType", "page", "--blockAds", "--redisDedupeUrl", redis.url, "--generateWACZ"];
+    const first = await crawl([siteUrl("/page2")], flags, "refresh-1");
+    expect(first.stats).toMatchObject({ crawled: 1, failed: 0, blocked: 2 });
+    const again = await crawl([siteUrl("/page2")], [...flags, "--refresh"], "refresh-2");
+    expect(ads.total()).toBe(0);
+    expect(again.stats).toMatchObject({ crawled: 1, failed: 0, failedAttempts: 0, blocked: 2 });
+    expect(again.report.map((r) => r.url).sort()).toEqual(adUrls().sort());
+    for (const url of adUrls()) expect(again.anyRecord).not.toContain(url);
+    const changes = readFileSync(join(again.dir, "reports", "changes.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { url: string });
+    expect(changes.map((c) => c.url)).toEqual([siteUrl("/page2")]);
+  }, 200_000);
+
+  it("an interrupted crawl resumed: the count is the crawl's over both runs, the report keeps the first run's lines", async () => {
+    const collection = "resumed";
+    const seeds = ["/slow1", "/slow2", "/slow3"].map(siteUrl);
+    const args = [...seeds.flatMap((s) => ["--url", s]), "--cwd", cwd, "--collection", collection, "--statsFilename", join(cwd, "resumed-stats.json"),
+      "--behaviors", "", "--netIdleWait", "1", "--scopeType", "page", "--blockAds", "--logging", "stats,debug"];
+    for (const h of [site, video, ads]) h.hits.clear();
+    // Run 1: interrupted (SIGINT) once its first page is crawled.
+    const first = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, ["dist/src/cli/crawl.js", ...args], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...env } });
+      let stderr = "";
+      let interrupted = false;
+      child.stderr.on("data", (d: Buffer) => {
+        stderr += d.toString();
+        if (!interrupted && stderr.includes('"page crawled"')) {
+          interrupted = true;
+          child.kill("SIGINT");
+        }
+      });
+      child.on("error", reject);
+      child.on("exit", (code) => resolve({ code, stderr }));
+    });
+    expect(first.code, first.stderr.slice(-2000)).toBe(11);
+    const blockedIn = (stderr: string) => logLines(stderr).filter((l) => l.context === "blocking" && l.message === "request blocked").length;
+    const firstBlocked = blockedIn(first.stderr);
+    const firstCrawled = logLines(first.stderr).filter((l) => l.message === "page crawled").length;
+    expect(firstCrawled).toBeGreaterThanOrEqual(1);
+    expect(firstCrawled).toBeLessThan(3);
+    const reportFile = join(cwd, "collections", collection, "reports", "blocked.jsonl");
+    expect(readFileSync(reportFile, "utf8").trim().split("\n")).toHaveLength(2);
+    // Run 2: the same command goes on with the rest.
+    const second = await runCli("crawl", args, { timeoutMs: 180_000, env });
+    expect(second.code, second.stderr.slice(-2000)).toBe(0);
+    const stats = JSON.parse(readFileSync(join(cwd, "resumed-stats.json"), "utf8")) as Crawl["stats"];
+    expect(stats).toMatchObject({ crawled: 3, failed: 0 });
+    expect(stats.blocked).toBe(firstBlocked + blockedIn(second.stderr));
+    expect(stats.blocked).toBeGreaterThanOrEqual(6);
+    expect(ads.total()).toBe(0);
+    // Each process run lists a URL once: the resumed run lists the ads again, after the first run's lines.
+    const lines = readFileSync(reportFile, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { url: string });
+    expect(lines.map((l) => l.url).sort()).toEqual([...adUrls(), ...adUrls()].sort());
+    const archive = join(cwd, "collections", collection, "archive");
+    const targets = readdirSync(archive).flatMap((f) => readWarcRecords(join(archive, f))).map((r) => r.headers.get("warc-target-uri") ?? "");
+    for (const url of adUrls()) expect(targets).not.toContain(url);
+    for (const url of seeds) expect(targets).toContain(url);
+  }, 240_000);
 });
