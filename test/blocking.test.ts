@@ -9,6 +9,7 @@ import { judgeByRules, parseBlockRule, textVerdict, BlockRuleError } from "../sr
 import { buildCrawlProgram, crawlFlags } from "../src/cli/crawl.js";
 import { resolveCrawlOptions } from "../src/config/crawlOptions.js";
 import { OptionsError } from "../src/config/optionsError.js";
+import { logger } from "../src/log/logger.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "blocking-unit-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -142,6 +143,25 @@ describe("Blocking", () => {
     expect(blocking.judge({ url: "https://p.test/banner", frameUrl: "https://p.test/", navigation: false })).toEqual({ action: "block", by: "rule", rule: "/banner", message: "rule!" });
     expect(blocking.judge({ url: "https://p.test/ok", frameUrl: "https://p.test/", navigation: false })).toEqual({ action: "allow" });
     expect(new Blocking({ rules: [], adHosts: null, blockMessage: "", adBlockMessage: "" }).active).toBe(false);
+  });
+
+  it("a page on an ad host is not blocked: said once per listed host", () => {
+    const blocking = new Blocking({ rules: [], adHosts, blockMessage: "", adBlockMessage: "" });
+    const lines: string[] = [];
+    logger.onLine((entry) => {
+      if (entry.context === "blocking") lines.push(`${entry.logLevel} ${entry.message}`);
+    });
+    const quiet = logger.quietStderr;
+    logger.quietStderr = true;
+    try {
+      blocking.pageDocument("https://www.ads.test/a");
+      blocking.pageDocument("https://x.ads.test/b");
+      blocking.pageDocument("https://p.test/");
+    } finally {
+      logger.onLine(null);
+      logger.quietStderr = quiet;
+    }
+    expect(lines).toEqual(["warn a page on an ad host is crawled all the same: pages are never blocked (--exclude keeps them out)"]);
   });
 
   it("the crawler's own fetches obey it too (no frame: rules with inFrameUrl do not apply), and are reported", () => {

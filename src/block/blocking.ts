@@ -1,3 +1,4 @@
+import { logger } from "../log/logger.js";
 import type { AdHostList } from "./adHosts.js";
 import { judgeByRules, type BlockRule } from "./rules.js";
 
@@ -51,6 +52,8 @@ const ALLOW: BlockVerdict = { action: "allow" };
 
 export class Blocking {
   private listener: BlockListener = () => undefined;
+  /** Ad hosts pages were crawled on, said once each. */
+  private readonly warnedPageHosts = new Set<string>();
 
   constructor(readonly settings: BlockSettings) {}
 
@@ -75,6 +78,18 @@ export class Blocking {
     if (verdict.action === "block") return { action: "block", by: "rule", rule: verdict.rule.text, message: blockMessage };
     if (verdict.action === "checkText") return { action: "checkText", rule: verdict.rule, message: blockMessage };
     return ALLOW;
+  }
+
+  /**
+   * A page's own document is never blocked (--exclude keeps pages out): one on an ad host is said once per
+   * listed host (browsertrix-crawler blocks it, and the page fails).
+   */
+  pageDocument(url: string): void {
+    const host = this.settings.adHosts ? hostOf(url) : null;
+    const listed = host ? this.settings.adHosts?.match(host) : null;
+    if (!listed || this.warnedPageHosts.has(listed) || this.warnedPageHosts.size >= 1000) return;
+    this.warnedPageHosts.add(listed);
+    logger.warn("blocking", "a page on an ad host is crawled all the same: pages are never blocked (--exclude keeps them out)", { url, adHost: listed });
   }
 
   /** Report a blocked request (count, report line, debug log): the listener set by the crawl. */

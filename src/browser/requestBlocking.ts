@@ -67,7 +67,10 @@ export class TabBlocking {
     if (!/^https?:/i.test(request.url)) return false;
     const navigation = resourceType === "Document";
     // The page's own document: never blocked (a page is kept out with --exclude, as in browsertrix-crawler).
-    if (navigation && frameId === this.mainFrameId) return false;
+    if (navigation && frameId === this.mainFrameId) {
+      this.blocking.pageDocument(request.url);
+      return false;
+    }
     const frame = frameId ? this.frames.get(frameId) : undefined;
     const frameUrl = (navigation ? (frame?.parentId ? this.frames.get(frame.parentId)?.url : undefined) : frame?.url) ?? "";
     const verdict = this.blocking.judge({ url: request.url, frameUrl, navigation });
