@@ -8,7 +8,7 @@ interface FrameInfo {
   parentId: string | null;
 }
 
-/** Text rules waiting for their frame's response, at most this many (requests that failed never answer). */
+/** Text rules (and answered requests) waiting for their response stage, at most this many (a request may never get there). */
 const MAX_PENDING_TEXT = 1000;
 
 /**
@@ -81,7 +81,10 @@ export class TabBlocking {
       return false;
     }
     const answered = await this.refuse(requestId, navigation ? verdict.message : "", "Request");
-    if (answered) this.answered.add(requestId);
+    if (answered) {
+      if (this.answered.size >= MAX_PENDING_TEXT) this.answered.clear();
+      this.answered.add(requestId);
+    }
     this.blocking.record({ url: request.url, by: verdict.by, rule: verdict.rule, page, frameUrl: frameUrl || null, resourceType });
     return true;
   }
