@@ -8,7 +8,7 @@ interface FrameInfo {
   parentId: string | null;
 }
 
-/** Text rules (and answered requests) waiting for their response stage, at most this many (a request may never get there). */
+/** Text rules waiting for their frame's response, at most this many (a request that fails never gets there). */
 const MAX_PENDING_TEXT = 1000;
 
 /**
@@ -25,8 +25,6 @@ export class TabBlocking {
   private readonly frames = new Map<string, FrameInfo>();
   /** Request id -> the text rule its response is judged by. */
   private readonly textChecks = new Map<string, { rule: BlockRule; message: string }>();
-  /** Request ids answered with a block message at the request stage: their response is not captured. */
-  private readonly answered = new Set<string>();
 
   private constructor(
     private readonly cdp: CDPSession,
@@ -80,22 +78,15 @@ export class TabBlocking {
       this.textChecks.set(requestId, { rule: verdict.rule, message: verdict.message });
       return false;
     }
-    const answered = await this.refuse(requestId, navigation ? verdict.message : "", "Request");
-    if (answered) {
-      if (this.answered.size >= MAX_PENDING_TEXT) this.answered.clear();
-      this.answered.add(requestId);
-    }
+    // Answered here (the message), the request never pauses at the response stage: nothing is captured.
+    await this.refuse(requestId, navigation ? verdict.message : "");
     this.blocking.record({ url: request.url, by: verdict.by, rule: verdict.rule, page, frameUrl: frameUrl || null, resourceType });
     return true;
   }
 
-  /** At the response stage: true when the response is not to be captured (blocked by its text, or a block message). */
+  /** At the response stage: true when the frame's text blocked it (answered here; not to be captured). */
   async atResponse(event: Protocol.Fetch.RequestPausedEvent, page: string | null): Promise<boolean> {
     const { requestId } = event;
-    if (this.answered.delete(requestId)) {
-      await this.cdp.send("Fetch.continueRequest", { requestId }).catch(() => undefined);
-      return true;
-    }
     const check = this.textChecks.get(requestId);
     if (!check) return false;
     this.textChecks.delete(requestId);
@@ -106,22 +97,21 @@ export class TabBlocking {
     const blocked = textVerdict(check.rule, text);
     logger.debug("blocking", blocked ? "frame blocked by its text" : "frame allowed by its text", { url: event.request.url, rule: check.rule.text });
     if (!blocked) return false;
-    await this.refuse(requestId, check.message, "Response");
+    await this.refuse(requestId, check.message);
     const frame = event.frameId ? this.frames.get(event.frameId) : undefined;
     const parent = frame?.parentId ? this.frames.get(frame.parentId)?.url ?? null : null;
     this.blocking.record({ url: event.request.url, by: "rule", rule: check.rule.text, page, frameUrl: parent, resourceType: event.resourceType } satisfies BlockedRequest);
     return true;
   }
 
-  /** Answer with the message (a frame's document) or fail the request; true when answered. */
-  private async refuse(requestId: string, message: string, stage: "Request" | "Response"): Promise<boolean> {
+  /** Answer with the message (a frame's document), else fail the request. */
+  private async refuse(requestId: string, message: string): Promise<void> {
     if (message) {
       const body = Buffer.from(message, "utf8").toString("base64");
       const headers = [{ name: "Content-Type", value: "text/html; charset=utf-8" }, { name: "Cache-Control", value: "no-store" }];
-      const ok = await this.cdp.send("Fetch.fulfillRequest", { requestId, responseCode: 200, responseHeaders: headers, body }).then(() => true, () => false);
-      if (ok) return stage === "Request";
+      const answered = await this.cdp.send("Fetch.fulfillRequest", { requestId, responseCode: 200, responseHeaders: headers, body }).then(() => true, () => false);
+      if (answered) return;
     }
     await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "BlockedByClient" }).catch(() => undefined);
-    return false;
   }
 }
