@@ -1,6 +1,8 @@
 import { join } from "node:path";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import { logger } from "../log/logger.js";
+import { useBlocking } from "../block/blocking.js";
+import { adHostsFor } from "./blockedReport.js";
 import { openCapturePipeline } from "../pipeline/openPipeline.js";
 import { BtxLists } from "../state/btxLists.js";
 import { writerName } from "../state/membership/writerSlots.js";
@@ -41,6 +43,8 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
 }
 
 async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: number, health: HealthCheck | null): Promise<CrawlOutcome> {
+  // --blockAds: its list is read first, so that a missing one stops the crawl before anything is written.
+  const adHosts = adHostsFor(options.block);
   const paths = openCollection(options);
   const session = await openCrawlSession(options, paths, stop);
   const lists = new BtxLists(session.redis, session.membership.keys, { pages: options.state.writePagesToRedis, errors: options.state.logErrorsToRedis, behaviors: options.state.logBehaviorsToRedis });
@@ -58,7 +62,7 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
       stop,
     });
     const watch = new CrawlWatch({ lifecycle: options.lifecycle, rateLimit: options.rateLimit, redis: session.redis, crawlId: options.crawlId, stop, health });
-    const run: CrawlRun = { options, paths, session, pipeline, stop, started, watch, ...openPageOutputs(options, paths, session, lists) };
+    const run: CrawlRun = { options, paths, session, pipeline, stop, started, watch, ...openPageOutputs(options, paths, session, lists, adHosts) };
     await resumeFromStateFile(options, session);
     const seeding = await admitSeeds(options, session.state, run.skipped ? (page, reason) => run.skipped?.add(page, reason) : undefined);
     logger.milestone("crawl", "crawl started", { crawlId: options.crawlId, processId: session.processId, seeds: options.seeds, collection: options.collection });
@@ -69,6 +73,7 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
     return await finishCrawl(run, pages);
   } finally {
     stateFiles.stop();
+    useBlocking(null);
     logger.onLine(null);
     await lists.flush();
     await session.close();
