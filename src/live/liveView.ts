@@ -58,7 +58,7 @@ export class LiveView {
     const view = new LiveView(workers);
     if (port) {
       view.server = await LiveViewServer.start(port, view.hub);
-      logger.info("crawl", `watch the crawl at ${view.server.url}`, { port: view.server.port, host: view.server.host });
+      logger.milestone("crawl", `watch the crawl at ${view.server.url}`, { port: view.server.port, host: view.server.host });
     }
     return view;
   }
@@ -98,7 +98,8 @@ export class LiveView {
 
   /** The crawl has ended: its final figures (as in --statsFilename). */
   finished(figures: FinalFigures): void {
-    const packet: StatsPacket = { msg: "stats", ...figures, final: true };
+    const { crawled, queued, pending, failed, failedAttempts, bytesWritten, elapsedSeconds, status } = figures;
+    const packet: StatsPacket = { msg: "stats", crawled, queued, pending, failed, failedAttempts, bytesWritten, elapsedSeconds, status, final: true };
     this.hub.receive(packet);
   }
 
