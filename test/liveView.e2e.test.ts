@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { request } from "node:http";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "puppeteer-core";
@@ -145,6 +146,22 @@ describe("--screencastPort", () => {
     expect(archivedTargets("watched").length).toBeGreaterThan(2 * (LIVE_SLOW_PAGES + 2));
     console.log(JSON.stringify({ liveView: { firstFramesMs, watchedMs, unwatchedMs } }));
   }, 240_000);
+});
+
+describe("--screencastPort in use", () => {
+  it("is one line and exit 1, before anything is written", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (taken.address() as AddressInfo).port;
+      const run = startCrawl("port-in-use", ["--screencastPort", String(port)]);
+      expect(await run.done).toBe(1);
+      expect(run.stderr()).toContain(`crawl: --screencastPort ${port}: cannot serve the live view on 127.0.0.1: the port is in use`);
+      expect(existsSync(join(cwd, "collections", "port-in-use"))).toBe(false);
+    } finally {
+      taken.close();
+    }
+  });
 });
 
 describe("--screencastRedis", () => {
