@@ -74,14 +74,15 @@ class WorkerCast implements LiveWorker {
     this.setState("done");
   }
 
-  /** The latest packet of this worker, its last frame included. */
-  packet(data = this.lastFrame): WorkerPacket {
+  /** The latest packet of this worker, its last frame included unless `withFrame` is false (a change of state only). */
+  packet(withFrame = true): WorkerPacket {
+    const data = withFrame ? this.lastFrame : undefined;
     return { msg: "screencast", id: this.owner.idOf(this.index), url: this.url, ...(data !== undefined ? { data } : {}), state: this.state, process: this.owner.process, worker: this.index };
   }
 
   private setState(state: WorkerState): void {
     this.state = state;
-    this.owner.publish(this.packet(undefined));
+    this.owner.publish(this.packet(false));
   }
 
   async startCast(): Promise<void> {
