@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { AdHostList } from "../block/adHosts.js";
 import type { CrawlOptions } from "../config/crawlOptions.js";
+import type { LiveView } from "../live/liveView.js";
 import type { OpenPipeline } from "../pipeline/openPipeline.js";
 import type { BtxLists, BtxPageEntry } from "../state/btxLists.js";
 import { writerName } from "../state/membership/writerSlots.js";
@@ -38,6 +39,8 @@ export interface CrawlRun extends PageOutputs {
   started: number;
   /** What page outcomes mean for the crawl (health check, --failOn* flags, rate-limit interrupts). */
   watch: CrawlWatch;
+  /** --screencastPort / --screencastRedis: the crawl watched live (src/live/); null when not asked for. */
+  live: LiveView | null;
 }
 
 export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, session: CrawlSession, lists: BtxLists, adHosts: AdHostList | null = null): PageOutputs {
