@@ -319,8 +319,10 @@ describe("--debugAccessBrowser and --debugAccessRedis", () => {
     try {
       // The page is loaded and sits in its --postLoadDelay.
       expect(await waitFor(() => (server.hits.get("/") ?? 0) > 0, 60_000)).toBe(true);
-      const targets = (await getJson("http://127.0.0.1:9222/json/list")) as { url: string; type: string }[];
-      expect(targets.some((t) => t.type === "page" && t.url === `${server.origin}/`)).toBe(true);
+      // The server's hit comes before the tab commits its navigation: until then its target still shows about:blank.
+      const pageTarget = async () => ((await getJson("http://127.0.0.1:9222/json/list")) as { url: string; type: string }[])
+        .some((t) => t.type === "page" && t.url === `${server.origin}/`);
+      expect(await waitFor(pageTarget, 5_000)).toBe(true);
       const version = (await getJson("http://127.0.0.1:9222/json/version")) as { Browser: string };
       expect(version.Browser).toMatch(/Chrom/);
 
