@@ -43,7 +43,7 @@ export async function packProfile(dir: string, file: string): Promise<void> {
   // Created 0600 before a byte is written: the cookies are never readable by others, even for a moment.
   closeSync(openSync(partial, "w", 0o600));
   try {
-    await create({ gzip: true, file: partial, cwd: dir, portable: true, filter: (path: string, _entry: Stats | ReadEntry) => keptInArchive(path) }, ["./"]);
+    await create({ gzip: true, file: partial, cwd: dir, portable: true, filter: (path: string, _entry: Stats | ReadEntry) => keptInArchive(path) }, ["."]);
     chmodSync(partial, 0o600);
     renameSync(partial, file);
   } catch (err) {
