@@ -174,10 +174,6 @@ async function main(argv: string[]): Promise<number> {
   let options;
   let profile: CrawlProfile | null = null;
   try {
-    // --profile: a URL is downloaded once; every browser of the crawl unpacks its own copy (pagePhase.ts).
-    profile = flags.profile ? await openCrawlProfile(flags.profile, flags.userAgent ?? null).catch((err: unknown) => {
-      throw err instanceof ProfileSourceError ? new OptionsError(err.message) : err;
-    }) : null;
     const seedFile = flags.seedFile ? await localSeedFile(flags.seedFile, flags.userAgent ?? null) : null;
     // Behaviors from URLs and git repositories: fetched once, read with the options, then removed.
     const behaviors = await localCustomBehaviors(flags.customBehaviors ?? [], flags.userAgent ?? null).catch((err: unknown) => {
@@ -185,11 +181,18 @@ async function main(argv: string[]): Promise<number> {
       throw err;
     });
     try {
-      const profileFlags = profile ? { profile: profile.path, loginUrl: flags.loginUrl ?? profile.loginUrl ?? undefined } : {};
-      options = resolveCrawlOptions({ ...flags, ...profileFlags, ...(seedFile ? { seedFile: seedFile.path } : {}), customBehaviors: behaviors.paths, customBehaviorOrigins: behaviors.origins });
+      options = resolveCrawlOptions({ ...flags, ...(seedFile ? { seedFile: seedFile.path } : {}), customBehaviors: behaviors.paths, customBehaviorOrigins: behaviors.origins });
     } finally {
       seedFile?.dispose();
       behaviors.dispose();
+    }
+    // --profile: a URL is downloaded once (after the other flags are checked); every browser of the crawl
+    // unpacks its own copy (pagePhase.ts). --loginUrl wins over the login page the profile notes.
+    if (flags.profile) {
+      profile = await openCrawlProfile(flags.profile, flags.userAgent ?? null).catch((err: unknown) => {
+        throw err instanceof ProfileSourceError ? new OptionsError(err.message) : err;
+      });
+      options = { ...options, profile: { archive: profile.path, loginUrl: options.profile.loginUrl ?? profile.loginUrl } };
     }
   } catch (err) {
     profile?.dispose();

@@ -123,8 +123,7 @@ export interface CrawlOptions {
   /** --profile, --loginUrl (src/config/profileOptions.ts). */ profile: ProfileOptions;
 }
 
-export { OptionsError };
-export { parseSize };
+export { OptionsError, parseSize };
 
 export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 /** --diskUtilization default, browsertrix-crawler's: stop at 90% of the disk used. */
