@@ -63,7 +63,7 @@ describe("create-login-profile flags", () => {
 });
 
 describe("crawl --profile, --loginUrl", () => {
-  it("--profile and browsertrix-crawler's --loadProfile are one flag, no longer warned about; --saveProfile still is", () => {
+  it("--profile and browsertrix-crawler's --loadProfile are one flag, --saveProfile takes a value or none; none is warned about", () => {
     for (const flag of ["--profile", "--loadProfile"]) {
       const program = buildCrawlProgram().exitOverride();
       const flags = crawlFlags(program, ["--url", "https://e.org/", flag, "p.tar.gz", "--loginUrl", "https://e.org/login"], "user", {});
@@ -72,13 +72,23 @@ describe("crawl --profile, --loginUrl", () => {
       expect(compatWarnings(program)).toEqual([]);
     }
     const program = buildCrawlProgram().exitOverride();
-    crawlFlags(program, ["--url", "https://e.org/", "--saveProfile"], "user", {});
-    expect(compatWarnings(program)).toEqual(["accepted for browsertrix-crawler compatibility but not implemented yet: --saveProfile"]);
+    expect(crawlFlags(program, ["--url", "https://e.org/", "--saveProfile"], "user", {}).saveProfile).toBe(true);
+    expect(compatWarnings(program)).toEqual([]);
+  });
+
+  it("--saveProfile: a path (relative: under <cwd>/profiles/), or back into the --profile file", () => {
+    const cwd = "/w/crawls";
+    expect(profileOptions({ saveProfile: "/p/out.tar.gz" }, cwd).saveProfile).toBe("/p/out.tar.gz");
+    expect(profileOptions({ saveProfile: "out.tar.gz" }, cwd).saveProfile).toBe("/w/crawls/profiles/out.tar.gz");
+    expect(profileOptions({ saveProfile: true, profile: "mine.tar.gz" }, cwd).saveProfile).toBe(resolve("mine.tar.gz"));
+    expect(profileOptions({ saveProfile: true, profile: "https://e.org/p.tar.gz" }, cwd).saveProfile).toBe("/w/crawls/profiles/profile.tar.gz");
+    expect(profileOptions({ saveProfile: false }, cwd).saveProfile).toBeNull();
+    expect(() => profileOptions({ saveProfile: "https://e.org/up.tar.gz" }, cwd)).toThrow(OptionsError);
   });
 
   it("profileOptions checks --loginUrl; disabled-if-profile bypasses service workers only with a profile", () => {
-    expect(profileOptions({})).toEqual({ archive: null, loginUrl: null });
-    expect(profileOptions({ profile: "p.tar.gz", loginUrl: "https://e.org/login" })).toEqual({ archive: "p.tar.gz", loginUrl: "https://e.org/login" });
+    expect(profileOptions({})).toEqual({ archive: null, loginUrl: null, saveProfile: null });
+    expect(profileOptions({ profile: "p.tar.gz", loginUrl: "https://e.org/login" })).toEqual({ archive: "p.tar.gz", loginUrl: "https://e.org/login", saveProfile: null });
     expect(() => profileOptions({ loginUrl: "/login" })).toThrow(OptionsError);
     expect(browserMiscOptions({ serviceWorker: "disabled-if-profile" }).bypassServiceWorker).toBe(false);
     expect(browserMiscOptions({ serviceWorker: "disabled-if-profile", profile: "p.tar.gz" }).bypassServiceWorker).toBe(true);

@@ -108,9 +108,13 @@ describe("crawl --profile", () => {
     }
   }, 240_000);
 
-  it("with --workers 2 too; the login cookie goes to the login site only", async () => {
-    const result = await crawl("members2", ["--profile", profile, "--workers", "2"]);
+  it("with --workers 2 too; the login cookie goes to the login site only; --saveProfile saves the browser's profile", async () => {
+    const saved = join(cwd, "saved", "after-crawl.tar.gz");
+    const result = await crawl("members2", ["--profile", profile, "--workers", "2", "--saveProfile", saved]);
     expect(result.code, result.stderr.slice(-2000)).toBe(0);
+    expect(statSync(saved).mode & 0o777).toBe(0o600);
+    expect(await listProfile(saved)).toEqual(expect.arrayContaining(["./Default/Cookies", "./warc-crawler-profile.json"]));
+    expect(readdirSync(join(cwd, "saved"))).toEqual(["after-crawl.tar.gz"]);
     expect(pagesOf("members2")).toEqual([...MEMBER_PAGES].sort());
     const requests = ofType(recordsOf("members2"), "request");
     const cookieOf = (r: RawRecord) => httpHeader(r, "cookie") ?? "";

@@ -23,7 +23,7 @@ import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
 import { BEHAVIOR_NAMES, DEFAULT_BEHAVIORS } from "../browser/behaviors.js";
 import { localCustomBehaviors } from "../config/customBehaviors.js";
 import { AddressRefusedError } from "../fetch/addressPolicy.js";
-import { openCrawlProfile, ProfileSourceError, type CrawlProfile } from "../profile/crawlProfile.js";
+import { openCrawlProfile, ProfileSourceError, settleSavedProfile, type CrawlProfile } from "../profile/crawlProfile.js";
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -76,6 +76,7 @@ export function buildCrawlProgram(): Command {
     .option("--headful", "show the browser window (needs a display)")
     // Logins (src/profile/, src/config/profileOptions.ts)
     .option("--profile <path|url>", "start every browser of the crawl from this browser profile (a tar.gz made by create-login-profile or browsertrix-crawler; a path or an http(s) URL): its cookies and storage log the crawl in")
+    .option("--saveProfile [path]", "when the crawl has finished (exit 0), save the browser's profile (its cookies as the crawl left them) to this tar.gz; without a value, to the --profile file; a relative path is taken under <cwd>/profiles/")
     .option("--loginUrl <url>", "the login page: a page redirected there has lost its session and is reported, not archived (default: the login page create-login-profile noted in the --profile)")
     .addOption(new Option("--text [targets]", "store each page's text: to-pages (pages.jsonl 'text', for full-text search), to-warc (a urn:text:<url> record); comma-separated, repeatable; alone: to-pages").preset("to-pages").argParser(collect))
     .option("--screenshot <kinds>", "store screenshots of each page as urn:<kind>:<url> records: view (viewport PNG), thumbnail (640px JPEG), fullPage (PNG); comma-separated, repeatable", collect)
@@ -192,7 +193,7 @@ async function main(argv: string[]): Promise<number> {
       profile = await openCrawlProfile(flags.profile, flags.userAgent ?? null).catch((err: unknown) => {
         throw err instanceof ProfileSourceError ? new OptionsError(err.message) : err;
       });
-      options = { ...options, profile: { archive: profile.path, loginUrl: options.profile.loginUrl ?? profile.loginUrl } };
+      options = { ...options, profile: { ...options.profile, archive: profile.path, loginUrl: options.profile.loginUrl ?? profile.loginUrl } };
     }
   } catch (err) {
     profile?.dispose();
@@ -233,6 +234,7 @@ async function main(argv: string[]): Promise<number> {
   });
   try {
     const outcome = await runCrawl(options, stop);
+    if (options.profile.saveProfile) settleSavedProfile(options.profile.saveProfile, outcome.exitCode === ExitCode.Finished && !outcome.failure);
     if (outcome.failure) process.stderr.write(`crawl: ${outcome.failure}\n`);
     // A crawl stopped by a signal is not "done": it exits as asked.
     if (options.browserMisc.waitOnDone && stop.reason !== "signal") await waitForStopSignal();

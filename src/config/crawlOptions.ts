@@ -323,7 +323,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     state: stateOptions(flags),
     dedupeFlags: dedupeFlagOptions(flags),
     pageLoad: pageLoadOptions(flags),
-    profile: profileOptions(flags),
+    profile: profileOptions(flags, resolve(flags.cwd ?? "crawls")),
   };
 }
 

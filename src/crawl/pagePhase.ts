@@ -4,7 +4,7 @@ import { BrowserHost } from "../browser/browserHost.js";
 import { PageWorker } from "../browser/pageWorker.js";
 import { setupChromiumArgs, tabSetupFor } from "../browser/pageSetup.js";
 import { browserSetupOf } from "../config/pageLoadOptions.js";
-import { unpackInto } from "../profile/crawlProfile.js";
+import { packInto, pendingProfileFile, unpackInto } from "../profile/crawlProfile.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { CrawlProgressBar } from "../log/progress.js";
 import { SeedScopes } from "../scope/seedScopes.js";
@@ -53,6 +53,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
   const host = new BrowserHost({
     executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent, extraArgs: setupChromiumArgs(setup), recordsDir: run.paths.browsers,
     ...(profile ? { prepareProfile: unpackInto(profile) } : {}),
+    ...(options.profile.saveProfile ? { beforeRemove: packInto(pendingProfileFile(options.profile.saveProfile)) } : {}),
   });
   const debugAccess = options.browserMisc.debugAccessBrowser ? await startBrowserDebugAccess(async () => (await host.browser()).wsEndpoint()) : null;
   try {

@@ -1,5 +1,6 @@
+import { existsSync, renameSync, rmSync } from "node:fs";
 import { errorMessage, logger } from "../log/logger.js";
-import { readProfileInfo, unpackProfile } from "./profileArchive.js";
+import { packProfile, readProfileInfo, unpackProfile } from "./profileArchive.js";
 import { localProfile, ProfileSourceError } from "./profileSource.js";
 
 export { ProfileSourceError };
@@ -32,4 +33,33 @@ export function unpackInto(archive: string): (profileDir: string) => Promise<voi
     const unpacked = await unpackProfile(archive, profileDir);
     logger.info("browser", "browser profile loaded", { files: unpacked.files, bytes: unpacked.bytes, skipped: unpacked.skipped.length });
   };
+}
+
+/** Where the crawl's browser leaves its profile (--saveProfile) until the crawl is known to have finished. */
+export function pendingProfileFile(target: string): string {
+  return `${target}.${process.pid}.pending`;
+}
+
+/** A launch hook (LaunchOptions.beforeRemove): the closing browser's user-data folder, packed for --saveProfile. */
+export function packInto(file: string): (profileDir: string) => Promise<void> {
+  return (profileDir) => packProfile(profileDir, file);
+}
+
+/**
+ * --saveProfile once the crawl is over: the profile the last browser left becomes the target file if the
+ * crawl finished (browsertrix-crawler saves it only then), and is removed otherwise.
+ */
+export function settleSavedProfile(target: string, finished: boolean): void {
+  const pending = pendingProfileFile(target);
+  if (!existsSync(pending)) {
+    if (finished) logger.warn("browser", "--saveProfile: no browser profile to save (no browser ran)");
+    return;
+  }
+  if (!finished) {
+    rmSync(pending, { force: true });
+    logger.info("browser", "--saveProfile: the crawl did not finish, the profile is not saved");
+    return;
+  }
+  renameSync(pending, target);
+  logger.info("browser", "browser profile saved", { file: target });
 }
