@@ -10,6 +10,7 @@ import { readWarcRecords } from "./helpers/warcFile.js";
 import { freePort } from "../src/redis/freePort.js";
 import { startFaultySite } from "./helpers/faultySite.js";
 import { SEED_LIST } from "./helpers/hostile/btx.js";
+import { listedPaths } from "./helpers/pageLists.js";
 
 // The command lines and configs browsertrix-crawler's users run today (reference: browsertrix-cli.md §1.1),
 // each pointed at the seed site and our output folder: they crawl to the end with browsertrix-crawler's exit code.
@@ -43,12 +44,7 @@ interface Crawl {
 async function crawl(collection: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Crawl> {
   const result = await runCli("crawl", args, { timeoutMs: 240_000, env });
   const dir = join(cwd, "collections", collection);
-  const pages = ["pages.jsonl", "extraPages.jsonl"]
-    .map((f) => join(dir, "pages", f))
-    .filter((f) => existsSync(f))
-    .flatMap((f) => readFileSync(f, "utf8").trim().split("\n").slice(1))
-    .map((l) => new URL((JSON.parse(l) as { url: string }).url).pathname)
-    .sort();
+  const pages = listedPaths(dir);
   const archive = join(dir, "archive");
   const records = existsSync(archive) ? readdirSync(archive).flatMap((f) => readWarcRecords(join(archive, f))) : [];
   const targets = (type: string) => records.filter((r) => r.headers.get("warc-type") === type).map((r) => r.headers.get("warc-target-uri") ?? "").sort();

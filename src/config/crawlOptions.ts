@@ -322,7 +322,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     output: outputOptions(flags, env),
     state: stateOptions(flags),
     dedupeFlags: dedupeFlagOptions(flags),
-    pageLoad: pageLoadOptions(flags),
+    pageLoad: pageLoadOptions(flags, env),
     profile: profileOptions(flags, resolve(flags.cwd ?? "crawls")),
   };
 }

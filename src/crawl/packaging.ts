@@ -17,6 +17,7 @@ import { WaczPlan } from "../pipeline/waczPlan.js";
 import type { Membership } from "../state/membership/membership.js";
 import { writerName, type UnreachableWriter, type WriterSlots } from "../state/membership/writerSlots.js";
 import { writeWacz, type WaczResult } from "../wacz/index.js";
+import { waczSigner } from "../upload/waczSigning.js";
 import { SOFTWARE } from "../version.js";
 import { filterPagesFile, type PageList } from "./pageList.js";
 
@@ -82,6 +83,7 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
       description: options.description ?? undefined,
       requires,
       beforeRename: context.assertOwner,
+      sign: options.output.waczSigning ? waczSigner(options.output.waczSigning) : undefined,
       // Scratch (sorted runs of a big index) on the collection's disk, not in a small system /tmp.
       tmpDir: context.outputDir,
     });
