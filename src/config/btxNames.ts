@@ -179,6 +179,12 @@ const OUR_LOGGING = ["stats", "debug", "stderr-json"];
 
 /** Values of browsertrix flags we accept but cannot honour yet, taken out with a note (after the config is applied). */
 export function setAsideUnimplementedValues(program: Command): void {
+  const profile = program.getOptionValue("profile") as string | undefined;
+  if (typeof profile === "string" && profile.startsWith("@")) {
+    // The Browsertrix service's form: a file in its upload storage (S3), which is not read here.
+    program.setOptionValueWithSource("profile", undefined, program.getOptionValueSource("profile"));
+    addCompatNote(program, `accepted for browsertrix-crawler compatibility but not implemented yet: --profile ${profile} (a profile in the upload storage); the crawl runs without a profile`);
+  }
   const logging = program.getOptionValue("logging") as string | undefined;
   const otherLogging = typeof logging === "string" ? logging.split(",").map((v) => v.trim()).filter((v) => v && !OUR_LOGGING.includes(v)) : [];
   if (otherLogging.length) addCompatNote(program, `accepted for browsertrix-crawler compatibility but not implemented yet: --logging ${otherLogging.join(",")}`);
