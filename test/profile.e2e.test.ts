@@ -6,7 +6,9 @@ import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import puppeteer from "puppeteer-core";
+import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listProfile } from "../src/profile/profileArchive.js";
 import { runCli, NO_BEHAVIORS, type CliResult } from "./helpers/cli.js";
@@ -39,8 +41,8 @@ const ofType = (records: RawRecord[], type: string) => records.filter((r) => r.h
 const targetOf = (r: RawRecord) => r.headers.get("warc-target-uri") ?? "";
 const statusOf = (r: RawRecord) => Number(/^HTTP\/[\d.]+ (\d+)/.exec(r.httpHead ?? "")?.[1] ?? 0);
 
-function crawl(collection: string, args: string[]): Promise<CliResult> {
-  return runCli("crawl", ["--url", `${site.url}/members/`, "--collection", collection, "--cwd", cwd, ...NO_BEHAVIORS, "--netIdleWait", "1", ...args], { env: ENV, timeoutMs: 150_000 });
+function crawl(collection: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  return runCli("crawl", ["--url", `${site.url}/members/`, "--collection", collection, "--cwd", cwd, ...NO_BEHAVIORS, "--netIdleWait", "1", ...args], { env: { ...ENV, ...env }, timeoutMs: 150_000 });
 }
 
 beforeAll(async () => {
@@ -127,6 +129,27 @@ describe("crawl --profile", () => {
     // And the server saw it so too.
     expect(site.requests.filter((r) => r.host === CDN_HOST && (r.cookie ?? "").includes("session="))).toEqual([]);
   });
+});
+
+describe("a profile in the upload storage", () => {
+  it("--profile @name is read from STORE_ENDPOINT_URL + STORE_PATH, as the Browsertrix service passes it", async () => {
+    const s3 = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory: join(cwd, "s3"), configureBuckets: [{ name: "store" }] });
+    const { port } = await s3.run();
+    try {
+      const client = new S3Client({ endpoint: `http://127.0.0.1:${port}`, region: "us-east-1", forcePathStyle: true, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } });
+      await client.send(new PutObjectCommand({ Bucket: "store", Key: "team-a/profiles/members.tar.gz", Body: readFileSync(profile) }));
+      client.destroy();
+      const store = { STORE_ENDPOINT_URL: `http://127.0.0.1:${port}/store/`, STORE_PATH: "team-a/", STORE_ACCESS_KEY: "S3RVER", STORE_SECRET_KEY: "S3RVER" };
+      const result = await crawl("from-store", ["--profile", "@profiles/members.tar.gz"], store);
+      expect(result.code, result.stderr.slice(-2000)).toBe(0);
+      expect(pagesOf("from-store")).toEqual([...MEMBER_PAGES].sort());
+      const missing = await crawl("from-store-missing", ["--profile", "@profiles/nothing.tar.gz"], store);
+      expect(missing.code).toBe(4);
+      expect(missing.stderr).toContain("crawl: --profile @profiles/nothing.tar.gz cannot be fetched from the upload storage");
+    } finally {
+      await s3.close();
+    }
+  }, 180_000);
 });
 
 describe("an expired session", () => {

@@ -150,7 +150,7 @@ export function crawlFlags(program: Command, argv: string[], from: "node" | "use
   // A state file (--saveState) is a config with a `state:` section: the crawl resumes from it.
   const { state: savedState, ...config } = configFile ? readConfigFile(configFile) : {};
   if (configFile) applyConfig(program, config, configFile);
-  setAsideUnimplementedValues(program);
+  setAsideUnimplementedValues(program, env);
   return { ...program.opts<RawCrawlFlags>(), savedState, configToSave: configToSave(program, config) };
 }
 
