@@ -77,6 +77,21 @@ describe("create-login-profile --automated", () => {
   });
 });
 
+describe("create-login-profile --profile", () => {
+  it("starts from an existing profile and saves it extended", async () => {
+    const base = join(cwd, "base");
+    execFileSync("mkdir", ["-p", join(base, "Default")]);
+    execFileSync("tar", ["xzf", profile, "-C", base]);
+    execFileSync("sh", ["-c", "echo kept > Default/earlier-login-marker"], { cwd: base });
+    const baseFile = join(cwd, "base.tar.gz");
+    execFileSync("tar", ["czf", baseFile, "./"], { cwd: base });
+    const extended = join(cwd, "extended.tar.gz");
+    const result = await runCli("create-login-profile", ["--url", site.loginUrl, "--user", USER, "--password", PASSWORD, "--filename", extended, "--profile", baseFile], { env: ENV });
+    expect(result.code, result.stderr.slice(-2000)).toBe(0);
+    expect(await listProfile(extended)).toEqual(expect.arrayContaining(["./Default/earlier-login-marker", "./Default/Cookies"]));
+  });
+});
+
 describe("crawl --profile", () => {
   it("without a profile the crawl sees only the login page", async () => {
     const result = await crawl("anonymous", []);
