@@ -28,7 +28,8 @@ export class LoginBrowser {
     const base = options.profile ? await openCrawlProfile(options.profile, null) : null;
     const saveTo: { file: string | null } = { file: null };
     const { width, height } = options.windowSize;
-    const extraArgs = [`--window-size=${width},${height}`];
+    // CHROME_FLAGS reach this browser too, as in browsertrix-crawler (split at spaces, as there).
+    const extraArgs = [...(process.env.CHROME_FLAGS ?? "").split(" ").filter(Boolean), `--window-size=${width},${height}`];
     // Proxies of the crawl are another part of the project (src/proxy/); here the switch is handed to Chromium as it is.
     if (options.proxyServer) extraArgs.push(`--proxy-server=${options.proxyServer}`, "--proxy-bypass-list=<-loopback>");
     let launched: LaunchedBrowser;
