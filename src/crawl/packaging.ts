@@ -38,6 +38,8 @@ export interface PackagingContext {
   reportFile: string;
   /** --reportSkipped: reports/skippedPages.jsonl of this writer, packaged when given (as browsertrix-crawler does). */
   skippedReportFile?: string;
+  /** --blockRules / --blockAds: reports/blocked.jsonl of this writer, packaged when given. */
+  blockedReportFile?: string;
   /**
    * Throws once this process was taken for dead (fenced): then another may be packaging the same files,
    * and this one must neither replace a WACZ nor complete its index entry.
@@ -106,6 +108,7 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
 function reportEntries(context: PackagingContext): { zipPath: string; sourcePath: string }[] {
   const reports = [{ zipPath: "reports/changes.jsonl", sourcePath: context.reportFile }];
   if (context.skippedReportFile) reports.push({ zipPath: "reports/skippedPages.jsonl", sourcePath: context.skippedReportFile });
+  if (context.blockedReportFile) reports.push({ zipPath: "reports/blocked.jsonl", sourcePath: context.blockedReportFile });
   return reports.filter((r) => existsSync(r.sourcePath));
 }
 
