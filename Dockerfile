@@ -23,5 +23,11 @@ RUN npm run build && npm prune --omit=dev && npm link
 # The default --cwd is ./crawls: from / that is /crawls, so output lands in /crawls/collections/<name>/
 # (mount a volume at /crawls).
 WORKDIR /
-# `docker run IMAGE crawl --url ...` and `docker run IMAGE indexer ...` both work: the command is the program.
+# `docker run IMAGE crawl --url ...`, `docker run IMAGE indexer ...` and `docker run IMAGE create-login-profile ...`
+# all work: the command is the program (npm link put every package.json bin on the PATH).
+# create-login-profile's interactive page: `docker run -p 127.0.0.1:9223:9223 -v $PWD/crawls:/crawls IMAGE
+# create-login-profile --url https://example.com/login --port 0.0.0.0:9223` (inside the container it must
+# listen on every interface; -p 127.0.0.1:... keeps it on the host's loopback). The profile lands in
+# /crawls/profiles/profile.tar.gz.
+EXPOSE 9223
 CMD ["crawl", "--help"]

@@ -8,7 +8,7 @@ import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { isBrowserInternal } from "./browserInternal.js";
-import { NO_EXTRAS, OriginRedirects, rateLimitRuleMatched, readPageStorage, type CaptureExtras } from "./captureExtras.js";
+import { isLoginPage, NO_EXTRAS, OriginRedirects, rateLimitRuleMatched, readPageStorage, type CaptureExtras } from "./captureExtras.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { NetworkActivity } from "./loadWait.js";
 import { LiveStreams } from "./liveStream.js";
@@ -187,6 +187,13 @@ export class PageCapture {
       await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "BlockedByResponse" }).catch(() => undefined);
       return;
     }
+    const loginPage = ownDocument && location && this.extras.loginUrl ? tryNormalizeCrawlUrl(location, request.url) : null;
+    if (loginPage && this.extras.loginUrl && isLoginPage(loginPage, this.extras.loginUrl) && !isLoginPage(request.url, this.extras.loginUrl)) {
+      // Sent to the login page: the profile's session is gone. The login form is not this page's content.
+      attempt.loggedOut = { url: request.url, loginPage };
+      await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "BlockedByResponse" }).catch(() => undefined);
+      return;
+    }
 
     if (status === 304 && !confirms) {
       // The browser revalidated a copy from its own cache: the 304 is not the resource, the cached
@@ -284,7 +291,7 @@ export class PageCapture {
    * short on purpose (size cap, a never-ending stream) is stored on any attempt: a retry would do no better.
    */
   private async handOn(exchange: Exchange, attempt: PageAttempt): Promise<void> {
-    if (attempt.rateLimited) return discardBody(exchange);
+    if (attempt.rateLimited || attempt.loggedOut) return discardBody(exchange);
     const storage = exchange.pageDocument && !(exchange.status >= 300 && exchange.status < 400) ? await attempt.storageGate?.storage : null;
     if (storage) exchange.jsonMetadata = JSON.stringify({ storage });
     if (exchange.truncated === "disconnect") {

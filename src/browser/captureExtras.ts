@@ -20,9 +20,26 @@ export interface CaptureExtras {
   originOverride: readonly OriginOverrideRule[];
   rateLimitOnMatch: readonly RateLimitMatchRule[];
   saveStorage: boolean;
+  /** The login page of the crawl's --profile (or --loginUrl): a page redirected there has lost its session. */
+  loginUrl?: string | null;
 }
 
-export const NO_EXTRAS: CaptureExtras = { bypassServiceWorker: true, originOverride: [], rateLimitOnMatch: [], saveStorage: false };
+export const NO_EXTRAS: CaptureExtras = { bypassServiceWorker: true, originOverride: [], rateLimitOnMatch: [], saveStorage: false, loginUrl: null };
+
+/**
+ * Whether `url` is the login page `loginUrl`: same origin and path, whatever the query (a login page
+ * usually carries where to go back to, `?next=/members/a`) or fragment.
+ */
+export function isLoginPage(url: string, loginUrl: string): boolean {
+  try {
+    const a = new URL(url);
+    const b = new URL(loginUrl);
+    const path = (p: string) => p.replace(/\/+$/, "") || "/";
+    return a.origin === b.origin && path(a.pathname) === path(b.pathname);
+  } catch {
+    return false;
+  }
+}
 
 /** Types whose text --rateLimitOnMatch reads (browsertrix-crawler's: those it may rewrite). */
 const MATCHED_TYPES = new Set(["text/html", "application/json", "text/javascript", "application/javascript", "application/x-javascript"]);

@@ -13,6 +13,13 @@ export interface LaunchOptions {
   userAgent?: string | null;
   /** More switches, after ours (--lang, --extraChromeArgs). */
   extraArgs?: readonly string[];
+  /**
+   * Fills the fresh user-data folder before Chromium starts (--profile: a login profile unpacked into it).
+   * Runs at every launch, so each browser, a relaunch after a crash included, starts from its own copy.
+   */
+  prepareProfile?: (profileDir: string) => Promise<void>;
+  /** Reads the user-data folder once the browser has exited, before it is removed (create-login-profile saves it). */
+  beforeRemove?: (profileDir: string) => Promise<void>;
 }
 
 /** Flags that keep Chromium from phoning home (no network here but loopback) and from isolating frames. */
@@ -31,6 +38,10 @@ export const CHROMIUM_ARGS = [
   // Keep cross-origin iframes in the page's own target so one CDP session sees all their traffic.
   "--disable-features=IsolateOrigins,site-per-process,Translate,MediaRouter,OptimizationHints",
   "--disable-site-isolation-trials",
+  // Cookies encrypted with Chromium's fixed key, never a desktop keyring: a profile made on one machine
+  // (or by browsertrix-crawler, which starts Chromium the same way) reads on another.
+  "--password-store=basic",
+  "--use-mock-keychain",
 ];
 
 export interface LaunchedBrowser {
@@ -64,6 +75,12 @@ export async function launchBrowser(options: LaunchOptions, records: BrowserReco
       logger.warn("browser", `cannot remove the browser profile or its record: ${errorMessage(err)}`, { profileDir });
     }
   };
+  try {
+    await options.prepareProfile?.(profileDir);
+  } catch (err) {
+    discard();
+    throw new Error(`cannot set up the browser profile: ${errorMessage(err)}`);
+  }
   let browser: Browser;
   try {
     browser = await puppeteer.launch({
@@ -101,7 +118,11 @@ export async function launchBrowser(options: LaunchOptions, records: BrowserReco
       }
       // Whatever is left of it (all of it after the deadline, a straggling child after a clean close).
       await killBrowserProcesses(profileDir);
-      discard();
+      try {
+        await options.beforeRemove?.(profileDir);
+      } finally {
+        discard();
+      }
     },
   };
 }

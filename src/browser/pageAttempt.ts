@@ -29,6 +29,8 @@ export class PageAttempt {
   readonly documentWacz = new Map<string, string | null>();
   /** Set when the page's document was a rate-limit answer: the attempt stores nothing of it. */
   rateLimited: RateLimitAnswer | null = null;
+  /** Set when the page's document redirected to the login page (its session is gone): the attempt stores nothing. */
+  loggedOut: { url: string; loginPage: string } | null = null;
   /** --dedupePagesMinDepth: if the dedupe index holds the payload of the page's document, the page goes no further. */
   skipIfArchived = false;
   /** It did: the document was stored (a revisit) and the browser stopped from rendering it. */

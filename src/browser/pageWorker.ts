@@ -69,6 +69,8 @@ export interface PageLoadResult {
   behaviors?: BehaviorOutcome;
   /** URLs the page's behaviors asked to be crawled (addLink, links autoclick clicked). */
   behaviorLinks?: string[];
+  /** The page redirected to the profile's login page (session gone): nothing of the attempt was stored. */
+  loggedOut?: { url: string; loginPage: string };
   /** The server answered the page with a rate limit: nothing of the attempt was stored. */
   rateLimited?: RateLimitAnswer;
   /** The WACZ holding the record of the page URL (the page is listed there), when known. */
@@ -170,6 +172,7 @@ export class PageWorker {
     this.contentCheck?.listen(false);
     const failedCheck = this.contentCheck?.failure;
     if (failedCheck !== undefined) return { document: null, title: "", links: [], error: `content check failed: ${failedCheck}`, truncated: [], contentCheckFailed: failedCheck };
+    if (attempt.loggedOut) return { document: null, title: "", links: [], error: `logged out: redirected to the login page ${attempt.loggedOut.loginPage}`, truncated: [], loggedOut: attempt.loggedOut };
     if (attempt.rateLimited) {
       return { document: null, title: "", links: [], error: `rate limited: HTTP ${attempt.rateLimited.status}`, truncated: [], rateLimited: attempt.rateLimited };
     }
@@ -192,7 +195,7 @@ export class PageWorker {
     } catch (err) {
       navigationError = errorMessage(err);
     }
-    if (attempt.rateLimited) return { document: null, title: "", links: [], error: navigationError };
+    if (attempt.rateLimited || attempt.loggedOut) return { document: null, title: "", links: [], error: navigationError };
     if (attempt.duplicate) {
       // Archived already (--dedupePagesMinDepth): its revisit is written; no wait, behaviors or links.
       await capture.drain();

@@ -23,6 +23,7 @@ import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
 import { BEHAVIOR_NAMES, DEFAULT_BEHAVIORS } from "../browser/behaviors.js";
 import { localCustomBehaviors } from "../config/customBehaviors.js";
 import { AddressRefusedError } from "../fetch/addressPolicy.js";
+import { openCrawlProfile, ProfileSourceError, settleSavedProfile, type CrawlProfile } from "../profile/crawlProfile.js";
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -73,6 +74,10 @@ export function buildCrawlProgram(): Command {
     .option("--allowAddresses <list>", "also fetch these addresses, comma-separated, repeatable: IP ranges (10.1.0.0/16, 169.254.169.254) or loopback, private, link-local, metadata (default: public addresses, and loopback or private ones only if a seed is on one)", collect)
     .option("--browserPath <path>", "Chromium executable (default: env BROWSER_BIN, else /usr/bin/chromium)")
     .option("--headful", "show the browser window (needs a display)")
+    // Logins (src/profile/, src/config/profileOptions.ts)
+    .option("--profile <path|url>", "start every browser of the crawl from this browser profile (a tar.gz made by create-login-profile or browsertrix-crawler; a path or an http(s) URL): its cookies and storage log the crawl in")
+    .option("--saveProfile [path]", "when the crawl has finished (exit 0), save the browser's profile (its cookies as the crawl left them) to this tar.gz; without a value, to the --profile file; a relative path is taken under <cwd>/profiles/")
+    .option("--loginUrl <url>", "the login page: a page redirected there has lost its session and is reported, not archived (default: the login page create-login-profile noted in the --profile)")
     .addOption(new Option("--text [targets]", "store each page's text: to-pages (pages.jsonl 'text', for full-text search), to-warc (a urn:text:<url> record); comma-separated, repeatable; alone: to-pages").preset("to-pages").argParser(collect))
     .option("--screenshot <kinds>", "store screenshots of each page as urn:<kind>:<url> records: view (viewport PNG), thumbnail (640px JPEG), fullPage (PNG); comma-separated, repeatable", collect)
     .option("--behaviors <list>", `in-page behaviors run on each page after it loads, comma-separated (${BEHAVIOR_NAMES.join(", ")}); "" for none`, DEFAULT_BEHAVIORS.join(","))
@@ -123,7 +128,7 @@ export function buildCrawlProgram(): Command {
     .option("--dedupePagesMinDepth <depth>", "a page at this depth or deeper whose HTML the dedupe index holds is written as a revisit and not loaded further (no resources, no links followed), and reported skipped as a duplicate; -1 = never", "-1")
     .option("--dedupeConcurrent", "this crawl's payload hashes join the merged dedupe index as they are written, not at commit: crawls running at the same time dedupe against each other (a crawl cancelled later leaves revisits of others pointing into its WACZ files)")
     // Browser extras: service workers, origin override, storage, rate-limit text, debugging (src/config/browserMiscOptions.ts)
-    .option("--serviceWorker <mode>", "service workers: disabled (requests bypass them), enabled, or disabled-if-profile (enabled: there is no --profile here)", "disabled")
+    .option("--serviceWorker <mode>", "service workers: disabled (requests bypass them), enabled, or disabled-if-profile (disabled with a --profile)", "disabled")
     .option("--originOverride <rules...>", "send requests for origin orig to origin new, archived under orig: orig=new, e.g. https://example.com=http://127.0.0.1:8080; repeatable", collect)
     .option("--saveStorage", "store each page's localStorage and sessionStorage in the WARC-JSON-Metadata of its document's response record")
     .option("--rateLimitOnMatch <rules...>", "a page whose HTML/JSON/JS text matches <regex>, or <regex>:<status> with that status, is rate-limited as by --rateLimitStatusCodes; repeatable (default: src=\"/_Incapsula_Resource?:200)", collect)
@@ -152,7 +157,7 @@ export function crawlFlags(program: Command, argv: string[], from: "node" | "use
   // A state file (--saveState) is a config with a `state:` section: the crawl resumes from it.
   const { state: savedState, ...config } = configFile ? readConfigFile(configFile) : {};
   if (configFile) applyConfig(program, config, configFile);
-  setAsideUnimplementedValues(program);
+  setAsideUnimplementedValues(program, env);
   return { ...program.opts<RawCrawlFlags>(), savedState, configToSave: configToSave(program, config) };
 }
 
@@ -175,6 +180,7 @@ async function main(argv: string[]): Promise<number> {
   for (const warning of compatWarnings(program)) process.stderr.write(`crawl: warning: ${warning}\n`);
 
   let options;
+  let profile: CrawlProfile | null = null;
   try {
     const seedFile = flags.seedFile ? await localSeedFile(flags.seedFile, flags.userAgent ?? null) : null;
     // Behaviors from URLs and git repositories: fetched once, read with the options, then removed.
@@ -188,7 +194,16 @@ async function main(argv: string[]): Promise<number> {
       seedFile?.dispose();
       behaviors.dispose();
     }
+    // --profile: a URL is downloaded once (after the other flags are checked); every browser of the crawl
+    // unpacks its own copy (pagePhase.ts). --loginUrl wins over the login page the profile notes.
+    if (flags.profile) {
+      profile = await openCrawlProfile(flags.profile, flags.userAgent ?? null).catch((err: unknown) => {
+        throw err instanceof ProfileSourceError ? new OptionsError(err.message) : err;
+      });
+      options = { ...options, profile: { ...options.profile, archive: profile.path, loginUrl: options.profile.loginUrl ?? profile.loginUrl } };
+    }
   } catch (err) {
+    profile?.dispose();
     if (err instanceof OptionsError) {
       process.stderr.write(`crawl: ${err.message}\n`);
       return ExitCode.BadUsage;
@@ -226,6 +241,7 @@ async function main(argv: string[]): Promise<number> {
   });
   try {
     const outcome = await runCrawl(options, stop);
+    if (options.profile.saveProfile) settleSavedProfile(options.profile.saveProfile, outcome.exitCode === ExitCode.Finished && !outcome.failure);
     if (outcome.failure) process.stderr.write(`crawl: ${outcome.failure}\n`);
     // A crawl stopped by a signal is not "done": it exits as asked.
     if (options.browserMisc.waitOnDone && stop.reason !== "signal") await waitForStopSignal();
@@ -240,6 +256,7 @@ async function main(argv: string[]): Promise<number> {
     if (err instanceof AddressRefusedError) return ExitCode.BadUsage;
     return err instanceof RedisUnreachableError || err instanceof DedupeIndexUnavailableError ? ExitCode.RedisUnavailable : ExitCode.Failed;
   } finally {
+    profile?.dispose();
     stop.dispose();
     await logger.close();
   }

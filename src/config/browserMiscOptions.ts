@@ -10,7 +10,7 @@ export const DEFAULT_RATE_LIMIT_ON_MATCH = ['src="/_Incapsula_Resource?:200'];
 
 /** Browser-side extras of browsertrix-crawler (its flag names and meanings). */
 export interface BrowserMiscOptions {
-  /** --serviceWorker: whether pages may use service workers ("disabled-if-profile": enabled, as we have no --profile). */
+  /** --serviceWorker: whether pages may use service workers ("disabled-if-profile": disabled with a --profile). */
   serviceWorker: ServiceWorkerMode;
   /** Whether the tabs bypass service workers (Network.setBypassServiceWorker). */
   bypassServiceWorker: boolean;
@@ -36,6 +36,8 @@ export interface RawBrowserMiscFlags {
   waitOnDone?: boolean;
   debugAccessBrowser?: boolean;
   debugAccessRedis?: boolean;
+  /** --profile: "disabled-if-profile" depends on it. */
+  profile?: string;
 }
 
 function originOf(value: string, flagValue: string): string {
@@ -79,8 +81,8 @@ export function browserMiscOptions(flags: RawBrowserMiscFlags): BrowserMiscOptio
   const rules = flags.rateLimitOnMatch ?? DEFAULT_RATE_LIMIT_ON_MATCH;
   return {
     serviceWorker,
-    // No --profile here yet: "disabled-if-profile" bypasses nothing, as browsertrix-crawler without a profile.
-    bypassServiceWorker: serviceWorker === "disabled",
+    // As in browsertrix-crawler: a crawl with a --profile (logged in) keeps pages off their service workers.
+    bypassServiceWorker: serviceWorker === "disabled" || (serviceWorker === "disabled-if-profile" && !!flags.profile),
     originOverride: (flags.originOverride ?? []).filter((v) => v.trim()).map(parseOriginOverride),
     saveStorage: flags.saveStorage ?? false,
     rateLimitOnMatch: rules.filter((v) => v !== "").map(parseRateLimitRule),

@@ -178,7 +178,13 @@ const BEHAVIORS_NOT_YET: string[] = [];
 const OUR_LOGGING = ["stats", "debug", "stderr-json"];
 
 /** Values of browsertrix flags we accept but cannot honour yet, taken out with a note (after the config is applied). */
-export function setAsideUnimplementedValues(program: Command): void {
+export function setAsideUnimplementedValues(program: Command, env: NodeJS.ProcessEnv = process.env): void {
+  const profile = program.getOptionValue("profile") as string | undefined;
+  if (typeof profile === "string" && profile.startsWith("@") && !env.STORE_ENDPOINT_URL) {
+    // The Browsertrix service's form: a file in its upload storage, which only STORE_* settings name.
+    program.setOptionValueWithSource("profile", undefined, program.getOptionValueSource("profile"));
+    addCompatNote(program, `--profile ${profile} names a profile in the upload storage, but STORE_ENDPOINT_URL is not set: the crawl runs without a profile`);
+  }
   const logging = program.getOptionValue("logging") as string | undefined;
   const otherLogging = typeof logging === "string" ? logging.split(",").map((v) => v.trim()).filter((v) => v && !OUR_LOGGING.includes(v)) : [];
   if (otherLogging.length) addCompatNote(program, `accepted for browsertrix-crawler compatibility but not implemented yet: --logging ${otherLogging.join(",")}`);

@@ -12,6 +12,7 @@ import { robotsAgentOf } from "../robots/robotsTxt.js";
 import type { SitemapOptions } from "../sitemap/sitemapSeeds.js";
 import { parseW3cDate } from "../sitemap/w3cDate.js";
 import { DEFAULT_BEHAVIORS, parseBehaviorList, type BehaviorName } from "../browser/behaviors.js";
+import { profileOptions, type ProfileOptions, type RawProfileFlags } from "./profileOptions.js";
 import { OptionsError } from "./optionsError.js";
 import { choiceList, integer, parseSize, regexList, seconds, splitList } from "./flagValues.js";
 import { btxScreenshots, btxText, lowestLogLevel } from "./btxValues.js";
@@ -122,17 +123,17 @@ export interface CrawlOptions {
   browserMisc: BrowserMiscOptions;
   /** --blockRules, --blockMessage, --blockAds, --adBlockMessage (blockOptions.ts, src/block/). */
   block: BlockOptions;
+  /** --profile, --loginUrl (src/config/profileOptions.ts). */ profile: ProfileOptions;
 }
 
-export { OptionsError };
-export { parseSize };
+export { OptionsError, parseSize };
 
 export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 /** --diskUtilization default, browsertrix-crawler's: stop at 90% of the disk used. */
 export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawDedupeFlagFlags, RawBrowserMiscFlags, RawBlockFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawDedupeFlagFlags, RawBrowserMiscFlags, RawBlockFlags, RawProfileFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
@@ -326,6 +327,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     state: stateOptions(flags),
     dedupeFlags: dedupeFlagOptions(flags),
     pageLoad: pageLoadOptions(flags, env),
+    profile: profileOptions(flags, resolve(flags.cwd ?? "crawls")),
   };
 }
 

@@ -89,6 +89,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     await state.handBack(page.url);
     return;
   }
+  if (result.loggedOut) return settleLoggedOut(page, result.loggedOut, context);
   if (result.rateLimited && !context.stop.immediate) {
     // Not the page, and not a failed attempt: nothing was stored; the host is backed off (first, so that
     // no worker of any process starts another page there meanwhile) and the page waits it out.
@@ -274,3 +275,22 @@ export function hardPageDeadlineMs(options: CrawlOptions): number {
   return (options.pageLoadTimeout + options.netIdleWait + options.postLoadDelay + behaviors) * 1000 + 30_000 + extractBudgetMs(extractOptionsOf(options));
 }
 
+
+/**
+ * The page redirected to the login page of the crawl's profile: its session expired (or the site logged it
+ * out), and the login form is not the page. Nothing of it was stored. With --failOnContentCheck the crawl
+ * fails as for a failed content check (exit 9; the page stays queued for a rerun with a fresh profile);
+ * otherwise the page is failed at once (a retry would be sent to the login page again).
+ */
+async function settleLoggedOut(page: QueuedPage, loggedOut: { url: string; loginPage: string }, context: PageContext): Promise<void> {
+  const reason = `logged out: redirected to the login page ${loggedOut.loginPage}`;
+  if (context.options.lifecycle.failOnContentCheck) {
+    context.watch.contentCheckFailed(page.url, reason);
+    await context.state.handBack(page.url);
+    return;
+  }
+  logger.warn("page", "page not archived: it redirected to the login page (the profile's session has expired?)", { url: page.url, loginPage: loggedOut.loginPage });
+  const outcome = await context.state.markFailed(page.url, reason, 0);
+  context.watch.attemptFailed(page, outcome, reason);
+  if (outcome === "failed") await checkFailedLimit(context);
+}

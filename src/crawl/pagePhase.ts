@@ -5,6 +5,7 @@ import { PageWorker } from "../browser/pageWorker.js";
 import { setupChromiumArgs, tabSetupFor } from "../browser/pageSetup.js";
 import { browserSetupOf } from "../config/pageLoadOptions.js";
 import { NO_LIVE_WORKER, type LiveView, type LiveWorker } from "../live/liveView.js";
+import { packInto, pendingProfileFile, unpackInto } from "../profile/crawlProfile.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { CrawlProgressBar, type ProgressFigures } from "../log/progress.js";
 import { SeedScopes } from "../scope/seedScopes.js";
@@ -48,7 +49,13 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
   }, stop);
   limits.start();
   const setup = browserSetupOf(options);
-  const host = new BrowserHost({ executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent, extraArgs: setupChromiumArgs(setup), recordsDir: run.paths.browsers });
+  const profile = options.profile.archive;
+  if (profile) logger.info("browser", "browsers start from a profile", { loginUrl: options.profile.loginUrl });
+  const host = new BrowserHost({
+    executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent, extraArgs: setupChromiumArgs(setup), recordsDir: run.paths.browsers,
+    ...(profile ? { prepareProfile: unpackInto(profile) } : {}),
+    ...(options.profile.saveProfile ? { beforeRemove: packInto(pendingProfileFile(options.profile.saveProfile)) } : {}),
+  });
   const debugAccess = options.browserMisc.debugAccessBrowser ? await startBrowserDebugAccess(async () => (await host.browser()).wsEndpoint()) : null;
   try {
     const tabSetup = await tabSetupFor(await host.browser(), setup);
@@ -78,7 +85,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         tab: tabSetup.tab,
         extracts: extractOptionsOf(options),
         rateLimitStatusCodes: options.rateLimit.statusCodes,
-        extras: options.browserMisc,
+        extras: { ...options.browserMisc, loginUrl: options.profile.loginUrl },
         behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000, clickSelector, customScripts: customBehaviors },
         limits,
         linkSelectors: selectLinks,

@@ -1,0 +1,30 @@
+import { createWriteStream } from "node:fs";
+import { Transform, type Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { GetObjectCommand } from "@aws-sdk/client-s3";
+import { openS3Client } from "./s3Client.js";
+import type { StoreSettings } from "./storeSettings.js";
+
+/**
+ * Fetch `name` (relative to STORE_PATH, as browsertrix-crawler reads `--profile @name`) from the store into
+ * `dest`, at most `maxBytes`, within `timeoutMs` for the whole transfer.
+ */
+export async function downloadObject(settings: StoreSettings, name: string, dest: string, maxBytes: number, timeoutMs: number): Promise<void> {
+  const client = openS3Client(settings);
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(new Error(`not downloaded within ${timeoutMs / 1000}s`)), timeoutMs);
+  try {
+    const response = await client.send(new GetObjectCommand({ Bucket: settings.bucket, Key: settings.keyPrefix + name }), { abortSignal: abort.signal });
+    let size = 0;
+    const cap = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        size += chunk.length;
+        done(size > maxBytes ? new Error(`larger than ${maxBytes} bytes`) : null, chunk);
+      },
+    });
+    await pipeline(response.Body as Readable, cap, createWriteStream(dest, { mode: 0o600 }), { signal: abort.signal });
+  } finally {
+    clearTimeout(timer);
+    client.destroy();
+  }
+}
