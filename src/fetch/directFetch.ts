@@ -2,6 +2,7 @@ import { STATUS_CODES } from "node:http";
 import { request } from "undici";
 import { shortOfDeclaredLength, type Exchange, type ExchangeBody } from "../archive/exchange.js";
 import { refuseForbiddenAddress } from "./addressPolicy.js";
+import { proxyDispatcherFor } from "../proxy/activeProxies.js";
 import { BodySpool, defaultBodyLimits, noteCutShort, type BodyLimits } from "./bodyLimits.js";
 
 /** User-Agent of the crawler's own fetches when --userAgent is not given. */
@@ -42,7 +43,9 @@ export async function directFetch(url: string, options: DirectFetchOptions = {})
   // A total deadline (connect, headers and body): idle timeouts alone let a server dripping a byte
   // now and then (or an endless stream) hold the fetch forever.
   const deadline = AbortSignal.timeout(timeout);
+  const dispatcher = proxyDispatcherFor(url);
   const response = await request(url, {
+    ...(dispatcher ? { dispatcher } : {}),
     method: "GET",
     headers: requestHeaders.filter(([n]) => n !== "Host").flat(),
     headersTimeout: timeout,
