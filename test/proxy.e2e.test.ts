@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -67,6 +67,11 @@ async function crawl(seeds: string[], args: string[]): Promise<Crawl> {
   const archive = join(dir, "collections", collection, "archive");
   const records = existsSync(archive) ? readdirSync(archive).flatMap((f) => readWarcRecords(join(archive, f))) : [];
   const urls = [...new Set(records.filter((r) => ["response", "revisit"].includes(r.headers.get("warc-type") ?? "")).map((r) => r.headers.get("warc-target-uri") ?? ""))].sort();
+  // Proxy passwords are never written: not in the log, the pages lists or any WARC record.
+  expect(result.stderr).not.toContain(PASSWORD);
+  for (const record of records) expect(record.block.toString("latin1")).not.toContain(PASSWORD);
+  const logs = join(dir, "collections", collection, "logs");
+  for (const file of existsSync(logs) ? readdirSync(logs) : []) expect(readFileSync(join(logs, file), "utf8")).not.toContain(PASSWORD);
   return { result, urls, seen: site.requests.slice(before), seenDirect: direct.requests.slice(beforeDirect), ms };
 }
 
