@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../src/redis/freePort.js";
 import { runCli, type CliResult } from "./helpers/cli.js";
+import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { startMicrosocks, startSshd, startTinyproxy, type RunningProxy, type RunningSshd } from "./helpers/proxyServers.js";
 import { startProxySite, type ProxySite, type SiteRequest } from "./helpers/proxySite.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
@@ -58,8 +59,8 @@ interface Crawl {
 
 let collections = 0;
 
-async function crawl(seeds: string[], args: string[]): Promise<Crawl> {
-  const collection = `proxy-${++collections}`;
+async function crawl(seeds: string[], args: string[], name?: string): Promise<Crawl> {
+  const collection = name ?? `proxy-${++collections}`;
   const [before, beforeDirect] = [site.requests.length, direct.requests.length];
   const started = Date.now();
   const result = await runCli("crawl", [...seeds.flatMap((s) => ["--url", s]), "--cwd", dir, "--collection", collection, ...CRAWL_FLAGS, ...args], { env: ENV, timeoutMs: 120_000 });
@@ -153,6 +154,26 @@ describe("proxies", () => {
     expect(run.urls).toEqual(expect.arrayContaining([...baseline.urls, `${direct.origin}/`, `${direct.origin}/from-sitemap.html`]));
     console.log(`proxyServerConfig crawl: ${run.ms} ms`);
   }, 150_000);
+
+  it("several processes of one crawl, then a --refresh run (conditional requests): all through the proxy", async () => {
+    const redis: TestRedis = await startTestRedis();
+    try {
+      const shared = ["--crawlId", "shared", "--redisStoreUrl", redis.url, "--redisDedupeUrl", redis.url, "--generateWACZ", "--proxyServer", tinyproxy.url];
+      const before = site.requests.length;
+      const [a, b] = await Promise.all([crawl([`${site.origin}/`], shared, "shared"), crawl([`${site.origin}/`], shared, "shared")]);
+      for (const run of [a, b]) expect(run.result.code, run.result.stderr.slice(-2000)).toBe(0);
+      const seen = site.requests.slice(before);
+      expectEveryKind(seen);
+      expect(new Set(seen.map((r) => r.peer))).toEqual(new Set(["tinyproxy"]));
+
+      const refresh = await crawl([`${site.origin}/`], ["--redisDedupeUrl", redis.url, "--refresh", "--proxyServer", tinyproxy.url]);
+      expect(refresh.result.code, refresh.result.stderr.slice(-2000)).toBe(0);
+      expect(refresh.seen.filter((r) => r.conditional).map((r) => r.path)).toContain("/");
+      expect(new Set(refresh.seen.map((r) => r.peer))).toEqual(new Set(["tinyproxy"]));
+    } finally {
+      await redis.stop();
+    }
+  }, 200_000);
 
   it("a proxy that cannot be reached stops the crawl at the start: exit 21, one line", async () => {
     const closed = await freePort();

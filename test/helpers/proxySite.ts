@@ -8,6 +8,8 @@ export interface SiteRequest {
   method: string;
   path: string;
   range: string | null;
+  /** Sent with If-None-Match (a --refresh crawl's conditional request). */
+  conditional: boolean;
   peer: string;
 }
 
@@ -21,6 +23,7 @@ export interface ProxySite {
 }
 
 const CLIP = Buffer.alloc(4096, 7);
+const ETAG = '"v1"';
 
 /**
  * A small site for proxy tests, on a loopback address of its own. Each connection's other end is looked
@@ -52,7 +55,8 @@ export async function startProxySite(host: string, name = host): Promise<ProxySi
       const peer = await (peers.get(req.socket) ?? Promise.resolve("unknown"));
       const path = req.url ?? "/";
       const range = req.headers.range ?? null;
-      requests.push({ method: req.method ?? "GET", path, range, peer });
+      const conditional = req.headers["if-none-match"] !== undefined;
+      requests.push({ method: req.method ?? "GET", path, range, conditional, peer });
       if (path === "/clip.mp4") {
         if (range) {
           res.writeHead(206, { "content-type": "video/mp4", "content-range": `bytes 0-${CLIP.length - 1}/${CLIP.length}`, "accept-ranges": "bytes" }).end(CLIP);
@@ -64,7 +68,9 @@ export async function startProxySite(host: string, name = host): Promise<ProxySi
       const route = routes[path];
       if (!route) return void res.writeHead(404, { "content-type": "text/plain" }).end("not found");
       const [type, body] = route();
-      res.writeHead(200, { "content-type": type }).end(body);
+      // Pages carry an ETag, so that a --refresh crawl asks for them conditionally (and gets a 304).
+      if (type === "text/html" && req.headers["if-none-match"] === ETAG) return void res.writeHead(304, { etag: ETAG }).end();
+      res.writeHead(200, { "content-type": type, ...(type === "text/html" ? { etag: ETAG } : {}) }).end(body);
     })();
   });
   server.on("connection", (socket) => {
