@@ -186,7 +186,8 @@ describe("proxies", () => {
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatch(/^crawl: proxy \S+ cannot be reached: /);
       expect(lines[0]).not.toContain(":p@");
-      expect(ms).toBeLessThan(10_000);
+      // Node's start included (slow on a loaded CI machine): the check itself is one refused connection.
+      expect(ms).toBeLessThan(15_000);
       console.log(`unreachable ${proxy.split(":")[0]} proxy: exit 21 in ${ms} ms`);
     }
     // browsertrix-crawler 0.x's variables too.

@@ -144,11 +144,6 @@ export function proxyDispatcherFor(url: string): Dispatcher | null {
   return active ? (liveFor(active, url)?.dispatcher ?? null) : null;
 }
 
-/** Whether any URL of this process goes through a proxy. */
-export function proxiesActive(): boolean {
-  return active !== null;
-}
-
 /** Chromium's proxy switches (none without a proxy). */
 export function chromiumProxyArgs(): string[] {
   return active ? [...active.chromiumArgs] : [];

@@ -48,7 +48,8 @@ export async function startBrowserRelay(rules: RelayRules): Promise<BrowserRelay
     },
   });
   server.on("requestFailed", ({ error, request }: { error: Error; request: { url?: string } }) => {
-    logger.debug("proxy", "relayed request failed", { url: request.url ?? null, error: error.message });
+    // Messages may name the upstream proxy: never with its credentials.
+    logger.debug("proxy", "relayed request failed", { url: request.url ?? null, error: error.message.replace(/\/\/[^/@\s]*@/g, "//") });
   });
   await server.listen();
   const port = server.port;
