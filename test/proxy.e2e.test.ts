@@ -175,7 +175,7 @@ describe("proxies", () => {
     }
   }, 200_000);
 
-  it("a proxy that cannot be reached stops the crawl at the start: exit 21, one line", async () => {
+  it("a proxy that cannot be reached, or refuses the credentials, stops the crawl at the start: exit 21, one line", async () => {
     const closed = await freePort();
     for (const proxy of [`http://127.0.0.1:${closed}`, `socks5://u:p@127.0.0.1:${closed}`, `ssh://root@127.0.0.1:${closed}`]) {
       const started = Date.now();
@@ -189,6 +189,16 @@ describe("proxies", () => {
       // Node's start included (slow on a loaded CI machine): the check itself is one refused connection.
       expect(ms).toBeLessThan(15_000);
       console.log(`unreachable ${proxy.split(":")[0]} proxy: exit 21 in ${ms} ms`);
+    }
+    // Credentials the proxy refuses: tried once at the start (a HEAD of the seed host's robots.txt through it).
+    for (const proxy of [tinyproxy.url, socks.url]) {
+      const wrong = proxy.replace(`:${PASSWORD}@`, ":wrong-password@");
+      const result = await runCli("crawl", ["--url", `${site.origin}/`, "--cwd", dir, "--collection", "unreachable", "--proxyServer", wrong], { env: ENV, timeoutMs: 60_000 });
+      expect(result.code, result.stderr).toBe(21);
+      const lines = result.stderr.split("\n").filter((l) => l.startsWith("crawl: "));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^crawl: proxy \S+ refused the credentials given for it/);
+      expect(lines[0]).not.toContain("wrong-password");
     }
     // browsertrix-crawler 0.x's variables too.
     const result = await runCli("crawl", ["--url", `${site.origin}/`, "--cwd", dir, "--collection", "unreachable"], { env: { ...ENV, PROXY_HOST: "127.0.0.1", PROXY_PORT: String(closed) } });

@@ -24,7 +24,7 @@ import { BEHAVIOR_NAMES, DEFAULT_BEHAVIORS } from "../browser/behaviors.js";
 import { localCustomBehaviors } from "../config/customBehaviors.js";
 import { AddressRefusedError, checkAddress, policyLookup } from "../fetch/addressPolicy.js";
 import { ProxyConfigError, proxySettings } from "../proxy/proxySettings.js";
-import { ProxyUnreachableError, startProxies, stopProxies } from "../proxy/activeProxies.js";
+import { checkProxyCredentials, ProxyStartError, startProxies, stopProxies } from "../proxy/activeProxies.js";
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -179,7 +179,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     await startProxies(proxySettings(flags), { allowed: async (url) => (await checkAddress(url)).allowed, lookup: policyLookup });
   } catch (err) {
-    if (!(err instanceof ProxyConfigError || err instanceof ProxyUnreachableError)) throw err;
+    if (!(err instanceof ProxyConfigError || err instanceof ProxyStartError)) throw err;
     process.stderr.write(`crawl: ${err.message}\n`);
     return err instanceof ProxyConfigError ? ExitCode.BadUsage : ExitCode.ProxyError;
   }
@@ -211,6 +211,13 @@ async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {
       return ExitCode.BadUsage;
     }
     throw err;
+  }
+  try {
+    await checkProxyCredentials(options.seeds);
+  } catch (err) {
+    if (!(err instanceof ProxyStartError)) throw err;
+    process.stderr.write(`crawl: ${err.message}\n`);
+    return ExitCode.ProxyError;
   }
   logger.setLevel(options.logLevel);
   logger.setContexts(options.state.logContexts, options.state.logExcludeContexts);

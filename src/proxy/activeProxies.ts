@@ -1,6 +1,6 @@
 import { connect } from "node:net";
 import type { LookupFunction } from "node:net";
-import type { Dispatcher } from "undici";
+import { Client, request, type Dispatcher } from "undici";
 import { errorMessage, logger } from "../log/logger.js";
 import { startBrowserRelay, type BrowserRelay } from "./browserRelay.js";
 import { endpointOf, endpointUrl, proxyDispatcher, type ProxyEndpoint } from "./proxyDispatchers.js";
@@ -13,7 +13,9 @@ import { openSshTunnel, type SshTunnel } from "./sshTunnel.js";
  * relay of browserRelay.ts, and the credentials it answers proxy challenges with). Process-wide, like the
  * address policy: every fetch of the process asks here which way a URL goes.
  */
-export class ProxyUnreachableError extends Error {}
+
+/** A proxy that cannot be used at the start: not reachable, its ssh tunnel not opened, its credentials refused (exit 21). */
+export class ProxyStartError extends Error {}
 
 interface LiveProxy {
   endpoint: ProxyEndpoint;
@@ -47,7 +49,7 @@ export interface TargetPolicy {
 }
 
 /**
- * Start the proxies of `settings` (none: every fetch is direct). Throws ProxyUnreachableError, after
+ * Start the proxies of `settings` (none: every fetch is direct). Throws ProxyStartError, after
  * closing what it opened, when an ssh tunnel cannot be opened or a proxy does not accept connections.
  */
 export async function startProxies(settings: ProxySettings | null, policy?: TargetPolicy): Promise<void> {
@@ -100,12 +102,12 @@ async function startOne(proxy: ProxyDef, state: Active): Promise<LiveProxy | nul
         logger.warn("proxy", "ssh tunnel failed; ignoreOnFailedSSHTunnel: its URLs are fetched directly", { proxy: proxyLabel(proxy), error: errorMessage(err) });
         return null;
       }
-      throw new ProxyUnreachableError(`proxy ${proxyLabel(proxy)} cannot be reached: the ssh tunnel failed: ${errorMessage(err)}`);
+      throw new ProxyStartError(`proxy ${proxyLabel(proxy)} cannot be reached: the ssh tunnel failed: ${errorMessage(err)}`);
     }
   } else {
     endpoint = endpointOf(proxy, null);
     const failure = await connectFailure(endpoint.host, endpoint.port);
-    if (failure) throw new ProxyUnreachableError(`proxy ${proxyLabel(proxy)} cannot be reached: ${failure}`);
+    if (failure) throw new ProxyStartError(`proxy ${proxyLabel(proxy)} cannot be reached: ${failure}`);
   }
   return { endpoint, dispatcher: proxyDispatcher(endpoint) };
 }
@@ -137,6 +139,55 @@ function liveFor(state: Active, url: string): LiveProxy | null {
 
 function hostPort(host: string, port: number): string {
   return `${host.replace(/^\[(.*)\]$/, "$1").toLowerCase()}:${port}`;
+}
+
+/**
+ * Each proxy that takes credentials, tried once with them before the crawl, towards the first seed it
+ * serves: an http(s) proxy is asked for a CONNECT tunnel to the seed's host and port (its answer is its
+ * own, never the site's; the tunnel is closed unused), a SOCKS proxy for a HEAD of the seed host's
+ * /robots.txt. Credentials refused (HTTP 407, or 401 as tinyproxy says it; a SOCKS login refused) throw
+ * ProxyStartError; anything else is left to the crawl (the site may be down, not the proxy).
+ */
+export async function checkProxyCredentials(seeds: string[]): Promise<void> {
+  const state = active;
+  if (!state) return;
+  const checked = new Set<LiveProxy>();
+  for (const seed of seeds) {
+    const proxy = proxyOf(state.settings, seed);
+    const live = proxy ? state.live.get(proxy) : null;
+    if (!proxy || !live || checked.has(live) || !(live.endpoint.username || live.endpoint.password)) continue;
+    checked.add(live);
+    const refusal = await credentialsRefused(live, new URL(seed)).catch((err: unknown) => {
+      logger.debug("proxy", "the credentials check through the proxy got no answer", { proxy: proxyLabel(proxy), error: errorMessage(err) });
+      return null;
+    });
+    if (refusal) throw new ProxyStartError(`proxy ${proxyLabel(proxy)} refused the credentials given for it (${refusal})`);
+  }
+}
+
+async function credentialsRefused(live: LiveProxy, seed: URL): Promise<string | null> {
+  const { endpoint } = live;
+  const signal = AbortSignal.timeout(CONNECT_CHECK_MS);
+  if (endpoint.kind === "http" || endpoint.kind === "https") {
+    const client = new Client(endpointUrl(endpoint, false), { connectTimeout: CONNECT_CHECK_MS });
+    try {
+      const port = seed.port || (seed.protocol === "https:" ? "443" : "80");
+      const authorization = `Basic ${Buffer.from(`${endpoint.username}:${endpoint.password}`).toString("base64")}`;
+      const { statusCode, socket } = await client.connect({ path: `${seed.hostname}:${port}`, headers: { "proxy-authorization": authorization }, signal });
+      socket.destroy();
+      return statusCode === 407 || statusCode === 401 ? `HTTP ${statusCode}` : null;
+    } finally {
+      await client.destroy().catch(() => undefined);
+    }
+  }
+  try {
+    const response = await request(new URL("/robots.txt", seed).href, { method: "HEAD", dispatcher: live.dispatcher, signal, headersTimeout: CONNECT_CHECK_MS });
+    response.body.resume();
+    return null;
+  } catch (err) {
+    if (/authentication failed/i.test(errorMessage(err))) return errorMessage(err);
+    throw err;
+  }
 }
 
 /** The dispatcher of a fetch of `url` outside the browser; null: fetched directly. */
