@@ -2,6 +2,10 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFileSync } from "node:child_process";
+import { connect } from "node:net";
+import { parseProxyUrl } from "../src/proxy/proxySettings.js";
+import { openSshTunnel } from "../src/proxy/sshTunnel.js";
 import { freePort } from "../src/redis/freePort.js";
 import { runCli, type CliResult } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
@@ -154,6 +158,29 @@ describe("proxies", () => {
     expect(run.urls).toEqual(expect.arrayContaining([...baseline.urls, `${direct.origin}/`, `${direct.origin}/from-sitemap.html`]));
     console.log(`proxyServerConfig crawl: ${run.ms} ms`);
   }, 150_000);
+
+  it("an ssh tunnel that dies is started again on the same port", async () => {
+    const proxy = parseProxyUrl(sshd.url, "proxyServer", { privateKeyFile: sshd.privateKeyFile, knownHostsFile: sshd.knownHostsFile });
+    const tunnel = await openSshTunnel(proxy);
+    try {
+      const port = Number(new URL(tunnel.socksUrl).port);
+      const owner = () => /pid=(\d+)/.exec(execFileSync("ss", ["-Htlnp", "sport", "=", `:${port}`], { encoding: "utf8" }))?.[1];
+      const first = owner();
+      expect(first).toBeDefined();
+      process.kill(Number(first), "SIGKILL");
+      const open = () => new Promise<boolean>((resolve) => {
+        const socket = connect(port, "127.0.0.1");
+        socket.once("connect", () => (socket.destroy(), resolve(true)));
+        socket.once("error", () => resolve(false));
+      });
+      const deadline = Date.now() + 20_000;
+      while (!((await open()) && owner() && owner() !== first) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      expect(owner()).toBeDefined();
+      expect(owner()).not.toBe(first);
+    } finally {
+      tunnel.close();
+    }
+  }, 60_000);
 
   it("several processes of one crawl, then a --refresh run (conditional requests): all through the proxy", async () => {
     const redis: TestRedis = await startTestRedis();
