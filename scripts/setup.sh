@@ -9,6 +9,8 @@ command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || need_apt+=(ch
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 fc-list 2>/dev/null | grep -qi dejavu || need_apt+=(fonts-dejavu-core)
 command -v git >/dev/null 2>&1 || need_apt+=(git)   # --customBehaviors git+ sources (and their test)
+# --blockAds: EasyList + EasyPrivacy as Debian's uBlock Origin package ships them (src/block/adHosts.ts)
+[ -f /usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt ] || need_apt+=(webext-ublock-origin-chromium)
 # ssh:// proxies (ssh -D); the proxy tests' own proxies and the ss that tells who opened a connection
 command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NO_BEHAVIORS, runCli, type CliResult } from "./helpers/cli.js";
 import { behaviorClass, startLinkBehaviorSite, type LinkBehaviorSite } from "./helpers/linkBehaviorSite.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
+import { listedPaths } from "./helpers/pageLists.js";
 
 let site: LinkBehaviorSite;
 let cwd: string;
@@ -40,13 +41,7 @@ async function crawl(seeds: string[], args: string[]): Promise<Crawl> {
   ], { timeoutMs: 240_000 });
   const dir = join(cwd, "collections", collection);
   // Seeds are listed in pages.jsonl, the pages found from them in extraPages.jsonl.
-  const pages = ["pages.jsonl", "extraPages.jsonl"]
-    .map((f) => join(dir, "pages", f))
-    .filter((f) => existsSync(f))
-    .flatMap((f) => readFileSync(f, "utf8").trim().split("\n").slice(1))
-    .map((l) => new URL((JSON.parse(l) as { url: string }).url))
-    .map((u) => u.pathname + u.hash)
-    .sort();
+  const pages = listedPaths(dir, (u) => u.pathname + u.hash);
   const archive = join(dir, "archive");
   const records = existsSync(archive) ? readdirSync(archive).filter((f) => f.includes(".warc")).flatMap((f) => readWarcRecords(join(archive, f))) : [];
   const captured = [...new Set(records.filter((r) => r.headers.get("warc-type") === "response").map((r) => new URL(r.headers.get("warc-target-uri") ?? "").pathname))].sort();

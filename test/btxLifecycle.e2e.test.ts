@@ -11,6 +11,7 @@ import { startFaultySite, type FaultySite, type PageFault } from "./helpers/faul
 import { pacingLog } from "./helpers/hostile/pacing.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
 import { readZip } from "./helpers/zip.js";
+import { listedPaths } from "./helpers/pageLists.js";
 
 // browsertrix-crawler's lifecycle flags: how a crawl fails, is restarted, starts over, runs dry, is watched.
 
@@ -40,12 +41,7 @@ function filesUnder(dir: string, prefix = ""): string[] {
 
 function look(collection: string, result: CliResult): Crawl {
   const dir = join(cwd, "collections", collection);
-  const pages = ["pages.jsonl", "extraPages.jsonl"]
-    .map((f) => join(dir, "pages", f))
-    .filter((f) => existsSync(f))
-    .flatMap((f) => readFileSync(f, "utf8").trim().split("\n").slice(1))
-    .map((l) => new URL((JSON.parse(l) as { url: string }).url).pathname)
-    .sort();
+  const pages = listedPaths(dir);
   const archive = join(dir, "archive");
   const warcs = existsSync(archive) ? readdirSync(archive).filter((f) => /\.warc(\.gz)?$/.test(f)) : [];
   const responses = warcs

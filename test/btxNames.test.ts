@@ -105,10 +105,10 @@ describe("browsertrix-crawler 1.14.1 flag names", () => {
   });
 
   it("flags not implemented yet are accepted with one warning each, naming the flag", () => {
-    const warnings = warningsFrom(["--url", "http://a.test/", "--waitUntil", "load,networkidle0", "--blockads", "--mobileDevice", "Pixel 2",
+    const warnings = warningsFrom(["--url", "http://a.test/", "--waitUntil", "load,networkidle0", "--qaDebugImageDiff", "--mobileDevice", "Pixel 2",
       "--warcinfo.operator", "Jane Doe", "--selectLinks", "a[href]->href", "--clickSelector", "a"]);
     expect(warnings).toEqual([
-      "accepted for browsertrix-crawler compatibility but not implemented yet: --blockAds",
+      "accepted for browsertrix-crawler compatibility but not implemented yet: --qaDebugImageDiff",
     ]);
   });
 
@@ -177,9 +177,9 @@ describe("browsertrix-crawler names in --config", () => {
   });
 
   it("keys not implemented yet are warned about when they ask for something; browsertrix defaults are not", () => {
-    const config = file("url: http://a.test/\nblockAds: true\nlang: en\nwarcInfo: {operator: Jane}\nfailOnFailedSeed: false\nmaxPageLimit: 0\nblockRules: []\nhealthCheckPort: 0\ndedupePagesMinDepth: 0\n");
+    const config = file("url: http://a.test/\nqaDebugImageDiff: true\nlang: en\nwarcInfo: {operator: Jane}\nfailOnFailedSeed: false\nmaxPageLimit: 0\nblockRules: []\nhealthCheckPort: 0\ndedupePagesMinDepth: 0\n");
     expect(warningsFrom(["--config", config])).toEqual([
-      "accepted for browsertrix-crawler compatibility but not implemented yet: --blockAds",
+      "accepted for browsertrix-crawler compatibility but not implemented yet: --qaDebugImageDiff",
     ]);
     expect(warningsFrom(["--url", "http://a.test/", "--healthCheckPort", "0", "--saveState", "partial"])).toEqual([]);
   });

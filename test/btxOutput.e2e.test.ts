@@ -1,4 +1,7 @@
 import { createReadStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -235,7 +238,64 @@ describe("browsertrix-crawler's output flags", () => {
     const env = await crawl(["--url", site.seed, "--collection", "bad"], { WARC_PREFIX: "a b" });
     expect(env.code).toBe(4);
     expect(env.stderr).toMatch(/WARC_PREFIX may hold only letters/);
+    const sign = await crawl(["--url", site.seed, "--collection", "bad"], { WACZ_SIGN_URL: "ftp://127.0.0.1/sign" });
+    expect(sign.code).toBe(4);
+    expect(sign.stderr.trim().split("\n")).toHaveLength(1);
+    expect(sign.stderr).toMatch(/WACZ_SIGN_URL must be an http\(s\) URL/);
     expect(existsSync(collDir("bad"))).toBe(false);
     expect(statSync(cwd).isDirectory()).toBe(true);
+  }, 120_000);
+});
+
+/** A stand-in for a signing server (webrecorder's authsign): records each request, answers as told. */
+async function startSigner(answer: { status: number; body: unknown }) {
+  const requests: { auth: string | undefined; body: Record<string, unknown> }[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      requests.push({ auth: req.headers.authorization, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown> });
+      res.writeHead(answer.status, { "content-type": "application/json" }).end(JSON.stringify(answer.body));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/sign`, requests, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+describe("WACZ_SIGN_URL / WACZ_SIGN_TOKEN (browsertrix-crawler's WACZ signing)", () => {
+  const SIGNED = { hash: "set by the test", software: "authsign 0.5.2", signature: "MEUCIQ-test", domain: "signer.test", domainCert: "-----BEGIN CERTIFICATE-----" };
+
+  it("the datapackage digest and created time are posted with the bearer token; the answer is datapackage-digest.json's signedData", async () => {
+    const signer = await startSigner({ status: 200, body: SIGNED });
+    try {
+      const run = await crawl(["--url", site.seed, "--collection", "signed", "--generateWACZ"], { WACZ_SIGN_URL: signer.url, WACZ_SIGN_TOKEN: "s3cret" });
+      expect(run.code, run.stderr.slice(-2000)).toBe(0);
+      const entries = await readZip(join(collDir("signed"), "signed.wacz"));
+      const datapackage = entries.get("datapackage.json")!.data;
+      const digest = JSON.parse(entries.get("datapackage-digest.json")!.data.toString("utf8")) as Record<string, unknown>;
+      const hash = `sha256:${createHash("sha256").update(datapackage).digest("hex")}`;
+      expect(signer.requests).toEqual([{ auth: "bearer s3cret", body: { hash, created: (JSON.parse(datapackage.toString("utf8")) as { created: string }).created } }]);
+      expect(digest).toEqual({ path: "datapackage.json", hash, signedData: SIGNED });
+    } finally {
+      await signer.close();
+    }
+  }, 120_000);
+
+  it("a signing server that fails: the WACZ is written unsigned with one warning, exit 0", async () => {
+    const signer = await startSigner({ status: 500, body: { error: "down" } });
+    try {
+      const run = await crawl(["--url", site.seed, "--collection", "unsigned", "--generateWACZ"], { WACZ_SIGN_URL: signer.url });
+      expect(run.code, run.stderr.slice(-2000)).toBe(0);
+      expect(signer.requests).toHaveLength(1);
+      expect(signer.requests[0]!.auth).toBeUndefined();
+      expect(run.stdout + run.stderr).toMatch(/cannot sign the WACZ, written without a signature: the signing server answered 500/);
+      const entries = await readZip(join(collDir("unsigned"), "unsigned.wacz"));
+      const datapackage = entries.get("datapackage.json")!.data;
+      const digest = JSON.parse(entries.get("datapackage-digest.json")!.data.toString("utf8")) as Record<string, unknown>;
+      expect(digest).toEqual({ path: "datapackage.json", hash: `sha256:${createHash("sha256").update(datapackage).digest("hex")}` });
+    } finally {
+      await signer.close();
+    }
   }, 120_000);
 });

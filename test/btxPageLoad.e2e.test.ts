@@ -34,11 +34,11 @@ interface Crawl {
 let collections = 0;
 
 /** Crawl only the given pages of the site (scope: page), no behaviors. */
-async function crawl(paths: string[], args: string[]): Promise<Crawl> {
+async function crawl(paths: string[], args: string[], env: NodeJS.ProcessEnv = {}): Promise<Crawl> {
   const collection = `pl-${++collections}`;
   const seeds = paths.flatMap((p) => ["--url", site.url + p]);
   const started = Date.now();
-  const result = await runCli("crawl", [...seeds, "--scopeType", "page", "--cwd", cwd, "--collection", collection, ...NO_BEHAVIORS, ...args], { timeoutMs: 180_000 });
+  const result = await runCli("crawl", [...seeds, "--scopeType", "page", "--cwd", cwd, "--collection", collection, ...NO_BEHAVIORS, ...args], { timeoutMs: 180_000, env });
   const ms = Date.now() - started;
   const dir = join(cwd, "collections", collection);
   const archive = join(dir, "archive");
@@ -201,6 +201,14 @@ describe("--extraChromeArgs", () => {
   it("switches reach Chromium: with images turned off in Blink, the page's image is never fetched", async () => {
     const before = site.hits.get(PAGE_LOAD.image) ?? 0;
     const c = await crawl([PAGE_LOAD.imagePage], ["--extraChromeArgs=--blink-settings=imagesEnabled=false"]);
+    expect(c.result.code, c.result.stderr).toBe(0);
+    expect(c.responses.filter((p) => p !== "/favicon.ico")).toEqual([PAGE_LOAD.css, PAGE_LOAD.imagePage].sort());
+    expect(site.hits.get(PAGE_LOAD.image) ?? 0).toBe(before);
+  }, 200_000);
+
+  it("the environment's CHROME_FLAGS (browsertrix-crawler's) reach Chromium too, split at spaces", async () => {
+    const before = site.hits.get(PAGE_LOAD.image) ?? 0;
+    const c = await crawl([PAGE_LOAD.imagePage], [], { CHROME_FLAGS: " --mute-audio  --blink-settings=imagesEnabled=false " });
     expect(c.result.code, c.result.stderr).toBe(0);
     expect(c.responses.filter((p) => p !== "/favicon.ico")).toEqual([PAGE_LOAD.css, PAGE_LOAD.imagePage].sort());
     expect(site.hits.get(PAGE_LOAD.image) ?? 0).toBe(before);

@@ -29,7 +29,7 @@ describe("crawl state in Redis", () => {
       await state.markDone(page.url);
     }
     expect(order).toEqual(["http://a.test/", "http://a.test/shallow", "http://a.test/deep"]);
-    expect(await state.counts()).toEqual({ queued: 0, pending: 0, done: 3, failed: 0, seen: 3, failedAttempts: 0, skippedRobots: 0, rateLimited: 0 });
+    expect(await state.counts()).toEqual({ queued: 0, pending: 0, done: 3, failed: 0, seen: 3, failedAttempts: 0, skippedRobots: 0, rateLimited: 0, blocked: 0 });
   });
 
   it("keys are prefixed by crawl id: another crawl sees nothing of the first", async () => {

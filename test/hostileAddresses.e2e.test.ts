@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { logLines, runCli, type CliResult } from "./helpers/cli.js";
 import { startFaultySite, type FaultySite } from "./helpers/faultySite.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
+import { listedPaths } from "./helpers/pageLists.js";
 
 const P = "/hostile/addresses";
 let cwd: string;
@@ -41,13 +42,7 @@ async function crawl(collection: string, seeds: string[], flags: string[], env: 
   const crawlerPeakRssMb = peakRss();
   expect(result.code, result.stderr.slice(-3000)).toBe(0);
   const dir = join(cwd, "collections", collection);
-  const pages = ["pages.jsonl", "extraPages.jsonl"]
-    .map((f) => join(dir, "pages", f))
-    .filter((f) => existsSync(f))
-    .flatMap((f) => readFileSync(f, "utf8").trim().split("\n").slice(1))
-    .map((l) => new URL((JSON.parse(l) as { url: string }).url))
-    .map((u) => u.host.replace(/:\d+$/, "") + u.pathname + u.search)
-    .sort();
+  const pages = listedPaths(dir, (u) => u.host.replace(/:\d+$/, "") + u.pathname + u.search);
   const archive = join(dir, "archive");
   const warcTargets = readdirSync(archive).flatMap((f) => readWarcRecords(join(archive, f))).map((r) => r.headers.get("warc-target-uri") ?? "").filter(Boolean);
   // The figures the issue asks for: how long each hostile crawl took, the crawler's peak memory, the collection's size on disk.

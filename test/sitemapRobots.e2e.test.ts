@@ -6,6 +6,7 @@ import { logLines, runCli, type CliResult } from "./helpers/cli.js";
 import { startSeedSite, type RobotsVariant, type SeedSite } from "./helpers/seedSite.js";
 import { startTestRedis } from "./helpers/redis.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
+import { listedPaths } from "./helpers/pageLists.js";
 
 let cwd: string;
 beforeAll(() => {
@@ -34,12 +35,7 @@ async function crawlSite(site: SeedSite, collection: string, flags: string[], ex
   expect(result.code, result.stderr.slice(-3000)).toBe(expectedCode);
   if (expectedCode !== 0) expect(result.stderr.trim().split("\n").pop()).toBe("crawl: no page could be crawled: robots.txt disallows every seed (--robots)");
   const dir = join(cwd, "collections", collection);
-  const pages = ["pages.jsonl", "extraPages.jsonl"]
-    .map((f) => join(dir, "pages", f))
-    .filter((f) => existsSync(f))
-    .flatMap((f) => readFileSync(f, "utf8").trim().split("\n").slice(1))
-    .map((l) => new URL((JSON.parse(l) as { url: string }).url).pathname)
-    .sort();
+  const pages = listedPaths(dir);
   const archive = join(dir, "archive");
   const warcTargets = existsSync(archive)
     ? readdirSync(archive).flatMap((f) => readWarcRecords(join(archive, f))).map((r) => r.headers.get("warc-target-uri") ?? "").filter(Boolean)

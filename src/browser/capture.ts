@@ -15,6 +15,7 @@ import { LiveStreams } from "./liveStream.js";
 import { LoadOutcomes } from "./loadOutcomes.js";
 import { PageAttempt, type CapturedSummary } from "./pageAttempt.js";
 import { answerProxyChallenges } from "./proxyAuth.js";
+import { TabBlocking } from "./requestBlocking.js";
 import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./responseBody.js";
 
 
@@ -49,6 +50,8 @@ export class PageCapture {
   readonly network: NetworkActivity;
   private readonly live: LiveStreams;
   private readonly redirects: OriginRedirects;
+  /** --blockRules, --blockAds (requestBlocking.ts); null when nothing is blocked. */
+  private blocking: TabBlocking | null = null;
 
   private constructor(
     private readonly cdp: CDPSession,
@@ -99,6 +102,7 @@ export class PageCapture {
     // Nothing is served from the browser's HTTP cache: a response cached but not captured (its capture
     // lost, or written by an earlier page whose attempt failed) would never reach the capture again.
     await cdp.send("Network.setCacheDisabled", { cacheDisabled: true });
+    capture.blocking = await TabBlocking.start(cdp, capture.mainFrameId);
     await cdp.send("Fetch.enable", {
       handleAuthRequests: answerProxyChallenges(cdp),
       patterns: [
@@ -168,6 +172,7 @@ export class PageCapture {
       await this.continue(requestId);
       return;
     }
+    if (await this.blocking?.atResponse(event, attempt.pageUrl || null)) return;
     const responseHeaders = (event.responseHeaders ?? []).map(({ name, value }) => [name, value] as [string, string]);
     const requestHeaders = Object.entries(request.headers).map(([n, v]) => [n, String(v)] as [string, string]);
     const confirms = status === 304 ? this.sentConditional.get(event.networkId ?? requestId) : undefined;
@@ -328,7 +333,7 @@ export class PageCapture {
    */
   private async afterRevalidation(url: string, requestHeaders: [string, string][], pageDocument: boolean, attempt: PageAttempt): Promise<{ status: number; mime: string } | null> {
     if (!pageDocument && (await this.sink.hasStoredResponse(url))) return null;
-    const fetched = await this.fetcher.fullResponse(url, requestHeaders);
+    const fetched = await this.fetcher.fullResponse(url, requestHeaders, pageDocument);
     const exchange = fetched && pageDocument && attempt.isPageDocument(url) ? { ...fetched, pageDocument: true } : fetched;
     if (!exchange || !(await this.storeFetched(exchange, attempt, "full fetch after the browser's revalidation (304) failed"))) return null;
     return { status: exchange.status, mime: mimeTypeOf(exchange) };
@@ -353,6 +358,7 @@ export class PageCapture {
       await this.cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "BlockedByClient" }).catch(() => undefined);
       return;
     }
+    if (await this.blocking?.atRequest(event, this.attempt.pageUrl || null)) return;
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
     if (!pending && !target) return this.continue(event.requestId);
     if (target) this.redirects.sent(event.requestId, event.request.url, target);

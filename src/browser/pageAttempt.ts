@@ -60,7 +60,8 @@ export class PageAttempt {
    */
   constructor(
     readonly lastAttempt: boolean,
-    pageUrl = "",
+    /** The page this attempt loads ("" for a service worker's capture). */
+    readonly pageUrl = "",
     saveStorage = false,
   ) {
     this.storageGate = saveStorage ? new StorageGate() : null;

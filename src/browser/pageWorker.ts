@@ -43,6 +43,14 @@ export interface PageWorkerOptions {
   contentCheck?: boolean;
   /** --serviceWorker, --originOverride, --rateLimitOnMatch, --saveStorage (captureExtras.ts). */
   extras?: CaptureExtras;
+  /** Told when the worker's tab opens and closes (the live view casts it: src/live/). */
+  tabWatch?: TabWatch;
+}
+
+/** Who wants to know the worker's current tab; both calls return at once and never throw. */
+export interface TabWatch {
+  tabOpened(tab: Page): void;
+  tabClosed(): void;
 }
 
 /** What loading one page produced. */
@@ -137,6 +145,7 @@ export class PageWorker {
     this.tab = tab;
     this.capture = capture;
     this.popups = popups;
+    this.options.tabWatch?.tabOpened(tab);
     return { tab, capture, popups };
   }
 
@@ -276,6 +285,7 @@ export class PageWorker {
     const tab = this.tab;
     const capture = this.capture;
     const popups = this.popups;
+    if (tab) this.options.tabWatch?.tabClosed();
     this.tab = null;
     this.capture = null;
     this.popups = null;

@@ -10,6 +10,9 @@ const NOT_CONFIGURABLE = new Set(["config", "version", "help"]);
 /** Options browsertrix-crawler takes as an object (yargs dotted keys): a mapping is given as `name=value` items. */
 const MAPPING_KEYS = new Set(["warcInfo"]);
 
+/** Options whose list items may be mappings (--blockRules' rules): a mapping is given as its JSON. */
+const JSON_ITEM_KEYS = new Set(["blockRules"]);
+
 /** Keys a seed object of `seeds:` may carry (browsertrix-crawler's per-seed scope). */
 const SEED_KEYS = new Set(["url", "scopeType", "include", "exclude", "depth", "extraHops", "allowHash", "sitemap", "auth"]);
 
@@ -130,7 +133,7 @@ function optionValue(option: Option, value: unknown, where: string): unknown {
   if (MAPPING_KEYS.has(option.attributeName()) && value !== null && typeof value === "object" && !Array.isArray(value)) {
     value = Object.entries(value).map(([name, field]) => `${name}=${scalarText(field, `${where}.${name}`)}`);
   }
-  const items = Array.isArray(value) ? value : [value];
+  const items = (Array.isArray(value) ? value : [value]).map((item: unknown) => (JSON_ITEM_KEYS.has(option.attributeName()) && item !== null && typeof item === "object" && !Array.isArray(item) ? JSON.stringify(item) : item));
   const texts = items.map((item, i) => scalarText(item, Array.isArray(value) ? `${where}[${i}]` : where));
   if (!option.parseArg) return option.variadic ? texts : texts.join(",");
   let parsed: unknown = undefined;

@@ -18,6 +18,7 @@ import { btxScreenshots, btxText, lowestLogLevel } from "./btxValues.js";
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
 import { dedupeFlagOptions, type DedupeFlagOptions, type RawDedupeFlagFlags } from "./dedupeFlagOptions.js";
 import { browserMiscOptions, type BrowserMiscOptions, type RawBrowserMiscFlags } from "./browserMiscOptions.js";
+import { blockOptions, type BlockOptions, type RawBlockFlags } from "./blockOptions.js";
 import { linkBehaviorOptions, type LinkBehaviorOptions, type RawLinkBehaviorFlags } from "./linkBehaviorOptions.js";
 import { outputOptions, type OutputOptions, type RawOutputFlags } from "./outputOptions.js";
 import { stateOptions, type RawStateFlags, type StateOptions } from "./stateOptions.js";
@@ -120,6 +121,8 @@ export interface CrawlOptions {
   dedupeFlags: DedupeFlagOptions;
   /** Service workers, --originOverride, --saveStorage, --rateLimitOnMatch, --waitOnDone, debug access (browserMiscOptions.ts). */
   browserMisc: BrowserMiscOptions;
+  /** --blockRules, --blockMessage, --blockAds, --adBlockMessage (blockOptions.ts, src/block/). */
+  block: BlockOptions;
 }
 
 export { OptionsError };
@@ -130,7 +133,7 @@ export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawDedupeFlagFlags, RawBrowserMiscFlags, RawProxyFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawDedupeFlagFlags, RawBrowserMiscFlags, RawProxyFlags, RawBlockFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
@@ -316,13 +319,14 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     linkBehavior: linkBehaviorOptions(flags),
     lifecycle: lifecycleOptions(flags),
     browserMisc: browserMiscOptions(flags),
+    block: blockOptions(flags),
     store: storeSettings(env),
     ...storageLimits(flags),
     allowAddresses: addressAllowance(flags.allowAddresses),
     output: outputOptions(flags, env),
     state: stateOptions(flags),
     dedupeFlags: dedupeFlagOptions(flags),
-    pageLoad: pageLoadOptions(flags),
+    pageLoad: pageLoadOptions(flags, env),
   };
 }
 
@@ -362,13 +366,7 @@ function sitemapOptions(flags: RawCrawlFlags): SitemapOptions | null {
   if (typeof flags.useSitemap === "string") {
     url = flags.useSitemap.trim();
     const base = "http://seed.invalid/";
-    const parsed = (() => {
-      try {
-        return new URL(url, base);
-      } catch {
-        return null;
-      }
-    })();
+    const parsed = URL.canParse(url, base) ? new URL(url, base) : null;
     if (!url || !parsed || !["http:", "https:"].includes(parsed.protocol)) {
       throw new OptionsError(`--useSitemap must be an http(s) URL or a path on the seed's site, got ${JSON.stringify(flags.useSitemap)}`);
     }

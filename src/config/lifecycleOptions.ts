@@ -23,6 +23,10 @@ export interface LifecycleOptions {
   rateLimitInterruptCount: number;
   /** --healthCheckPort: serve GET /healthz on this port; 0 = no server. */
   healthCheckPort: number;
+  /** --screencastPort: serve the live view (src/live/) on this port; 0 = none. */
+  screencastPort: number;
+  /** --screencastRedis: workers' frames go through the crawl Redis, so the live view of any process shows every process's workers. */
+  screencastRedis: boolean;
 }
 
 export interface RawLifecycleFlags {
@@ -35,6 +39,8 @@ export interface RawLifecycleFlags {
   dryRun?: boolean;
   rateLimitInterruptCount?: string;
   healthCheckPort?: string;
+  screencastPort?: string;
+  screencastRedis?: boolean;
   collection?: string;
 }
 
@@ -46,6 +52,8 @@ export function lifecycleOptions(flags: RawLifecycleFlags): LifecycleOptions {
   const rateLimitInterruptCount = interrupt === undefined ? 0 : Math.max(0, integer("rateLimitInterruptCount", interrupt, 0, -1));
   const healthCheckPort = integer("healthCheckPort", text(flags.healthCheckPort), 0, 0);
   if (healthCheckPort > 65535) throw new OptionsError(`--healthCheckPort must be a TCP port (1-65535; 0 = none), got ${healthCheckPort}`);
+  const screencastPort = integer("screencastPort", text(flags.screencastPort), 0, 0);
+  if (screencastPort > 65535) throw new OptionsError(`--screencastPort must be a TCP port (1-65535; 0 = none), got ${screencastPort}`);
   // The folder deleted is <cwd>/collections/<collection>: "." or ".." would name collections/ or --cwd itself.
   if (flags.overwrite && flags.collection !== undefined && /^\.+$/.test(flags.collection)) {
     throw new OptionsError(`--overwrite deletes the collection's folder: --collection ${JSON.stringify(flags.collection)} names no collection folder`);
@@ -59,6 +67,8 @@ export function lifecycleOptions(flags: RawLifecycleFlags): LifecycleOptions {
     dryRun: flags.dryRun ?? false,
     rateLimitInterruptCount,
     healthCheckPort,
+    screencastPort,
+    screencastRedis: flags.screencastRedis ?? false,
   };
 }
 

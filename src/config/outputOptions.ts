@@ -1,3 +1,4 @@
+import { waczSigningFromEnv, type WaczSigning } from "../upload/waczSigning.js";
 import { OptionsError } from "./optionsError.js";
 
 /** What the crawl writes besides its WARC records (browsertrix-crawler's flag names and file layout). */
@@ -15,6 +16,8 @@ export interface OutputOptions {
   generateCDX: boolean;
   /** --reportSkipped: pages found but not queued, with why, in reports/skippedPages.jsonl. */
   reportSkipped: boolean;
+  /** WACZ_SIGN_URL / WACZ_SIGN_TOKEN: each WACZ's datapackage signed by that server; null = unsigned. */
+  waczSigning: WaczSigning | null;
 }
 
 export interface RawOutputFlags {
@@ -40,7 +43,16 @@ export function outputOptions(flags: RawOutputFlags, env: NodeJS.ProcessEnv): Ou
     combineWARC: flags.combineWARC ?? false,
     generateCDX: flags.generateCDX ?? false,
     reportSkipped: flags.reportSkipped ?? false,
+    waczSigning: waczSigning(env),
   };
+}
+
+function waczSigning(env: NodeJS.ProcessEnv): WaczSigning | null {
+  try {
+    return waczSigningFromEnv(env);
+  } catch (err) {
+    throw new OptionsError(err instanceof Error ? err.message : String(err));
+  }
 }
 
 function warcInfoFields(items: string[]): Record<string, string> {

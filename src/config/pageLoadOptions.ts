@@ -40,7 +40,11 @@ export const DEFAULT_WAIT_UNTIL: WaitUntilEvent[] = ["load"];
  */
 export const DEFAULT_NET_IDLE_MAX_REQUESTS = 0;
 
-export function pageLoadOptions(flags: RawPageLoadFlags): PageLoadOptions {
+/**
+ * --extraChromeArgs, after the environment's CHROME_FLAGS (split at spaces, as browsertrix-crawler splits them;
+ * its image sets them for the whole container).
+ */
+export function pageLoadOptions(flags: RawPageLoadFlags, env: NodeJS.ProcessEnv = {}): PageLoadOptions {
   return {
     waitUntil: waitUntil(flags.waitUntil),
     netIdleMaxRequests: netIdleMaxRequests(flags.netIdleMaxRequests),
@@ -48,7 +52,7 @@ export function pageLoadOptions(flags: RawPageLoadFlags): PageLoadOptions {
     userAgentSuffix: flags.userAgentSuffix?.trim() || null,
     mobileDevice: flags.mobileDevice === undefined || flags.mobileDevice.trim() === "" ? null : device(flags.mobileDevice),
     // Not split at commas: a switch's own value may hold them (--blink-settings=a=1,b=2).
-    extraChromeArgs: (flags.extraChromeArgs ?? []).map((arg) => arg.trim()).filter(Boolean),
+    extraChromeArgs: [...(env.CHROME_FLAGS ?? "").split(" "), ...(flags.extraChromeArgs ?? []).map((arg) => arg.trim())].filter(Boolean),
   };
 }
 

@@ -1,8 +1,11 @@
 import { join } from "node:path";
+import type { AdHostList } from "../block/adHosts.js";
 import type { CrawlOptions } from "../config/crawlOptions.js";
+import type { LiveView } from "../live/liveView.js";
 import type { OpenPipeline } from "../pipeline/openPipeline.js";
 import type { BtxLists, BtxPageEntry } from "../state/btxLists.js";
 import { writerName } from "../state/membership/writerSlots.js";
+import { startBlocking, type BlockedReport } from "./blockedReport.js";
 import { ChangeReport } from "./changeReport.js";
 import type { CollectionPaths } from "./collection.js";
 import type { CrawlWatch } from "./crawlWatch.js";
@@ -21,6 +24,8 @@ export interface PageOutputs {
   truncatedReport: string;
   /** --reportSkipped: pages found but not queued (reports/skippedPages.jsonl); null = not asked for. */
   skipped: SkippedReport | null;
+  /** --blockRules / --blockAds: requests blocked, counted and listed (reports/blocked.jsonl); null = nothing blocked. */
+  blocked: BlockedReport | null;
 }
 
 /** What the stages of one crawl run share (set up by runCrawl, crawler.ts). */
@@ -34,9 +39,11 @@ export interface CrawlRun extends PageOutputs {
   started: number;
   /** What page outcomes mean for the crawl (health check, --failOn* flags, rate-limit interrupts). */
   watch: CrawlWatch;
+  /** --screencastPort / --screencastRedis: the crawl watched live (src/live/); null when not asked for. */
+  live: LiveView | null;
 }
 
-export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, session: CrawlSession, lists: BtxLists): PageOutputs {
+export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, session: CrawlSession, lists: BtxLists, adHosts: AdHostList | null = null): PageOutputs {
   const writer = writerName(session.slot);
   // Writer slot 0 keeps the plain names; other writers of a shared crawl (same folder) get their own files.
   const reportName = (kind: string) => join(paths.root, "reports", session.slot === 0 ? `${kind}.jsonl` : `${kind}-${writer}.jsonl`);
@@ -45,6 +52,7 @@ export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, s
     report: new ChangeReport(reportName("changes"), session.redis, { kinds: session.membership.keys.changeKinds(writer), counts: session.membership.keys.changeCounts(writer) }),
     truncatedReport: reportName("truncated"),
     skipped: options.output.reportSkipped ? new SkippedReport(reportName("skippedPages"), (seedId) => options.seeds[seedId] ?? "", options.text.includes("to-pages")) : null,
+    blocked: startBlocking(options.block, adHosts, reportName("blocked"), session.state),
   };
 }
 

@@ -1,6 +1,9 @@
 import { join } from "node:path";
 import type { CrawlOptions } from "../config/crawlOptions.js";
+import { LiveView } from "../live/liveView.js";
 import { logger } from "../log/logger.js";
+import { useBlocking } from "../block/blocking.js";
+import { adHostsFor } from "./blockedReport.js";
 import { openCapturePipeline } from "../pipeline/openPipeline.js";
 import { BtxLists } from "../state/btxLists.js";
 import { writerName } from "../state/membership/writerSlots.js";
@@ -33,18 +36,28 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
   const started = Date.now();
   // First of all: a health check port in use fails the crawl before anything is deleted or written.
   const health = options.lifecycle.healthCheckPort ? await HealthCheck.start(options.lifecycle.healthCheckPort, options.workers) : null;
+  let live: LiveView | null = null;
   try {
-    return await runCrawlWith(options, stop, started, health);
+    // The live view's port likewise (--screencastPort); --screencastRedis alone serves no page.
+    const { screencastPort, screencastRedis } = options.lifecycle;
+    live = screencastPort || screencastRedis ? await LiveView.start(screencastPort, options.workers) : null;
+    return await runCrawlWith(options, stop, started, health, live);
   } finally {
+    await live?.close();
     await health?.close();
   }
 }
 
-async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: number, health: HealthCheck | null): Promise<CrawlOutcome> {
+async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: number, health: HealthCheck | null, live: LiveView | null): Promise<CrawlOutcome> {
+  // --blockAds: its list is read first, so that a missing one stops the crawl before anything is written.
+  const adHosts = adHostsFor(options.block);
   const paths = openCollection(options);
   const session = await openCrawlSession(options, paths, stop);
   const lists = new BtxLists(session.redis, session.membership.keys, { pages: options.state.writePagesToRedis, errors: options.state.logErrorsToRedis, behaviors: options.state.logBehaviorsToRedis });
-  logger.onLine((entry, line) => lists.logLine(entry.logLevel, entry.context, line));
+  logger.onLine((entry, line) => {
+    lists.logLine(entry.logLevel, entry.context, line);
+    live?.logEntry(entry);
+  });
   const stateFiles = new StateFiles(options, session, paths.root);
   try {
     const pipeline = await openCapturePipeline({
@@ -58,7 +71,8 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
       stop,
     });
     const watch = new CrawlWatch({ lifecycle: options.lifecycle, rateLimit: options.rateLimit, redis: session.redis, crawlId: options.crawlId, stop, health });
-    const run: CrawlRun = { options, paths, session, pipeline, stop, started, watch, ...openPageOutputs(options, paths, session, lists) };
+    const run: CrawlRun = { options, paths, session, pipeline, stop, started, watch, live, ...openPageOutputs(options, paths, session, lists, adHosts) };
+    if (live && options.lifecycle.screencastRedis) await live.shareThrough(session.redis, session.membership.keys);
     await resumeFromStateFile(options, session);
     const seeding = await admitSeeds(options, session.state, run.skipped ? (page, reason) => run.skipped?.add(page, reason) : undefined);
     logger.milestone("crawl", "crawl started", { crawlId: options.crawlId, processId: session.processId, seeds: options.seeds, collection: options.collection });
@@ -66,9 +80,12 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
     stateFiles.start();
     const pages = await crawlPages(run, seeding);
     await stateFiles.atEnd();
-    return await finishCrawl(run, pages);
+    const outcome = await finishCrawl(run, pages);
+    live?.finished(outcome.stats);
+    return outcome;
   } finally {
     stateFiles.stop();
+    useBlocking(null);
     logger.onLine(null);
     await lists.flush();
     await session.close();

@@ -23,13 +23,14 @@ import type { StopControl } from "./stopControl.js";
  */
 export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promise<CrawlOutcome> {
   const { options, session, stop } = run;
+  await run.blocked?.flush();
   const counts = await session.state.counts();
   let { status, failure, failureKind } = await howItEnded(counts, session.state, stop);
   if (status === "done" && options.sitemap) ({ status, failure } = await sitemapsFinished(new SitemapClaim(session.redis, session.membership)));
 
   const packaging: Omit<PackagingContext, "plan"> = {
     options, archiveDir: run.paths.archive, outputDir: run.paths.root, pageList: run.pageList, dedupe: session.dedupe,
-    dependencies: run.pipeline.dependencies, listedIn: (urls) => session.state.listedIn(urls), reportFile: run.report.path, skippedReportFile: run.skipped?.path, assertOwner: () => session.liveness.assertLive(),
+    dependencies: run.pipeline.dependencies, listedIn: (urls) => session.state.listedIn(urls), reportFile: run.report.path, skippedReportFile: run.skipped?.path, blockedReportFile: run.blocked?.path, assertOwner: () => session.liveness.assertLive(),
   };
   let waczPaths: string[] = [];
   const leaveToRerun = skipsPackaging(options.lifecycle, status);
@@ -122,6 +123,9 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     bodiesCutShort: { ...pages.bodiesCutShort },
     skippedRobots: counts.skippedRobots,
     rateLimited: counts.rateLimited,
+    blocked: counts.blocked,
+    ...(run.blocked ? { blockedReport: run.blocked.path } : {}),
+    ...(run.blocked?.adHosts ? { adHosts: { list: run.blocked.adHosts.name, version: run.blocked.adHosts.version, hosts: run.blocked.adHosts.size } } : {}),
     ...(options.dedupeFlags.pagesMinDepth >= 0 ? await skippedStats(session.state) : {}),
     behaviors: { ...pages.behaviors },
     ...(options.refresh || options.skipFreshDays > 0 ? { changes: await run.report.summary(), changeReport: run.report.path } : {}),

@@ -42,6 +42,11 @@ export interface CrawlStats {
   skippedRobots: number;
   /** Rate-limit answers to page loads (--rateLimitStatusCodes): not archived, not counted as crawled or as failed attempts. */
   rateLimited: number;
+  /** Requests blocked by --blockRules / --blockAds (not sent, not archived, not failures), and the report listing them. */
+  blocked: number;
+  blockedReport?: string;
+  /** --blockAds: the host list used. */
+  adHosts?: { list: string; version: string; hosts: number };
   /** --dedupePagesMinDepth: pages whose HTML was archived already (stored as revisits, not crawled), and pages taken past --limit. */
   skippedDuplicates?: number;
   skippedPageLimit?: number;

@@ -17,6 +17,7 @@ import { WaczPlan } from "../pipeline/waczPlan.js";
 import type { Membership } from "../state/membership/membership.js";
 import { writerName, type UnreachableWriter, type WriterSlots } from "../state/membership/writerSlots.js";
 import { writeWacz, type WaczResult } from "../wacz/index.js";
+import { waczSigner } from "../upload/waczSigning.js";
 import { SOFTWARE } from "../version.js";
 import { filterPagesFile, type PageList } from "./pageList.js";
 
@@ -37,6 +38,8 @@ export interface PackagingContext {
   reportFile: string;
   /** --reportSkipped: reports/skippedPages.jsonl of this writer, packaged when given (as browsertrix-crawler does). */
   skippedReportFile?: string;
+  /** --blockRules / --blockAds: reports/blocked.jsonl of this writer, packaged when given. */
+  blockedReportFile?: string;
   /**
    * Throws once this process was taken for dead (fenced): then another may be packaging the same files,
    * and this one must neither replace a WACZ nor complete its index entry.
@@ -82,6 +85,7 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
       description: options.description ?? undefined,
       requires,
       beforeRename: context.assertOwner,
+      sign: options.output.waczSigning ? waczSigner(options.output.waczSigning) : undefined,
       // Scratch (sorted runs of a big index) on the collection's disk, not in a small system /tmp.
       tmpDir: context.outputDir,
     });
@@ -104,6 +108,7 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
 function reportEntries(context: PackagingContext): { zipPath: string; sourcePath: string }[] {
   const reports = [{ zipPath: "reports/changes.jsonl", sourcePath: context.reportFile }];
   if (context.skippedReportFile) reports.push({ zipPath: "reports/skippedPages.jsonl", sourcePath: context.skippedReportFile });
+  if (context.blockedReportFile) reports.push({ zipPath: "reports/blocked.jsonl", sourcePath: context.blockedReportFile });
   return reports.filter((r) => existsSync(r.sourcePath));
 }
 

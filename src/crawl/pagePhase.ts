@@ -4,8 +4,9 @@ import { BrowserHost } from "../browser/browserHost.js";
 import { PageWorker } from "../browser/pageWorker.js";
 import { setupChromiumArgs, tabSetupFor } from "../browser/pageSetup.js";
 import { browserSetupOf } from "../config/pageLoadOptions.js";
+import { NO_LIVE_WORKER, type LiveView, type LiveWorker } from "../live/liveView.js";
 import { errorMessage, logger } from "../log/logger.js";
-import { CrawlProgressBar } from "../log/progress.js";
+import { CrawlProgressBar, type ProgressFigures } from "../log/progress.js";
 import { SeedScopes } from "../scope/seedScopes.js";
 import { startSitemapReading, type SitemapReading } from "../sitemap/sitemapSeeds.js";
 import type { CrawlState } from "../state/crawlState.js";
@@ -83,9 +84,10 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         linkSelectors: selectLinks,
         claimClick,
         contentCheck: options.lifecycle.failOnContentCheck,
+        tabWatch: run.live?.worker(i),
       }),
     );
-    const stopProgress = showProgress(session.state, () => pipeline.writer.bytesWritten, options.logging.includes("stats"));
+    const stopProgress = showProgress(session.state, () => pipeline.writer.bytesWritten, options.logging.includes("stats"), run.live);
     const sitemapClaim = new SitemapClaim(session.redis, session.membership);
     try {
       const sitemap = options.sitemap;
@@ -94,7 +96,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         : null;
       const loop: WorkLoop = { context, membership: session.membership, sitemapClaim, active: new Set(), taking: 0, readSitemaps, sitemapReadings: [] };
       if (readSitemaps) loop.sitemapReadings.push((await readSitemaps()).finished);
-      await Promise.all(workers.map((worker) => workLoop(worker, loop)));
+      await Promise.all(workers.map((worker, i) => workLoop(worker, loop, run.live?.worker(i) ?? NO_LIVE_WORKER)));
       await Promise.all(loop.sitemapReadings);
     } finally {
       stopProgress();
@@ -110,8 +112,8 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
   }
 }
 
-/** The progress bar (on a terminal) every second, and with --logging stats a statistics line every 30 s. */
-function showProgress(state: CrawlState, bytesWritten: () => number, logStats: boolean): () => void {
+/** The progress bar (on a terminal) and the live view's figures every second, and with --logging stats a statistics line every 30 s. */
+function showProgress(state: CrawlState, bytesWritten: () => number, logStats: boolean, live: LiveView | null): () => void {
   const progress = new CrawlProgressBar();
   let ticks = 0;
   let asking = false;
@@ -120,7 +122,9 @@ function showProgress(state: CrawlState, bytesWritten: () => number, logStats: b
     if (asking) return; // Redis is away: one question waiting for it is enough
     asking = true;
     void state.counts().then((c) => {
-      progress.update({ ...c, bytesWritten: bytesWritten() });
+      const figures: ProgressFigures = { ...c, bytesWritten: bytesWritten() };
+      progress.update(figures);
+      live?.progress(figures);
       if (logNow) logger.info("stats", "crawl statistics", { ...c, bytesWritten: bytesWritten() });
     }, () => undefined).finally(() => (asking = false));
   }, 1000);
@@ -146,7 +150,15 @@ interface WorkLoop {
 }
 
 /** Take pages from the shared queue until it is drained everywhere or a stop is asked for. */
-async function workLoop(worker: PageWorker, loop: WorkLoop): Promise<void> {
+async function workLoop(worker: PageWorker, loop: WorkLoop, live: LiveWorker): Promise<void> {
+  try {
+    await takePages(worker, loop, live);
+  } finally {
+    live.done();
+  }
+}
+
+async function takePages(worker: PageWorker, loop: WorkLoop, live: LiveWorker): Promise<void> {
   const { state, stop, options } = loop.context;
   while (!stop.requested) {
     loop.taking += 1;
@@ -158,10 +170,12 @@ async function workLoop(worker: PageWorker, loop: WorkLoop): Promise<void> {
     }
     if (!page) {
       if (await crawlIsDrained(state, loop.sitemapClaim)) return;
+      live.waiting();
       await recoverWork(loop, stop);
       continue;
     }
     loop.active.add(page.url);
+    live.pageStarted(page.url);
     try {
       await crawlPage(worker, page, loop.context);
     } catch (err) {
@@ -171,6 +185,7 @@ async function workLoop(worker: PageWorker, loop: WorkLoop): Promise<void> {
       await state.markFailed(page.url, `crawler error: ${errorMessage(err)}`, options.maxPageRetries).catch(() => undefined);
     } finally {
       loop.active.delete(page.url);
+      live.pageEnded();
     }
   }
 }

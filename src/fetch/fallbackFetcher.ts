@@ -1,5 +1,6 @@
 import { rm } from "node:fs/promises";
 import type { Exchange } from "../archive/exchange.js";
+import { blockedOutsideBrowser } from "../block/blocking.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { BodyLimits } from "./bodyLimits.js";
 import { directFetch } from "./directFetch.js";
@@ -24,6 +25,8 @@ export interface FallbackFetcherOptions {
  * response over as a whole capture. Together with directFetch below it, the one place archived bytes
  * come from that did not come through Chromium. Each method returns the exchange to store (the capture
  * hands it to the exchange sink), or null when there is nothing to store; failures are logged here.
+ * What --blockRules or --blockAds block is not fetched (null, and reported as blocked); a page's own
+ * document never is blocked.
  */
 export class FallbackFetcher {
   constructor(private readonly options: FallbackFetcherOptions) {}
@@ -38,6 +41,7 @@ export class FallbackFetcher {
 
   /** The browser got a 206 (a fragment): the whole resource, when the server sends it whole (200). */
   async wholeResource(url: string, requestHeaders: [string, string][]): Promise<Exchange | null> {
+    if (blockedOutsideBrowser(url)) return null;
     try {
       const exchange = await this.fetch(url, requestHeaders);
       if (exchange.status === 200) return exchange;
@@ -50,7 +54,8 @@ export class FallbackFetcher {
   }
 
   /** The browser revalidated its own cached copy (304): the full response, fetched without its validators. */
-  async fullResponse(url: string, requestHeaders: [string, string][]): Promise<Exchange | null> {
+  async fullResponse(url: string, requestHeaders: [string, string][], pageDocument = false): Promise<Exchange | null> {
+    if (!pageDocument && blockedOutsideBrowser(url)) return null;
     try {
       return await this.fetch(url, requestHeaders);
     } catch (err) {
@@ -61,6 +66,7 @@ export class FallbackFetcher {
 
   /** The browser could not give a response's body: the same response (same status) fetched again, else null. */
   async sameResponse(url: string, requestHeaders: [string, string][], status: number): Promise<Exchange | null> {
+    if (blockedOutsideBrowser(url)) return null;
     try {
       const exchange = await this.fetch(url, requestHeaders);
       if (exchange.status === status) return exchange;

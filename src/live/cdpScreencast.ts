@@ -17,6 +17,8 @@ export interface ScreencastSettings {
   maxHeight?: number;
   /** Send every n-th frame (Chromium's everyNthFrame). */
   everyNthFrame?: number;
+  /** At most one frame per this many ms: each ack waits until then (Chromium encodes no frame before it); default 0. */
+  minFrameIntervalMs?: number;
 }
 
 /**
@@ -26,10 +28,16 @@ export interface ScreencastSettings {
  */
 export class CdpScreencast {
   private stopped = false;
+  private minFrameIntervalMs = 0;
+  private lastAckAt = 0;
   private readonly onFrame = (event: Protocol.Page.ScreencastFrameEvent): void => {
     if (this.stopped) return;
     // Ack first: a listener that throws must not freeze the stream.
-    this.cdp.send("Page.screencastFrameAck", { sessionId: event.sessionId }).catch(() => undefined);
+    const ack = (): void => void (this.stopped || this.cdp.send("Page.screencastFrameAck", { sessionId: event.sessionId }).catch(() => undefined));
+    const wait = this.lastAckAt + this.minFrameIntervalMs - Date.now();
+    this.lastAckAt = Math.max(Date.now(), this.lastAckAt + this.minFrameIntervalMs);
+    if (wait > 0) setTimeout(ack, wait).unref();
+    else ack();
     const { deviceWidth, deviceHeight, timestamp } = event.metadata;
     this.listener({ data: event.data, width: deviceWidth, height: deviceHeight, timestamp: timestamp ?? Date.now() / 1000 });
   };
@@ -42,6 +50,7 @@ export class CdpScreencast {
   /** Start streaming `cdp`'s tab to `listener` until stop() (or the session ends). */
   static async start(cdp: CDPSession, listener: (frame: ScreencastFrame) => void, settings: ScreencastSettings = {}): Promise<CdpScreencast> {
     const cast = new CdpScreencast(cdp, listener);
+    cast.minFrameIntervalMs = settings.minFrameIntervalMs ?? 0;
     cdp.on("Page.screencastFrame", cast.onFrame);
     await cdp.send("Page.startScreencast", {
       format: "jpeg",

@@ -151,6 +151,8 @@ export interface CrawlCounts {
   skippedRobots: number;
   /** Rate-limit answers to page loads (--rateLimitStatusCodes): never archived, never a crawled page. */
   rateLimited: number;
+  /** Requests blocked by --blockRules / --blockAds, by every process of the crawl. */
+  blocked: number;
 }
 
 /** First retry after this long, doubling with each further attempt up to RETRY_BACKOFF_MAX_MS. */
@@ -338,7 +340,7 @@ export class CrawlState {
 
   async counts(): Promise<CrawlCounts> {
     const k = this.keys;
-    const [queued, delayed, pending, done, failed, seen, failedAttempts, skippedRobots, rateLimited] = (await this.redis
+    const [queued, delayed, pending, done, failed, seen, failedAttempts, skippedRobots, rateLimited, blocked] = (await this.redis
       .multi()
       .zcard(k.queue)
       .zcard(k.retryDelayed)
@@ -349,11 +351,17 @@ export class CrawlState {
       .get(k.failedAttempts)
       .scard(k.robotsSkipped)
       .get(k.rateLimited)
+      .get(k.blocked)
       .exec())!.map(([err, value]) => {
       if (err) throw err;
       return Number(value ?? 0);
     });
-    return { queued: queued + delayed, pending, done, failed, seen, failedAttempts, skippedRobots, rateLimited };
+    return { queued: queued + delayed, pending, done, failed, seen, failedAttempts, skippedRobots, rateLimited, blocked };
+  }
+
+  /** Add `n` requests blocked (--blockRules, --blockAds) to the crawl's count. */
+  async countBlocked(n: number): Promise<void> {
+    await this.redis.incrby(this.keys.blocked, n);
   }
 
   async failedPages(): Promise<FailedPage[]> {

@@ -77,6 +77,8 @@ export function crawlStateKeys(crawlId: string) {
     waczSealed: `${p}:waczSealed`,
     /** Set of page URLs not crawled because robots.txt disallows them (--robots). */
     robotsSkipped: `${p}:robotsSkipped`,
+    /** Counter of requests blocked by --blockRules / --blockAds (never sent, never archived), every process's. */
+    blocked: `${p}:blocked`,
     /** String: the id of the process reading the sitemaps now (--useSitemap), or "done" once they were read. */
     sitemapRead: `${p}:sitemap`,
     /** List of one writer's WACZ filenames, in order. */
@@ -94,6 +96,10 @@ export function crawlStateKeys(crawlId: string) {
     btxErrors: `${p}:e`,
     /** List of behavior log lines, JSON, newest first (--logBehaviorsToRedis). */
     btxBehaviors: `${p}:b`,
+    /** Pub/sub channel of the live view's worker packets (--screencastRedis), JSON {msg: "screencast", id, url, data...}. */
+    screencastChannel: `c:${p}:cast`,
+    /** Pub/sub channel where a live view says "connect" when its first viewer comes and "disconnect" when its last leaves. */
+    screencastControl: `c:${p}:ctrl`,
   };
 }
 

@@ -40,6 +40,8 @@ export interface DataPackage {
 export interface DataPackageDigest {
   path: typeof DATAPACKAGE_PATH;
   hash: string;
+  /** A signing server's answer for `hash` (WACZ_SIGN_URL), as js-wacz stores it. */
+  signedData?: unknown;
 }
 
 export interface DataPackageOptions {
@@ -92,8 +94,10 @@ export function serializeDataPackage(pkg: DataPackage): Buffer {
 }
 
 /** The digest covers the exact bytes stored as datapackage.json. */
-export function buildDataPackageDigest(datapackageBytes: Uint8Array): DataPackageDigest {
-  return { path: DATAPACKAGE_PATH, hash: `sha256:${sha256Hex(datapackageBytes)}` };
+export function buildDataPackageDigest(datapackageBytes: Uint8Array, signedData?: unknown): DataPackageDigest {
+  const digest: DataPackageDigest = { path: DATAPACKAGE_PATH, hash: `sha256:${sha256Hex(datapackageBytes)}` };
+  if (signedData !== undefined && signedData !== null) digest.signedData = signedData;
+  return digest;
 }
 
 export function serializeDataPackageDigest(digest: DataPackageDigest): Buffer {

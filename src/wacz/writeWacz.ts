@@ -59,6 +59,11 @@ export interface WaczInput {
   tmpDir?: string;
   /** CDXJ bytes sorted in memory before a run is spilled to disk (default 16 MiB). */
   sortRunBytes?: number;
+  /**
+   * Signs the datapackage: given its digest and `created`, returns what goes into datapackage-digest.json as
+   * `signedData` (null: unsigned). Called once per WACZ, after every entry is hashed.
+   */
+  sign?: (req: { hash: string; created: string }) => Promise<unknown>;
 }
 
 export interface WaczResult {
@@ -155,9 +160,11 @@ export async function writeWacz(input: WaczInput): Promise<WaczResult> {
       seen.add(f.zipPath);
     }
 
-    const zip = await writeStoredZip(tmpOutput, files, (entries) => {
+    const zip = await writeStoredZip(tmpOutput, files, async (entries) => {
+      const created = new Date();
       const datapackage = serializeDataPackage(
         buildDataPackage({
+          created,
           resources: entries.map((e) => makeResource(e.zipPath, e.sha256, e.bytes)),
           software: input.software,
           title: input.title,
@@ -167,7 +174,9 @@ export async function writeWacz(input: WaczInput): Promise<WaczResult> {
           requires: input.requires,
         }),
       );
-      const digest = serializeDataPackageDigest(buildDataPackageDigest(datapackage));
+      const unsigned = buildDataPackageDigest(datapackage);
+      const signedData = await input.sign?.({ hash: unsigned.hash, created: created.toISOString() });
+      const digest = serializeDataPackageDigest(buildDataPackageDigest(datapackage, signedData));
       return [
         { zipPath: DATAPACKAGE_PATH, data: datapackage },
         { zipPath: DATAPACKAGE_DIGEST_PATH, data: digest },

@@ -2,6 +2,7 @@ import { addressesRoutes } from "./addresses.js";
 import { bodiesRoutes } from "./bodies.js";
 import { btxRoutes } from "./btx.js";
 import { lifecycleRoutes } from "./lifecycle.js";
+import { liveViewRoutes } from "./liveView.js";
 import { pacingRoutes } from "./pacing.js";
 import { pageLoadRoutes } from "./pageLoad.js";
 import type { HostileRoutes } from "./route.js";
@@ -21,9 +22,10 @@ export type { HostileHandler, HostileRoutes, HostileSiteInfo } from "./route.js"
  * - btx: browsertrix-crawler compatibility (a seed list served over HTTP)
  * - pageLoad: late images, never-ending requests, echoes of language, user agent and window width
  * - lifecycle: a page failing its content check (--failOnContentCheck)
+ * - liveView: pages slow enough to be watched live (--screencastPort), one failing
  */
 export function hostileRoutes(): HostileRoutes {
-  const tables = [streamsRoutes, bodiesRoutes, addressesRoutes, pacingRoutes, uploadRoutes, btxRoutes, pageLoadRoutes, lifecycleRoutes];
+  const tables = [streamsRoutes, bodiesRoutes, addressesRoutes, pacingRoutes, uploadRoutes, btxRoutes, pageLoadRoutes, lifecycleRoutes, liveViewRoutes];
   const all: HostileRoutes = {};
   for (const table of tables) {
     for (const [path, handler] of Object.entries(table)) {
