@@ -2,10 +2,10 @@
 FROM node:20-bookworm-slim
 
 # setpriv (util-linux, essential in Debian) gives Chromium a parent-death signal: it dies with its crawler.
-# git fetches --customBehaviors git+ sources, as browsertrix-crawler's image can.
+# git fetches --customBehaviors git+ sources, as browsertrix-crawler's image can; ssh opens ssh:// proxy tunnels.
 # webext-ublock-origin-chromium ships EasyList and EasyPrivacy, the --blockAds host list (never loaded into Chromium: puppeteer starts it with --disable-extensions).
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium redis-server fonts-dejavu-core ca-certificates git webext-ublock-origin-chromium \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium redis-server fonts-dejavu-core ca-certificates git openssh-client webext-ublock-origin-chromium \
  && rm -rf /var/lib/apt/lists/* \
  && test -x /usr/bin/setpriv
 

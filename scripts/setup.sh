@@ -11,6 +11,12 @@ fc-list 2>/dev/null | grep -qi dejavu || need_apt+=(fonts-dejavu-core)
 command -v git >/dev/null 2>&1 || need_apt+=(git)   # --customBehaviors git+ sources (and their test)
 # --blockAds: EasyList + EasyPrivacy as Debian's uBlock Origin package ships them (src/block/adHosts.ts)
 [ -f /usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt ] || need_apt+=(webext-ublock-origin-chromium)
+# ssh:// proxies (ssh -D); the proxy tests' own proxies and the ss that tells who opened a connection
+command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+command -v tinyproxy >/dev/null 2>&1 || need_apt+=(tinyproxy)
+command -v microsocks >/dev/null 2>&1 || need_apt+=(microsocks)
+command -v ss >/dev/null 2>&1 || need_apt+=(iproute2)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} with apt-get" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

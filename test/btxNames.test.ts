@@ -22,7 +22,8 @@ const BTX_FLAGS = readFileSync(join(import.meta.dirname, "data", "browsertrix-1.
 
 /** A value of the right kind for a flag (only parsing is tested here, not the crawl). */
 function sampleArgs(spelling: string, type: string): string[] {
-  const samples: Record<string, string> = { "--scopeType": "prefix", "--serviceWorker": "disabled", "--sw": "disabled", "--config": "stdin", "--saveState": "partial" };
+  // A proxy is connected to before the seeds are read: an empty value sets none.
+  const samples: Record<string, string> = { "--scopeType": "prefix", "--serviceWorker": "disabled", "--sw": "disabled", "--config": "stdin", "--saveState": "partial", "--proxyServer": "", "--proxyServerConfig": "" };
   if (type === "boolean") return [spelling];
   return [spelling, samples[spelling] ?? (type === "number" ? "1" : "x")];
 }

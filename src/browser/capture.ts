@@ -14,6 +14,7 @@ import { NetworkActivity } from "./loadWait.js";
 import { LiveStreams } from "./liveStream.js";
 import { LoadOutcomes } from "./loadOutcomes.js";
 import { PageAttempt, type CapturedSummary } from "./pageAttempt.js";
+import { answerProxyChallenges } from "./proxyAuth.js";
 import { TabBlocking } from "./requestBlocking.js";
 import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./responseBody.js";
 
@@ -103,6 +104,7 @@ export class PageCapture {
     await cdp.send("Network.setCacheDisabled", { cacheDisabled: true });
     capture.blocking = await TabBlocking.start(cdp, capture.mainFrameId);
     await cdp.send("Fetch.enable", {
+      handleAuthRequests: answerProxyChallenges(cdp),
       patterns: [
         // Every request (each redirect hop too) pauses before it is sent, for the address policy; documents
         // also so that a refresh can make them conditional.

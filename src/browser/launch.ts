@@ -2,6 +2,7 @@ import puppeteer, { type Browser } from "puppeteer-core";
 import { existsSync } from "node:fs";
 import { chromiumHostResolverArgs } from "../fetch/addressPolicy.js";
 import { errorMessage, logger } from "../log/logger.js";
+import { chromiumProxyArgs } from "../proxy/activeProxies.js";
 import { withTimeout } from "../util/process.js";
 import { createProfileDir, killBrowserProcesses, removeProfileDir } from "./browserProcesses.js";
 import type { BrowserRecords } from "./browserRecords.js";
@@ -36,7 +37,7 @@ export const CHROMIUM_ARGS = [
   "--no-default-browser-check",
   "--disable-breakpad",
   // Keep cross-origin iframes in the page's own target so one CDP session sees all their traffic.
-  "--disable-features=IsolateOrigins,site-per-process,Translate,MediaRouter,OptimizationHints",
+  "--disable-features=IsolateOrigins,site-per-process,Translate,MediaRouter,OptimizationHints,NetworkTimeServiceQuerying",
   "--disable-site-isolation-trials",
   // Cookies encrypted with Chromium's fixed key, never a desktop keyring: a profile made on one machine
   // (or by browsertrix-crawler, which starts Chromium the same way) reads on another.
@@ -87,7 +88,7 @@ export async function launchBrowser(options: LaunchOptions, records: BrowserReco
       executablePath: executableWithDeathSignal(options.executablePath, profileDir),
       headless: options.headless,
       userDataDir: profileDir,
-      args: [...CHROMIUM_ARGS, ...chromiumHostResolverArgs(), ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : []), ...(options.extraArgs ?? [])],
+      args: [...CHROMIUM_ARGS, ...chromiumHostResolverArgs(), ...chromiumProxyArgs(), ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : []), ...(options.extraArgs ?? [])],
       defaultViewport: { width: 1366, height: 900 },
       protocolTimeout: 120_000,
       // The crawler handles signals itself: it must finish writing before the browser goes away.

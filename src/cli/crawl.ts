@@ -22,8 +22,10 @@ import { VERSION } from "../version.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
 import { BEHAVIOR_NAMES, DEFAULT_BEHAVIORS } from "../browser/behaviors.js";
 import { localCustomBehaviors } from "../config/customBehaviors.js";
-import { AddressRefusedError } from "../fetch/addressPolicy.js";
+import { AddressRefusedError, checkAddress, policyLookup } from "../fetch/addressPolicy.js";
 import { openCrawlProfile, ProfileSourceError, settleSavedProfile, type CrawlProfile } from "../profile/crawlProfile.js";
+import { ProxyConfigError, proxySettings } from "../proxy/proxySettings.js";
+import { checkProxyCredentials, ProxyStartError, startProxies, stopProxies } from "../proxy/activeProxies.js";
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -144,6 +146,12 @@ export function buildCrawlProgram(): Command {
     .option("--rateLimitMaxRetries <n>", "rate-limit answers a page may get before it is recorded as failed; -1 = no limit", "4")
     .option("--rateLimitTimeout <seconds>", "how long a host is backed off after a rate-limit answer without Retry-After, and the longest Retry-After honoured", "300")
     .option("--maxResourceSize <bytes>", "keep at most this much of any one response body (e.g. 512MB); the rest is dropped and the record marked WARC-Truncated: length", "512MB")
+    // Proxies (src/proxy/): every fetch of the crawl, the browser's and the crawler's own, goes through them
+    .option("--proxyServer <url>", "fetch everything through this proxy: http://, https://, socks5:// (user:password@ for credentials) or ssh://user@host[:port] (a SOCKS tunnel opened with ssh -D); default: env PROXY_SERVER, else PROXY_HOST and PROXY_PORT")
+    .option("--proxyServerConfig <file>", "YAML file of per-host proxies (browsertrix-crawler's format): matchHosts (URL regex: proxy name; \"\" for every other URL) and proxies (name: URL, or url, privateKeyFile, publicHostsFile, ignoreOnFailedSSHTunnel)")
+    .option("--proxyServerPreferSingleProxy", "with both --proxyServer and --proxyServerConfig: every URL goes through --proxyServer")
+    .option("--sshProxyPrivateKeyFile <file>", "private key for ssh:// proxies (ssh -i)")
+    .option("--sshProxyKnownHostsFile <file>", "known_hosts file the ssh:// proxies' host keys are checked against (default: not checked)")
     .option("--diskUtilization <percent>", "stop the crawl gracefully once the disk holding the collection is used above this percent (checked while writing); 0 = off", "90")
     .allowExcessArguments(false)
     .showHelpAfterError(false));
@@ -179,6 +187,22 @@ async function main(argv: string[]): Promise<number> {
   }
   for (const warning of compatWarnings(program)) process.stderr.write(`crawl: warning: ${warning}\n`);
 
+  // Proxies first: the seed file and behaviors fetched below go through them too.
+  try {
+    await startProxies(proxySettings(flags), { allowed: async (url) => (await checkAddress(url)).allowed, lookup: policyLookup });
+  } catch (err) {
+    if (!(err instanceof ProxyConfigError || err instanceof ProxyStartError)) throw err;
+    process.stderr.write(`crawl: ${err.message}\n`);
+    return err instanceof ProxyConfigError ? ExitCode.BadUsage : ExitCode.ProxyError;
+  }
+  try {
+    return await crawlWithFlags(flags);
+  } finally {
+    await stopProxies();
+  }
+}
+
+async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {
   let options;
   let profile: CrawlProfile | null = null;
   try {
@@ -209,6 +233,14 @@ async function main(argv: string[]): Promise<number> {
       return ExitCode.BadUsage;
     }
     throw err;
+  }
+  try {
+    await checkProxyCredentials(options.seeds);
+  } catch (err) {
+    profile?.dispose();
+    if (!(err instanceof ProxyStartError)) throw err;
+    process.stderr.write(`crawl: ${err.message}\n`);
+    return ExitCode.ProxyError;
   }
   logger.setLevel(options.logLevel);
   logger.setContexts(options.state.logContexts, options.state.logExcludeContexts);

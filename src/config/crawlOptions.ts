@@ -28,6 +28,7 @@ import { cappedPageLimit, lifecycleOptions, type LifecycleOptions, type RawLifec
 import { readStoreSettings, StoreSettingsError, type StoreSettings } from "../upload/storeSettings.js";
 import { DEFAULT_MAX_RESOURCE_SIZE } from "../fetch/bodyLimits.js";
 import { parseAddressAllowance, type AddressAllowance } from "../fetch/addressPolicy.js";
+import type { RawProxyFlags } from "../proxy/proxySettings.js";
 
 /** Everything a crawl run needs to know, validated. The one place a flag's meaning lives. */
 export interface CrawlOptions {
@@ -133,7 +134,7 @@ export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawDedupeFlagFlags, RawBrowserMiscFlags, RawBlockFlags, RawProfileFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawDedupeFlagFlags, RawBrowserMiscFlags, RawProxyFlags, RawBlockFlags, RawProfileFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */

@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import type { CustomBehaviorScript } from "../browser/behaviors.js";
 import { discard, plainFetch, readText } from "../fetch/plainFetch.js";
 import { errorMessage } from "../log/logger.js";
+import { gitProxyEnv } from "../proxy/activeProxies.js";
 import { withTimeout } from "../util/process.js";
 import { OptionsError } from "./optionsError.js";
 
@@ -92,7 +93,7 @@ async function cloneBehaviors(source: string, dir: string): Promise<string> {
   url.search = "";
   const args = ["clone", "--depth", "1", ...(branch ? ["--branch", branch, "--single-branch"] : []), "--", url.href, dir];
   try {
-    await promisify(execFile)("git", args, { timeout: CLONE_TIMEOUT_MS, env: { ...process.env, GIT_TERMINAL_PROMPT: "0" } });
+    await promisify(execFile)("git", args, { timeout: CLONE_TIMEOUT_MS, env: { ...process.env, GIT_TERMINAL_PROMPT: "0", ...gitProxyEnv(url.href) } });
   } catch (err) {
     const message = errorMessage(err).split("\n").filter((l) => /fatal|error/i.test(l)).pop() ?? errorMessage(err).split("\n")[0];
     throw new OptionsError(`--customBehaviors ${source} cannot be cloned: ${message.trim()}`);

@@ -31,6 +31,8 @@ export const ExitCode = {
   DiskUtilization: 16,
   /** --rateLimitInterruptCount reached: interrupted, what was captured is written (not with --restartsOnError); re-run to resume. */
   RateLimited: 18,
+  /** A proxy (--proxyServer, PROXY_SERVER, --proxyServerConfig) cannot be reached at the start, its ssh tunnel not opened, or its credentials are refused. */
+  ProxyError: 21,
   /** A WACZ could not be uploaded to STORE_ENDPOINT_URL (or WEBHOOK_URL not told) after every retry; the WACZ is kept on disk. */
   UploadFailed: 22,
 } as const;

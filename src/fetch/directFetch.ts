@@ -1,12 +1,15 @@
 import { STATUS_CODES } from "node:http";
-import { request } from "undici";
+import { Agent, request, type Dispatcher } from "undici";
 import { shortOfDeclaredLength, type Exchange, type ExchangeBody } from "../archive/exchange.js";
-import { refuseForbiddenAddress } from "./addressPolicy.js";
+import { policyLookup, refuseForbiddenAddress } from "./addressPolicy.js";
+import { proxyDispatcherFor } from "../proxy/activeProxies.js";
 import { BodySpool, defaultBodyLimits, noteCutShort, type BodyLimits } from "./bodyLimits.js";
 
 /** User-Agent of the crawler's own fetches when --userAgent is not given. */
 export const DEFAULT_USER_AGENT = "Mozilla/5.0 (compatible; warc-crawler)";
 const UNCONDITIONAL_DROPS = new Set(["host", "accept-encoding", "range", "if-range", "if-none-match", "if-modified-since", "if-match", "if-unmodified-since"]);
+
+let directAgent: Dispatcher | null = null;
 
 export interface DirectFetchOptions {
   userAgent?: string | null;
@@ -42,7 +45,11 @@ export async function directFetch(url: string, options: DirectFetchOptions = {})
   // A total deadline (connect, headers and body): idle timeouts alone let a server dripping a byte
   // now and then (or an endless stream) hold the fetch forever.
   const deadline = AbortSignal.timeout(timeout);
+  // Through a proxy the socket goes to the proxy; directly, it resolves and checks its address itself
+  // (what the name resolves to when connecting counts), as plainFetch's do.
+  directAgent ??= new Agent({ connect: { lookup: policyLookup } });
   const response = await request(url, {
+    dispatcher: proxyDispatcherFor(url) ?? directAgent,
     method: "GET",
     headers: requestHeaders.filter(([n]) => n !== "Host").flat(),
     headersTimeout: timeout,

@@ -3,6 +3,7 @@ import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { Agent, request, type Dispatcher } from "undici";
 import { policyLookup, refuseForbiddenAddress } from "./addressPolicy.js";
 import { DEFAULT_USER_AGENT } from "./directFetch.js";
+import { proxyDispatcherFor } from "../proxy/activeProxies.js";
 
 /**
  * Fetches the crawler reads for itself, not for the archive (robots.txt, sitemaps): redirects followed
@@ -47,11 +48,13 @@ export async function plainFetch(url: string, options: PlainFetchOptions): Promi
   try {
     let current = url;
     for (let redirects = 0; ; redirects += 1) {
+      // The target's address is checked here on every hop; through a proxy the socket goes to the proxy
+      // (allowed wherever it is: the operator chose it), so the connect-time check is the proxy's own.
       await refuseForbiddenAddress(current);
       if (deadline.signal.aborted) throw deadline.signal.reason;
       const response = await request(current, {
         method: "GET",
-        dispatcher: agent,
+        dispatcher: proxyDispatcherFor(current) ?? agent,
         signal: deadline.signal,
         headers: {
           "user-agent": options.userAgent ?? DEFAULT_USER_AGENT,
