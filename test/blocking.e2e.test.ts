@@ -282,4 +282,30 @@ describe("blocking across runs", () => {
     for (const url of adUrls()) expect(targets).not.toContain(url);
     for (const url of seeds) expect(targets).toContain(url);
   }, 240_000);
+
+  it("two processes of one crawl: each blocks, the count is the crawl's, the archive is the same as one process's", async () => {
+    const collection = "two-processes";
+    const seeds = ["/page2", "/p3", "/p4", "/p5", "/p6"].map(siteUrl);
+    const statsOf = (n: number) => join(cwd, `two-processes-${n}-stats.json`);
+    const args = (n: number) => [...seeds.flatMap((s) => ["--url", s]), "--cwd", cwd, "--collection", collection, "--statsFilename", statsOf(n),
+      "--crawlId", "two-processes", "--redisStoreUrl", redis.url, "--behaviors", "", "--netIdleWait", "2", "--scopeType", "page",
+      "--blockads", "--blockRules", "/img[35]\\.png"];
+    for (const h of [site, video, ads]) h.hits.clear();
+    const runs = await Promise.all([1, 2].map((n) => runCli("crawl", args(n), { timeoutMs: 180_000, env })));
+    for (const run of runs) expect(run.code, run.stderr.slice(-2000)).toBe(0);
+    expect(ads.total()).toBe(0);
+    const crawledBy = runs.map((run) => logLines(run.stderr).filter((l) => l.message === "page crawled").length);
+    expect(crawledBy[0]! + crawledBy[1]!).toBe(5);
+    // The count is the crawl's (Redis): the process that ended last saw all of it.
+    const blocked = [1, 2].map((n) => (JSON.parse(readFileSync(statsOf(n), "utf8")) as Crawl["stats"]).blocked);
+    expect(Math.max(...blocked)).toBe(12);
+    const dir = join(cwd, "collections", collection);
+    const reports = readdirSync(join(dir, "reports")).filter((f) => /^blocked.*\.jsonl$/.test(f));
+    const reported = reports.flatMap((f) => readFileSync(join(dir, "reports", f), "utf8").trim().split("\n").filter(Boolean))
+      .map((l) => (JSON.parse(l) as { url: string }).url);
+    expect(new Set(reported)).toEqual(new Set([...adUrls(), siteUrl("/img3.png"), siteUrl("/img5.png")]));
+    const records = readdirSync(join(dir, "archive")).filter((f) => f.endsWith(".warc.gz")).flatMap((f) => readWarcRecords(join(dir, "archive", f)));
+    const archived = records.filter((r) => r.headers.get("warc-type") === "response").map((r) => r.headers.get("warc-target-uri") ?? "").sort();
+    expect(archived).toEqual([...seeds, siteUrl("/two.png"), siteUrl("/img4.png"), siteUrl("/img6.png")].sort());
+  }, 240_000);
 });

@@ -175,7 +175,9 @@ describe("Chromium does not outlive its crawler", () => {
     for (const p of [leftoverProfile, reusedProfile, staleProfile]) expect(existsSync(p)).toBe(false);
 
     expect(isPidAlive(sleeper.pid!)).toBe(true);
-    expect(browserProcesses(liveProfile)).toEqual(expect.arrayContaining(liveFamily)); // (it may have started more)
+    // The live browser runs on (none of its processes was killed, above); its helper processes come and go on
+    // their own (a utility process may exit and another start), so its main process is what is checked here.
+    expect(browserProcesses(liveProfile)).toContain(live.pid);
     expect(existsSync(liveProfile)).toBe(true);
     expect(existsSync(otherNamespaceProfile)).toBe(true);
     expect(readdirSync(dir).sort()).toEqual(["live.json", "other-namespace.json"]);

@@ -15,10 +15,10 @@ describe("--maxPageLimit", () => {
 });
 
 describe("lifecycle flags", () => {
-  it("defaults: nothing fails the crawl beyond ours, no health server, no rate-limit interrupt", () => {
+  it("defaults: nothing fails the crawl beyond ours, no health server, no live view, no rate-limit interrupt", () => {
     expect(lifecycleOptions({})).toEqual({
       failOnFailedSeed: false, failOnInvalidStatus: false, failOnContentCheck: false, restartsOnError: false,
-      overwrite: false, dryRun: false, rateLimitInterruptCount: 0, healthCheckPort: 0,
+      overwrite: false, dryRun: false, rateLimitInterruptCount: 0, healthCheckPort: 0, screencastPort: 0, screencastRedis: false,
     });
   });
 

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listProfile } from "../src/profile/profileArchive.js";
 import { runCli, NO_BEHAVIORS, type CliResult } from "./helpers/cli.js";
 import { CDN_HOST, FIELD_BOXES, MEMBER_IMAGES, MEMBER_PAGES, PASSWORD, startLoginSite, USER, type LoginSite } from "./helpers/loginSite.js";
+import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { BROWSER_ARGS, closeBrowser, replayPage, startReplayServer } from "./helpers/replay.js";
 import { httpHeader, readWarcRecords, type RawRecord } from "./helpers/warcFile.js";
 
@@ -26,9 +27,10 @@ let created: CliResult;
 
 const pathOf = (url: string) => new URL(url).pathname + new URL(url).search;
 
+/** Every page listed in the collection: pages/*.jsonl, and pages/<wacz>/*.jsonl of another writer's WACZ. */
 function pagesOf(collection: string): string[] {
   const dir = join(cwd, "collections", collection, "pages");
-  return readdirSync(dir).flatMap((f) => readFileSync(join(dir, f), "utf8").split("\n").filter((l) => l.startsWith("{") && !l.includes('"format"')))
+  return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".jsonl")).flatMap((f) => readFileSync(join(dir, f), "utf8").split("\n").filter((l) => l.startsWith("{") && !l.includes('"format"')))
     .map((l) => pathOf((JSON.parse(l) as { url: string }).url)).sort();
 }
 
@@ -144,6 +146,55 @@ describe("crawl --profile", () => {
     // And the server saw it so too.
     expect(site.requests.filter((r) => r.host === CDN_HOST && (r.cookie ?? "").includes("session="))).toEqual([]);
   });
+});
+
+describe("crawl --profile with the rest of the crawler", () => {
+  const loginPagesIn = (collection: string) => pagesOf(collection).filter((p) => p.startsWith("/login"));
+
+  it("two processes of one crawl, an interrupted crawl resumed, then a --refresh run: every members page, never the login page", async () => {
+    const redis: TestRedis = await startTestRedis();
+    try {
+      // Two processes on one crawl (one Redis), each browser from its own copy of the profile.
+      const shared = ["--profile", profile, "--crawlId", "profiled", "--redisStoreUrl", redis.url, "--redisDedupeUrl", redis.url];
+      const [a, b] = await Promise.all([crawl("profiled", shared), crawl("profiled", shared)]);
+      for (const run of [a, b]) expect(run.code, run.stderr.slice(-2000)).toBe(0);
+      expect(pagesOf("profiled")).toEqual([...MEMBER_PAGES].sort());
+      const ok = ofType(recordsOf("profiled"), "response").filter((r) => statusOf(r) === 200).map((r) => pathOf(targetOf(r)));
+      for (const image of Object.values(MEMBER_IMAGES).flat()) expect(ok).toContain(image);
+
+      // The same crawl again with --refresh: conditional requests with the login cookie, nothing sent to the login page.
+      const before = site.requests.length;
+      const refresh = await crawl("profiled-refresh", ["--profile", profile, "--redisDedupeUrl", redis.url, "--refresh"]);
+      expect(refresh.code, refresh.stderr.slice(-2000)).toBe(0);
+      expect(pagesOf("profiled-refresh")).toEqual([...MEMBER_PAGES].sort());
+      expect(loginPagesIn("profiled-refresh")).toEqual([]);
+      const seen = site.requests.slice(before).filter((r) => r.host === "main");
+      expect(seen.filter((r) => r.path.startsWith("/login"))).toEqual([]);
+      for (const r of seen.filter((r) => r.path.startsWith("/members/"))) expect(r.cookie ?? "", r.path).toMatch(/(^|; )session=[0-9a-f]{32}/);
+      expect(seen.filter((r) => r.path.startsWith("/members/")).length).toBeGreaterThanOrEqual(MEMBER_PAGES.length);
+    } finally {
+      await redis.stop();
+    }
+
+    // Interrupted after its first page (SIGINT: exit 11), then the same command resumes with the profile.
+    const args = ["--url", `${site.url}/members/`, "--collection", "resumed", "--cwd", cwd, ...NO_BEHAVIORS, "--netIdleWait", "1", "--profile", profile, "--pageExtraDelay", "3"];
+    const child = spawn(process.execPath, [join(ROOT, "dist/src/cli/crawl.js"), ...args], { cwd: ROOT, env: { ...process.env, ...ENV } });
+    child.stderr.resume();
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    try {
+      await until(() => { try { return pagesOf("resumed").length >= 1; } catch { return false; } }, "the first page listed", 90_000);
+      child.kill("SIGINT");
+      expect(await exited).toBe(11);
+    } finally {
+      child.kill("SIGKILL");
+    }
+    const first = pagesOf("resumed");
+    expect(first.length).toBeLessThan(MEMBER_PAGES.length);
+    const resumed = await runCli("crawl", args, { env: ENV, timeoutMs: 150_000 });
+    expect(resumed.code, resumed.stderr.slice(-2000)).toBe(0);
+    expect(pagesOf("resumed")).toEqual([...MEMBER_PAGES].sort());
+    expect(loginPagesIn("resumed")).toEqual([]);
+  }, 400_000);
 });
 
 describe("a profile in the upload storage", () => {

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { connect } from "node:net";
 import { parseProxyUrl } from "../src/proxy/proxySettings.js";
 import { openSshTunnel } from "../src/proxy/sshTunnel.js";
@@ -181,6 +181,35 @@ describe("proxies", () => {
       tunnel.close();
     }
   }, 60_000);
+
+  it("an interrupted crawl resumed: both runs go through the proxy, and together archive what one crawl does", async () => {
+    const collection = "proxy-resumed";
+    const args = ["--url", `${site.origin}/`, "--cwd", dir, "--collection", collection, ...CRAWL_FLAGS, "--workers", "1", "--proxyServer", socks.url];
+    const before = site.requests.length;
+    // Run 1: interrupted (SIGINT) once its first page is crawled.
+    const first = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, ["dist/src/cli/crawl.js", ...args], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...ENV } });
+      let stderr = "";
+      let interrupted = false;
+      child.stderr.on("data", (d: Buffer) => {
+        stderr += d.toString();
+        // One signal: a second one is a forced stop (exit 13).
+        if (!interrupted && stderr.includes('"page crawled"')) {
+          interrupted = true;
+          child.kill("SIGINT");
+        }
+      });
+      child.on("error", reject);
+      child.on("exit", (code) => resolve({ code, stderr }));
+    });
+    expect(first.code, first.stderr.slice(-2000)).toBe(11);
+    expect(first.stderr).not.toContain(PASSWORD);
+    // Run 2: the same command goes on with the rest.
+    const second = await crawl([`${site.origin}/`], ["--workers", "1", "--proxyServer", socks.url], collection);
+    expect(second.result.code, second.result.stderr.slice(-2000)).toBe(0);
+    expect(new Set(site.requests.slice(before).map((r) => r.peer))).toEqual(new Set(["microsocks"]));
+    expect(second.urls).toEqual(baseline.urls);
+  }, 200_000);
 
   it("several processes of one crawl, then a --refresh run (conditional requests): all through the proxy", async () => {
     const redis: TestRedis = await startTestRedis();

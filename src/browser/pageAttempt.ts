@@ -21,6 +21,13 @@ export interface RateLimitAnswer {
 }
 
 /** What one attempt at loading a page captured; read once the page is done. */
+/**
+ * How long large bodies of declared length may go on arriving after their page is done: a body the size of the
+ * default --maxResourceSize (512 MB) needs ~4.5 MB/s through CDP in 120 s (60 s, ~8.5 MB/s, cut it short on a
+ * loaded machine). A page's hard deadline leaves room for it (crawl/crawlPage.ts).
+ */
+export const DOWNLOAD_GRACE_MS = 120_000;
+
 export class PageAttempt {
   readonly captured: CapturedSummary[] = [];
   /** The page URL and the URLs its redirects led to: the page's own documents (main frame only). */
@@ -42,7 +49,7 @@ export class PageAttempt {
   /** Ends this attempt's bodies of unknown length (maybe never-ending) once the page is done. */
   readonly streams = new StreamCutoff(1000, 10_000);
   /** Ends this attempt's large bodies of declared length once the page is done, if they stall or take long. */
-  readonly downloads = new StreamCutoff(5000, 60_000);
+  readonly downloads = new StreamCutoff(5000, DOWNLOAD_GRACE_MS);
 
   /** --saveStorage: holds the page's document until its storage is read after the load. */
   readonly storageGate: StorageGate | null;

@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import { addToTally, type BehaviorTally } from "../browser/behaviors.js";
 import { extractBudgetMs, type ExtractOptions, type PageExtracts } from "../browser/pageExtracts.js";
 import type { PageWorker } from "../browser/pageWorker.js";
+import { DOWNLOAD_GRACE_MS } from "../browser/pageAttempt.js";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import type { CaptureHistory } from "../dedupe/captureHistory.js";
 import type { NoteBacklog } from "../dedupe/noteBacklog.js";
@@ -270,9 +271,10 @@ export function extractOptionsOf(options: CrawlOptions): ExtractOptions {
 }
 
 export function hardPageDeadlineMs(options: CrawlOptions): number {
-  // Load, quiet network, post-load delay, behaviors, quiet network again, text and screenshots; plus slack.
+  // Load, quiet network, post-load delay, behaviors, quiet network again, text and screenshots, the large
+  // downloads still arriving when the page was done; plus slack.
   const behaviors = options.behaviors.length ? options.behaviorTimeout + options.netIdleWait : 0;
-  return (options.pageLoadTimeout + options.netIdleWait + options.postLoadDelay + behaviors) * 1000 + 30_000 + extractBudgetMs(extractOptionsOf(options));
+  return (options.pageLoadTimeout + options.netIdleWait + options.postLoadDelay + behaviors) * 1000 + DOWNLOAD_GRACE_MS + 30_000 + extractBudgetMs(extractOptionsOf(options));
 }
 
 
