@@ -2,14 +2,13 @@
 // "video" host's iframe, scripts, images and a frame from hosts on the ad list (real EasyList/EasyPrivacy
 // host names, mapped to 127.0.0.3 by CRAWLER_TEST_HOSTS: no name is asked of DNS, no packet leaves
 // loopback), and frames whose text a frameTextMatch rule reads. Every server counts what it was asked.
-import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { logLines, runCli, type CliResult } from "./helpers/cli.js";
+import { crawlInterruptedAfterFirstPage, logLines, runCli, type CliResult } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
 import { readZip } from "./helpers/zip.js";
@@ -244,20 +243,7 @@ describe("blocking across runs", () => {
       "--behaviors", "", "--netIdleWait", "1", "--scopeType", "page", "--blockAds", "--logging", "stats,debug"];
     for (const h of [site, video, ads]) h.hits.clear();
     // Run 1: interrupted (SIGINT) once its first page is crawled.
-    const first = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, ["dist/src/cli/crawl.js", ...args], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...env } });
-      let stderr = "";
-      let interrupted = false;
-      child.stderr.on("data", (d: Buffer) => {
-        stderr += d.toString();
-        if (!interrupted && stderr.includes('"page crawled"')) {
-          interrupted = true;
-          child.kill("SIGINT");
-        }
-      });
-      child.on("error", reject);
-      child.on("exit", (code) => resolve({ code, stderr }));
-    });
+    const first = await crawlInterruptedAfterFirstPage(args, env);
     expect(first.code, first.stderr.slice(-2000)).toBe(11);
     const blockedIn = (stderr: string) => logLines(stderr).filter((l) => l.context === "blocking" && l.message === "request blocked").length;
     const firstBlocked = blockedIn(first.stderr);

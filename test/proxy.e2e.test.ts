@@ -2,12 +2,12 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { connect } from "node:net";
 import { parseProxyUrl } from "../src/proxy/proxySettings.js";
 import { openSshTunnel } from "../src/proxy/sshTunnel.js";
 import { freePort } from "../src/redis/freePort.js";
-import { runCli, type CliResult } from "./helpers/cli.js";
+import { crawlInterruptedAfterFirstPage, runCli, type CliResult } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { startMicrosocks, startSshd, startTinyproxy, type RunningProxy, type RunningSshd } from "./helpers/proxyServers.js";
 import { startProxySite, type ProxySite, type SiteRequest } from "./helpers/proxySite.js";
@@ -187,21 +187,7 @@ describe("proxies", () => {
     const args = ["--url", `${site.origin}/`, "--cwd", dir, "--collection", collection, ...CRAWL_FLAGS, "--workers", "1", "--proxyServer", socks.url];
     const before = site.requests.length;
     // Run 1: interrupted (SIGINT) once its first page is crawled.
-    const first = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, ["dist/src/cli/crawl.js", ...args], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...ENV } });
-      let stderr = "";
-      let interrupted = false;
-      child.stderr.on("data", (d: Buffer) => {
-        stderr += d.toString();
-        // One signal: a second one is a forced stop (exit 13).
-        if (!interrupted && stderr.includes('"page crawled"')) {
-          interrupted = true;
-          child.kill("SIGINT");
-        }
-      });
-      child.on("error", reject);
-      child.on("exit", (code) => resolve({ code, stderr }));
-    });
+    const first = await crawlInterruptedAfterFirstPage(args, ENV);
     expect(first.code, first.stderr.slice(-2000)).toBe(11);
     expect(first.stderr).not.toContain(PASSWORD);
     // Run 2: the same command goes on with the rest.

@@ -30,6 +30,31 @@ export function runCli(program: keyof typeof ENTRIES, args: string[], opts: { ti
   });
 }
 
+/**
+ * Run `crawl` and interrupt it with one SIGINT once it logged its first crawled page (a second signal would be
+ * a forced stop, exit 13): for tests of a crawl that is interrupted, then resumed by the same command.
+ */
+export function crawlInterruptedAfterFirstPage(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [ENTRIES.crawl, ...args], { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...env } });
+    let stderr = "";
+    let interrupted = false;
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+      if (!interrupted && stderr.includes('"page crawled"')) {
+        interrupted = true;
+        child.kill("SIGINT");
+      }
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), 180_000);
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
+}
+
 /** The JSON log lines a CLI wrote to stderr. */
 export function logLines(stderr: string): { logLevel: string; context: string; message: string; details: Record<string, unknown> }[] {
   return stderr
