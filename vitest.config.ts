@@ -5,7 +5,8 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // Two files at a time on the 2-core machine: every suite starts its own redis-server, site and browser on
     // free loopback ports and its own temp folders, so files do not share state. Measured: 1,713 s one at a
-    // time, 1,006 s two at a time (73 files, 735 tests, all passing both ways).
+    // time, 1,006 s two at a time (73 files, 735 tests, all passing both ways); 2,687 s two at a time for 84
+    // files, 812 tests (proxies, blocking, profiles and the live view added; multiProcess 494 s, reliability 375 s).
     fileParallelism: true,
     maxWorkers: 2,
     testTimeout: 120_000,
