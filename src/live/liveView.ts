@@ -11,17 +11,8 @@ import { FRAME_SIZE, WorkerFrames, type LiveWorker } from "./workerFrames.js";
 export type { LiveWorker } from "./workerFrames.js";
 export { NO_LIVE_WORKER } from "./workerFrames.js";
 
-/** The crawl's end as the live view shows it (CrawlStats' figures). */
-export interface FinalFigures {
-  crawled: number;
-  queued: number;
-  pending: number;
-  failed: number;
-  failedAttempts: number;
-  bytesWritten: number;
-  elapsedSeconds: number;
-  status: string;
-}
+/** The crawl's end as the live view shows it (CrawlStats' figures): a stats packet's figures, with the status. */
+export type FinalFigures = Omit<StatsPacket, "msg" | "final" | "status"> & { status: string };
 
 /** How long the last figures may take to reach the viewers when the crawl ends. */
 const CLOSE_GRACE_MS = 2000;
