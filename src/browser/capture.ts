@@ -189,8 +189,9 @@ export class PageCapture {
       await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "BlockedByResponse" }).catch(() => undefined);
       return;
     }
-    const loginPage = ownDocument && location && this.extras.loginUrl ? tryNormalizeCrawlUrl(location, request.url) : null;
-    if (loginPage && this.extras.loginUrl && isLoginPage(loginPage, this.extras.loginUrl) && !isLoginPage(request.url, this.extras.loginUrl)) {
+    const loginUrl = this.extras.loginUrl;
+    const loginPage = ownDocument && location && loginUrl ? tryNormalizeCrawlUrl(location, request.url) : null;
+    if (loginPage && loginUrl && isLoginPage(loginPage, loginUrl) && !isLoginPage(request.url, loginUrl)) {
       // Sent to the login page: the profile's session is gone. The login form is not this page's content.
       attempt.loggedOut = { url: request.url, loginPage };
       await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "BlockedByResponse" }).catch(() => undefined);

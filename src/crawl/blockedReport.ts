@@ -32,6 +32,8 @@ export class BlockedReport {
   private timer: NodeJS.Timeout | null = null;
   private sending: Promise<void> = Promise.resolve();
   private warned = false;
+  /** The report's folder exists: made once, not on every blocked URL. */
+  private folderMade = false;
 
   constructor(
     readonly path: string,
@@ -46,7 +48,8 @@ export class BlockedReport {
     if (this.listed.has(blocked.url)) return;
     if (this.listed.size < REMEMBERED) this.listed.add(blocked.url);
     try {
-      mkdirSync(dirname(this.path), { recursive: true });
+      if (!this.folderMade) mkdirSync(dirname(this.path), { recursive: true });
+      this.folderMade = true;
       appendFileSync(this.path, JSON.stringify({ ...blocked, ts: new Date().toISOString() }) + "\n");
     } catch (err) {
       this.warn("cannot write the blocked-requests report", err);
