@@ -151,7 +151,9 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
 
   it("announces the WACZ of a crawl stopped before its end (--timeLimit) with completed: false", async () => {
     const result = await crawl("upload-stopped", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "stopped.wacz", WEBHOOK_URL: `${webhookUrl}/stopped` },
-      ["--workers", "1", "--pageExtraDelay", "3", "--timeLimit", "2"]);
+      // The limit counts from the crawl's start, browser launch included (as browsertrix-crawler's): 2 s was
+      // reached before the first page began on a loaded CI machine, leaving nothing to package.
+      ["--workers", "1", "--pageExtraDelay", "10", "--timeLimit", "8"]);
     expect(result.code, result.stderr.slice(-2000)).toBe(15);
     expect(logLines(result.stderr).find((l) => l.message === "crawl limit-reached")).toBeDefined();
     const local = readFileSync(join(cwd, "collections", "upload-stopped", "upload-stopped.wacz"));
