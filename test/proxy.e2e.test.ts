@@ -7,7 +7,7 @@ import { connect } from "node:net";
 import { parseProxyUrl } from "../src/proxy/proxySettings.js";
 import { openSshTunnel } from "../src/proxy/sshTunnel.js";
 import { freePort } from "../src/redis/freePort.js";
-import { crawlInterruptedAfterFirstPage, runCli, type CliResult } from "./helpers/cli.js";
+import { crawlInterruptedAfterFirstPage, logLines, runCli, type CliResult } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { startMicrosocks, startSshd, startTinyproxy, type RunningProxy, type RunningSshd } from "./helpers/proxyServers.js";
 import { startProxySite, type ProxySite, type SiteRequest } from "./helpers/proxySite.js";
@@ -246,4 +246,23 @@ describe("proxies", () => {
     const result = await runCli("crawl", ["--url", `${site.origin}/`, "--cwd", dir, "--collection", "unreachable"], { env: { ...ENV, PROXY_HOST: "127.0.0.1", PROXY_PORT: String(closed) } });
     expect(result.code, result.stderr).toBe(21);
   }, 120_000);
+
+  it("a seed the proxy cannot connect to fails the crawl with --failOnFailedSeed: exit 21 (the proxy's failure), not 1", async () => {
+    const closed = await freePort();
+    const seed = `http://${PROXIED_HOST}:${closed}/`;
+    const args = ["--url", seed, "--cwd", dir, "--proxyServer", socks.url, "--behaviors", "", "--maxPageRetries", "0"];
+    const failing = await runCli("crawl", [...args, "--collection", "seed-via-proxy", "--failOnFailedSeed"], { env: ENV, timeoutMs: 90_000 });
+    expect(failing.code, failing.stderr.slice(-2000)).toBe(21);
+    const error = logLines(failing.stderr).find((l) => l.logLevel === "error" && l.message.includes("--failOnFailedSeed"));
+    expect(error?.message).toContain(`seed ${seed} failed: `);
+    // Chromium reaches a SOCKS proxy with credentials through our relay, which answers its failure with a 59x
+    // status: that answer is not the site's, so nothing is archived and the page fails as at the proxy.
+    expect(error?.message).toContain("net::ERR_PROXY_CONNECTION_FAILED");
+    const archive = join(dir, "collections", "seed-via-proxy", "archive");
+    const stored = readdirSync(archive).flatMap((f) => readWarcRecords(join(archive, f))).filter((r) => r.headers.get("warc-target-uri") === seed);
+    expect(stored).toEqual([]);
+    // Without the flag it is an ordinary failed seed: all seeds failed, exit 9.
+    const plain = await runCli("crawl", [...args, "--collection", "seed-via-proxy-plain"], { env: ENV, timeoutMs: 90_000 });
+    expect(plain.code, plain.stderr.slice(-2000)).toBe(9);
+  }, 200_000);
 });

@@ -6,6 +6,8 @@ import { noteCutShort, type BodyLimits } from "../fetch/bodyLimits.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
+import { relayInUse } from "../proxy/activeProxies.js";
+import { isRelayFailureStatus, relayFailureError } from "../proxy/proxyFailure.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { isBrowserInternal } from "./browserInternal.js";
 import { isLoginPage, NO_EXTRAS, OriginRedirects, rateLimitRuleMatched, readPageStorage, type CaptureExtras } from "./captureExtras.js";
@@ -173,6 +175,14 @@ export class PageCapture {
       return;
     }
     if (await this.blocking?.atResponse(event, attempt.pageUrl || null)) return;
+    if (relayInUse() && isRelayFailureStatus(status)) {
+      // The proxy failed to fetch it: nothing of the site to store. The tab sees a network error.
+      const error = relayFailureError(status, event.responseStatusText ?? "");
+      logger.debug("proxy", "not fetched through the proxy", { url: request.url, error });
+      if (event.resourceType === "Document" && event.frameId === this.mainFrameId && attempt.notePageDocument(request.url, status, null)) attempt.proxyFailure ??= error;
+      await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "ConnectionFailed" }).catch(() => undefined);
+      return;
+    }
     const responseHeaders = (event.responseHeaders ?? []).map(({ name, value }) => [name, value] as [string, string]);
     const requestHeaders = Object.entries(request.headers).map(([n, v]) => [n, String(v)] as [string, string]);
     const confirms = status === 304 ? this.sentConditional.get(event.networkId ?? requestId) : undefined;

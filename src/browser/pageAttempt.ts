@@ -38,6 +38,8 @@ export class PageAttempt {
   rateLimited: RateLimitAnswer | null = null;
   /** Set when the page's document redirected to the login page (its session is gone): the attempt stores nothing. */
   loggedOut: { url: string; loginPage: string } | null = null;
+  /** Set when the page's document could not be fetched through the proxy (the relay's 59x answer): nothing stored. */
+  proxyFailure: string | null = null;
   /** --dedupePagesMinDepth: if the dedupe index holds the payload of the page's document, the page goes no further. */
   skipIfArchived = false;
   /** It did: the document was stored (a revisit) and the browser stopped from rendering it. */

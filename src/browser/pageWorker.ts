@@ -173,6 +173,7 @@ export class PageWorker {
     const failedCheck = this.contentCheck?.failure;
     if (failedCheck !== undefined) return { document: null, title: "", links: [], error: `content check failed: ${failedCheck}`, truncated: [], contentCheckFailed: failedCheck };
     if (attempt.loggedOut) return { document: null, title: "", links: [], error: `logged out: redirected to the login page ${attempt.loggedOut.loginPage}`, truncated: [], loggedOut: attempt.loggedOut };
+    if (attempt.proxyFailure) return { document: null, title: "", links: [], error: attempt.proxyFailure, truncated: [] };
     if (attempt.rateLimited) {
       return { document: null, title: "", links: [], error: `rate limited: HTTP ${attempt.rateLimited.status}`, truncated: [], rateLimited: attempt.rateLimited };
     }

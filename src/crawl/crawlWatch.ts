@@ -3,6 +3,7 @@ import type { RateLimitAnswer } from "../browser/capture.js";
 import type { LifecycleOptions } from "../config/lifecycleOptions.js";
 import type { RateLimitOptions } from "../config/rateLimitOptions.js";
 import { logger } from "../log/logger.js";
+import { isProxyFailure } from "../proxy/proxyFailure.js";
 import type { QueuedPage } from "../state/crawlState.js";
 import type { HealthCheck } from "./healthCheck.js";
 import { parseRetryAfter } from "./rateLimit.js";
@@ -23,6 +24,8 @@ export class CrawlWatch {
       crawlId: string;
       stop: StopControl;
       health: HealthCheck | null;
+      /** Pages are fetched through a proxy (a seed's timeout is then the proxy's failure). */
+      proxied: boolean;
     },
   ) {}
 
@@ -39,7 +42,8 @@ export class CrawlWatch {
   attemptFailed(page: QueuedPage, outcome: string, reason: string | null): void {
     this.deps.health?.attemptFailed();
     if (outcome === "failed" && page.depth === 0 && this.deps.lifecycle.failOnFailedSeed) {
-      this.deps.stop.fail("failed-seed", `seed ${page.url} failed: ${reason ?? "not loaded"} (--failOnFailedSeed)`);
+      const kind = isProxyFailure(reason, this.deps.proxied) ? "failed-seed-proxy" : "failed-seed";
+      this.deps.stop.fail(kind, `seed ${page.url} failed: ${reason ?? "not loaded"} (--failOnFailedSeed)`);
     }
   }
 

@@ -20,6 +20,7 @@ import { admitSeeds } from "./seeds.js";
 import { openCrawlSession } from "./session.js";
 import { StateFiles, resumeFromStateFile } from "./stateFiles.js";
 import { StopControl } from "./stopControl.js";
+import { proxyInUse } from "../proxy/activeProxies.js";
 
 export type { CrawlOutcome, CrawlStats } from "./outcome.js";
 
@@ -70,7 +71,7 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
       archiveDir: paths.archive,
       stop,
     });
-    const watch = new CrawlWatch({ lifecycle: options.lifecycle, rateLimit: options.rateLimit, redis: session.redis, crawlId: options.crawlId, stop, health });
+    const watch = new CrawlWatch({ lifecycle: options.lifecycle, rateLimit: options.rateLimit, redis: session.redis, crawlId: options.crawlId, stop, health, proxied: proxyInUse() });
     const run: CrawlRun = { options, paths, session, pipeline, stop, started, watch, live, ...openPageOutputs(options, paths, session, lists, adHosts) };
     if (live && options.lifecycle.screencastRedis) await live.shareThrough(session.redis, session.membership.keys);
     await resumeFromStateFile(options, session);

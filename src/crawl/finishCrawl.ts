@@ -193,7 +193,10 @@ function packagingFailure(err: unknown, root: string): string {
 async function howItEnded(counts: CrawlCounts, state: CrawlState, stop: StopControl): Promise<{ status: CrawlStatus; failure: string | null; failureKind?: CrawlEnd["failureKind"] }> {
   const finished = counts.queued === 0 && counts.pending === 0;
   if (stop.fatalError) return { status: "failed", failure: stop.fatalError, failureKind: stop.outOfSpace ? "out-of-space" : "other" };
-  if (stop.crawlFailure) return { status: "failed", failure: stop.crawlFailure, failureKind: stop.reason === "content-check" ? "content-check" : "failed-seed" };
+  if (stop.crawlFailure) {
+    const failureKind = stop.reason === "content-check" ? "content-check" : stop.reason === "failed-seed-proxy" ? "failed-seed-proxy" : "failed-seed";
+    return { status: "failed", failure: stop.crawlFailure, failureKind };
+  }
   if (counts.done === 0 && counts.failed > 0) {
     const failures = await state.failedPages();
     const failure = `no page could be crawled: ${failures[0]?.url} failed: ${failures[0]?.reason}`;

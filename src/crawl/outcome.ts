@@ -61,7 +61,7 @@ export interface CrawlEnd {
   /** A second signal ended it at once. */
   forced: boolean;
   /** Why it failed, when it did. */
-  failureKind?: "no-page-crawled" | "out-of-space" | "redis-unavailable" | "failed-seed" | "content-check" | "other";
+  failureKind?: "no-page-crawled" | "out-of-space" | "redis-unavailable" | "failed-seed" | "failed-seed-proxy" | "content-check" | "other";
   /**
    * --restartsOnError: as browsertrix-crawler, the ends it calls fatal (a failed seed, a content check,
    * the failed limit) exit 0, so that the supervisor does not restart a crawl that cannot succeed.
@@ -70,11 +70,12 @@ export interface CrawlEnd {
 }
 
 export function exitCodeOf(status: CrawlStatus, end: CrawlEnd = { stopReason: null, forced: false }): ExitCodeValue {
-  const fatal = (status === "failed" && (end.failureKind === "failed-seed" || end.failureKind === "content-check")) || status === "failed-limit";
+  const fatal = (status === "failed" && (end.failureKind === "failed-seed" || end.failureKind === "failed-seed-proxy" || end.failureKind === "content-check")) || status === "failed-limit";
   if (fatal && end.restartsOnError) return ExitCode.Finished;
   switch (status) {
     case "failed":
       if (end.failureKind === "content-check") return ExitCode.ContentCheckFailed;
+      if (end.failureKind === "failed-seed-proxy") return ExitCode.ProxyError;
       if (end.failureKind === "no-page-crawled") return ExitCode.AllSeedsFailed;
       if (end.failureKind === "out-of-space") return ExitCode.OutOfSpace;
       if (end.failureKind === "redis-unavailable") return ExitCode.RedisUnavailable;

@@ -5,6 +5,8 @@ export type StopReason =
   | "signal" | "time-limit" | "size-limit" | "disk-utilization" | "failed-limit" | "storage-error"
   /** --failOnFailedSeed, --failOnContentCheck: the crawl fails (crawlFailure says why). */
   | "failed-seed" | "content-check"
+  /** --failOnFailedSeed, the seed failing at its proxy (exit code 21, as browsertrix-crawler). */
+  | "failed-seed-proxy"
   /** --rateLimitInterruptCount reached. */
   | "rate-limited";
 
@@ -62,7 +64,7 @@ export class StopControl {
   }
 
   /** The crawl must fail (a seed failed, a content check): no new pages; in-flight ones finish as for a limit. */
-  fail(reason: "failed-seed" | "content-check", message: string): void {
+  fail(reason: "failed-seed" | "failed-seed-proxy" | "content-check", message: string): void {
     if (this.crawlFailure) return;
     this.crawlFailure = message;
     logger.error("crawl", message);

@@ -195,6 +195,16 @@ export function proxyDispatcherFor(url: string): Dispatcher | null {
   return active ? (liveFor(active, url)?.dispatcher ?? null) : null;
 }
 
+/** Whether Chromium goes through our loopback relay (browserRelay.ts), whose failures are answers with a 59x status. */
+export function relayInUse(): boolean {
+  return active?.relay != null;
+}
+
+/** Whether the crawl fetches through a proxy at all. */
+export function proxyInUse(): boolean {
+  return active !== null;
+}
+
 /** Chromium's proxy switches (none without a proxy). */
 export function chromiumProxyArgs(): string[] {
   return active ? [...active.chromiumArgs] : [];
