@@ -6,8 +6,6 @@ import { noteCutShort, type BodyLimits } from "../fetch/bodyLimits.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
-import { relayInUse } from "../proxy/activeProxies.js";
-import { isRelayFailureStatus, relayFailureError } from "../proxy/proxyFailure.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { isBrowserInternal } from "./browserInternal.js";
 import { isLoginPage, NO_EXTRAS, OriginRedirects, rateLimitRuleMatched, readPageStorage, type CaptureExtras } from "./captureExtras.js";
@@ -16,7 +14,7 @@ import { NetworkActivity } from "./loadWait.js";
 import { LiveStreams } from "./liveStream.js";
 import { LoadOutcomes } from "./loadOutcomes.js";
 import { PageAttempt, type CapturedSummary } from "./pageAttempt.js";
-import { answerProxyChallenges } from "./proxyAuth.js";
+import { answerProxyChallenges, failRelayAnswer } from "./proxyAuth.js";
 import { TabBlocking } from "./requestBlocking.js";
 import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./responseBody.js";
 
@@ -175,14 +173,7 @@ export class PageCapture {
       return;
     }
     if (await this.blocking?.atResponse(event, attempt.pageUrl || null)) return;
-    if (relayInUse() && isRelayFailureStatus(status)) {
-      // The proxy failed to fetch it: nothing of the site to store. The tab sees a network error.
-      const error = relayFailureError(status, event.responseStatusText ?? "");
-      logger.debug("proxy", "not fetched through the proxy", { url: request.url, error });
-      if (event.resourceType === "Document" && event.frameId === this.mainFrameId && attempt.notePageDocument(request.url, status, null)) attempt.proxyFailure ??= error;
-      await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "ConnectionFailed" }).catch(() => undefined);
-      return;
-    }
+    if (await failRelayAnswer(this.cdp, event, event.resourceType === "Document" && event.frameId === this.mainFrameId ? attempt : null)) return;
     const responseHeaders = (event.responseHeaders ?? []).map(({ name, value }) => [name, value] as [string, string]);
     const requestHeaders = Object.entries(request.headers).map(([n, v]) => [n, String(v)] as [string, string]);
     const confirms = status === 304 ? this.sentConditional.get(event.networkId ?? requestId) : undefined;

@@ -1,6 +1,8 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
 import { logger } from "../log/logger.js";
-import { browserProxyCredentials, browserProxyNeedsCredentials } from "../proxy/activeProxies.js";
+import { browserProxyCredentials, browserProxyNeedsCredentials, relayInUse } from "../proxy/activeProxies.js";
+import { isRelayFailureStatus, relayFailureError } from "../proxy/proxyFailure.js";
+import type { PageAttempt } from "./pageAttempt.js";
 
 /**
  * Proxy credentials for Chromium, which takes none on its command line: with a proxy that asks for them
@@ -28,5 +30,20 @@ export function answerProxyChallenges(cdp: CDPSession): boolean {
     }
     void cdp.send("Fetch.continueWithAuth", { requestId, authChallengeResponse: reply }).catch(() => undefined);
   });
+  return true;
+}
+
+/**
+ * A paused response that is the relay's answer to a request it could not forward (proxyFailure.ts): fail
+ * it in the tab as a network error, so nothing of it is archived. With `pageAttempt` (a main-frame
+ * document), a page document failing so fails the attempt. Returns whether it was one.
+ */
+export async function failRelayAnswer(cdp: CDPSession, event: Protocol.Fetch.RequestPausedEvent, pageAttempt: PageAttempt | null): Promise<boolean> {
+  const status = event.responseStatusCode ?? 0;
+  if (!relayInUse() || !isRelayFailureStatus(status)) return false;
+  const error = relayFailureError(status, event.responseStatusText ?? "");
+  logger.debug("proxy", "not fetched through the proxy", { url: event.request.url, error });
+  if (pageAttempt?.notePageDocument(event.request.url, status, null)) pageAttempt.proxyFailure ??= error;
+  await cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "ConnectionFailed" }).catch(() => undefined);
   return true;
 }
