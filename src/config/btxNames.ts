@@ -54,6 +54,7 @@ const ALREADY_SO: Record<string, string> = { headless: "the browser is headless 
  */
 export const CANNOT_APPLY: Record<string, string> = {
   driver: "a browsertrix-crawler driver script drives its internal crawler object (crawler.loadPage, crawler.crawlState...), which this crawler does not have; --customBehaviors runs scripts in each page",
+  qaSource: "a QA run replays an archive with the `qa` command (qa --qaSource <wacz|json|url>, browsertrix-crawler's qa entrypoint); `crawl --qa` checks the crawl's own WACZ when it ends",
   useSHA1: "payload digests stay sha256: they are the dedupe index's keys, shared with the crawls already in it (a sha1 crawl would match none of them), and browsertrix-crawler 1.14.1 itself still digests captured responses with sha256",
 };
 

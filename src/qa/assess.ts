@@ -25,14 +25,14 @@ export interface Assessment {
  * Score one replayed page against what the crawl kept of it: screenshots, text, requests. A page whose own
  * document the replay could not show scores 0 throughout (as in browsertrix-crawler's QA: nothing replayed).
  */
-export function assess(page: ListedPage, replayed: ReplayedPage): Assessment {
+export function assess(page: ListedPage, replayed: ReplayedPage, withDiff = false): Assessment {
   const frameUrl = replayed.frameUrl ? archivedUrlOf(replayed.frameUrl)?.url : undefined;
   const document = replayed.requests.find((r) => r.type === "Document" && r.url === frameUrl);
   const shown = replayed.frameUrl !== null && (document ? document.status > 0 && document.status < 400 : true);
   const resources = compareResources(replayed.requests, liveResources(replayed.livePageInfo));
   const missing = shown || resources.missing.includes(page.url) ? resources.missing : [page.url, ...resources.missing].sort();
   const liveText = page.text ?? replayed.liveText;
-  const pixels = replayed.liveScreenshot && replayed.screenshot ? screenshotMatch(replayed.liveScreenshot, replayed.screenshot) : null;
+  const pixels = replayed.liveScreenshot && replayed.screenshot ? screenshotMatch(replayed.liveScreenshot, replayed.screenshot, withDiff) : null;
   const scores = shown
     ? { screenshot: pixels?.match ?? null, text: liveText === null ? null : textMatch(liveText, replayed.text), resources: resources.match }
     : { screenshot: replayed.liveScreenshot ? 0 : null, text: liveText === null ? null : 0, resources: 0 };

@@ -4,7 +4,7 @@ import { PNG } from "pngjs";
 import type { ReplayRequest } from "./replayTraffic.js";
 
 /** Share of pixels that match, over the larger of the two images' sizes (the part only one has counts as different). */
-export function screenshotMatch(live: Buffer, replay: Buffer): { match: number; diff: Buffer } {
+export function screenshotMatch(live: Buffer, replay: Buffer, withDiff = false): { match: number; diff: Buffer | null } {
   const a = PNG.sync.read(live);
   const b = PNG.sync.read(replay);
   const width = Math.min(a.width, b.width);
@@ -15,11 +15,11 @@ export function screenshotMatch(live: Buffer, replay: Buffer): { match: number; 
     PNG.bitblt(img, out, 0, 0, width, height, 0, 0);
     return out.data;
   };
-  const diff = new PNG({ width, height });
-  // browsertrix-crawler's QA settings: per-pixel colour threshold 0.1.
-  const differing = pixelmatch(crop(a), crop(b), diff.data, width, height, { threshold: 0.1 });
+  const diff = withDiff ? new PNG({ width, height }) : null;
+  // browsertrix-crawler's QA settings: per-pixel colour threshold 0.1 (pale colours close to each other match).
+  const differing = pixelmatch(crop(a), crop(b), diff?.data, width, height, { threshold: 0.1 });
   const total = Math.max(a.width, b.width) * Math.max(a.height, b.height);
-  return { match: total ? (width * height - differing) / total : 1, diff: PNG.sync.write(diff) };
+  return { match: total ? (width * height - differing) / total : 1, diff: diff ? PNG.sync.write(diff) : null };
 }
 
 /** Texts compared past this many characters are cut there (the distance is quadratic in the length). */

@@ -29,7 +29,7 @@ export interface QaOptions {
   debugImageDiff: boolean;
 }
 
-export const DEFAULT_QA_THRESHOLD = 0.9;
+export { DEFAULT_QA_THRESHOLD } from "../config/outputOptions.js";
 
 /** The pages to check: as listed, in --include (if given) and not --exclude'd, up to the limit. */
 export function pagesToCheck(pages: readonly ListedPage[], options: Pick<QaOptions, "include" | "exclude" | "pageLimit">): ListedPage[] {
@@ -91,7 +91,7 @@ async function checkPage(tab: ReplayTab, replaySource: string, page: ListedPage,
     logger.warn("qa", "page could not be replayed", { url: page.url, error: errorMessage(err) });
     return unopened(Date.now() - started);
   });
-  const { result, diffImage } = assess(page, replayed);
+  const { result, diffImage } = assess(page, replayed, options.debugImageDiff);
   const file = pageFileName(page.url);
   const write = (suffix: string, bytes: Buffer | null): string | null => {
     if (!bytes) return null;

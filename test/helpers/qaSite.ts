@@ -47,8 +47,8 @@ function mainPages(otherUrl: string): Record<string, string> {
     "/qa/random.html": page("Random page", `<div id="content">Loading...</div>
 <script>
 fetch("/qa/content/" + Math.random().toString(36).slice(2) + ".json")
-  .then(function (r) { return r.json(); })
-  .then(function (data) { var el = document.getElementById("content"); el.innerText = data.text; el.style.minHeight = "600px"; el.style.background = "#dfe"; });
+  .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
+  .then(function (data) { var el = document.getElementById("content"); el.innerText = data.text; el.style.minHeight = "600px"; el.style.background = "#2a4d69"; el.style.color = "#fff"; });
 </script>`),
     "/qa/query.html": page("Query page", `<div id="content">Loading...</div>
 <script>
