@@ -14,7 +14,7 @@ import { pathToFileURL } from "node:url";
 import puppeteer from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { logLines, NO_BEHAVIORS, runCli, type CliResult } from "./helpers/cli.js";
-import { startQaSite, RANDOM_CONTENT, type QaSite } from "./helpers/qaSite.js";
+import { startQaSite, RANDOM_CONTENT, type QaSite } from "../fixtures/qaSite.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
 import type { QaPageResult, QaSummary } from "../src/qa/pageResult.js";

@@ -8,7 +8,7 @@ import { pageFileName, worstFirst } from "../src/qa/pageResult.js";
 import { pagesToCheck } from "../src/qa/qaRun.js";
 import { archivedUrlOf } from "../src/qa/replayTraffic.js";
 import { pagesOfList } from "../src/qa/waczPages.js";
-import { solidPng } from "./helpers/qaSite.js";
+import { solidPng } from "../fixtures/qaSite.js";
 
 describe("pageFileName", () => {
   it("keeps letters, digits, '.', '-', '_' of host and path, cut to 80, plus a hash of the whole URL", () => {
