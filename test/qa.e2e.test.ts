@@ -152,7 +152,7 @@ describe("qa/index.html in Chromium", () => {
         overall: tr.querySelector("td.overall")!.textContent,
         resources: tr.querySelector("td.resources")!.textContent,
         missing: Array.from(tr.querySelectorAll("ul.missing li"), (li) => li.textContent),
-        images: Array.from(tr.querySelectorAll("td.thumbs img"), (img) => ({ cls: img.className, width: (img as HTMLImageElement).naturalWidth, height: (img as HTMLImageElement).naturalHeight })),
+        images: Array.from(tr.querySelectorAll("td.thumbs img"), (img) => ({ cls: img.className, width: (img as HTMLImageElement).naturalWidth, height: (img as HTMLImageElement).naturalHeight, shown: [img.clientWidth, img.clientHeight] })),
       })));
       expect(rows.map((r) => r.url)).toEqual(summary.results.map((r) => r.url));
       expect(rows.slice(0, 2).map((r) => r.url)).toEqual([pageUrl("random"), pageUrl("offsite")]);
@@ -160,7 +160,7 @@ describe("qa/index.html in Chromium", () => {
       expect(rows[1]).toMatchObject({ overall: "66.7%", resources: "66.7%", missing: [`${site.otherUrl}/banner.png`] });
       expect(rows[0].missing).toEqual(results.get(pageUrl("random"))!.missing);
       for (const row of rows.slice(2)) expect(row.missing).toEqual([]);
-      for (const row of rows) expect(row.images).toEqual([{ cls: "live", width: 1366, height: 900 }, { cls: "replay", width: 1366, height: 900 }]);
+      for (const row of rows) expect(row.images).toEqual([{ cls: "live", width: 1366, height: 900, shown: [240, 158] }, { cls: "replay", width: 1366, height: 900, shown: [240, 158] }]);
       expect(await tab.$eval(".below-count", (el) => el.textContent)).toBe("2");
     } finally {
       await browser.close();

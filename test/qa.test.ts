@@ -65,8 +65,8 @@ describe("scores", () => {
 describe("replay URLs", () => {
   it("give the archived URL of the replayed page's requests, not of the replay's own", () => {
     expect(archivedUrlOf("http://127.0.0.1:9/replay/w/id-eecd/:37a8ee/20261126085629mp_/http://127.0.0.1:41117/qa/whole.html?a=/b"))
-      .toEqual({ collection: "id-eecd", timestamp: "20261126085629", url: "http://127.0.0.1:41117/qa/whole.html?a=/b" });
-    expect(archivedUrlOf("http://127.0.0.1:9/replay/w/c/2026im_/https://x.test/i.png")).toEqual({ collection: "c", timestamp: "2026", url: "https://x.test/i.png" });
+      .toEqual({ collection: "id-eecd", timestamp: "20261126085629", url: "http://127.0.0.1:41117/qa/whole.html?a=/b", prefix: "http://127.0.0.1:9/replay/w/id-eecd/:37a8ee/" });
+    expect(archivedUrlOf("http://127.0.0.1:9/replay/w/c/2026im_/https://x.test/i.png")).toEqual({ collection: "c", timestamp: "2026", url: "https://x.test/i.png", prefix: "http://127.0.0.1:9/replay/w/c/" });
     expect(archivedUrlOf("http://127.0.0.1:9/replay/w/c/mp_/urn:view:http://x.test/")?.url).toBe("urn:view:http://x.test/");
     expect(archivedUrlOf("http://127.0.0.1:9/replay/w/api/c/id-eecd?all=1")).toBeNull();
     expect(archivedUrlOf("http://127.0.0.1:9/replay/static/wombat.js")).toBeNull();

@@ -1,10 +1,13 @@
 import { worstFirst, type QaPageResult, type QaSummary } from "./pageResult.js";
 
 const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** Thumbnails: the 1366x900 screenshots shown this size (their place is kept while they load lazily). */
+const THUMB_WIDTH = 240;
+const THUMB_HEIGHT = Math.round((THUMB_WIDTH * 900) / 1366);
 const percent = (score: number | null): string => (score === null ? "–" : `${(score * 100).toFixed(1)}%`);
 
 function image(file: string | null, alt: string, cls: string): string {
-  return file ? `<a href="${escapeHtml(encodeURIComponent(file))}"><img class="${cls}" src="${escapeHtml(encodeURIComponent(file))}" alt="${escapeHtml(alt)}" loading="lazy"></a>` : `<span class="${cls} none">no ${escapeHtml(alt)}</span>`;
+  return file ? `<a href="${escapeHtml(encodeURIComponent(file))}"><img class="${cls}" src="${escapeHtml(encodeURIComponent(file))}" alt="${escapeHtml(alt)}" width="${THUMB_WIDTH}" height="${THUMB_HEIGHT}" loading="lazy"></a>` : `<span class="${cls} none">no ${escapeHtml(alt)}</span>`;
 }
 
 function row(result: QaPageResult, threshold: number): string {
@@ -36,7 +39,7 @@ td.overall, td.screenshot, td.text, td.resources { text-align: right; white-spac
 tr.below td.overall { color: #b00; font-weight: bold; }
 .url { color: #666; font-size: 12px; word-break: break-all; }
 .thumbs { white-space: nowrap; }
-.thumbs img { width: 240px; border: 1px solid #ccc; margin-right: 4px; }
+.thumbs img { border: 1px solid #ccc; margin-right: 4px; }
 .missing { margin: 0; padding-left: 1.2em; font-size: 12px; word-break: break-all; }
 .none { color: #888; }
 .error { color: #b00; }

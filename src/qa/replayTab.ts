@@ -44,6 +44,9 @@ const digits = (ts: string | undefined): string => (ts ?? "").replace(/\D/g, "")
  * ReplayWeb.page's service worker from the archive.
  */
 export class ReplayTab {
+  /** The frame showing the last page replayed, and from which source. */
+  private shown: { source: string; frame: Frame } | null = null;
+
   private constructor(
     private readonly browser: LaunchedBrowser,
     private readonly tab: Page,
@@ -81,9 +84,9 @@ export class ReplayTab {
     const started = Date.now();
     const deadline = started + this.options.pageTimeoutMs;
     this.traffic.reset();
-    const embed = `${this.server.url}/embed.html?${new URLSearchParams({ source, url: page.url, ts: digits(page.ts) }).toString()}`;
-    await this.tab.goto(embed, { waitUntil: "load", timeout: this.options.pageTimeoutMs });
+    await this.open(source, page);
     const frame = await this.loadedReplayFrame(deadline);
+    this.shown = frame ? { source, frame } : null;
     if (this.options.postLoadDelayMs > 0) await sleep(this.options.postLoadDelayMs);
     const loadMs = Date.now() - started;
     const frameIds = await this.replayFrameIds();
@@ -102,6 +105,21 @@ export class ReplayTab {
       livePageInfo: pageInfo?.toString("utf8") ?? null,
       loadMs,
     };
+  }
+
+  /**
+   * Show the page: in the replay frame already open on the same archive (as browsertrix-crawler's QA does:
+   * ReplayWeb.page and the archive's index stay loaded), else through a new embed page.
+   */
+  private async open(source: string, page: ListedPage): Promise<void> {
+    const current = this.shown?.source === source && !this.shown.frame.detached ? this.shown.frame : null;
+    const prefix = current ? archivedUrlOf(current.url())?.prefix : undefined;
+    if (current && prefix) {
+      await current.goto(`${prefix}${digits(page.ts)}mp_/${page.url}`, { waitUntil: "load", timeout: this.options.pageTimeoutMs });
+      return;
+    }
+    const embed = `${this.server.url}/embed.html?${new URLSearchParams({ source, url: page.url, ts: digits(page.ts) }).toString()}`;
+    await this.tab.goto(embed, { waitUntil: "load", timeout: this.options.pageTimeoutMs });
   }
 
   /** The replayed page's frame once its document is complete and its traffic quiet (or the deadline passed). */

@@ -16,13 +16,14 @@ export interface ReplayRequest {
  * Parse a replay URL, /replay/w/<collection>[/:<hash>]/<timestamp><modifier>/<archived URL>, into its
  * collection and archived URL; null for the replay's own requests (its API, wombat.js, the UI).
  */
-export function archivedUrlOf(replayUrl: string): { collection: string; timestamp: string; url: string } | null {
+export function archivedUrlOf(replayUrl: string): { collection: string; timestamp: string; url: string; prefix: string } | null {
   const at = replayUrl.indexOf(REPLAY_PREFIX);
   if (at < 0) return null;
-  const match = /^([^/]+)(?:\/:[0-9a-f]+)?\/(\d*)(?:[a-z]{2}_)?\/((?:https?|urn):.*)$/s.exec(replayUrl.slice(at + REPLAY_PREFIX.length));
+  const match = /^(([^/]+)(?:\/:[0-9a-f]+)?\/)(\d*)(?:[a-z]{2}_)?\/((?:https?|urn):.*)$/s.exec(replayUrl.slice(at + REPLAY_PREFIX.length));
   if (!match) return null;
-  const [, collection, timestamp, url] = match;
-  return { collection, timestamp, url };
+  const [, collectionPath, collection, timestamp, url] = match;
+  // What comes before the timestamp: the same collection shows another capture at `${prefix}<ts>mp_/<url>`.
+  return { collection, timestamp, url, prefix: replayUrl.slice(0, at + REPLAY_PREFIX.length) + collectionPath };
 }
 
 interface Pending {
