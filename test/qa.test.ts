@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { PNG } from "pngjs";
 import { buildQaProgram, qaOptionsOf, QaFlagError } from "../src/cli/qa.js";
+import { assess } from "../src/qa/assess.js";
 import { compareResources, screenshotMatch, textMatch } from "../src/qa/compare.js";
 import { withQaNeeds } from "../src/qa/crawlQa.js";
 import { pageFileName, worstFirst } from "../src/qa/pageResult.js";
@@ -59,6 +60,37 @@ describe("scores", () => {
   it("worst first, ties in URL order", () => {
     const r = (url: string, overall: number) => ({ url, scores: { overall } });
     expect(worstFirst([r("b", 1), r("c", 0.5), r("a", 1), r("d", 0.2)]).map((x) => x.url)).toEqual(["d", "c", "a", "b"]);
+  });
+});
+
+describe("assess", () => {
+  const page = { url: "http://a.test/p", ts: "2026-01-01T00:00:00.000Z", title: "P", text: "hello world" };
+  const shot = solidPng(4, 4, [0, 0, 0]);
+  const replayed = {
+    frameUrl: "http://127.0.0.1:9/replay/w/c/20260101000000mp_/http://a.test/p", screenshot: shot, text: "hello world",
+    requests: [{ url: "http://a.test/p", status: 200, type: "Document" }, { url: "http://a.test/i.png", status: 404, type: "Image" }],
+    liveScreenshot: shot, liveText: null, livePageInfo: JSON.stringify({ urls: { "http://a.test/p": { status: 200 }, "http://a.test/i.png": { status: 200 } } }), loadMs: 1234,
+  };
+
+  it("scores a replayed page by its worst part", () => {
+    const { result } = assess(page, replayed);
+    expect(result).toEqual({
+      url: page.url, ts: page.ts, title: "P", replayed: true,
+      scores: { screenshot: 1, text: 1, resources: 0.5, overall: 0.5 },
+      resourceCounts: { crawlGood: 2, crawlBad: 0, replayGood: 1, replayBad: 1 },
+      missing: ["http://a.test/i.png"], loadSeconds: 1.234,
+    });
+  });
+
+  it("a page whose document the archive lacks scores 0 throughout, and is itself missing", () => {
+    const notFound = { ...replayed, requests: [{ url: "http://a.test/p", status: 404, type: "Document" }], text: "Archived Page Not Found" };
+    const { result } = assess(page, notFound);
+    expect(result).toMatchObject({ replayed: false, scores: { screenshot: 0, text: 0, resources: 0, overall: 0 }, missing: ["http://a.test/p"] });
+  });
+
+  it("without a crawl screenshot or text, the scores that exist decide", () => {
+    const { result } = assess({ url: page.url }, { ...replayed, liveScreenshot: null, requests: replayed.requests.slice(0, 1) });
+    expect(result.scores).toEqual({ screenshot: null, text: null, resources: 1, overall: 1 });
   });
 });
 

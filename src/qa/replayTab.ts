@@ -35,6 +35,8 @@ export interface ReplayedPage {
   loadMs: number;
 }
 
+/** Longest wait, once the replayed document is complete, for its traffic to go quiet (the crawl's --netIdleWait default). */
+const QUIET_CAP_MS = 10_000;
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 const digits = (ts: string | undefined): string => (ts ?? "").replace(/\D/g, "").slice(0, 14);
 
@@ -125,10 +127,14 @@ export class ReplayTab {
   /** The replayed page's frame once its document is complete and its traffic quiet (or the deadline passed). */
   private async loadedReplayFrame(deadline: number): Promise<Frame | null> {
     let frame: Frame | null = null;
+    let completeSince = 0;
     while (Date.now() < deadline) {
       frame = this.tab.frames().find((f) => archivedUrlOf(f.url()) !== null) ?? null;
       const complete = frame ? await frame.evaluate(() => document.readyState === "complete").catch(() => false) : false;
-      if (complete && this.traffic.inFlight() === 0 && this.traffic.quietFor() >= this.options.quietMs) return frame;
+      completeSince = complete ? completeSince || Date.now() : 0;
+      const quiet = this.traffic.inFlight() === 0 && this.traffic.quietFor() >= this.options.quietMs;
+      // A page that never goes quiet (polling, a stream) is taken as it is after QUIET_CAP_MS.
+      if (complete && (quiet || Date.now() - completeSince >= QUIET_CAP_MS)) return frame;
       await sleep(100);
     }
     return frame;
