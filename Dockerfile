@@ -13,6 +13,11 @@ ENV BROWSER_BIN=/usr/bin/chromium
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --loglevel=error
+# ReplayWeb.page's ui.js and sw.js for `qa` and `crawl --qa` (from its npm package: the script packs it and
+# extracts the two files; `npm install replaywebpage` would pull Electron). qa finds them through REPLAYWEB_DIR.
+COPY scripts/fetch-replay.sh ./scripts/
+RUN bash scripts/fetch-replay.sh
+ENV REPLAYWEB_DIR=/app/.cache/replaywebpage
 COPY tsconfig.json ./
 COPY src ./src
 COPY indexer ./indexer
@@ -23,7 +28,8 @@ RUN npm run build && npm prune --omit=dev && npm link
 # The default --cwd is ./crawls: from / that is /crawls, so output lands in /crawls/collections/<name>/
 # (mount a volume at /crawls).
 WORKDIR /
-# `docker run IMAGE crawl --url ...`, `docker run IMAGE indexer ...` and `docker run IMAGE create-login-profile ...`
+# `docker run IMAGE crawl --url ...`, `docker run IMAGE indexer ...`, `docker run IMAGE create-login-profile ...`
+# and `docker run -v $PWD/crawls:/crawls IMAGE qa --qaSource /crawls/collections/NAME/NAME.wacz --collection NAME-qa`
 # all work: the command is the program (npm link put every package.json bin on the PATH).
 # create-login-profile's interactive page: `docker run -p 127.0.0.1:9223:9223 -v $PWD/crawls:/crawls IMAGE
 # create-login-profile --url https://example.com/login --port 0.0.0.0:9223` (inside the container it must

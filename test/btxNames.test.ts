@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { CommanderError } from "commander";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildCrawlProgram, crawlFlags } from "../src/cli/crawl.js";
-import { compatWarnings } from "../src/config/btxNames.js";
+import { CANNOT_APPLY, compatWarnings } from "../src/config/btxNames.js";
 import { splitShellWords } from "../src/config/crawlArgsEnv.js";
 import { resolveCrawlOptions, type CrawlOptions } from "../src/config/crawlOptions.js";
 import { runCli } from "./helpers/cli.js";
@@ -104,11 +104,11 @@ describe("browsertrix-crawler 1.14.1 flag names", () => {
       .toEqual(["http://c.test/", "http://d.test/", "http://a.test/", "http://b.test/"]);
   });
 
-  it("flags not implemented yet are accepted with one warning each, naming the flag", () => {
-    const warnings = warningsFrom(["--url", "http://a.test/", "--waitUntil", "load,networkidle0", "--qaDebugImageDiff", "--mobileDevice", "Pixel 2",
+  it("flags that cannot apply are accepted with one warning each, naming the flag and why (--qaSource: the qa command)", () => {
+    const warnings = warningsFrom(["--url", "http://a.test/", "--waitUntil", "load,networkidle0", "--qaSource", "x.wacz", "--qaDebugImageDiff", "--mobileDevice", "Pixel 2",
       "--warcinfo.operator", "Jane Doe", "--selectLinks", "a[href]->href", "--clickSelector", "a"]);
     expect(warnings).toEqual([
-      "accepted for browsertrix-crawler compatibility but not implemented yet: --qaDebugImageDiff",
+      `--qaSource accepted for browsertrix-crawler compatibility but not applied: ${CANNOT_APPLY.qaSource}`,
     ]);
   });
 
@@ -176,10 +176,10 @@ describe("browsertrix-crawler names in --config", () => {
     ]);
   });
 
-  it("keys not implemented yet are warned about when they ask for something; browsertrix defaults are not", () => {
-    const config = file("url: http://a.test/\nqaDebugImageDiff: true\nlang: en\nwarcInfo: {operator: Jane}\nfailOnFailedSeed: false\nmaxPageLimit: 0\nblockRules: []\nhealthCheckPort: 0\ndedupePagesMinDepth: 0\n");
+  it("keys that cannot apply are warned about when they ask for something; browsertrix defaults are not", () => {
+    const config = file("url: http://a.test/\nqaSource: x.wacz\nqaDebugImageDiff: true\nlang: en\nwarcInfo: {operator: Jane}\nfailOnFailedSeed: false\nmaxPageLimit: 0\nblockRules: []\nhealthCheckPort: 0\ndedupePagesMinDepth: 0\n");
     expect(warningsFrom(["--config", config])).toEqual([
-      "accepted for browsertrix-crawler compatibility but not implemented yet: --qaDebugImageDiff",
+      `--qaSource accepted for browsertrix-crawler compatibility but not applied: ${CANNOT_APPLY.qaSource}`,
     ]);
     expect(warningsFrom(["--url", "http://a.test/", "--healthCheckPort", "0", "--saveState", "partial"])).toEqual([]);
   });

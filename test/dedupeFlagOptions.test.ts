@@ -76,6 +76,6 @@ describe("--useSHA1", () => {
     }
     const notYet = text.split("but not implemented yet:")[1]?.split("\n")[1] ?? "";
     expect(notYet).not.toContain("--useSHA1");
-    expect(text).toMatch(/but cannot apply here:\n\s+--driver --useSHA1\n/);
+    expect(text).toMatch(/but cannot apply here:\n\s+--driver --useSHA1 --qaSource\n/);
   });
 });

@@ -136,8 +136,11 @@ export function notModifiedHead(
   return { statusline: `${exchange.httpVersion} ${confirmed.status} ${confirmed.statusText ?? ""}`.trimEnd(), headers };
 }
 
-/** What a page yields besides its HTTP traffic: browsertrix-crawler's `urn:<kind>:<page url>` resource records. */
-export type PageResourceKind = "text" | "view" | "thumbnail" | "fullPage";
+/**
+ * What a page yields besides its HTTP traffic: browsertrix-crawler's `urn:<kind>:<page url>` resource records
+ * (pageinfo: what the page requested and the answers, JSON, for QA: src/pipeline/pageResources.ts).
+ */
+export type PageResourceKind = "text" | "view" | "thumbnail" | "fullPage" | "pageinfo";
 
 export function pageResourceUrn(kind: PageResourceKind, pageUrl: string): string {
   return `urn:${kind}:${pageUrl}`;

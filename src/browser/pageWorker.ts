@@ -79,6 +79,8 @@ export interface PageLoadResult {
   contentCheckFailed?: string;
   /** --dedupePagesMinDepth: the document's payload was archived already; stored as a revisit, the page not loaded further. */
   duplicate?: boolean;
+  /** Everything the attempt captured (the page's requests and their answers; --qa's urn:pageinfo: record). */
+  captured?: CapturedSummary[];
 }
 
 export interface LoadOptions {
@@ -182,7 +184,7 @@ export class PageWorker {
       return { document: null, title: "", links: [], error: `truncated: ${truncated.join(" ")}`, truncated: [] };
     }
     const behaviorLinks = result.document && !result.error ? this.pageBehaviorLinks(tab) : [];
-    return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome, behaviorLinks, documentWacz: attempt.documentWacz.get(url) ?? null };
+    return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome, behaviorLinks, documentWacz: attempt.documentWacz.get(url) ?? null, captured: attempt.captured };
   }
 
   private async loadPage(tab: Page, capture: PageCapture, attempt: PageAttempt, pageUrl: string): Promise<Omit<PageLoadResult, "truncated">> {

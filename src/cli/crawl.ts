@@ -25,6 +25,9 @@ import { localCustomBehaviors } from "../config/customBehaviors.js";
 import { AddressRefusedError, checkAddress, policyLookup } from "../fetch/addressPolicy.js";
 import { openCrawlProfile, ProfileSourceError, settleSavedProfile, type CrawlProfile } from "../profile/crawlProfile.js";
 import { ProxyConfigError, proxySettings } from "../proxy/proxySettings.js";
+import { checkCrawl, withQaNeeds } from "../qa/crawlQa.js";
+import { collectionPaths } from "../crawl/collection.js";
+import { DEFAULT_QA_THRESHOLD } from "../config/outputOptions.js";
 import { checkProxyCredentials, ProxyStartError, startProxies, stopProxies } from "../proxy/activeProxies.js";
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -92,6 +95,10 @@ export function buildCrawlProgram(): Command {
     .option("--warcPrefix <prefix>", "WARC file names start with <prefix>-<crawlId>- (default: rec; env WARC_PREFIX wins, as in browsertrix-crawler)")
     .option("--combineWARC", "when the crawl ends, also append all its WARC files into <collection>_0.warc.gz (then _1... past --rolloverSize) in the collection folder")
     .option("--generateCDX", "when the crawl ends, write a sorted CDXJ index of all its WARC files to indexes/index.cdxj")
+    // QA: does every page replay as it was captured? (src/qa/; the `qa` command checks any archive)
+    .option("--qa", "once the crawl has ended, replay its WACZ in ReplayWeb.page and score each page against what the crawl saw (screenshot, text, requests): <collection>/qa.json, qa/<page>.json and the report qa/index.html; pages below --qaThreshold are listed in the final log (the exit code does not change). Implies --generateWACZ, --screenshot view and --text to-warc, and writes a urn:pageinfo: record per page")
+    .option("--qaThreshold <score>", `with --qa: pages whose score (0-1) is below this are listed (default: ${DEFAULT_QA_THRESHOLD})`)
+    .option("--qaDebugImageDiff", "with --qa: also write each page's pixel difference image, qa/<page>.diff.png")
     .option("--reportSkipped", "list the pages found but not queued (out of scope, robots.txt, page limit), with the reason, in reports/skippedPages.jsonl (packaged into the WACZ)")
     // state files, Redis lists for the Browsertrix service, log contexts (config/stateOptions.ts)
     .addOption(new Option("--saveState <when>", "write the crawl state as YAML to <collection>/crawls/ (resume with --config <file>): never; partial (when the crawl ends unfinished); always (also every --saveStateInterval)").choices(["never", "partial", "always"]))
@@ -213,7 +220,7 @@ async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {
       throw err;
     });
     try {
-      options = resolveCrawlOptions({ ...flags, ...(seedFile ? { seedFile: seedFile.path } : {}), customBehaviors: behaviors.paths, customBehaviorOrigins: behaviors.origins });
+      options = resolveCrawlOptions(withQaNeeds({ ...flags, ...(seedFile ? { seedFile: seedFile.path } : {}), customBehaviors: behaviors.paths, customBehaviorOrigins: behaviors.origins }));
     } finally {
       seedFile?.dispose();
       behaviors.dispose();
@@ -275,6 +282,9 @@ async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {
     const outcome = await runCrawl(options, stop);
     if (options.profile.saveProfile) settleSavedProfile(options.profile.saveProfile, outcome.exitCode === ExitCode.Finished && !outcome.failure);
     if (outcome.failure) process.stderr.write(`crawl: ${outcome.failure}\n`);
+    // --qa: after the crawl, on its own WACZ files; the exit code stays the crawl's.
+    const qa = options.output.qa;
+    if (qa && stop.reason !== "signal") await checkCrawl(outcome.waczPaths, { qa, collectionDir: collectionPaths(options.cwd, options.collection).root, executablePath: options.browserPath, pageLoadTimeoutSeconds: options.pageLoadTimeout });
     // A crawl stopped by a signal is not "done": it exits as asked.
     if (options.browserMisc.waitOnDone && stop.reason !== "signal") await waitForStopSignal();
     return outcome.exitCode;

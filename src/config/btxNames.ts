@@ -55,6 +55,7 @@ const ALREADY_SO: Record<string, string> = { headless: "the browser is headless 
 export const CANNOT_APPLY: Record<string, string> = {
   driver: "a browsertrix-crawler driver script drives its internal crawler object (crawler.loadPage, crawler.crawlState...), which this crawler does not have; --customBehaviors runs scripts in each page",
   useSHA1: "payload digests stay sha256: they are the dedupe index's keys, shared with the crawls already in it (a sha1 crawl would match none of them), and browsertrix-crawler 1.14.1 itself still digests captured responses with sha256",
+  qaSource: "a QA run replays an archive with the `qa` command (qa --qaSource <wacz|json|url>, browsertrix-crawler's qa entrypoint); `crawl --qa` checks the crawl's own WACZ when it ends",
 };
 
 const flagOf = (spelling: string): string => (spelling.length === 1 ? `-${spelling}` : `--${spelling}`);
@@ -111,8 +112,8 @@ export function addBrowsertrixNames(program: Command): Command {
     for (const alias of spellings.slice(1)) program.addOption(new NotImplementedOption(spellings[0], alias, takes));
     if (!(spellings[0] in ALREADY_SO) && !(spellings[0] in CANNOT_APPLY)) notYet.push(flagOf(spellings[0]));
   }
-  program.addHelpText("after", `\nAccepted for browsertrix-crawler compatibility, with a warning, but not implemented yet:\n  ${notYet.join(" ")}\n`);
-  program.addHelpText("after", `Accepted for browsertrix-crawler compatibility, with a warning, but cannot apply here:\n  ${Object.keys(CANNOT_APPLY).map(flagOf).join(" ")}\n`);
+  if (notYet.length) program.addHelpText("after", `\nAccepted for browsertrix-crawler compatibility, with a warning, but not implemented yet:\n  ${notYet.join(" ")}\n`);
+  program.addHelpText("after", `${notYet.length ? "" : "\n"}Accepted for browsertrix-crawler compatibility, with a warning, but cannot apply here:\n  ${Object.keys(CANNOT_APPLY).map(flagOf).join(" ")}\n`);
   return program;
 }
 

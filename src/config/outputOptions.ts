@@ -18,6 +18,11 @@ export interface OutputOptions {
   reportSkipped: boolean;
   /** WACZ_SIGN_URL / WACZ_SIGN_TOKEN: each WACZ's datapackage signed by that server; null = unsigned. */
   waczSigning: WaczSigning | null;
+  /**
+   * --qa: each page also gets a urn:pageinfo: record (what it requested, for QA), and once the crawl has
+   * ended its WACZ is replayed and scored (src/qa/); pages below `threshold` are listed. null = no QA.
+   */
+  qa: { threshold: number; debugImageDiff: boolean } | null;
 }
 
 export interface RawOutputFlags {
@@ -27,6 +32,9 @@ export interface RawOutputFlags {
   combineWARC?: boolean;
   generateCDX?: boolean;
   reportSkipped?: boolean;
+  qa?: boolean;
+  qaThreshold?: string;
+  qaDebugImageDiff?: boolean;
 }
 
 export const DEFAULT_WARC_PREFIX = "rec";
@@ -44,7 +52,17 @@ export function outputOptions(flags: RawOutputFlags, env: NodeJS.ProcessEnv): Ou
     generateCDX: flags.generateCDX ?? false,
     reportSkipped: flags.reportSkipped ?? false,
     waczSigning: waczSigning(env),
+    qa: flags.qa ? { threshold: qaThreshold(flags.qaThreshold), debugImageDiff: flags.qaDebugImageDiff ?? false } : null,
   };
+}
+
+/** The default --qaThreshold: a page replaying with less than 90% of its pixels, text or requests is listed. */
+export const DEFAULT_QA_THRESHOLD = 0.9;
+
+function qaThreshold(value: string | undefined): number {
+  const threshold = value === undefined ? DEFAULT_QA_THRESHOLD : Number(value);
+  if (!Number.isFinite(threshold) || threshold < 0 || threshold > 1) throw new OptionsError(`--qaThreshold takes a score from 0 to 1, got ${JSON.stringify(value)}`);
+  return threshold;
 }
 
 function waczSigning(env: NodeJS.ProcessEnv): WaczSigning | null {

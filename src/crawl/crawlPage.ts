@@ -2,7 +2,8 @@ import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { randomUUID } from "node:crypto";
 import { addToTally, type BehaviorTally } from "../browser/behaviors.js";
-import { extractBudgetMs, type ExtractOptions, type PageExtracts } from "../browser/pageExtracts.js";
+import { extractBudgetMs, type ExtractOptions } from "../browser/pageExtracts.js";
+import type { PageLoadResult } from "../browser/pageWorker.js";
 import type { PageWorker } from "../browser/pageWorker.js";
 import { DOWNLOAD_GRACE_MS } from "../browser/pageAttempt.js";
 import type { CrawlOptions } from "../config/crawlOptions.js";
@@ -10,7 +11,7 @@ import type { CaptureHistory } from "../dedupe/captureHistory.js";
 import type { NoteBacklog } from "../dedupe/noteBacklog.js";
 import { outlinksNote } from "../dedupe/indexNotes.js";
 import { errorMessage, logger } from "../log/logger.js";
-import { TEXT_CONTENT_TYPE, type PageResource, type PageResourceRecorder } from "../pipeline/pageResources.js";
+import { pageInfoResource, TEXT_CONTENT_TYPE, type PageResource, type PageResourceRecorder } from "../pipeline/pageResources.js";
 import type { WaczPlan } from "../pipeline/waczPlan.js";
 import type { PageAdmission } from "../scope/admission.js";
 import type { SeedScope } from "../scope/seedScope.js";
@@ -142,7 +143,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   const listedIn = result.documentWacz ?? context.plan.currentWaczFilename();
   try {
     // --dryRun: no archive data, text and screenshots included.
-    if (!options.lifecycle.dryRun) await context.pageResources.record(page.url, result.document.date, pageResources(result.extracts, options));
+    if (!options.lifecycle.dryRun) await context.pageResources.record(page.url, result.document.date, pageResources(page.url, result, options));
     context.pageList.add(entry, listedIn);
     // A seed that redirected is listed under both URLs: the one asked for, and the one replay shows.
     if (entry.seed && landedAt !== withoutHash(page.url)) {
@@ -178,10 +179,11 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   if (options.pageExtraDelay > 0) await context.stop.sleep(options.pageExtraDelay * 1000);
 }
 
-/** The page's text (--text to-warc) and screenshots, as urn:<kind>:<url> resource records. */
-function pageResources(extracts: PageExtracts | undefined, options: CrawlOptions): PageResource[] {
-  if (!extracts) return [];
+/** The page's text (--text to-warc), screenshots and, for --qa, its requests, as urn:<kind>:<url> resource records. */
+function pageResources(pageUrl: string, { extracts, captured, document }: PageLoadResult, options: CrawlOptions): PageResource[] {
   const resources: PageResource[] = [];
+  if (options.output.qa && captured && document) resources.push(pageInfoResource(pageUrl, document.date, captured));
+  if (!extracts) return resources;
   if (options.text.includes("to-warc") && extracts.text !== null) {
     resources.push({ kind: "text", contentType: TEXT_CONTENT_TYPE, content: Buffer.from(extracts.text, "utf8") });
   }

@@ -12,25 +12,15 @@
  * user-data-dir (service-worker caches and IndexedDB do not leak between
  * calls) and closes/deletes both before returning.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
-import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm, stat, open } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import puppeteer, { type Browser, type Frame, type Page } from "puppeteer-core";
-import { contentTypeFor, parseRangeHeader } from "../../fixtures/http-range.js";
+import { loadReplayAssets } from "../../src/qa/replayAssets.js";
+import { folderResolver, startReplayServer as startQaReplayServer, SW_READY_PATH, type ReplayServer } from "../../src/qa/replayServer.js";
 
-const execFileAsync = promisify(execFile);
-
-export interface ReplayServer {
-  /** Base URL without trailing slash, e.g. "http://127.0.0.1:40123". */
-  url: string;
-  close(): Promise<void>;
-}
+export type { ReplayServer };
+export { SW_READY_PATH };
 
 export interface ReplayPageOptions {
   /** Archive to load, as served by the replay server: "/archives/<file>.wacz" or "/archives/<file>.json" (multi-WACZ). */
@@ -93,134 +83,11 @@ export function detectReplayFailure(text: string): string | null {
 }
 
 // ---------------------------------------------------------------------------
-// ReplayWeb.page assets
+// ReplayWeb.page and its HTTP server: the product's (src/qa/), which `qa` and `crawl --qa` serve replay with
 
-function findRepoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(path.join(dir, "scripts", "fetch-replay.sh"))) return dir;
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error("replay harness: cannot find the repository root (scripts/fetch-replay.sh)");
-    dir = parent;
-  }
-}
-
-let assetsPromise: Promise<string> | null = null;
-
-/**
- * Folder holding ReplayWeb.page's ui.js and sw.js: $REPLAYWEB_DIR, else
- * <repo>/.cache/replaywebpage, running scripts/fetch-replay.sh when missing.
- */
-export function ensureReplayAssets(): Promise<string> {
-  assetsPromise ??= (async () => {
-    const fromEnv = process.env.REPLAYWEB_DIR;
-    if (fromEnv) {
-      if (!existsSync(path.join(fromEnv, "ui.js")) || !existsSync(path.join(fromEnv, "sw.js"))) {
-        throw new Error(`REPLAYWEB_DIR=${fromEnv} lacks ui.js/sw.js`);
-      }
-      return fromEnv;
-    }
-    const root = findRepoRoot();
-    const dir = path.join(root, ".cache", "replaywebpage");
-    if (!existsSync(path.join(dir, "ui.js")) || !existsSync(path.join(dir, "sw.js"))) {
-      try {
-        await execFileAsync("bash", [path.join(root, "scripts", "fetch-replay.sh")], { cwd: root, timeout: 300_000 });
-      } catch (err) {
-        throw new Error(`replay harness: scripts/fetch-replay.sh failed: ${err instanceof Error ? err.message : String(err)}`);
-      }
-    }
-    return dir;
-  })();
-  assetsPromise.catch(() => {
-    assetsPromise = null;
-  });
-  return assetsPromise;
-}
-
-// ---------------------------------------------------------------------------
-// HTTP server
-
-function escapeAttr(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
-function embedHtml(source: string, url: string): string {
-  return `<!doctype html>
-<html>
-<head>
-<meta charset="utf-8">
-<title>Replay harness</title>
-<link rel="icon" href="data:,">
-<style>html, body { margin: 0; height: 100%; } replay-web-page { display: block; width: 100%; height: 100vh; }</style>
-<script src="/ui.js"></script>
-</head>
-<body>
-<replay-web-page source="${escapeAttr(source)}" url="${escapeAttr(url)}" replayBase="/replay/" embed="replayonly"></replay-web-page>
-</body>
-</html>
-`;
-}
-
-/**
- * ReplayWeb.page's <replay-web-page> registers `<replayBase>sw.js?serveIndex=1`
- * and then immediately points its iframe at `<replayBase>?source=...`. If the
- * service worker is not active yet, that navigation reaches the HTTP server
- * (404) and the embed never recovers. The harness therefore first opens this
- * page (inside the /replay/ scope), which registers the very same worker URL
- * and waits until it is active; the embed's own registration is then a no-op.
- */
-const WARMUP_PATH = "/replay/__harness_warmup.html";
-const SW_URL = "/replay/sw.js?serveIndex=1";
-const WARMUP_HTML = `<!doctype html>
-<html><head><meta charset="utf-8"><title>warming up</title><link rel="icon" href="data:,"></head>
-<body><script>
-navigator.serviceWorker
-  .register(${JSON.stringify(SW_URL)}, { scope: "/replay/" })
-  .then(function () { return navigator.serviceWorker.ready; })
-  .then(function (reg) {
-    var sw = reg.active;
-    if (sw && sw.state !== "activated") {
-      return new Promise(function (resolve) {
-        sw.addEventListener("statechange", function () { if (sw.state === "activated") resolve(); });
-      });
-    }
-  })
-  .then(function () { document.title = "sw-ready"; })
-  .catch(function (err) { document.title = "sw-error: " + err; });
-</script></body></html>
-`;
-
-async function serveFile(req: http.IncomingMessage, res: http.ServerResponse, filePath: string, contentType: string): Promise<void> {
-  const info = await stat(filePath).catch(() => null);
-  if (!info?.isFile()) {
-    res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8" }).end("Not Found\n");
-    return;
-  }
-  const size = info.size;
-  const range = parseRangeHeader(req.headers.range, size);
-  const common = { "Content-Type": contentType, "Accept-Ranges": "bytes", "Cache-Control": "no-store" };
-  if (range === "unsatisfiable") {
-    res.writeHead(416, { ...common, "Content-Range": `bytes */${size}`, "Content-Length": 0 }).end();
-    return;
-  }
-  const start = range ? range.start : 0;
-  const end = range ? range.end : size - 1;
-  const length = size === 0 ? 0 : end - start + 1;
-  const headers: Record<string, string | number> = { ...common, "Content-Length": length };
-  if (range) headers["Content-Range"] = `bytes ${start}-${end}/${size}`;
-  res.writeHead(range ? 206 : 200, headers);
-  if (req.method === "HEAD" || length === 0) {
-    res.end();
-    return;
-  }
-  const fh = await open(filePath, "r");
-  try {
-    const buf = Buffer.alloc(length);
-    await fh.read(buf, 0, length, start);
-    res.end(buf);
-  } finally {
-    await fh.close();
-  }
+/** Folder holding ReplayWeb.page's ui.js and sw.js ($REPLAYWEB_DIR, else .cache/replaywebpage, fetched when missing). */
+export async function ensureReplayAssets(): Promise<string> {
+  return (await loadReplayAssets()).dir;
 }
 
 /**
@@ -230,82 +97,7 @@ async function serveFile(req: http.IncomingMessage, res: http.ServerResponse, fi
  *  - /archives/<path>: files of `archiveDir`, with single-range support.
  */
 export async function startReplayServer(archiveDir: string): Promise<ReplayServer> {
-  const assets = await ensureReplayAssets();
-  const [uiJs, swJs] = await Promise.all([readFile(path.join(assets, "ui.js")), readFile(path.join(assets, "sw.js"))]);
-  const archiveRoot = path.resolve(archiveDir);
-
-  const debug = Boolean(process.env.REPLAY_DEBUG);
-  const server = http.createServer((req, res) => {
-    if (debug) res.on("finish", () => process.stderr.write(`[replay-server] ${req.method ?? ""} ${req.url ?? ""} ${req.headers.range ?? ""} -> ${res.statusCode}\n`));
-    const handle = async (): Promise<void> => {
-      if (req.method !== "GET" && req.method !== "HEAD") {
-        res.writeHead(405, { Allow: "GET, HEAD" }).end();
-        return;
-      }
-      const u = new URL(req.url ?? "/", "http://127.0.0.1");
-      const sendBuf = (status: number, type: string, body: Buffer | string): void => {
-        const buf = typeof body === "string" ? Buffer.from(body, "utf-8") : body;
-        res.writeHead(status, { "Content-Type": type, "Content-Length": buf.length, "Cache-Control": "no-store" });
-        res.end(req.method === "HEAD" ? undefined : buf);
-      };
-      switch (u.pathname) {
-        case "/ui.js":
-        case "/replay/ui.js":
-          sendBuf(200, "text/javascript; charset=utf-8", uiJs);
-          return;
-        case "/replay/sw.js":
-          sendBuf(200, "text/javascript; charset=utf-8", swJs);
-          return;
-        case "/embed.html":
-          sendBuf(200, "text/html; charset=utf-8", embedHtml(u.searchParams.get("source") ?? "", u.searchParams.get("url") ?? ""));
-          return;
-        case WARMUP_PATH:
-          sendBuf(200, "text/html; charset=utf-8", WARMUP_HTML);
-          return;
-        case "/favicon.ico":
-          sendBuf(404, "text/plain; charset=utf-8", "");
-          return;
-      }
-      if (u.pathname.startsWith("/archives/")) {
-        let rel: string;
-        try {
-          rel = decodeURIComponent(u.pathname.slice("/archives/".length));
-        } catch {
-          sendBuf(400, "text/plain; charset=utf-8", "Bad Request\n");
-          return;
-        }
-        const filePath = path.resolve(archiveRoot, rel);
-        if (rel.includes("\0") || (filePath !== archiveRoot && !filePath.startsWith(archiveRoot + path.sep))) {
-          sendBuf(404, "text/plain; charset=utf-8", "Not Found\n");
-          return;
-        }
-        await serveFile(req, res, filePath, contentTypeFor(filePath));
-        return;
-      }
-      sendBuf(404, "text/plain; charset=utf-8", "Not Found\n");
-    };
-    handle().catch((err: unknown) => {
-      if (!res.headersSent) res.writeHead(500, { "Content-Type": "text/plain" }).end(String(err));
-      else res.destroy();
-    });
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((err) => (err ? reject(err) : resolve()));
-        server.closeAllConnections();
-      }),
-  };
+  return startQaReplayServer(await loadReplayAssets(), folderResolver(archiveDir));
 }
 
 // ---------------------------------------------------------------------------
@@ -471,9 +263,9 @@ export async function replayPage(server: ReplayServer, opts: ReplayPageOptions):
       if (consoleLines.length < 50) consoleLines.push(`pageerror: ${err instanceof Error ? err.message : String(err)}`);
     });
 
-    // Install ReplayWeb.page's service worker before the embed needs it (see WARMUP_PATH).
-    await page.goto(server.url + WARMUP_PATH, { waitUntil: "load", timeout: Math.max(1_000, deadline - Date.now()) });
-    await page.waitForFunction(() => document.title !== "warming up", { timeout: Math.max(1_000, deadline - Date.now()) });
+    // Install ReplayWeb.page's service worker before the embed needs it (see src/qa/replayServer.ts).
+    await page.goto(server.url + SW_READY_PATH, { waitUntil: "load", timeout: Math.max(1_000, deadline - Date.now()) });
+    await page.waitForFunction(() => document.title !== "installing", { timeout: Math.max(1_000, deadline - Date.now()) });
     const warmup = await page.title();
     if (warmup !== "sw-ready") throw new Error(`replayPage: service worker registration failed: ${warmup}`);
 

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, Frame } from "puppeteer-core";
-import { closeBrowser, launchReplayBrowser, type ReplayServer } from "./replay.js";
+import { closeBrowser, launchReplayBrowser, SW_READY_PATH, type ReplayServer } from "./replay.js";
 
 export interface SearchOptions {
   /** Archive as served by the replay server: "/archives/<file>.wacz". */
@@ -23,8 +23,6 @@ export interface FoundPage {
   thumbnail: { src: string; width: number; height: number } | null;
 }
 
-/** The page replay.ts's server serves inside the service worker's scope to install it first. */
-const WARMUP_PATH = "/replay/__harness_warmup.html";
 /** Results must stay the same this long before they count (the list fills in as the index loads). */
 const STABLE_MS = 2_000;
 
@@ -37,8 +35,9 @@ export async function searchReplayPages(server: ReplayServer, opts: SearchOption
     browser = await launchReplayBrowser(userDataDir, 60_000);
     const page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 900 });
-    await page.goto(server.url + WARMUP_PATH, { waitUntil: "load" });
-    await page.waitForFunction(() => document.title !== "warming up", { timeout: 30_000 });
+    // The page the replay server serves inside the service worker's scope, to install it first.
+    await page.goto(server.url + SW_READY_PATH, { waitUntil: "load" });
+    await page.waitForFunction(() => document.title !== "installing", { timeout: 30_000 });
     if ((await page.title()) !== "sw-ready") throw new Error(`searchReplayPages: service worker not ready: ${await page.title()}`);
 
     // The harness's embed page loads ui.js; swap its player for one showing the page search.

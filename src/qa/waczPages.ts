@@ -1,0 +1,52 @@
+import yauzl from "yauzl";
+
+/** A page listed in a WACZ's pages/pages.jsonl or pages/extraPages.jsonl: what QA replays. */
+export interface ListedPage {
+  url: string;
+  /** The capture time as listed (ISO 8601), when given. */
+  ts?: string;
+  id?: string;
+  title?: string;
+  mime?: string;
+  /** The page's text as the crawl extracted it (--text to-pages), when listed. */
+  text?: string;
+}
+
+const PAGE_LISTS = ["pages/pages.jsonl", "pages/extraPages.jsonl"];
+
+/** Every page the WACZ lists (seeds first, as browsertrix-crawler's QA reads them), header lines left out. */
+export async function listedPages(waczPath: string): Promise<ListedPage[]> {
+  const zip = await yauzl.openPromise(waczPath, { lazyEntries: true });
+  const lists = new Map<string, string>();
+  try {
+    for await (const entry of zip.eachEntry()) {
+      if (!PAGE_LISTS.includes(entry.fileName)) continue;
+      const chunks: Buffer[] = [];
+      for await (const chunk of await zip.openReadStreamPromise(entry)) chunks.push(chunk as Buffer);
+      lists.set(entry.fileName, Buffer.concat(chunks).toString("utf8"));
+    }
+  } finally {
+    zip.close();
+  }
+  return PAGE_LISTS.flatMap((name) => pagesOfList(lists.get(name) ?? ""));
+}
+
+/** The page lines of a json-pages-1.0 file: objects with a string url. */
+export function pagesOfList(text: string): ListedPage[] {
+  const pages: ListedPage[] = [];
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (typeof value !== "object" || value === null) continue;
+    const fields = value as Record<string, unknown>;
+    if (typeof fields.url !== "string") continue;
+    const str = (key: string): string | undefined => (typeof fields[key] === "string" ? (fields[key] as string) : undefined);
+    pages.push({ url: fields.url, ts: str("ts"), id: str("id"), title: str("title"), mime: str("mime"), text: str("text") });
+  }
+  return pages;
+}
