@@ -2,9 +2,14 @@
  * Indexer benchmark: generates K valid WACZ files with M response records each (default 20 x 50,000),
  * imports them through the `indexer` program into a private local redis-server and prints one JSON
  * line per index format: CDX lines per second, the importer's peak RSS, and the floor measured in the
- * same run: `redis-cli --pipe` of the two HSETNX per line an import needs (h:<crawlId> and allhashes),
- * on the same server, and the importer's share of it.
- *   node dist/bench/indexer.js [--wacz 20] [--records 50000] [--format zipnum|plain|both] [--keep]
+ * same run: `redis-cli --pipe` of the two HSETNX per line an import needs (h:<crawlId> and allhashes)
+ * into a fresh private redis-server, and the importer's share of it.
+ * Formats: plain and zipnum are our crawler's WACZ files; pywb and pywb-zipnum hold the same archive with
+ * its index as pywb / cdxj-indexer write it (`{"url": "...", "digest": "<hex>", "length": "1234", ...}`),
+ * plain or ZipNum.
+ *   node dist/bench/indexer.js [--wacz 20] [--records 50000] [--format plain,zipnum,pywb,pywb-zipnum|both|all]
+ *                              [--runs 1] [--cpuProf <dir>] [--keep]
+ * --cpuProf writes the importer's V8 CPU profile there and adds its top functions (self time) to the JSON.
  * Generated files are cached in $TMPDIR/bench-indexer-<format>-KxM (reused by later runs; removed unless --keep).
  */
 import { spawn } from "node:child_process";
@@ -18,6 +23,9 @@ import { Redis } from "ioredis";
 import { formatHashEntry } from "../src/dedupe/keys.js";
 import { EmbeddedRedis } from "../src/redis/embedded.js";
 import { iterWaczCdxjRecordBatches, openWacz } from "../indexer/wacz/index.js";
+import { payloadDigestOf } from "../indexer/importWacz.js";
+import { topSelfTime } from "./lib/cpuProfile.js";
+import { writePywbWacz } from "./lib/pywbWacz.js";
 import { writeSyntheticWacz } from "./lib/syntheticWacz.js";
 
 const { values } = parseArgs({
@@ -25,20 +33,25 @@ const { values } = parseArgs({
     wacz: { type: "string", default: "20" },
     records: { type: "string", default: "50000" },
     format: { type: "string", default: "both" },
+    runs: { type: "string", default: "1" },
+    cpuProf: { type: "string" },
     keep: { type: "boolean", default: false },
   },
 });
 const waczCount = Number(values.wacz);
 const records = Number(values.records);
-if (!["zipnum", "plain", "both"].includes(values.format!)) throw new Error("--format must be zipnum, plain or both");
-const formats = values.format === "both" ? (["plain", "zipnum"] as const) : [values.format as "plain" | "zipnum"];
+const FORMATS = ["plain", "zipnum", "pywb", "pywb-zipnum"] as const;
+type Format = (typeof FORMATS)[number];
+const formats = (values.format === "both" ? "plain,zipnum" : values.format === "all" ? FORMATS.join(",") : values.format!).split(",") as Format[];
+for (const f of formats) if (!FORMATS.includes(f)) throw new Error(`--format: ${f} is not one of ${FORMATS.join(", ")}, both, all`);
+const runs = Number(values.runs);
 const indexerEntry = fileURLToPath(new URL("../indexer/cli.js", import.meta.url));
 // Run the indexer as installed: with the node options of its #! line.
 const indexerNodeFlags = /^#!\/usr\/bin\/env -S node(.*)$/m.exec(readFileSync(indexerEntry, "utf8").split("\n")[0]!)?.[1]?.trim().split(/\s+/).filter(Boolean) ?? [];
 
 interface Resource { name: string; path: string; hash: string; size: number; crawlId: string }
 
-async function generate(dir: string, format: "plain" | "zipnum"): Promise<number> {
+async function generate(dir: string, format: Format): Promise<number> {
   const started = performance.now();
   const manifestPath = join(dir, "manifest.json");
   if (existsSync(manifestPath)) return 0;
@@ -47,8 +60,11 @@ async function generate(dir: string, format: "plain" | "zipnum"): Promise<number
   const resources: Resource[] = [];
   for (let i = 0; i < waczCount; i++) {
     const name = `bench-${i}.wacz`;
-    const wacz = await writeSyntheticWacz({ dir, name, records, seed: `bench${i}`, plainIndex: format === "plain" });
-    rmSync(join(dir, `bench-${i}.warc.gz`));
+    const seed = `bench${i}`;
+    const wacz = format.startsWith("pywb")
+      ? await writePywbWacz({ dir, name, records, seed, zipNum: format === "pywb-zipnum" })
+      : await writeSyntheticWacz({ dir, name, records, seed, plainIndex: format === "plain" });
+    rmSync(join(dir, `bench-${i}.warc.gz`), { force: true });
     resources.push({ name, path: name, hash: wacz.hash, size: wacz.size, crawlId: `crawl-${i % 5}` });
   }
   writeFileSync(manifestPath, JSON.stringify({ profile: "multi-wacz-package", resources }));
@@ -72,7 +88,7 @@ async function writeFloorCommands(dir: string, resources: Resource[]): Promise<s
       for await (const batch of iterWaczCdxjRecordBatches(reader)) {
         let text = "";
         for (const cdx of batch) {
-          const digest = "sha256:" + cdx.digest!;
+          const digest = payloadDigestOf(cdx.digest!);
           text += resp(["HSETNX", `h:${r.crawlId}`, digest, formatHashEntry({ waczIndex, date: cdx.timestamp, url: cdx.url, size: Number(cdx.length) })]);
           text += resp(["HSETNX", "allhashes", digest, r.crawlId]);
         }
@@ -97,9 +113,10 @@ async function floorSeconds(port: number, commands: string): Promise<number> {
   return (performance.now() - started) / 1000;
 }
 
-async function importRun(url: string, manifestPath: string): Promise<{ code: number; seconds: number; peakKb: number }> {
+async function importRun(url: string, manifestPath: string, profileDir?: string): Promise<{ code: number; seconds: number; peakKb: number }> {
   const started = performance.now();
-  const child = spawn(process.execPath, [...indexerNodeFlags, indexerEntry, "--redisDedupeUrl", url, "--sourceUrl", manifestPath, "--logLevel", "warn"], { stdio: ["ignore", "ignore", "inherit"] });
+  const profileFlags = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
+  const child = spawn(process.execPath, [...indexerNodeFlags, ...profileFlags, indexerEntry, "--redisDedupeUrl", url, "--sourceUrl", manifestPath, "--logLevel", "warn"], { stdio: ["ignore", "ignore", "inherit"] });
   let peakKb = 0;
   const sampler = setInterval(() => {
     try {
@@ -113,48 +130,63 @@ async function importRun(url: string, manifestPath: string): Promise<{ code: num
   return { code, seconds: (performance.now() - started) / 1000, peakKb };
 }
 
+async function withServer<T>(dir: string, use: (server: EmbeddedRedis, redis: Redis) => Promise<T>): Promise<T> {
+  const server = new EmbeddedRedis({ dataDir: dir, persist: false });
+  const redis = new Redis(await server.start());
+  try {
+    return await use(server, redis);
+  } finally {
+    redis.disconnect();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 for (const format of formats) {
   const dir = join(tmpdir(), `bench-indexer-${format}-${waczCount}x${records}`);
   const manifestPath = join(dir, "manifest.json");
   const generateSeconds = await generate(dir, format);
   const resources = (JSON.parse(readFileSync(manifestPath, "utf8")) as { resources: Resource[] }).resources;
   const commands = await writeFloorCommands(dir, resources);
-
-  const redisDir = join(dir, "redis");
-  const server = new EmbeddedRedis({ dataDir: redisDir, persist: false });
-  const url = await server.start();
-  const redis = new Redis(url);
   try {
-    const floor = await floorSeconds(server.port, commands);
-    const floorLines = await redis.hlen("allhashes");
-    await redis.flushall();
-    const run = await importRun(url, manifestPath);
-    const lines = Number(await redis.hget("allcounts", "totalUrls"));
-    const usedMemory = Number(/used_memory:(\d+)/.exec(await redis.info("memory"))![1]);
-    const linesPerSecond = Math.round(lines / run.seconds);
-    const floorLinesPerSecond = Math.round(floorLines / floor);
-    console.log(JSON.stringify({
-      benchmark: "indexer",
-      format,
-      exitCode: run.code,
-      waczFiles: waczCount,
-      recordsPerWacz: records,
-      cdxLines: lines,
-      hashes: await redis.hlen("allhashes"),
-      seconds: Math.round(run.seconds * 100) / 100,
-      linesPerSecond,
-      floorLinesPerSecond,
-      share: Math.round((linesPerSecond / floorLinesPerSecond) * 100) / 100,
-      importerPeakRssMB: Math.round(run.peakKb / 102.4) / 10,
-      // Local files are read whole only for their sha256 when a manifest gives none; this one gives them.
-      waczBytesTotal: resources.reduce((sum, r) => sum + r.size, 0),
-      redisUsedMemoryMB: Math.round(usedMemory / 1e5) / 10,
-      generateSeconds: Math.round(generateSeconds * 10) / 10,
-    }));
+    for (let run = 1; run <= runs; run++) {
+      // The floor and the import each get a fresh server, one after the other, so neither is measured
+      // on the other's memory.
+      const floor = await withServer(join(dir, "redis-floor"), async (server, redis) => {
+        const seconds = await floorSeconds(server.port, commands);
+        return { seconds, lines: await redis.hlen("allhashes") };
+      });
+      const profileDir = values.cpuProf ? join(values.cpuProf, `${format}-${run}`) : undefined;
+      if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+      await withServer(join(dir, "redis"), async (server, redis) => {
+        const imported = await importRun(server.url, manifestPath, profileDir);
+        const lines = Number(await redis.hget("allcounts", "totalUrls"));
+        const usedMemory = Number(/used_memory:(\d+)/.exec(await redis.info("memory"))![1]);
+        const linesPerSecond = Math.round(lines / imported.seconds);
+        const floorLinesPerSecond = Math.round(floor.lines / floor.seconds);
+        console.log(JSON.stringify({
+          benchmark: "indexer",
+          format,
+          run,
+          exitCode: imported.code,
+          waczFiles: waczCount,
+          recordsPerWacz: records,
+          cdxLines: lines,
+          hashes: await redis.hlen("allhashes"),
+          seconds: Math.round(imported.seconds * 100) / 100,
+          linesPerSecond,
+          floorLinesPerSecond,
+          share: Math.round((linesPerSecond / floorLinesPerSecond) * 100) / 100,
+          importerPeakRssMB: Math.round(imported.peakKb / 102.4) / 10,
+          // Local files are read whole only for their sha256 when a manifest gives none; this one gives them.
+          waczBytesTotal: resources.reduce((sum, r) => sum + r.size, 0),
+          redisUsedMemoryMB: Math.round(usedMemory / 1e5) / 10,
+          generateSeconds: Math.round(generateSeconds * 10) / 10,
+          ...(profileDir ? { profileTop: topSelfTime(profileDir, 12) } : {}),
+        }));
+      });
+    }
   } finally {
-    redis.disconnect();
-    await server.stop();
-    rmSync(redisDir, { recursive: true, force: true });
     if (!values.keep) rmSync(dir, { recursive: true, force: true });
   }
 }
