@@ -76,14 +76,16 @@ export function previewLine(line: string): string {
 
 // scanCdxjLine, the fast path for reading CDXJ lines in bulk: the fields the importer reads (url, mime, status,
 // digest, length) taken from the line with indexOf and slices, with no object for the other fields
-// and no key strings. It handles exactly the common, compact form JSON.stringify writes: a flat
-// object of strings without escapes and numbers. Anything else (escapes, spaces, nested values,
-// literals, malformed text) returns null and the caller parses the line with cdxjRecordOf, so results
-// and errors stay those of JSON.parse.
+// and no key strings. It handles the two common forms of a flat object of strings (without escapes)
+// and numbers: the compact one JSON.stringify writes (ours, warcio.js) and the one Python's json.dumps
+// writes (pywb, cdxj-indexer: a space after each ':' and ','); spaces are skipped wherever JSON allows
+// them. Anything else (escapes, other whitespace, nested values, literals, malformed text) returns null
+// and the caller parses the line with cdxjRecordOf, so results and errors stay those of JSON.parse.
 // Escapes need decoding, raw control characters are invalid JSON: both go to JSON.parse.
 const UNUSUAL = /[\u0000-\u001f\\]/;
 const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 const DIGITS = /^\d+$/;
+const SPACE = 32;
 const QUOTE = 34;
 const COLON = 58;
 const COMMA = 44;
@@ -100,13 +102,15 @@ export function scanCdxjLine(line: string): CdxjRecord | null {
   const timestamp = line.slice(first + 1, second);
   if (!DIGITS.test(timestamp)) return null;
   const record: CdxjRecord = { urlkey: line.slice(0, first), timestamp, url: "" };
-  let p = second + 2;
+  let p = skipSpaces(line, second + 2);
   for (;;) {
     if (line.charCodeAt(p) !== QUOTE) return null;
     const keyStart = p + 1;
     const keyEnd = line.indexOf('"', keyStart);
-    if (keyEnd < 0 || line.charCodeAt(keyEnd + 1) !== COLON) return null;
-    p = keyEnd + 2;
+    if (keyEnd < 0) return null;
+    p = skipSpaces(line, keyEnd + 1);
+    if (line.charCodeAt(p) !== COLON) return null;
+    p = skipSpaces(line, p + 1);
     let value: string;
     if (line.charCodeAt(p) === QUOTE) {
       const end = line.indexOf('"', p + 1);
@@ -115,7 +119,7 @@ export function scanCdxjLine(line: string): CdxjRecord | null {
       p = end + 1;
     } else {
       let end = p;
-      for (let c = line.charCodeAt(end); end < line.length && c !== COMMA && c !== CLOSE; c = line.charCodeAt(++end));
+      for (let c = line.charCodeAt(end); end < line.length && c !== COMMA && c !== CLOSE && c !== SPACE; c = line.charCodeAt(++end));
       const token = line.slice(p, end);
       if (!JSON_NUMBER.test(token)) return null;
       // Numbers stand for strings in CDXJ (status, length); a numeric url is an error the full parse reports.
@@ -138,13 +142,20 @@ export function scanCdxjLine(line: string): CdxjRecord | null {
         else if (line.startsWith("length", keyStart)) record.length = value;
         break;
     }
+    p = skipSpaces(line, p);
     const c = line.charCodeAt(p);
     if (c === COMMA) {
-      p += 1;
+      p = skipSpaces(line, p + 1);
       continue;
     }
     if (c === CLOSE && p === line.length - 1) break;
     return null;
   }
   return record.url === "" ? null : record;
+}
+
+/** The first position at or after `p` that is not a space. */
+function skipSpaces(line: string, p: number): number {
+  while (line.charCodeAt(p) === SPACE) p++;
+  return p;
 }
