@@ -108,50 +108,91 @@ export function scanCdxjLine(line: string): CdxjRecord | null {
     const keyStart = p + 1;
     const keyEnd = line.indexOf('"', keyStart);
     if (keyEnd < 0) return null;
-    p = skipSpaces(line, keyEnd + 1);
+    const field = fieldOf(line, keyStart, keyEnd);
+    p = keyEnd + 1;
+    if (line.charCodeAt(p) === SPACE) p = skipSpaces(line, p);
     if (line.charCodeAt(p) !== COLON) return null;
-    p = skipSpaces(line, p + 1);
-    let value: string;
+    p += 1;
+    if (line.charCodeAt(p) === SPACE) p = skipSpaces(line, p);
+    let value: string | undefined;
     if (line.charCodeAt(p) === QUOTE) {
       const end = line.indexOf('"', p + 1);
       if (end < 0) return null;
-      value = line.slice(p + 1, end);
+      // Only the values the importer reads become strings.
+      if (field !== Field.Other) value = line.slice(p + 1, end);
       p = end + 1;
     } else {
+      // Numbers stand for strings in CDXJ (status, length); a numeric url is an error the full parse reports.
+      if (field === Field.Url) return null;
       let end = p;
       for (let c = line.charCodeAt(end); end < line.length && c !== COMMA && c !== CLOSE && c !== SPACE; c = line.charCodeAt(++end));
       const token = line.slice(p, end);
       if (!JSON_NUMBER.test(token)) return null;
-      // Numbers stand for strings in CDXJ (status, length); a numeric url is an error the full parse reports.
       const n = Number(token);
       if (!Number.isFinite(n)) return null;
       value = String(n);
-      if (keyEnd - keyStart === 3 && line.startsWith("url", keyStart)) return null;
       p = end;
     }
-    switch (keyEnd - keyStart) {
-      case 3:
-        if (line.startsWith("url", keyStart)) record.url = value;
+    switch (field) {
+      case Field.Url:
+        record.url = value!;
         break;
-      case 4:
-        if (line.startsWith("mime", keyStart)) record.mime = value;
+      case Field.Mime:
+        record.mime = value;
         break;
-      case 6:
-        if (line.startsWith("status", keyStart)) record.status = value;
-        else if (line.startsWith("digest", keyStart)) record.digest = value;
-        else if (line.startsWith("length", keyStart)) record.length = value;
+      case Field.Status:
+        record.status = value;
+        break;
+      case Field.Digest:
+        record.digest = value;
+        break;
+      case Field.Length:
+        record.length = value;
         break;
     }
-    p = skipSpaces(line, p);
-    const c = line.charCodeAt(p);
+    let c = line.charCodeAt(p);
+    if (c === SPACE) {
+      p = skipSpaces(line, p);
+      c = line.charCodeAt(p);
+    }
     if (c === COMMA) {
-      p = skipSpaces(line, p + 1);
+      p += 1;
+      if (line.charCodeAt(p) === SPACE) p = skipSpaces(line, p);
       continue;
     }
     if (c === CLOSE && p === line.length - 1) break;
     return null;
   }
   return record.url === "" ? null : record;
+}
+
+const enum Field {
+  Other,
+  Url,
+  Mime,
+  Status,
+  Digest,
+  Length,
+}
+
+/** Which of the fields the importer reads the key line[start, end) names (compared in place: no key string). */
+function fieldOf(line: string, start: number, end: number): Field {
+  switch (end - start) {
+    case 3:
+      return line.startsWith("url", start) ? Field.Url : Field.Other;
+    case 4:
+      return line.startsWith("mime", start) ? Field.Mime : Field.Other;
+    case 6:
+      switch (line.charCodeAt(start)) {
+        case 115: // s
+          return line.startsWith("status", start) ? Field.Status : Field.Other;
+        case 100: // d
+          return line.startsWith("digest", start) ? Field.Digest : Field.Other;
+        case 108: // l
+          return line.startsWith("length", start) ? Field.Length : Field.Other;
+      }
+  }
+  return Field.Other;
 }
 
 /** The first position at or after `p` that is not a space. */
