@@ -104,30 +104,55 @@ async function writeFloorCommands(dir: string, resources: Resource[]): Promise<s
   return path;
 }
 
-async function floorSeconds(port: number, commands: string): Promise<number> {
-  const started = performance.now();
-  const child = spawn("redis-cli", ["-h", "127.0.0.1", "-p", String(port), "--pipe"], { stdio: ["pipe", "ignore", "inherit"] });
-  createReadStream(commands).pipe(child.stdin);
-  const [code] = (await once(child, "exit")) as [number | null];
-  if (code !== 0) throw new Error(`redis-cli --pipe exited with ${code}`);
-  return (performance.now() - started) / 1000;
-}
-
-async function importRun(url: string, manifestPath: string, profileDir?: string): Promise<{ code: number; seconds: number; peakKb: number }> {
-  const started = performance.now();
-  const profileFlags = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
-  const child = spawn(process.execPath, [...indexerNodeFlags, ...profileFlags, indexerEntry, "--redisDedupeUrl", url, "--sourceUrl", manifestPath, "--logLevel", "warn"], { stdio: ["ignore", "ignore", "inherit"] });
+/**
+ * Samples a child's peak RSS and CPU seconds (user + system) from /proc while it runs: on a shared
+ * machine, wall-clock rates swing with other load, CPU seconds per line much less.
+ */
+function sampleChild(pid: number): { stop: () => { peakKb: number; cpuSeconds: number } } {
   let peakKb = 0;
-  const sampler = setInterval(() => {
+  let cpuSeconds = 0;
+  const sample = () => {
     try {
-      peakKb = Math.max(peakKb, Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? 0));
+      peakKb = Math.max(peakKb, Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0));
+      // Fields after the command name: state is the 3rd field, utime and stime the 14th and 15th.
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      cpuSeconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
     } catch {
       // process gone
     }
-  }, 100);
+  };
+  const timer = setInterval(sample, 50);
+  return { stop: () => (clearInterval(timer), { peakKb, cpuSeconds }) };
+}
+const CLOCK_TICKS = 100;
+
+async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const info = await redis.info("cpu");
+  return Number(/used_cpu_sys:([\d.]+)/.exec(info)![1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)![1]);
+}
+
+async function floorRun(port: number, commands: string): Promise<{ seconds: number; cliCpuSeconds: number }> {
+  const started = performance.now();
+  const child = spawn("redis-cli", ["-h", "127.0.0.1", "-p", String(port), "--pipe"], { stdio: ["pipe", "ignore", "inherit"] });
+  const sampler = sampleChild(child.pid!);
+  createReadStream(commands).pipe(child.stdin);
+  const [code] = (await once(child, "exit")) as [number | null];
+  const { cpuSeconds } = sampler.stop();
+  if (code !== 0) throw new Error(`redis-cli --pipe exited with ${code}`);
+  return { seconds: (performance.now() - started) / 1000, cliCpuSeconds: cpuSeconds };
+}
+
+async function importRun(url: string, manifestPath: string, profileDir?: string): Promise<{ code: number; seconds: number; peakKb: number; cpuSeconds: number }> {
+  const started = performance.now();
+  const profileFlags = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
+  const child = spawn(process.execPath, [...indexerNodeFlags, ...profileFlags, indexerEntry, "--redisDedupeUrl", url, "--sourceUrl", manifestPath, "--logLevel", "warn"], { stdio: ["ignore", "ignore", "inherit"] });
+  const sampler = sampleChild(child.pid!);
   const code: number = await new Promise((resolve) => child.on("exit", (c) => resolve(c ?? -1)));
-  clearInterval(sampler);
-  return { code, seconds: (performance.now() - started) / 1000, peakKb };
+  return { code, seconds: (performance.now() - started) / 1000, ...sampler.stop() };
+}
+
+function perLine(seconds: number, lines: number): number {
+  return Math.round((seconds / lines) * 1e8) / 100;
 }
 
 async function withServer<T>(dir: string, use: (server: EmbeddedRedis, redis: Redis) => Promise<T>): Promise<T> {
@@ -153,13 +178,16 @@ for (const format of formats) {
       // The floor and the import each get a fresh server, one after the other, so neither is measured
       // on the other's memory.
       const floor = await withServer(join(dir, "redis-floor"), async (server, redis) => {
-        const seconds = await floorSeconds(server.port, commands);
-        return { seconds, lines: await redis.hlen("allhashes") };
+        const cpuBefore = await redisCpuSeconds(redis);
+        const { seconds, cliCpuSeconds } = await floorRun(server.port, commands);
+        return { seconds, cliCpuSeconds, redisCpuSeconds: (await redisCpuSeconds(redis)) - cpuBefore, lines: await redis.hlen("allhashes") };
       });
       const profileDir = values.cpuProf ? join(values.cpuProf, `${format}-${run}`) : undefined;
       if (profileDir) rmSync(profileDir, { recursive: true, force: true });
       await withServer(join(dir, "redis"), async (server, redis) => {
+        const cpuBefore = await redisCpuSeconds(redis);
         const imported = await importRun(server.url, manifestPath, profileDir);
+        const importRedisCpu = (await redisCpuSeconds(redis)) - cpuBefore;
         const lines = Number(await redis.hget("allcounts", "totalUrls"));
         const usedMemory = Number(/used_memory:(\d+)/.exec(await redis.info("memory"))![1]);
         const linesPerSecond = Math.round(lines / imported.seconds);
@@ -178,6 +206,13 @@ for (const format of formats) {
           floorLinesPerSecond,
           share: Math.round((linesPerSecond / floorLinesPerSecond) * 100) / 100,
           importerPeakRssMB: Math.round(imported.peakKb / 102.4) / 10,
+          // CPU per CDX line, in microseconds: the importer and its Redis, redis-cli and its Redis.
+          importerCpuUsPerLine: perLine(imported.cpuSeconds, lines),
+          importRedisCpuUsPerLine: perLine(importRedisCpu, lines),
+          floorCliCpuUsPerLine: perLine(floor.cliCpuSeconds, floor.lines),
+          floorRedisCpuUsPerLine: perLine(floor.redisCpuSeconds, floor.lines),
+          // The share when CPU is what limits (a loaded machine): floor CPU over import CPU, per line.
+          cpuShare: Math.round(((floor.cliCpuSeconds + floor.redisCpuSeconds) / floor.lines / ((imported.cpuSeconds + importRedisCpu) / lines)) * 100) / 100,
           // Local files are read whole only for their sha256 when a manifest gives none; this one gives them.
           waczBytesTotal: resources.reduce((sum, r) => sum + r.size, 0),
           redisUsedMemoryMB: Math.round(usedMemory / 1e5) / 10,
