@@ -1,7 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { request } from "undici";
 
 /** One WACZ file to import, as named by a manifest (or the single WACZ given). */
 export interface ImportResource {
@@ -46,6 +45,8 @@ async function readSource(url: URL): Promise<Buffer> {
   }
   let response;
   try {
+    // Loaded here only: a local manifest does not pay undici's start-up time.
+    const { request } = await import("undici");
     response = await request(url, { method: "GET", headersTimeout: 30_000, bodyTimeout: 60_000 });
   } catch (err) {
     throw new SourceError(`unreachable (${err instanceof Error ? err.message : String(err)})`);

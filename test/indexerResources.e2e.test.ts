@@ -195,4 +195,25 @@ describe("WACZ files with browsertrix-crawler resource records", () => {
     expect(await redis.client.hgetall("h:odd")).toEqual(Object.fromEntries(urls.map((url, i) => [`sha256:${d(String(i))}`, `0 2025030112000${i} ${url} ${100 + i}`])));
     expect(await redis.client.hget("h:odd:counts", "totalUrls")).toBe("4");
   }, 60_000);
+
+  it("the same lines as pywb / cdxj-indexer write them (spaces, \\u escapes, fields in another order) are indexed the same", async () => {
+    const d = (c: string) => c.repeat(64);
+    const urls = ["https://example.com/\u00e9t\u00e9/\u{1d11e}", "https://example.com/a\tb", "https://example.com/a\nb", "https://example.com/plain", 'https://example.com/"q"'];
+    // Python's json.dumps: ", " and ": " separators, every non-ASCII code unit as \uXXXX.
+    const py = (value: string) => JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+    const lines = urls.map((url, i) => {
+      const fields: [string, string][] = [["url", url], ["mime", "text/html"], ["status", "200"], ["digest", d(String(i))], ["length", String(100 + i)], ["offset", "0"], ["filename", "x.warc.gz"]];
+      if (i % 2) fields.reverse();
+      return `com,example)/${i} 2025030112000${i} {${fields.map(([k, v]) => `${py(k)}: ${py(v)}`).join(", ")}}`;
+    });
+    const datapackage = Buffer.from(JSON.stringify({ profile: "data-package", wacz_version: "1.1.1", resources: [] }));
+    await zipTo(wacz("oddpy"), [
+      { name: "indexes/index.cdxj", data: Buffer.from(lines.join("\n") + "\n") },
+      { name: "datapackage.json", data: datapackage },
+    ]);
+    const result = await runCli("indexer", ["--redisDedupeUrl", redis.url, "--sourceUrl", wacz("oddpy")]);
+    expect(result.code, result.stderr.slice(-1500)).toBe(0);
+    expect(await redis.client.hgetall("h:oddpy")).toEqual(Object.fromEntries(urls.map((url, i) => [`sha256:${d(String(i))}`, `0 2025030112000${i} ${url} ${100 + i}`])));
+    expect(await redis.client.hget("h:oddpy:counts", "totalUrls")).toBe("5");
+  }, 60_000);
 });

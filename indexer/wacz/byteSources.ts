@@ -3,7 +3,8 @@
 import { open as openFile, type FileHandle } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { Agent, interceptors, request, type Dispatcher } from "undici";
+// undici is loaded by the first HTTP source only: a local import does not pay its start-up time.
+import type { Agent, Dispatcher } from "undici";
 import yauzl from "yauzl";
 import { errorMessage } from "../../src/log/logger.js";
 import { VERSION } from "../../src/version.js";
@@ -134,15 +135,16 @@ class HttpSource implements ByteSource {
   private constructor(
     private readonly url: string,
     options: OpenWaczOptions,
+    private readonly undici: typeof import("undici"),
   ) {
     this.timeoutMs = options.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
     this.userAgent = options.userAgent ?? `warc-crawler/${VERSION} (wacz-reader)`;
-    this.agent = new Agent({ connect: { timeout: this.timeoutMs } });
-    this.dispatcher = this.agent.compose(interceptors.redirect({ maxRedirections: MAX_REDIRECTIONS }));
+    this.agent = new undici.Agent({ connect: { timeout: this.timeoutMs } });
+    this.dispatcher = this.agent.compose(undici.interceptors.redirect({ maxRedirections: MAX_REDIRECTIONS }));
   }
 
   static async open(url: string, options: OpenWaczOptions): Promise<HttpSource> {
-    const source = new HttpSource(url, options);
+    const source = new HttpSource(url, options, await import("undici"));
     try {
       source.size = await source.discoverSize();
       return source;
@@ -160,7 +162,7 @@ class HttpSource implements ByteSource {
     };
     if (range) headers["range"] = range;
     try {
-      return await request(this.url, {
+      return await this.undici.request(this.url, {
         method,
         headers,
         dispatcher: this.dispatcher,

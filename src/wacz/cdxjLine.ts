@@ -76,14 +76,16 @@ export function previewLine(line: string): string {
 
 // scanCdxjLine, the fast path for reading CDXJ lines in bulk: the fields the importer reads (url, mime, status,
 // digest, length) taken from the line with indexOf and slices, with no object for the other fields
-// and no key strings. It handles exactly the common, compact form JSON.stringify writes: a flat
-// object of strings without escapes and numbers. Anything else (escapes, spaces, nested values,
-// literals, malformed text) returns null and the caller parses the line with cdxjRecordOf, so results
-// and errors stay those of JSON.parse.
+// and no key strings. It handles the two common forms of a flat object of strings (without escapes)
+// and numbers: the compact one JSON.stringify writes (ours, warcio.js) and the one Python's json.dumps
+// writes (pywb, cdxj-indexer: a space after each ':' and ','); spaces are skipped wherever JSON allows
+// them. Anything else (escapes, other whitespace, nested values, literals, malformed text) returns null
+// and the caller parses the line with cdxjRecordOf, so results and errors stay those of JSON.parse.
 // Escapes need decoding, raw control characters are invalid JSON: both go to JSON.parse.
 const UNUSUAL = /[\u0000-\u001f\\]/;
 const JSON_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 const DIGITS = /^\d+$/;
+const SPACE = 32;
 const QUOTE = 34;
 const COLON = 58;
 const COMMA = 44;
@@ -100,51 +102,101 @@ export function scanCdxjLine(line: string): CdxjRecord | null {
   const timestamp = line.slice(first + 1, second);
   if (!DIGITS.test(timestamp)) return null;
   const record: CdxjRecord = { urlkey: line.slice(0, first), timestamp, url: "" };
-  let p = second + 2;
+  let p = skipSpaces(line, second + 2);
   for (;;) {
     if (line.charCodeAt(p) !== QUOTE) return null;
     const keyStart = p + 1;
     const keyEnd = line.indexOf('"', keyStart);
-    if (keyEnd < 0 || line.charCodeAt(keyEnd + 1) !== COLON) return null;
-    p = keyEnd + 2;
-    let value: string;
+    if (keyEnd < 0) return null;
+    const field = fieldOf(line, keyStart, keyEnd);
+    p = keyEnd + 1;
+    if (line.charCodeAt(p) === SPACE) p = skipSpaces(line, p);
+    if (line.charCodeAt(p) !== COLON) return null;
+    p += 1;
+    if (line.charCodeAt(p) === SPACE) p = skipSpaces(line, p);
+    let value: string | undefined;
     if (line.charCodeAt(p) === QUOTE) {
       const end = line.indexOf('"', p + 1);
       if (end < 0) return null;
-      value = line.slice(p + 1, end);
+      // Only the values the importer reads become strings.
+      if (field !== Field.Other) value = line.slice(p + 1, end);
       p = end + 1;
     } else {
+      // Numbers stand for strings in CDXJ (status, length); a numeric url is an error the full parse reports.
+      if (field === Field.Url) return null;
       let end = p;
-      for (let c = line.charCodeAt(end); end < line.length && c !== COMMA && c !== CLOSE; c = line.charCodeAt(++end));
+      for (let c = line.charCodeAt(end); end < line.length && c !== COMMA && c !== CLOSE && c !== SPACE; c = line.charCodeAt(++end));
       const token = line.slice(p, end);
       if (!JSON_NUMBER.test(token)) return null;
-      // Numbers stand for strings in CDXJ (status, length); a numeric url is an error the full parse reports.
       const n = Number(token);
       if (!Number.isFinite(n)) return null;
       value = String(n);
-      if (keyEnd - keyStart === 3 && line.startsWith("url", keyStart)) return null;
       p = end;
     }
-    switch (keyEnd - keyStart) {
-      case 3:
-        if (line.startsWith("url", keyStart)) record.url = value;
+    switch (field) {
+      case Field.Url:
+        record.url = value!;
         break;
-      case 4:
-        if (line.startsWith("mime", keyStart)) record.mime = value;
+      case Field.Mime:
+        record.mime = value;
         break;
-      case 6:
-        if (line.startsWith("status", keyStart)) record.status = value;
-        else if (line.startsWith("digest", keyStart)) record.digest = value;
-        else if (line.startsWith("length", keyStart)) record.length = value;
+      case Field.Status:
+        record.status = value;
+        break;
+      case Field.Digest:
+        record.digest = value;
+        break;
+      case Field.Length:
+        record.length = value;
         break;
     }
-    const c = line.charCodeAt(p);
+    let c = line.charCodeAt(p);
+    if (c === SPACE) {
+      p = skipSpaces(line, p);
+      c = line.charCodeAt(p);
+    }
     if (c === COMMA) {
       p += 1;
+      if (line.charCodeAt(p) === SPACE) p = skipSpaces(line, p);
       continue;
     }
     if (c === CLOSE && p === line.length - 1) break;
     return null;
   }
   return record.url === "" ? null : record;
+}
+
+const enum Field {
+  Other,
+  Url,
+  Mime,
+  Status,
+  Digest,
+  Length,
+}
+
+/** Which of the fields the importer reads the key line[start, end) names (compared in place: no key string). */
+function fieldOf(line: string, start: number, end: number): Field {
+  switch (end - start) {
+    case 3:
+      return line.startsWith("url", start) ? Field.Url : Field.Other;
+    case 4:
+      return line.startsWith("mime", start) ? Field.Mime : Field.Other;
+    case 6:
+      switch (line.charCodeAt(start)) {
+        case 115: // s
+          return line.startsWith("status", start) ? Field.Status : Field.Other;
+        case 100: // d
+          return line.startsWith("digest", start) ? Field.Digest : Field.Other;
+        case 108: // l
+          return line.startsWith("length", start) ? Field.Length : Field.Other;
+      }
+  }
+  return Field.Other;
+}
+
+/** The first position at or after `p` that is not a space. */
+function skipSpaces(line: string, p: number): number {
+  while (line.charCodeAt(p) === SPACE) p++;
+  return p;
 }
