@@ -1,7 +1,7 @@
 import { LUA_KEY } from "./keys.js";
 import { mergeCrawlUrls } from "./captureHistory.js";
 import { keysOf, layoutOf, type DedupeRedis } from "./layout.js";
-import { countCrawlSharded, deleteCrawlSharded, mergeCrawlSharded, unpublishCrawlSharded } from "./shardedHashes.js";
+import { deleteCrawlSharded, mergeCrawlSharded, unpublishCrawlSharded } from "./shardedHashes.js";
 import { pauseForTests } from "../util/testPause.js";
 
 // Single-node layout (the sharded one merges shard by shard, see shardedHashes.ts):
@@ -56,22 +56,26 @@ export interface CommitResult {
 export async function commitCrawl(redis: DedupeRedis, crawlId: string, pageSize = 5000): Promise<CommitResult> {
   const started = performance.now();
   const dedupeKeys = keysOf(redis);
-  await mergeCrawlHashes(redis, crawlId, pageSize);
+  const layout = layoutOf(redis);
+  // The sharded merge counts the crawl's hashes as it goes (a second pass over every slot would cost as much).
+  const mergedCount = layout.kind === "sharded" ? await mergeCrawlSharded(redis, layout, crawlId) : await mergeCrawlHashes(redis, crawlId, pageSize);
   await mergeCrawlUrls(redis, crawlId);
   await pauseForTests("commit-merged");
   const added = (await redis.eval(
     FINALIZE_LUA, 6, dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.crawlCounts(crawlId), dedupeKeys.allCounts, dedupeKeys.appliedNotes(crawlId),
     dedupeKeys.concurrentCrawls, crawlId,
   )) as number;
-  const layout = layoutOf(redis);
-  const hashes = layout.kind === "sharded" ? await countCrawlSharded(redis, layout, crawlId) : await redis.hlen(dedupeKeys.crawlHashes(crawlId));
+  const hashes = mergedCount ?? (await redis.hlen(dedupeKeys.crawlHashes(crawlId)));
   return { crawlId, committed: added === 1, hashes, seconds: (performance.now() - started) / 1000 };
 }
 
 /** Add every hash of h:<crawlId> to allhashes unless another crawl has it already (idempotent). */
 export async function mergeCrawlHashes(redis: DedupeRedis, crawlId: string, pageSize = 5000): Promise<void> {
   const layout = layoutOf(redis);
-  if (layout.kind === "sharded") return mergeCrawlSharded(redis, layout, crawlId);
+  if (layout.kind === "sharded") {
+    await mergeCrawlSharded(redis, layout, crawlId);
+    return;
+  }
   const dedupeKeys = keysOf(redis);
   let cursor = "0";
   do {

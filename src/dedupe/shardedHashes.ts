@@ -1,13 +1,14 @@
 // The two big hashes (allhashes, h:<crawlId>) in the sharded layout: each operation on one digest goes
 // to its shard (one slot: the shard's allhashes and every crawl's h: of it share a hash tag); the
 // operations on a whole crawl visit every shard, a bounded number at a time.
+import keySlot from "cluster-key-slot";
 import { allShards, digestField, digestOfField, shardKeys, shardOfDigest, type DedupeLayout } from "./keys.js";
 import type { DedupeRedis } from "./layout.js";
 
 type Sharded = Extract<DedupeLayout, { kind: "sharded" }>;
 
-/** Shards worked on at once by the whole-crawl operations (commands to one node go out pipelined). */
-const SHARD_CONCURRENCY = 256;
+/** Slots worked on at once by the whole-crawl operations (commands to one node go out pipelined). */
+const SLOT_CONCURRENCY = 256;
 
 // This crawl's shard first, then the shard of allhashes and the original crawl's h: of the same shard.
 const LOOKUP_LUA = `
@@ -38,48 +39,60 @@ end
 return 1
 `;
 
-// One shard of a crawl merged into allhashes (first writer wins). Shards are small, so one page is the norm.
-const MERGE_SHARD_LUA = `
-local cursor = '0'
-repeat
-  local page = redis.call('HSCAN', KEYS[1], cursor, 'COUNT', 1000)
-  cursor = page[1]
-  local fields = page[2]
-  for i = 1, #fields, 2 do redis.call('HSETNX', KEYS[2], fields[i], ARGV[1]) end
-until cursor == '0'
-return 1
+// The whole-crawl scripts take the shards of one slot at a time: KEYS are pairs (h:<crawl> shard,
+// allhashes shard), all in one slot, so one call per slot (at most 16384) whatever the shard count.
+
+// Merged into allhashes (first writer wins); returns how many hashes the crawl has in these shards.
+const MERGE_GROUP_LUA = `
+local total = 0
+for k = 1, #KEYS, 2 do
+  total = total + redis.call('HLEN', KEYS[k])
+  local cursor = '0'
+  repeat
+    local page = redis.call('HSCAN', KEYS[k], cursor, 'COUNT', 1000)
+    cursor = page[1]
+    local fields = page[2]
+    for i = 1, #fields, 2 do redis.call('HSETNX', KEYS[k + 1], fields[i], ARGV[1]) end
+  until cursor == '0'
+end
+return total
 `;
 
 // A cancelled concurrent crawl's hashes out of allhashes where they point at it.
-const UNPUBLISH_SHARD_LUA = `
-local cursor = '0'
-repeat
-  local page = redis.call('HSCAN', KEYS[1], cursor, 'COUNT', 1000)
-  cursor = page[1]
-  local fields = page[2]
-  for i = 1, #fields, 2 do
-    if redis.call('HGET', KEYS[2], fields[i]) == ARGV[1] then redis.call('HDEL', KEYS[2], fields[i]) end
-  end
-until cursor == '0'
+const UNPUBLISH_GROUP_LUA = `
+for k = 1, #KEYS, 2 do
+  local cursor = '0'
+  repeat
+    local page = redis.call('HSCAN', KEYS[k], cursor, 'COUNT', 1000)
+    cursor = page[1]
+    local fields = page[2]
+    for i = 1, #fields, 2 do
+      if redis.call('HGET', KEYS[k + 1], fields[i]) == ARGV[1] then redis.call('HDEL', KEYS[k + 1], fields[i]) end
+    end
+  until cursor == '0'
+end
 return 1
 `;
 
-// A failed import's entries (those of WACZ ARGV[2]) out of one shard, and allhashes entries naming them.
-const ROLLBACK_SHARD_LUA = `
-local cursor = '0'
-repeat
-  local page = redis.call('HSCAN', KEYS[1], cursor, 'COUNT', 1000)
-  cursor = page[1]
-  local fields = page[2]
-  for i = 1, #fields, 2 do
-    if string.match(fields[i + 1], '^(%d+) ') == ARGV[2] then
-      redis.call('HDEL', KEYS[1], fields[i])
-      if redis.call('HGET', KEYS[2], fields[i]) == ARGV[1] then redis.call('HDEL', KEYS[2], fields[i]) end
+// A failed import's entries (those of WACZ ARGV[2]) out of h:<crawl>, and allhashes entries naming them.
+const ROLLBACK_GROUP_LUA = `
+for k = 1, #KEYS, 2 do
+  local cursor = '0'
+  repeat
+    local page = redis.call('HSCAN', KEYS[k], cursor, 'COUNT', 1000)
+    cursor = page[1]
+    local fields = page[2]
+    for i = 1, #fields, 2 do
+      if string.match(fields[i + 1], '^(%d+) ') == ARGV[2] then
+        redis.call('HDEL', KEYS[k], fields[i])
+        if redis.call('HGET', KEYS[k + 1], fields[i]) == ARGV[1] then redis.call('HDEL', KEYS[k + 1], fields[i]) end
+      end
     end
-  end
-until cursor == '0'
+  until cursor == '0'
+end
 return 1
 `;
+
 
 /** [crawlId, hash entry] of the original of a digest: this crawl's own, else the merged index's. */
 export async function lookupSharded(redis: DedupeRedis, layout: Sharded, crawlId: string, digest: string): Promise<[string, string] | null> {
@@ -115,51 +128,69 @@ export async function entriesSharded(redis: DedupeRedis, layout: Sharded, crawlI
   return Promise.all(digests.map(async (digest) => (await lookupSharded(redis, layout, crawlId, digest))?.[1] ?? null));
 }
 
-export async function mergeCrawlSharded(redis: DedupeRedis, layout: Sharded, crawlId: string): Promise<void> {
-  await forEachShard(layout, (shard) => redis.eval(MERGE_SHARD_LUA, 2, shardKeys.crawlHashes(crawlId, shard), shardKeys.allHashes(shard), crawlId));
-}
+/** KEYS of a whole-crawl script for one slot's shards: h:<crawl> and allhashes of each. */
+const pairKeys = (crawlId: string, shards: string[]) => shards.flatMap((shard) => [shardKeys.crawlHashes(crawlId, shard), shardKeys.allHashes(shard)]);
 
-export async function unpublishCrawlSharded(redis: DedupeRedis, layout: Sharded, crawlId: string): Promise<void> {
-  await forEachShard(layout, (shard) => redis.eval(UNPUBLISH_SHARD_LUA, 2, shardKeys.crawlHashes(crawlId, shard), shardKeys.allHashes(shard), crawlId));
-}
-
-export async function rollbackWaczSharded(redis: DedupeRedis, layout: Sharded, crawlId: string, waczIndex: number): Promise<void> {
-  await forEachShard(layout, (shard) =>
-    redis.eval(ROLLBACK_SHARD_LUA, 2, shardKeys.crawlHashes(crawlId, shard), shardKeys.allHashes(shard), crawlId, String(waczIndex)));
-}
-
-export async function deleteCrawlSharded(redis: DedupeRedis, layout: Sharded, crawlId: string): Promise<void> {
-  await forEachShard(layout, (shard) => redis.del(shardKeys.crawlHashes(crawlId, shard)));
-}
-
-export async function deleteAllHashesSharded(redis: DedupeRedis, layout: Sharded): Promise<void> {
-  await forEachShard(layout, (shard) => redis.del(shardKeys.allHashes(shard)));
-}
-
-export async function countCrawlSharded(redis: DedupeRedis, layout: Sharded, crawlId: string): Promise<number> {
+/** Merge a crawl's hashes into allhashes; returns how many it has. */
+export async function mergeCrawlSharded(redis: DedupeRedis, layout: Sharded, crawlId: string): Promise<number> {
   let total = 0;
-  await forEachShard(layout, async (shard) => {
-    total += await redis.hlen(shardKeys.crawlHashes(crawlId, shard));
+  await forEachSlotGroup(layout, async (shards) => {
+    const count = (await redis.eval(MERGE_GROUP_LUA, shards.length * 2, ...pairKeys(crawlId, shards), crawlId)) as number;
+    total += count;
   });
   return total;
 }
 
+export async function unpublishCrawlSharded(redis: DedupeRedis, layout: Sharded, crawlId: string): Promise<void> {
+  await forEachSlotGroup(layout, (shards) => redis.eval(UNPUBLISH_GROUP_LUA, shards.length * 2, ...pairKeys(crawlId, shards), crawlId));
+}
+
+export async function rollbackWaczSharded(redis: DedupeRedis, layout: Sharded, crawlId: string, waczIndex: number): Promise<void> {
+  await forEachSlotGroup(layout, (shards) => redis.eval(ROLLBACK_GROUP_LUA, shards.length * 2, ...pairKeys(crawlId, shards), crawlId, String(waczIndex)));
+}
+
+export async function deleteCrawlSharded(redis: DedupeRedis, layout: Sharded, crawlId: string): Promise<void> {
+  await forEachSlotGroup(layout, (shards) => redis.del(...shards.map((shard) => shardKeys.crawlHashes(crawlId, shard))));
+}
+
+export async function deleteAllHashesSharded(redis: DedupeRedis, layout: Sharded): Promise<void> {
+  await forEachSlotGroup(layout, (shards) => redis.del(...shards.map((shard) => shardKeys.allHashes(shard))));
+}
+
+
 /** Every entry of a hash over all shards, digests as text (tests and moving an index). */
 export async function readShardedHash(redis: DedupeRedis, layout: Sharded, key: (shard: string) => string): Promise<Record<string, string>> {
   const entries: Record<string, string> = {};
-  await forEachShard(layout, async (shard) => {
+  await forEachSlotGroup(layout, async (shards) => Promise.all(shards.map(async (shard) => {
     // A reply of Buffers: the fields are raw bytes, which a string reply would mangle.
     const flat = (await redis.callBuffer("HGETALL", key(shard))) as Buffer[];
     for (let i = 0; i < flat.length; i += 2) entries[digestOfField(flat[i]!)] = flat[i + 1]!.toString("utf8");
-  });
+  })));
   return entries;
 }
 
-/** Run `work` on every shard, SHARD_CONCURRENCY at a time. */
-async function forEachShard(layout: Sharded, work: (shard: string) => Promise<unknown>): Promise<void> {
-  const shards = allShards(layout.prefixDigits);
+// The shards of each cluster slot (a shard's tag decides its slot), computed once per shard count.
+const slotGroups = new Map<number, string[][]>();
+
+function shardsBySlot(prefixDigits: number): string[][] {
+  let groups = slotGroups.get(prefixDigits);
+  if (!groups) {
+    const bySlot = new Map<number, string[]>();
+    for (const shard of allShards(prefixDigits)) {
+      const slot = keySlot(shardKeys.allHashes(shard));
+      bySlot.get(slot)?.push(shard) ?? bySlot.set(slot, [shard]);
+    }
+    groups = [...bySlot.values()];
+    slotGroups.set(prefixDigits, groups);
+  }
+  return groups;
+}
+
+/** Run `work` on the shards of every slot, SLOT_CONCURRENCY slots at a time. */
+async function forEachSlotGroup(layout: Sharded, work: (shards: string[]) => Promise<unknown>): Promise<void> {
+  const groups = shardsBySlot(layout.prefixDigits);
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(SHARD_CONCURRENCY, shards.length) }, async () => {
-    while (next < shards.length) await work(shards[next++]!);
+  await Promise.all(Array.from({ length: Math.min(SLOT_CONCURRENCY, groups.length) }, async () => {
+    while (next < groups.length) await work(groups[next++]!);
   }));
 }
