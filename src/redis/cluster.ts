@@ -46,9 +46,8 @@ export async function connectMaybeCluster(
   const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
   const cluster = new Cluster([{ host, port }], {
     lazyConnect: true,
-    // Commands of one event-loop turn go to each node as one pipeline: the index's many small calls
-    // (one per shard) would otherwise be a round trip each.
-    enableAutoPipelining: true,
+    // No auto-pipelining: a MOVED reply inside an automatic pipeline (a node restarting) reached the
+    // caller instead of being followed. Commands still go out without waiting for earlier replies.
     enableOfflineQueue: !options.failFast,
     clusterRetryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5000),
     // A node restarting: commands wait for it instead of failing (the crawler's failFast writes full
