@@ -4,7 +4,7 @@
  * write path (hashes/s, bytes per hash from INFO memory used_memory before and after, summed over the
  * nodes; the importer's peak RSS), then crawl-time lookups (p50, p99 one at a time; lookups/s with 16
  * concurrent). One JSON line per setup.
- *   node dist/bench/dedupeCluster.js [--hashes 1000000] [--lookups 20000] [--setups single,sharded,cluster]
+ *   node dist/bench/dedupeCluster.js [--hashes 1000000] [--lookups 20000] [--setups single,sharded,cluster] [--prefixDigits 4]
  */
 import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -15,7 +15,7 @@ import { Cluster, Redis } from "ioredis";
 import { commitCrawl } from "../src/dedupe/commit.js";
 import { connectDedupeIndex } from "../src/dedupe/connectIndex.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
-import { dedupeKeys, formatHashEntry, type HashEntry } from "../src/dedupe/keys.js";
+import { dedupeKeys, formatHashEntry, LAYOUT_KEY, type HashEntry } from "../src/dedupe/keys.js";
 import { createShardedLayout, keysOf, layoutOf, type DedupeRedis } from "../src/dedupe/layout.js";
 import { writeEntriesSharded } from "../src/dedupe/shardedHashes.js";
 import { EmbeddedRedis } from "../src/redis/embedded.js";
@@ -25,10 +25,13 @@ const { values } = parseArgs({ options: {
   hashes: { type: "string", default: "1000000" },
   lookups: { type: "string", default: "20000" },
   setups: { type: "string", default: "single,sharded,cluster" },
+  // Shards of the sharded layout: pick so that hashes per shard match the index size being modelled.
+  prefixDigits: { type: "string", default: "4" },
 } });
 const hashes = Number(values.hashes);
 const lookups = Number(values.lookups);
-const BATCH = 1000;
+const BATCH = 20_000;
+const prefixDigits = Number(values.prefixDigits);
 const IN_FLIGHT = 4;
 
 // The same synthetic entries as bench/dedupe.ts (whose figures the issue quotes: 336 bytes per hash).
@@ -108,13 +111,16 @@ async function run(setup: string): Promise<void> {
   let redis: DedupeRedis;
   if (setup === "cluster") {
     cluster = await startLocalCluster(3);
+    const probe = await connectDedupeIndex(cluster.url, "bench cluster");
+    await probe.set(LAYOUT_KEY, JSON.stringify({ layout: "sharded", prefixDigits }));
+    probe.disconnect();
     redis = await connectDedupeIndex(cluster.url, "bench cluster");
   } else {
     server = new EmbeddedRedis({ dataDir: dir, persist: false });
     const plain = new Redis(await server.start());
     // The settings the cluster nodes run with (docs/scaling.md); today's layout is not affected by them.
     for (let i = 0; i < LISTPACK_SETTINGS.length; i += 2) await plain.config("SET", LISTPACK_SETTINGS[i]!.slice(2), LISTPACK_SETTINGS[i + 1]!);
-    if (setup === "sharded") await createShardedLayout(plain);
+    if (setup === "sharded") await createShardedLayout(plain, prefixDigits);
     redis = plain;
   }
   try {

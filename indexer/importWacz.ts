@@ -132,6 +132,8 @@ return 1
 `;
 
 const BATCH_LINES = 500;
+/** Larger in the sharded layout: its batch is one call per cluster slot touched, so more lines share a call. */
+const SHARDED_BATCH_LINES = 5000;
 const MAX_IN_FLIGHT = 3;
 
 export interface WaczImportResult {
@@ -252,7 +254,7 @@ export async function importWacz(
           // The capture history from CDX: date, status, digest, WACZ (ETag, Last-Modified and outlinks are not in it).
           if (options.history) captures.push(cdx.url, `{"date":"${cdx.timestamp}","status":${status},"digest":${JSON.stringify(digest)},"waczIndex":${waczIndex}}`);
         }
-        if (batch.lines >= BATCH_LINES || shardedEntries.length >= BATCH_LINES || captures.length >= BATCH_LINES * 2) await flush();
+        if (batch.lines >= BATCH_LINES || shardedEntries.length >= SHARDED_BATCH_LINES || captures.length >= BATCH_LINES * 2) await flush();
         await onProgress?.();
       }
       await flush();

@@ -29,12 +29,18 @@ redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[3])
 return 1
 `;
 
-// ARGV: crawlId, then digest field/value pairs of one shard. h:<crawl> takes them all (a re-import writes
+// The shards of one slot in one call. KEYS: (h:<crawl>, allhashes) of each shard; ARGV: crawlId, then
+// per shard its entry count and digest field/value pairs. h:<crawl> takes them all (a re-import writes
 // the same values); allhashes keeps the first crawl's.
-const WRITE_SHARD_LUA = `
-for i = 2, #ARGV, 2 do
-  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
-  redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[1])
+const WRITE_GROUP_LUA = `
+local at = 2
+for k = 1, #KEYS, 2 do
+  local n = tonumber(ARGV[at])
+  for i = at + 1, at + 2 * n, 2 do
+    redis.call('HSET', KEYS[k], ARGV[i], ARGV[i + 1])
+    redis.call('HSETNX', KEYS[k + 1], ARGV[i], ARGV[1])
+  end
+  at = at + 1 + 2 * n
 end
 return 1
 `;
@@ -110,17 +116,24 @@ export async function addOriginalSharded(redis: DedupeRedis, layout: Sharded, cr
   return (await redis.eval(ADD_ORIGINAL_LIVE_LUA, 2, shardKeys.crawlHashes(crawlId, shard), shardKeys.allHashes(shard), field, value, crawlId)) === 1;
 }
 
-/** The indexer's write of a batch: into h:<crawlId> (all) and allhashes (where new), one call per shard touched. */
+/** The indexer's write of a batch: into h:<crawlId> (all) and allhashes (where new), one call per slot touched. */
 export async function writeEntriesSharded(redis: DedupeRedis, layout: Sharded, crawlId: string, entries: { digest: string; value: string }[]): Promise<void> {
-  const byShard = new Map<string, (Buffer | string)[]>();
+  const slotOf = slotOfShard(layout.prefixDigits);
+  const bySlot = new Map<number, Map<string, (Buffer | string)[]>>();
   for (const { digest, value } of entries) {
     const shard = shardOfDigest(digest, layout.prefixDigits);
-    let args = byShard.get(shard);
-    if (!args) byShard.set(shard, (args = []));
-    args.push(digestField(digest), value);
+    const slot = slotOf.get(shard)!;
+    let shards = bySlot.get(slot);
+    if (!shards) bySlot.set(slot, (shards = new Map()));
+    let pairs = shards.get(shard);
+    if (!pairs) shards.set(shard, (pairs = []));
+    pairs.push(digestField(digest), value);
   }
-  await Promise.all([...byShard].map(([shard, args]) =>
-    redis.eval(WRITE_SHARD_LUA, 2, shardKeys.crawlHashes(crawlId, shard), shardKeys.allHashes(shard), crawlId, ...args)));
+  await Promise.all([...bySlot.values()].map((shards) => {
+    const keys = pairKeys(crawlId, [...shards.keys()]);
+    const args = [...shards.values()].flatMap((pairs) => [String(pairs.length / 2), ...pairs]);
+    return redis.eval(WRITE_GROUP_LUA, keys.length, ...keys, crawlId, ...args);
+  }));
 }
 
 /** The hash entries of the originals of digests (null where none), looked up as the crawler does. */
@@ -184,6 +197,18 @@ function shardsBySlot(prefixDigits: number): string[][] {
     slotGroups.set(prefixDigits, groups);
   }
   return groups;
+}
+
+const slotMaps = new Map<number, Map<string, number>>();
+
+/** shard -> its cluster slot. */
+function slotOfShard(prefixDigits: number): Map<string, number> {
+  let map = slotMaps.get(prefixDigits);
+  if (!map) {
+    map = new Map(allShards(prefixDigits).map((shard) => [shard, keySlot(shardKeys.allHashes(shard))]));
+    slotMaps.set(prefixDigits, map);
+  }
+  return map;
 }
 
 /** Run `work` on the shards of every slot, SLOT_CONCURRENCY slots at a time. */
