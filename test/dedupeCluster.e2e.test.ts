@@ -5,7 +5,7 @@ import { spawn } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Cluster } from "ioredis";
+import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFixtureServer, type FixtureServer } from "../fixtures/server.js";
 import { SEED_PATH } from "../fixtures/site-manifest.js";
@@ -181,4 +181,40 @@ describe("the dedupe index on a 3-node Redis Cluster", () => {
       fresh.disconnect();
     }
   }, 180_000);
+
+  it("a cluster missing a slot is refused at connect with one line saying so", async () => {
+    const node = new Redis(cluster.ports[0]!, "127.0.0.1");
+    try {
+      const slot = Number(await node.call("CLUSTER", "KEYSLOT", "x"));
+      const owner = await findOwner(slot);
+      // The owner gives the slot up: in its own view the cluster now misses it.
+      await owner.call("CLUSTER", "DELSLOTS", slot);
+      const ownerUrl = `redis://127.0.0.1:${owner.options.port}`;
+      try {
+        const refused = await indexerOn(ownerUrl, ["--commitCrawlId", "X"]);
+        expect(refused.code).toBe(1);
+        expect(refused.stderr.trim()).toBe(
+          `indexer: dedupe Redis (--redisDedupeUrl) at ${ownerUrl}/ is a Redis Cluster node, but the cluster is not serving every slot ` +
+            "(cluster_state:fail, 16383 of 16384 slots assigned, 16383 ok): assign the missing slots or bring the failed nodes back (redis-cli --cluster check/fix)",
+        );
+      } finally {
+        await owner.call("CLUSTER", "ADDSLOTS", slot);
+        owner.disconnect();
+      }
+    } finally {
+      node.disconnect();
+    }
+  }, 60_000);
 });
+
+/** A plain connection to the node serving a slot. */
+async function findOwner(slot: number): Promise<Redis> {
+  for (const port of cluster.ports) {
+    const node = new Redis(port, "127.0.0.1");
+    const ranges = (await node.call("CLUSTER", "SLOTS")) as [number, number, [string, number, string]][];
+    const mine = (await node.call("CLUSTER", "MYID")) as string;
+    if (ranges.some(([from, to, master]) => slot >= from && slot <= to && master[2] === mine)) return node;
+    node.disconnect();
+  }
+  throw new Error(`no node serves slot ${slot}`);
+}
