@@ -194,7 +194,7 @@ describe("the dedupe index on a 3-node Redis Cluster", () => {
         const refused = await indexerOn(ownerUrl, ["--commitCrawlId", "X"]);
         expect(refused.code).toBe(1);
         expect(refused.stderr.trim()).toBe(
-          `indexer: dedupe Redis (--redisDedupeUrl) at ${ownerUrl}/ is a Redis Cluster node, but the cluster is not serving every slot ` +
+          `indexer: dedupe Redis (--redisDedupeUrl) at ${ownerUrl} is a Redis Cluster node, but the cluster is not serving every slot ` +
             "(cluster_state:fail, 16383 of 16384 slots assigned, 16383 ok): assign the missing slots or bring the failed nodes back (redis-cli --cluster check/fix)",
         );
       } finally {
