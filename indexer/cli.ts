@@ -6,7 +6,7 @@ import { hostname } from "node:os";
 import { Command, CommanderError } from "commander";
 import { cancelCrawl, CancelRefusedError, commitCrawl } from "../src/dedupe/commit.js";
 import { errorMessage, logger } from "../src/log/logger.js";
-import { connectRedis } from "../src/redis/connect.js";
+import { connectDedupeIndex } from "../src/dedupe/connectIndex.js";
 import { VERSION } from "../src/version.js";
 import { RemovalRefusedError } from "./removal.js";
 import { runImport } from "./runImport.js";
@@ -65,7 +65,7 @@ async function main(argv: string[]): Promise<number> {
 
   let redis;
   try {
-    redis = await connectRedis(flags.redisDedupeUrl, "dedupe Redis (--redisDedupeUrl)");
+    redis = await connectDedupeIndex(flags.redisDedupeUrl, "dedupe Redis (--redisDedupeUrl)");
   } catch (err) {
     process.stderr.write(`indexer: ${errorMessage(err)}\n`);
     return IndexerExit.Failed;

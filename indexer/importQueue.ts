@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
-import { dedupeKeys } from "../src/dedupe/keys.js";
+import { keysOf, type DedupeRedis } from "../src/dedupe/layout.js";
 import { ownerScript } from "../src/state/membership/ownerRule.js";
 import type { ImportResource } from "./sources.js";
 
@@ -77,10 +76,14 @@ export interface Lease {
  */
 export class ImportQueue {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: DedupeRedis,
     private readonly importerId: string,
     private readonly leaseMs = 10_000,
   ) {}
+
+  private get keys() {
+    return keysOf(this.redis);
+  }
 
   /**
    * Queue every resource not imported yet (not in src:d) that is neither queued nor being imported now;
@@ -92,7 +95,7 @@ export class ImportQueue {
     for (let i = 0; i < resources.length; i += ENQUEUE_SLICE) {
       const slice = resources.slice(i, i + ENQUEUE_SLICE).map((r) => JSON.stringify(r));
       queued += (await this.redis.eval(
-        ENQUEUE_LUA, 4, dedupeKeys.importQueue, dedupeKeys.importQueued, dedupeKeys.importDone, dedupeKeys.importPending, ...slice,
+        ENQUEUE_LUA, 4, this.keys.importQueue, this.keys.importQueued, this.keys.importDone, this.keys.importPending, ...slice,
       )) as number;
     }
     return queued;
@@ -101,14 +104,14 @@ export class ImportQueue {
   async take(): Promise<Lease | null> {
     const token = `${this.importerId}:${randomUUID()}`;
     const json = (await this.redis.eval(
-      TAKE_LUA, 2, dedupeKeys.importQueue, dedupeKeys.importPending, token, dedupeKeys.importLease(""), this.leaseMs,
+      TAKE_LUA, 2, this.keys.importQueue, this.keys.importPending, token, this.keys.importLease(""), this.leaseMs,
     )) as string | null;
     return json ? { resource: JSON.parse(json) as ImportResource, token } : null;
   }
 
   /** Extend the lease; false when it is no longer ours (it expired, and the entry went to another importer). */
   async renew(lease: Lease): Promise<boolean> {
-    return (await this.redis.eval(RENEW_LUA, 1, dedupeKeys.importLease(lease.resource.name), lease.token, this.leaseMs)) === 1;
+    return (await this.redis.eval(RENEW_LUA, 1, this.keys.importLease(lease.resource.name), lease.token, this.leaseMs)) === 1;
   }
 
   /** The entry is finished (src:d was set by the import's final step); false if the lease was lost. */
@@ -124,36 +127,36 @@ export class ImportQueue {
   private async finish(lease: Lease, forget: boolean): Promise<boolean> {
     const name = lease.resource.name;
     return (await this.redis.eval(
-      FINISH_LUA, 3, dedupeKeys.importLease(name), dedupeKeys.importPending, dedupeKeys.importQueued, lease.token, name, forget ? "1" : "0",
+      FINISH_LUA, 3, this.keys.importLease(name), this.keys.importPending, this.keys.importQueued, lease.token, name, forget ? "1" : "0",
     )) === 1;
   }
 
   /** Requeue entries whose importer's lease expired (it died mid-import). */
   async recoverExpired(): Promise<string[]> {
     const recovered: string[] = [];
-    for (const name of await this.redis.hkeys(dedupeKeys.importPending)) {
+    for (const name of await this.redis.hkeys(this.keys.importPending)) {
       // Atomic: only one importer requeues it, and only while its lease is gone.
-      const requeued = await this.redis.eval(REQUEUE_LUA, 3, dedupeKeys.importLease(name), dedupeKeys.importPending, dedupeKeys.importQueue, name);
+      const requeued = await this.redis.eval(REQUEUE_LUA, 3, this.keys.importLease(name), this.keys.importPending, this.keys.importQueue, name);
       if (requeued === 1) recovered.push(name);
     }
     return recovered;
   }
 
   async isDrained(): Promise<boolean> {
-    const [queued, pending] = await Promise.all([this.redis.llen(dedupeKeys.importQueue), this.redis.hlen(dedupeKeys.importPending)]);
+    const [queued, pending] = await Promise.all([this.redis.llen(this.keys.importQueue), this.redis.hlen(this.keys.importPending)]);
     return queued === 0 && pending === 0;
   }
 
 
   /** Write updateProgress (fraction imported of everything queued); returns it. */
   async updateProgress(): Promise<number> {
-    const [done, queued] = await Promise.all([this.redis.scard(dedupeKeys.importDone), this.redis.scard(dedupeKeys.importQueued)]);
+    const [done, queued] = await Promise.all([this.redis.scard(this.keys.importDone), this.redis.scard(this.keys.importQueued)]);
     const fraction = queued ? Math.min(1, done / queued) : 1;
-    await this.redis.set(dedupeKeys.updateProgress, String(fraction));
+    await this.redis.set(this.keys.updateProgress, String(fraction));
     return fraction;
   }
 
   async markRunFinished(): Promise<void> {
-    await this.redis.set(dedupeKeys.lastUpdate, new Date().toISOString());
+    await this.redis.set(this.keys.lastUpdate, new Date().toISOString());
   }
 }

@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { Redis } from "ioredis";
-import { COUNT_FIELDS, dedupeKeys, formatHashEntry, LUA_KEY } from "../src/dedupe/keys.js";
+import { COUNT_FIELDS, formatHashEntry, LUA_KEY, type LuaKeys } from "../src/dedupe/keys.js";
+import { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "../src/dedupe/layout.js";
+import { entriesSharded, rollbackWaczSharded, writeEntriesSharded } from "../src/dedupe/shardedHashes.js";
 import { captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts } from "../src/dedupe/captureRule.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "./wacz/index.js";
@@ -17,6 +18,7 @@ import type { ImportResource } from "./sources.js";
 // deterministic); in allhashes the first crawl to index a payload keeps it. The script makes a few
 // bulk calls per batch, none per line (a call per line cost more than the writes themselves).
 // ARGV: packed entries, crawlId, then url/capture pairs of the capture history.
+// (The sharded layout writes hashes shard by shard, see shardedHashes.ts, and the history with CAPTURES_LUA.)
 const IMPORT_BATCH_LUA = `
 local fields, digests = {}, {}
 local n = 0
@@ -51,20 +53,29 @@ for i = 1, n, 2000 do
   end
   if #new > 0 then redis.call('HSET', KEYS[2], unpack(new)) end
 end
+${capturesLua(LUA_KEY, 3)}`;
+
+/** The capture-history part of a batch: KEYS[first] u:<crawl>, KEYS[first + 1] allurls; ARGV from 3 url/capture pairs. */
+function capturesLua(lua: LuaKeys, first: number): string {
+  return `
 -- Capture history: url -> capture JSON (which starts with its date, so dates compare without decoding);
 -- the newest capture of a URL wins in u:<crawl> and in allurls.
 local function newer(a, b) return string.sub(a, 10, 32) > string.sub(b, 10, 32) end
 for i = 3, #ARGV - 1, 2 do
   local url, capture = ARGV[i], ARGV[i + 1]
-  local own = redis.call('HGET', KEYS[3], url)
+  local own = redis.call('HGET', KEYS[${first}], url)
   if not own or newer(capture, own) then
-    redis.call('HSET', KEYS[3], url, capture)
-    local current = redis.call('HGET', KEYS[4], url)
-    local currentCapture = current and redis.call('HGET', ${LUA_KEY.crawlCaptures("current")}, url)
-    if not currentCapture or newer(capture, currentCapture) then redis.call('HSET', KEYS[4], url, crawl) end
+    redis.call('HSET', KEYS[${first}], url, capture)
+    local current = redis.call('HGET', KEYS[${first + 1}], url)
+    local currentCapture = current and redis.call('HGET', ${lua.crawlCaptures("current")}, url)
+    if not currentCapture or newer(capture, currentCapture) then redis.call('HSET', KEYS[${first + 1}], url, crawl) end
   end
 end
 `;
+}
+
+// The sharded layout's capture history of a batch (ARGV: unused, crawlId, then url/capture pairs).
+const CAPTURES_LUA = scriptByLayout((lua) => `local crawl = ARGV[2]\n${capturesLua(lua, 1)}`);
 
 // Undo a failed import's capture history: drop its u:<crawl> entries (and allurls pointers to them).
 const ROLLBACK_CAPTURES_LUA = `
@@ -95,6 +106,7 @@ return page[1]
 
 // Sizes of the original responses of revisit digests: the crawl's own hashes, then the merged index
 // (the same order the crawler looks them up in).
+// Single-node layout (the sharded one: entriesSharded).
 const ORIGINAL_SIZES_LUA = `
 local sizes = {}
 for i, digest in ipairs(ARGV) do
@@ -129,6 +141,8 @@ return 1
 `;
 
 const BATCH_LINES = 500;
+/** Larger in the sharded layout: its batch is one call per cluster slot touched, so more lines share a call. */
+const SHARDED_BATCH_LINES = 5000;
 const MAX_IN_FLIGHT = 3;
 
 export interface WaczImportResult {
@@ -161,11 +175,13 @@ export function payloadDigestOf(cdxDigest: string): string {
  * added in one atomic step, so they are never counted twice.
  */
 export async function importWacz(
-  redis: Redis,
+  redis: DedupeRedis,
   resource: ImportResource,
   options: { history?: boolean; onProgress?: () => Promise<void> } = {},
 ): Promise<WaczImportResult> {
   const onProgress = options.onProgress;
+  const dedupeKeys = keysOf(redis);
+  const layout = layoutOf(redis);
   const reader = await openWacz(resource.location);
   try {
     const datapackage = await readDatapackage(reader);
@@ -194,13 +210,23 @@ export async function importWacz(
       let current = 0;
       let batch = batches[0]!;
       let captures: string[] = [];
+      // The sharded layout's batch: entries go to their shards (several calls, several nodes).
+      let shardedEntries: { digest: string; value: string }[] = [];
       const inFlight = new Set<Promise<unknown>>();
       const flush = async () => {
-        if (batch.lines || captures.length) {
-          const sent = redis.eval(
-            IMPORT_BATCH_LUA, 4, hashesKey, dedupeKeys.allHashes, dedupeKeys.crawlCaptures(resource.crawlId), dedupeKeys.allUrls,
-            batch.bytes(), resource.crawlId, ...captures,
-          );
+        if (batch.lines || captures.length || shardedEntries.length) {
+          const sent = layout.kind === "sharded"
+            ? Promise.all([
+              writeEntriesSharded(redis, layout, resource.crawlId, shardedEntries),
+              captures.length
+                ? redis.eval(CAPTURES_LUA(redis), 2, dedupeKeys.crawlCaptures(resource.crawlId), dedupeKeys.allUrls, "", resource.crawlId, ...captures)
+                : null,
+            ])
+            : redis.eval(
+              IMPORT_BATCH_LUA, 4, hashesKey, dedupeKeys.allHashes, dedupeKeys.crawlCaptures(resource.crawlId), dedupeKeys.allUrls,
+              batch.bytes(), resource.crawlId, ...captures,
+            );
+          shardedEntries = [];
           batch.busy = sent;
           inFlight.add(sent);
           void sent.finally(() => inFlight.delete(sent)).catch(() => undefined);
@@ -228,7 +254,8 @@ export async function importWacz(
           const digest = payloadDigestOf(cdx.digest);
           if (!isIndexablePayload(status, digest === EMPTY_PAYLOAD_DIGEST)) continue;
           const entry = { waczIndex, date: cdx.timestamp, url: cdx.url, size: Number(cdx.length ?? 0) };
-          if (PackedBatch.canPack(digest, cdx.url)) batch.add(digest, entry);
+          if (layout.kind === "sharded") shardedEntries.push({ digest, value: formatHashEntry(entry) });
+          else if (PackedBatch.canPack(digest, cdx.url)) batch.add(digest, entry);
           else {
             await redis.hset(hashesKey, digest, formatHashEntry(entry));
             await redis.hsetnx(dedupeKeys.allHashes, digest, resource.crawlId);
@@ -236,7 +263,7 @@ export async function importWacz(
           // The capture history from CDX: date, status, digest, WACZ (ETag, Last-Modified and outlinks are not in it).
           if (options.history) captures.push(cdx.url, `{"date":"${cdx.timestamp}","status":${status},"digest":${JSON.stringify(digest)},"waczIndex":${waczIndex}}`);
         }
-        if (batch.lines >= BATCH_LINES || captures.length >= BATCH_LINES * 2) await flush();
+        if (batch.lines >= BATCH_LINES || shardedEntries.length >= SHARDED_BATCH_LINES || captures.length >= BATCH_LINES * 2) await flush();
         await onProgress?.();
       }
       await flush();
@@ -249,9 +276,10 @@ export async function importWacz(
         for await (const records of iterWaczCdxjRecordBatches(reader)) {
           const revisits = records.filter((cdx) => cdx.digest && captureKind(cdxWarcType(cdx.mime, cdx.status), cdx.url) === "revisit");
           if (!revisits.length) continue;
-          const sizes = (await redis.eval(
-            ORIGINAL_SIZES_LUA, 2, hashesKey, dedupeKeys.allHashes, ...revisits.map((cdx) => payloadDigestOf(cdx.digest!)),
-          )) as string[];
+          const digests = revisits.map((cdx) => payloadDigestOf(cdx.digest!));
+          const sizes = layout.kind === "sharded"
+            ? (await entriesSharded(redis, layout, resource.crawlId, digests)).map((value) => (value && /(\d+)$/.exec(value)?.[1]) ?? "-1")
+            : ((await redis.eval(ORIGINAL_SIZES_LUA, 2, hashesKey, dedupeKeys.allHashes, ...digests)) as string[]);
           revisits.forEach((cdx, i) => {
             const original = Number(sizes[i]);
             if (original >= 0) conservedSize += original - Number(cdx.length ?? 0);
@@ -276,14 +304,17 @@ export async function importWacz(
   }
 }
 
-async function rollback(redis: Redis, crawlId: string, waczIndex: number): Promise<void> {
+async function rollback(redis: DedupeRedis, crawlId: string, waczIndex: number): Promise<void> {
+  const dedupeKeys = keysOf(redis);
+  const layout = layoutOf(redis);
   if (await redis.sismember(dedupeKeys.allCrawls, crawlId)) {
     // Entries of this WACZ may have been indexed by the crawler itself; a committed crawl keeps them.
     const entry = (await new DedupeIndex(redis, crawlId).waczEntries())[waczIndex];
     if (entry?.hash) return;
   }
   let cursor = "0";
-  do {
+  if (layout.kind === "sharded") await rollbackWaczSharded(redis, layout, crawlId, waczIndex);
+  else do {
     cursor = (await redis.eval(ROLLBACK_PAGE_LUA, 2, dedupeKeys.crawlHashes(crawlId), dedupeKeys.allHashes, cursor, String(waczIndex), crawlId)) as string;
   } while (cursor !== "0");
   do {
@@ -294,13 +325,14 @@ async function rollback(redis: Redis, crawlId: string, waczIndex: number): Promi
 }
 
 async function finalize(
-  redis: Redis,
+  redis: DedupeRedis,
   resource: ImportResource,
   waczIndex: number,
   entry: { filename: string; hash: string; size: number },
   requires: string[],
   counts: Partial<Record<(typeof COUNT_FIELDS)[number], number>>,
 ): Promise<void> {
+  const dedupeKeys = keysOf(redis);
   const pairs = Object.entries(counts).flatMap(([field, amount]) => [field, String(amount)]);
   await redis.eval(
     FINALIZE_LUA, 8,

@@ -1,5 +1,4 @@
-import type { Redis } from "ioredis";
-import { dedupeKeys } from "../src/dedupe/keys.js";
+import { keysOf, type DedupeRedis } from "../src/dedupe/layout.js";
 import { crawlsMissingFrom, purgeCrawls, trackRemovedCrawls } from "../src/dedupe/purge.js";
 import { logger } from "../src/log/logger.js";
 
@@ -18,10 +17,11 @@ export class RemovalRefusedError extends Error {}
  * `force`, since purging would orphan those revisits).
  */
 export async function handleRemovedCrawls(
-  redis: Redis,
+  redis: DedupeRedis,
   manifestCrawls: Set<string>,
   options: { remove: boolean; force: boolean },
 ): Promise<RemovalReport> {
+  const dedupeKeys = keysOf(redis);
   const removed = await crawlsMissingFrom(redis, manifestCrawls);
   await trackRemovedCrawls(redis, removed);
   const removedIds = new Set(removed.map((r) => r.crawlId));
@@ -47,7 +47,8 @@ export async function handleRemovedCrawls(
 }
 
 /** Drop import tracking of WACZ files of purged crawls, so a manifest that brings them back re-imports them. */
-async function forgetImportsOf(redis: Redis, crawlIds: Set<string>): Promise<void> {
+async function forgetImportsOf(redis: DedupeRedis, crawlIds: Set<string>): Promise<void> {
+  const dedupeKeys = keysOf(redis);
   for (const [name, json] of Object.entries(await redis.hgetall(dedupeKeys.importInfo))) {
     if (!crawlIds.has((JSON.parse(json) as { crawlId: string }).crawlId)) continue;
     await redis.multi().hdel(dedupeKeys.importInfo, name).srem(dedupeKeys.importDone, name).srem(dedupeKeys.importQueued, name).exec();

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { DedupeRedis } from "../src/dedupe/layout.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { errorMessage, logger } from "../src/log/logger.js";
 import { formatBytes, ProgressLine } from "../src/log/progress.js";
@@ -33,7 +33,7 @@ export interface ImportSummary {
  * One import run: expand the source into WACZ files, queue the new ones, import queued entries (with
  * other importers, if any) until none is left anywhere, then track crawls that left the manifest.
  */
-export async function runImport(redis: Redis, options: ImportRunOptions): Promise<ImportSummary> {
+export async function runImport(redis: DedupeRedis, options: ImportRunOptions): Promise<ImportSummary> {
   const started = performance.now();
   const { resources, problems } = await resolveSources(options.sourceUrl, { sourceCrawlId: options.sourceCrawlId });
   for (const problem of problems) logger.error("indexer", `${problem.entry}: ${problem.message}`);

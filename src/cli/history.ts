@@ -4,7 +4,7 @@ import { listCaptures } from "../dedupe/captureHistory.js";
 import { digitsToWarcDate } from "../dedupe/keys.js";
 import { normalizeCrawlUrl, UrlRefusedError } from "../scope/urls.js";
 import { errorMessage } from "../log/logger.js";
-import { connectRedis } from "../redis/connect.js";
+import { connectDedupeIndex } from "../dedupe/connectIndex.js";
 import { VERSION } from "../version.js";
 
 interface HistoryFlags {
@@ -39,7 +39,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`history: ${(err as UrlRefusedError).message}\n`);
     return 2;
   }
-  const redis = await connectRedis(flags.redisDedupeUrl, "dedupe Redis (--redisDedupeUrl)").catch((err: unknown) => {
+  const redis = await connectDedupeIndex(flags.redisDedupeUrl, "dedupe Redis (--redisDedupeUrl)").catch((err: unknown) => {
     process.stderr.write(`history: ${errorMessage(err)}\n`);
     return null;
   });

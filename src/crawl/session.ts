@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { CrawlOptions } from "../config/crawlOptions.js";
+import { connectDedupeIndex } from "../dedupe/connectIndex.js";
 import { DedupeIndex } from "../dedupe/dedupeIndex.js";
+import type { DedupeRedis } from "../dedupe/layout.js";
 import { logger } from "../log/logger.js";
 import { connectRedis, connectionUrl } from "../redis/connect.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
@@ -41,7 +43,7 @@ export async function openCrawlSession(options: CrawlOptions, paths: CollectionP
   const serverGone = new AbortController();
   const { redis, embedded } = await openStateRedis(options.redisStoreUrl, paths.redisData, serverGone.signal, options.browserMisc.debugAccessRedis);
   const membership = new Membership(redis, options.crawlId, processId);
-  let dedupeRedis: Redis | null = null;
+  let dedupeRedis: DedupeRedis | null = null;
   // Nobody restarts the embedded server: without it every command would wait forever. Stop the crawl
   // and fail whatever waits on it; its append-only file lets the same command resume.
   embedded?.onUnexpectedExit((message) => {
@@ -58,7 +60,7 @@ export async function openCrawlSession(options: CrawlOptions, paths: CollectionP
   };
   try {
     dedupeRedis = options.redisDedupeUrl
-      ? await connectRedis(options.redisDedupeUrl, "dedupe Redis (--redisDedupeUrl)", { failFast: true })
+      ? await connectDedupeIndex(options.redisDedupeUrl, "dedupe Redis (--redisDedupeUrl)", { failFast: true })
       : await connectRedis(connectionUrl(redis), "dedupe index Redis", { failFast: true, giveUp: serverGone.signal });
     const dedupe = new DedupeIndex(dedupeRedis, options.crawlId, options.dedupeFlags.concurrent);
     await dedupe.registerCrawl();

@@ -1,5 +1,5 @@
-import type { Redis } from "ioredis";
-import { dedupeKeys, LUA_KEY, parseWaczEntry, type CaptureRecord } from "./keys.js";
+import { parseWaczEntry, type CaptureRecord } from "./keys.js";
+import { keysOf, scriptByLayout, type DedupeRedis } from "./layout.js";
 
 /** The latest committed capture of a URL, with where it is and what the page linked to. */
 export interface KnownCapture extends CaptureRecord {
@@ -10,7 +10,7 @@ export interface KnownCapture extends CaptureRecord {
 }
 
 // allurls -> crawl -> u:<crawl>[url], o:<crawl>[url], c:<crawl>:wacz[waczIndex] in one round trip.
-const LATEST_LUA = `
+const LATEST_LUA = scriptByLayout((LUA_KEY) => `
 local crawl = redis.call('HGET', KEYS[1], ARGV[1])
 if not crawl then return false end
 local capture = redis.call('HGET', ${LUA_KEY.crawlCaptures("crawl")}, ARGV[1])
@@ -20,10 +20,10 @@ local index = tonumber(cjson.decode(capture).waczIndex)
 local wacz = false
 if index then wacz = redis.call('LINDEX', ${LUA_KEY.crawlWaczList("crawl")}, index) end
 return {crawl, capture, outlinks, wacz}
-`;
+`);
 
 // Merge one HSCAN page of u:<crawl> into allurls: a URL points at the crawl with its newest capture.
-const MERGE_URLS_LUA = `
+const MERGE_URLS_LUA = scriptByLayout((LUA_KEY) => `
 local function newer(a, b)
   local da, db = cjson.decode(a).date, cjson.decode(b).date
   local sa, sb = string.sub(da, 1, 14), string.sub(db, 1, 14)
@@ -38,7 +38,7 @@ for i = 1, #fields, 2 do
   if not currentCapture or newer(fields[i + 1], currentCapture) then redis.call('HSET', KEYS[1], fields[i], ARGV[1]) end
 end
 return page[1]
-`;
+`);
 
 // Set u:<crawl>[url] unless what is there is newer (by date: seconds, then the fraction).
 const RECORD_CAPTURE_LUA = `
@@ -58,28 +58,32 @@ return 1
  */
 export class CaptureHistory {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: DedupeRedis,
     private readonly crawlId: string,
   ) {}
 
+  private get keys() {
+    return keysOf(this.redis);
+  }
+
   /** The URL's capture in this crawl, unless a newer one is recorded (a retried note may come late). */
   async recordCapture(url: string, capture: CaptureRecord): Promise<void> {
-    await this.redis.eval(RECORD_CAPTURE_LUA, 1, dedupeKeys.crawlCaptures(this.crawlId), url, JSON.stringify(capture));
+    await this.redis.eval(RECORD_CAPTURE_LUA, 1, this.keys.crawlCaptures(this.crawlId), url, JSON.stringify(capture));
   }
 
   async recordOutlinks(url: string, outlinks: string[]): Promise<void> {
-    await this.redis.hset(dedupeKeys.crawlOutlinks(this.crawlId), url, JSON.stringify(outlinks));
+    await this.redis.hset(this.keys.crawlOutlinks(this.crawlId), url, JSON.stringify(outlinks));
   }
 
   /** This crawl's own capture of a URL (written live, before commit). */
   async ownCapture(url: string): Promise<CaptureRecord | null> {
-    const json = await this.redis.hget(dedupeKeys.crawlCaptures(this.crawlId), url);
+    const json = await this.redis.hget(this.keys.crawlCaptures(this.crawlId), url);
     return json ? (JSON.parse(json) as CaptureRecord) : null;
   }
 
   /** The latest capture of a URL among committed crawls. */
   async latest(url: string): Promise<KnownCapture | null> {
-    const result = (await this.redis.eval(LATEST_LUA, 1, dedupeKeys.allUrls, url)) as [string, string, string | null, string | null] | null;
+    const result = (await this.redis.eval(LATEST_LUA(this.redis), 1, this.keys.allUrls, url)) as [string, string, string | null, string | null] | null;
     if (!result) return null;
     const [crawlId, capture, outlinks, wacz] = result;
     return {
@@ -93,7 +97,8 @@ export class CaptureHistory {
 }
 
 /** Every capture of a URL in committed crawls, newest first. */
-export async function listCaptures(redis: Redis, url: string): Promise<KnownCapture[]> {
+export async function listCaptures(redis: DedupeRedis, url: string): Promise<KnownCapture[]> {
+  const dedupeKeys = keysOf(redis);
   const crawls = (await redis.smembers(dedupeKeys.allCrawls)).sort();
   const pipeline = redis.pipeline();
   for (const crawlId of crawls) pipeline.hget(dedupeKeys.crawlCaptures(crawlId), url).lrange(dedupeKeys.crawlWaczList(crawlId), 0, -1);
@@ -110,9 +115,10 @@ export async function listCaptures(redis: Redis, url: string): Promise<KnownCapt
 }
 
 /** Point allurls at a committed crawl's captures where they are the newest (idempotent). */
-export async function mergeCrawlUrls(redis: Redis, crawlId: string): Promise<void> {
+export async function mergeCrawlUrls(redis: DedupeRedis, crawlId: string): Promise<void> {
+  const dedupeKeys = keysOf(redis);
   let cursor = "0";
   do {
-    cursor = (await redis.eval(MERGE_URLS_LUA, 1, dedupeKeys.allUrls, crawlId, cursor)) as string;
+    cursor = (await redis.eval(MERGE_URLS_LUA(redis), 1, dedupeKeys.allUrls, crawlId, cursor)) as string;
   } while (cursor !== "0");
 }

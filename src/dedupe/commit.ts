@@ -1,9 +1,11 @@
-import type { Redis } from "ioredis";
-import { dedupeKeys, LUA_KEY } from "./keys.js";
+import { LUA_KEY } from "./keys.js";
 import { mergeCrawlUrls } from "./captureHistory.js";
+import { keysOf, layoutOf, type DedupeRedis } from "./layout.js";
+import { deleteCrawlSharded, mergeCrawlSharded, unpublishCrawlSharded } from "./shardedHashes.js";
 import { pauseForTests } from "../util/testPause.js";
 
-// Merge one HSCAN page of h:<crawlId> into allhashes server-side (first writer wins), so only the
+// Single-node layout (the sharded one merges shard by shard, see shardedHashes.ts):
+// merge one HSCAN page of h:<crawlId> into allhashes server-side (first writer wins), so only the
 // cursor crosses the network: a million hashes commit in a few hundred calls.
 const MERGE_PAGE_LUA = `
 local page = redis.call('HSCAN', ${LUA_KEY.crawlHashes("ARGV[1]")}, ARGV[2], 'COUNT', tonumber(ARGV[3]))
@@ -51,21 +53,30 @@ export interface CommitResult {
 }
 
 /** Merge a finished crawl into the index: its hashes into allhashes, its counts into allcounts. */
-export async function commitCrawl(redis: Redis, crawlId: string, pageSize = 5000): Promise<CommitResult> {
+export async function commitCrawl(redis: DedupeRedis, crawlId: string, pageSize = 5000): Promise<CommitResult> {
   const started = performance.now();
-  await mergeCrawlHashes(redis, crawlId, pageSize);
+  const dedupeKeys = keysOf(redis);
+  const layout = layoutOf(redis);
+  // The sharded merge counts the crawl's hashes as it goes (a second pass over every slot would cost as much).
+  const mergedCount = layout.kind === "sharded" ? await mergeCrawlSharded(redis, layout, crawlId) : await mergeCrawlHashes(redis, crawlId, pageSize);
   await mergeCrawlUrls(redis, crawlId);
   await pauseForTests("commit-merged");
   const added = (await redis.eval(
     FINALIZE_LUA, 6, dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.crawlCounts(crawlId), dedupeKeys.allCounts, dedupeKeys.appliedNotes(crawlId),
     dedupeKeys.concurrentCrawls, crawlId,
   )) as number;
-  const hashes = await redis.hlen(dedupeKeys.crawlHashes(crawlId));
+  const hashes = mergedCount ?? (await redis.hlen(dedupeKeys.crawlHashes(crawlId)));
   return { crawlId, committed: added === 1, hashes, seconds: (performance.now() - started) / 1000 };
 }
 
 /** Add every hash of h:<crawlId> to allhashes unless another crawl has it already (idempotent). */
-export async function mergeCrawlHashes(redis: Redis, crawlId: string, pageSize = 5000): Promise<void> {
+export async function mergeCrawlHashes(redis: DedupeRedis, crawlId: string, pageSize = 5000): Promise<void> {
+  const layout = layoutOf(redis);
+  if (layout.kind === "sharded") {
+    await mergeCrawlSharded(redis, layout, crawlId);
+    return;
+  }
+  const dedupeKeys = keysOf(redis);
   let cursor = "0";
   do {
     cursor = (await redis.eval(MERGE_PAGE_LUA, 1, dedupeKeys.allHashes, crawlId, cursor, pageSize)) as string;
@@ -80,20 +91,25 @@ export class CancelRefusedError extends Error {}
  * that remain (committed ones first). Revisits other crawls already wrote against it keep pointing
  * into its WACZ files (their relation.requires name them): --dedupeConcurrent is lossy there.
  */
-export async function cancelCrawl(redis: Redis, crawlId: string, pageSize = 5000): Promise<void> {
+export async function cancelCrawl(redis: DedupeRedis, crawlId: string, pageSize = 5000): Promise<void> {
+  const dedupeKeys = keysOf(redis);
+  const layout = layoutOf(redis);
   if (await redis.sismember(dedupeKeys.allCrawls, crawlId)) {
     throw new CancelRefusedError(`crawl ${crawlId} is committed; remove it with indexer --sourceUrl ... --remove instead`);
   }
   const published = (await redis.sismember(dedupeKeys.concurrentCrawls, crawlId)) === 1;
-  if (published) {
+  if (published && layout.kind === "sharded") await unpublishCrawlSharded(redis, layout, crawlId);
+  else if (published) {
     let cursor = "0";
     do {
       cursor = (await redis.eval(UNPUBLISH_PAGE_LUA, 1, dedupeKeys.allHashes, crawlId, cursor, pageSize)) as string;
     } while (cursor !== "0");
   }
+  // The sharded layout's h: shards are in other slots than the rest: deleted first, shard by shard.
+  if (layout.kind === "sharded") await deleteCrawlSharded(redis, layout, crawlId);
   await redis
     .multi()
-    .del(dedupeKeys.crawlHashes(crawlId), dedupeKeys.crawlCounts(crawlId), dedupeKeys.crawlWaczList(crawlId), dedupeKeys.appliedNotes(crawlId))
+    .del(...(layout.kind === "sharded" ? [] : [dedupeKeys.crawlHashes(crawlId)]), dedupeKeys.crawlCounts(crawlId), dedupeKeys.crawlWaczList(crawlId), dedupeKeys.appliedNotes(crawlId))
     .del(dedupeKeys.crawlCaptures(crawlId), dedupeKeys.crawlOutlinks(crawlId))
     .srem(dedupeKeys.uncommittedCrawls, crawlId)
     .srem(dedupeKeys.concurrentCrawls, crawlId)
@@ -102,7 +118,8 @@ export async function cancelCrawl(redis: Redis, crawlId: string, pageSize = 5000
 }
 
 /** Merge (fill holes only) the hashes of every committed crawl, then of every concurrent one still running. */
-export async function mergePublishedHashes(redis: Redis, pageSize = 5000): Promise<void> {
+export async function mergePublishedHashes(redis: DedupeRedis, pageSize = 5000): Promise<void> {
+  const dedupeKeys = keysOf(redis);
   const committed = (await redis.smembers(dedupeKeys.allCrawls)).sort();
   const concurrent = (await redis.smembers(dedupeKeys.concurrentCrawls)).filter((id) => !committed.includes(id)).sort();
   for (const crawlId of [...committed, ...concurrent]) await mergeCrawlHashes(redis, crawlId, pageSize);

@@ -1,8 +1,6 @@
-import type { Redis } from "ioredis";
 import { mergeCrawlHashes } from "./commit.js";
 import {
   COUNT_FIELDS,
-  dedupeKeys,
   formatHashEntry,
   LUA_KEY,
   parseHashEntry,
@@ -11,6 +9,8 @@ import {
   type HashEntry,
   type WaczEntry,
 } from "./keys.js";
+import { keysOf, layoutOf, type DedupeRedis } from "./layout.js";
+import { addOriginalSharded, lookupSharded } from "./shardedHashes.js";
 
 /** A confirmed original capture of a payload, found in the dedupe index. */
 export interface OriginalCapture extends HashEntry {
@@ -21,7 +21,8 @@ export interface OriginalCapture extends HashEntry {
   waczFinished: boolean;
 }
 
-// One round trip: this crawl's own hashes first, then the merged index of committed crawls.
+// One round trip: this crawl's own hashes first, then the merged index of committed crawls (single-node
+// layout; the sharded one looks the WACZ entry up in a second call, see lookup).
 const LOOKUP_LUA = `
 local value = redis.call('HGET', KEYS[1], ARGV[1])
 local crawl = ARGV[2]
@@ -80,37 +81,66 @@ export class DedupeIndex {
    *   dedupe against this one before it is committed (its counts still join allcounts at commit).
    */
   constructor(
-    readonly redis: Redis,
+    readonly redis: DedupeRedis,
     readonly crawlId: string,
     readonly concurrent = false,
   ) {}
 
+  private get keys() {
+    return keysOf(this.redis);
+  }
+  /** Packaged WACZ entries never change: the sharded layout's lookups read each once (it lives in another slot). */
+  private readonly finishedWacz = new Map<string, WaczEntry>();
+
   /** Mark this crawl as in progress (not used by other crawls until committed, unless concurrent). */
   async registerCrawl(): Promise<void> {
-    const committed = await this.redis.sismember(dedupeKeys.allCrawls, this.crawlId);
+    const committed = await this.redis.sismember(this.keys.allCrawls, this.crawlId);
     if (committed) return;
-    const transaction = this.redis.multi().sadd(dedupeKeys.uncommittedCrawls, this.crawlId);
-    if (this.concurrent) transaction.sadd(dedupeKeys.concurrentCrawls, this.crawlId);
+    const transaction = this.redis.multi().sadd(this.keys.uncommittedCrawls, this.crawlId);
+    if (this.concurrent) transaction.sadd(this.keys.concurrentCrawls, this.crawlId);
     await transaction.exec();
     // Resumed with --dedupeConcurrent after a run without it: what that run indexed is published too.
     if (this.concurrent) await mergeCrawlHashes(this.redis, this.crawlId);
   }
 
   async lookup(digest: string): Promise<OriginalCapture | null> {
-    const result = (await this.redis.eval(
-      LOOKUP_LUA, 2, dedupeKeys.crawlHashes(this.crawlId), dedupeKeys.allHashes, digest, this.crawlId,
-    )) as [string, string, string | null] | null;
-    if (!result) return null;
+    const layout = layoutOf(this.redis);
+    let result: [string, string, string | null] | null;
+    let wacz: WaczEntry | null;
+    if (layout.kind === "sharded") {
+      const found = await lookupSharded(this.redis, layout, this.crawlId, digest);
+      if (!found) return null;
+      const entry = parseHashEntry(found[1]);
+      if (!entry) return null;
+      result = [found[0], found[1], null];
+      wacz = await this.waczEntryOf(found[0], entry.waczIndex);
+    } else {
+      result = (await this.redis.eval(
+        LOOKUP_LUA, 2, this.keys.crawlHashes(this.crawlId), this.keys.allHashes, digest, this.crawlId,
+      )) as [string, string, string | null] | null;
+      if (!result) return null;
+      wacz = parseWaczEntry(result[2]);
+    }
     const entry = parseHashEntry(result[1]);
     if (!entry) return null;
-    const wacz = parseWaczEntry(result[2]);
     return { ...entry, crawlId: result[0], waczFilename: wacz?.filename ?? null, waczFinished: Boolean(wacz?.hash && wacz.size !== undefined) };
+  }
+
+  private async waczEntryOf(crawlId: string, waczIndex: number): Promise<WaczEntry | null> {
+    const cacheKey = `${crawlId} ${waczIndex}`;
+    const cached = this.finishedWacz.get(cacheKey);
+    if (cached) return cached;
+    const entry = parseWaczEntry(await this.redis.lindex(this.keys.crawlWaczList(crawlId), waczIndex));
+    if (entry?.hash && entry.size !== undefined) this.finishedWacz.set(cacheKey, entry);
+    return entry;
   }
 
   /** Record this crawl's original response for a digest; the first writer wins. */
   async addOriginal(digest: string, entry: HashEntry): Promise<boolean> {
-    if (!this.concurrent) return (await this.redis.hsetnx(dedupeKeys.crawlHashes(this.crawlId), digest, formatHashEntry(entry))) === 1;
-    const added = await this.redis.eval(ADD_ORIGINAL_LIVE_LUA, 2, dedupeKeys.crawlHashes(this.crawlId), dedupeKeys.allHashes, digest, formatHashEntry(entry), this.crawlId);
+    const layout = layoutOf(this.redis);
+    if (layout.kind === "sharded") return addOriginalSharded(this.redis, layout, this.crawlId, digest, formatHashEntry(entry), this.concurrent);
+    if (!this.concurrent) return (await this.redis.hsetnx(this.keys.crawlHashes(this.crawlId), digest, formatHashEntry(entry))) === 1;
+    const added = await this.redis.eval(ADD_ORIGINAL_LIVE_LUA, 2, this.keys.crawlHashes(this.crawlId), this.keys.allHashes, digest, formatHashEntry(entry), this.crawlId);
     return added === 1;
   }
 
@@ -120,23 +150,23 @@ export class DedupeIndex {
    */
   async addCounts(counts: Partial<Record<CountField, number>>, noteId?: string): Promise<void> {
     const fields = Object.entries(counts).filter(([, amount]) => amount).flatMap(([field, amount]) => [field, String(amount)]);
-    await this.redis.eval(ADD_COUNTS_LUA, 2, dedupeKeys.crawlCounts(this.crawlId), dedupeKeys.appliedNotes(this.crawlId), noteId ?? "", ...fields);
+    await this.redis.eval(ADD_COUNTS_LUA, 2, this.keys.crawlCounts(this.crawlId), this.keys.appliedNotes(this.crawlId), noteId ?? "", ...fields);
   }
 
   async counts(crawlId = this.crawlId): Promise<Record<CountField, number>> {
-    const raw = await this.redis.hgetall(dedupeKeys.crawlCounts(crawlId));
+    const raw = await this.redis.hgetall(this.keys.crawlCounts(crawlId));
     return Object.fromEntries(COUNT_FIELDS.map((f) => [f, Number(raw[f] ?? 0)])) as Record<CountField, number>;
   }
 
   /** The WACZ's index in c:<crawlId>:wacz, pushing a placeholder the first time. */
   async registerWacz(filename: string): Promise<number> {
-    return (await this.redis.eval(REGISTER_WACZ_LUA, 1, dedupeKeys.crawlWaczList(this.crawlId), filename)) as number;
+    return (await this.redis.eval(REGISTER_WACZ_LUA, 1, this.keys.crawlWaczList(this.crawlId), filename)) as number;
   }
 
   async finishWacz(index: number, entry: Required<WaczEntry>): Promise<void> {
     const json = JSON.stringify({ filename: entry.filename, hash: entry.hash, size: entry.size });
     const result = (await this.redis.eval(
-      FINISH_WACZ_LUA, 2, dedupeKeys.crawlWaczList(this.crawlId), dedupeKeys.crawlCounts(this.crawlId),
+      FINISH_WACZ_LUA, 2, this.keys.crawlWaczList(this.crawlId), this.keys.crawlCounts(this.crawlId),
       index, json, entry.hash, entry.size,
     )) as number;
     if (result < 0) throw new Error(`c:${this.crawlId}:wacz has no entry ${index}`);
@@ -145,14 +175,14 @@ export class DedupeIndex {
   /** Delete c:<crawlId>:wacz if it holds only placeholders of a crawl that is in no crawl set (nothing refers to it). */
   async dropUnusedWaczList(): Promise<void> {
     const [committed, uncommitted] = await Promise.all([
-      this.redis.sismember(dedupeKeys.allCrawls, this.crawlId),
-      this.redis.sismember(dedupeKeys.uncommittedCrawls, this.crawlId),
+      this.redis.sismember(this.keys.allCrawls, this.crawlId),
+      this.redis.sismember(this.keys.uncommittedCrawls, this.crawlId),
     ]);
     if (committed || uncommitted) return;
-    if ((await this.waczEntries()).every((entry) => !entry?.hash)) await this.redis.del(dedupeKeys.crawlWaczList(this.crawlId));
+    if ((await this.waczEntries()).every((entry) => !entry?.hash)) await this.redis.del(this.keys.crawlWaczList(this.crawlId));
   }
 
   async waczEntries(crawlId = this.crawlId): Promise<(WaczEntry | null)[]> {
-    return (await this.redis.lrange(dedupeKeys.crawlWaczList(crawlId), 0, -1)).map(parseWaczEntry);
+    return (await this.redis.lrange(this.keys.crawlWaczList(crawlId), 0, -1)).map(parseWaczEntry);
   }
 }

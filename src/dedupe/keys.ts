@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 /**
  * The dedupe index's Redis layout and value formats: the one place they are defined
  * (see ../shared/reference/dedupe-architecture.md).
@@ -26,6 +28,15 @@
  *   pending:lease:<name>   string the importer holding that entry; expires if the importer dies
  *   updateProgress         string fraction of queued WACZ files imported
  *   last_update_ts         string when the last import run finished (ISO 8601)
+ *
+ * The sharded layout (any Redis Cluster; on one node only if chosen, see below) keeps every name above
+ * behind the hash tag {dd} ("{dd}allcrawls", "{dd}c:<crawlId>:wacz", ...), so each script touching them
+ * stays in one slot, and splits the two big hashes by the first hex digits of the digest (the shard):
+ *   {<shard>}ah            hash   digest -> crawlId             (allhashes, one shard of it)
+ *   {<shard>}h:<crawlId>   hash   digest -> "<waczIndex> <date> <url> <size>"   (h:<crawlId>, one shard)
+ *   {dd}layout             string JSON {"layout":"sharded","prefixDigits":N}: present = sharded layout
+ * There a sha256 digest is stored as its 32 raw bytes (other digests as text): 39 fewer bytes per copy.
+ * Both hashes of a shard share its hash tag, so the lookup and merge scripts stay in one slot.
  */
 export const dedupeKeys = {
   crawlHashes: (crawlId: string) => `h:${crawlId}`,
@@ -57,6 +68,72 @@ export const LUA_KEY = {
   crawlOutlinks: (idExpr: string) => `'o:' .. ${idExpr}`,
   crawlWaczList: (idExpr: string) => `'c:' .. ${idExpr} .. ':wacz'`,
 } as const;
+
+export type DedupeKeys = typeof dedupeKeys;
+export type LuaKeys = typeof LUA_KEY;
+
+/** How an index is laid out: today's names on one node, or sharded (cluster-safe). */
+export type DedupeLayout = { kind: "single" } | { kind: "sharded"; prefixDigits: number };
+export const SINGLE_LAYOUT: DedupeLayout = { kind: "single" };
+/** 4 hex digits = 65,536 shards: ~150 hashes per shard at 10^7, ~1,500 at 10^8 (see docs/scaling.md). */
+export const DEFAULT_PREFIX_DIGITS = 4;
+
+/** The hash tag every non-shard key of the sharded layout carries: they all live in one slot. */
+const META_TAG = "{dd}";
+export const LAYOUT_KEY = `${META_TAG}layout`;
+
+function tagged<T extends Record<string, string | ((arg: string) => string)>>(keys: T): T {
+  return Object.fromEntries(Object.entries(keys).map(([name, key]) => [
+    name, typeof key === "string" ? META_TAG + key : (arg: string) => META_TAG + key(arg),
+  ])) as T;
+}
+
+/** The sharded layout's names for everything but the hash shards. */
+export const shardedMetaKeys: DedupeKeys = tagged(dedupeKeys);
+export const SHARDED_LUA_KEY: LuaKeys = {
+  crawlHashes: () => { throw new Error("the sharded layout has no single h:<crawlId>: use crawlHashShard"); },
+  crawlCaptures: (idExpr: string) => `'${META_TAG}u:' .. ${idExpr}`,
+  crawlOutlinks: (idExpr: string) => `'${META_TAG}o:' .. ${idExpr}`,
+  crawlWaczList: (idExpr: string) => `'${META_TAG}c:' .. ${idExpr} .. ':wacz'`,
+};
+
+/** The two hash shards of the sharded layout: same tag, so one script may use both (and h:<other crawl> of it). */
+export const shardKeys = {
+  allHashes: (shard: string) => `{${shard}}ah`,
+  crawlHashes: (crawlId: string, shard: string) => `{${shard}}h:${crawlId}`,
+  /** Lua: h:<crawl> of the shard whose name is in `shardExpr`. */
+  luaCrawlHashes: (shardExpr: string, idExpr: string) => `'{' .. ${shardExpr} .. '}h:' .. ${idExpr}`,
+} as const;
+
+const SHA256_DIGEST = /^sha256:([0-9a-f]{64})$/;
+
+/** The shard of a digest: the first hex digits of a sha256 digest, else of the sha256 of its text. */
+export function shardOfDigest(digest: string, prefixDigits: number): string {
+  const hex = SHA256_DIGEST.exec(digest)?.[1] ?? createHash("sha256").update(digest).digest("hex");
+  return hex.slice(0, prefixDigits);
+}
+
+/**
+ * The field a digest is stored under in the sharded layout: sha256 as its 32 raw bytes; any other as its
+ * text, with a space added if that text is 32 bytes long too (so the length alone tells them apart).
+ */
+export function digestField(digest: string): Buffer {
+  const hex = SHA256_DIGEST.exec(digest)?.[1];
+  if (hex) return Buffer.from(hex, "hex");
+  const text = Buffer.from(digest, "utf8");
+  return text.length === 32 ? Buffer.concat([text, Buffer.from(" ")]) : text;
+}
+
+/** The inverse of digestField. */
+export function digestOfField(field: Buffer): string {
+  return field.length === 32 ? "sha256:" + field.toString("hex") : field.toString("utf8").trimEnd();
+}
+
+/** Every shard name of a layout, in order. */
+export function allShards(prefixDigits: number): string[] {
+  const count = 16 ** prefixDigits;
+  return Array.from({ length: count }, (_, i) => i.toString(16).padStart(prefixDigits, "0"));
+}
 
 export const COUNT_FIELDS = ["totalCrawlSize", "totalUrls", "dupeUrls", "conservedSize"] as const;
 export type CountField = (typeof COUNT_FIELDS)[number];
