@@ -7,7 +7,9 @@
  * candidate, lazy and data-src images far below the fold, a feed page fetched on scroll): the site is
  * crawled without behaviors (--behaviors "") and with the default ones, and the JSON gives the seconds of
  * each and the share of those lazy/scroll resources each captured (default --pages 20 then).
- *   node dist/bench/crawl.js --behaviors [--pages 20] [--workers 2]
+ *   node dist/bench/crawl.js --behaviors [--pages 20] [--workers 2] [--withBehaviors autofetch,autoplay]
+ * (--withBehaviors: the --behaviors list of the run with behaviors, to see what leaving one out saves;
+ * default: the crawler's default behaviors.)
  * Each run also gives where the pages' time went ("phases"): the crawler's debug lines "page timings"
  * (src/browser/pageTimings.ts), summed over pages and as a mean per page, in seconds.
  */
@@ -29,6 +31,7 @@ const { values } = parseArgs({
     workers: { type: "string", default: "2" },
     processes: { type: "string", default: "1" },
     behaviors: { type: "boolean", default: false },
+    withBehaviors: { type: "string" },
   },
 });
 const pages = Number(values.pages ?? (values.behaviors ? 20 : 200));
@@ -160,13 +163,14 @@ if (!values.behaviors) {
     };
   };
   const without = summary(await crawlSite(site, ["--behaviors", ""]));
-  const withBehaviors = summary(await crawlSite(site, []));
+  const withBehaviors = summary(await crawlSite(site, values.withBehaviors === undefined ? [] : ["--behaviors", values.withBehaviors]));
   console.log(JSON.stringify({
     benchmark: "crawl-behaviors",
     pages,
     processes,
     workersPerProcess: workers,
     lazyResources: lazy.length,
+    behaviorList: values.withBehaviors ?? "default",
     withoutBehaviors: without,
     withBehaviors,
     extraSecondsPerPage: Math.round(((withBehaviors.seconds - without.seconds) / pages) * 100) / 100,

@@ -210,7 +210,10 @@ export class PageWorker {
     // Only rendered documents load more after "load"; a PDF viewer never goes quiet, so don't wait on it.
     const rendered = findDocument(attempt.captured, url);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
-      await timings.time("netIdleAfterLoad", () => capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests));
+      // Behaviors to follow end with a wait for the network to stay quiet (afterLoad): here, only let the
+      // requests in flight end, or the page would wait out the quiet time twice.
+      const quietAfter = this.options.behaviors.enabled.length && rendered && isRenderedDocumentType(rendered.mime) ? QUIET_BEFORE_BEHAVIORS_MS : undefined;
+      await timings.time("netIdleAfterLoad", () => capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests, quietAfter));
       // Only a page that shows a document has anything to act on.
       const shown = findDocument(attempt.captured, url);
       if (shown && isRenderedDocumentType(shown.mime)) {
@@ -314,6 +317,11 @@ export class PageWorker {
 }
 
 const TAB_CLOSE_DEADLINE_MS = 5000;
+/**
+ * How long the network stays quiet after the load before behaviors start (the quiet time after them is
+ * the full one, loadWait.ts): long enough for the page's scripts to handle the responses that just ended.
+ */
+const QUIET_BEFORE_BEHAVIORS_MS = 0;
 /** Most behavior links kept per page (a behavior adding links in a loop must not fill memory). */
 const MAX_BEHAVIOR_LINKS = 10_000;
 const CAPTURE_DRAIN_DEADLINE_MS = 30_000;
