@@ -175,6 +175,8 @@ if (!values.behaviors) {
     withBehaviors,
     extraSecondsPerPage: Math.round(((withBehaviors.seconds - without.seconds) / pages) * 100) / 100,
     ratioWithToWithout: Math.round((withBehaviors.seconds / without.seconds) * 100) / 100,
+    // The same for the pages' own time (summed "total" of the page timings): without the crawl's start and end.
+    pageTimeRatio: Math.round(((withBehaviors.phases.total?.seconds ?? 0) / (without.phases.total?.seconds ?? 1)) * 100) / 100,
   }));
 }
 await site.close();

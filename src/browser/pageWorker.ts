@@ -318,8 +318,10 @@ export class PageWorker {
 
 const TAB_CLOSE_DEADLINE_MS = 5000;
 /**
- * How long the network stays quiet after the load before behaviors start (the quiet time after them is
- * the full one, loadWait.ts): long enough for the page's scripts to handle the responses that just ended.
+ * How long the network must have been quiet after the load before behaviors start: none, they start once
+ * no request is in flight. The wait after them asks for the full quiet time (loadWait.ts), and what the
+ * page fetches meanwhile is captured all the same (the behaviors' own autofetch watches the page for new
+ * images as it changes).
  */
 const QUIET_BEFORE_BEHAVIORS_MS = 0;
 /** Most behavior links kept per page (a behavior adding links in a loop must not fill memory). */
