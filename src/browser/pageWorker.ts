@@ -279,8 +279,8 @@ export class PageWorker {
   }
 
   private async readPage(tab: Page): Promise<[string, string[]]> {
-    const title = await tab.title();
-    const hrefs = await extractLinks(tab, this.options.linkSelectors ?? DEFAULT_LINK_SELECTORS);
+    // Independent reads of the loaded page: side by side.
+    const [title, hrefs] = await Promise.all([tab.title(), extractLinks(tab, this.options.linkSelectors ?? DEFAULT_LINK_SELECTORS)]);
     // Fragments kept: whether they tell pages apart is the seed scope's call (--allowHashUrls).
     const links = [...new Set(hrefs.map((h) => tryNormalizeCrawlUrl(h, undefined, true)).filter((u): u is string => u !== null))];
     return [title, links];
