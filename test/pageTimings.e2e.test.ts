@@ -1,8 +1,8 @@
 /**
  * Where a page's time goes: each page's debug line "page timings" names the phases it went through (and,
- * with behaviors, each behavior of the library that ran), which the crawl benchmark sums. The behaviors
- * skip the library's autoscroll on a page no taller than its viewport; the load wait before behaviors
- * only lets requests in flight end, and what the page fetches a moment later is still captured.
+ * with behaviors, each behavior of the library that ran), which the crawl benchmark sums. The load wait
+ * before behaviors only lets requests in flight end, and what the page fetches a moment later is still
+ * captured.
  */
 import { createServer, type Server } from "node:http";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -73,7 +73,7 @@ afterAll(async () => {
 });
 
 describe("page timings", () => {
-  it("with behaviors: each page's phases, and the library's behaviors that ran (no autoscroll on the short page)", () => {
+  it("with behaviors: each page's phases, and the library's behaviors that ran", () => {
     expect(withBehaviors.code, withBehaviors.stderr.slice(-2000)).toBe(0);
     const timings = timingsOf(withBehaviors);
     expect([...timings.keys()].sort()).toEqual(["/short.html", "/tall.html"]);
@@ -81,7 +81,7 @@ describe("page timings", () => {
       expect(Object.keys(page.ms).sort()).toEqual(["behaviors", "drain", "extracts", "links", "load", "netIdleAfterBehaviors", "netIdleAfterLoad", "total"]);
       for (const ms of Object.values(page.ms)) expect(Number.isInteger(ms) && ms >= 0).toBe(true);
     }
-    expect(Object.keys(timings.get("/short.html")!.behaviors ?? {}).sort()).toEqual(["Autofetcher", "Autoplay"]);
+    expect(Object.keys(timings.get("/short.html")!.behaviors ?? {}).sort()).toEqual(["Autofetcher", "Autoplay", "Autoscroll"]);
     expect(Object.keys(timings.get("/tall.html")!.behaviors ?? {}).sort()).toEqual(["Autofetcher", "Autoplay", "Autoscroll"]);
   });
 
