@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import type { Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
+import { driveLibraryBehaviors } from "./behaviorDriver.js";
 
 /**
  * In-page behaviors from the browsertrix-behaviors package (scrolling, autoplay, fetching every srcset
@@ -47,6 +48,8 @@ export interface BehaviorHooks {
 export interface BehaviorOutcome {
   outcome: "finished" | "timed-out";
   seconds: number;
+  /** The main frame's behaviors that ended: ms from their start to their end, by the library's names. */
+  eachMs?: Record<string, number>;
 }
 
 /** Per-process counts for the stats file. */
@@ -150,14 +153,18 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
   }
   const started = Date.now();
   const frames = tab.frames().filter((frame) => /^https?:/.test(frame.url()));
+  const eachMs: Record<string, number> = {};
   const runs = Promise.allSettled(
-    frames.map((frame) => frame.evaluate("self.__bx_behaviors ? self.__bx_behaviors.run().then(() => true) : false")),
+    frames.map(async (frame) => {
+      const times = await frame.evaluate(driveLibraryBehaviors);
+      if (frame === tab.mainFrame()) Object.assign(eachMs, times);
+    }),
   );
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<"timed-out">((resolve) => (timer = setTimeout(() => resolve("timed-out"), timeoutMs)));
   const outcome = await Promise.race([runs.then(() => "finished" as const), deadline]);
   clearTimeout(timer);
-  const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10 };
+  const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10, eachMs };
   logger.info("behavior", outcome === "finished" ? "behaviors finished" : "behaviors timed out", { url, seconds: result.seconds, frames: frames.length });
   return result;
 }

@@ -13,6 +13,7 @@ import { DialogGuard } from "./dialogs.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { DEFAULT_LINK_SELECTORS, extractLinks, type LinkSelector } from "./linkExtract.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
+import { PageTimings } from "./pageTimings.js";
 import { PopupCloser } from "./popups.js";
 import { watchServiceWorkers } from "./serviceWorkers.js";
 import { applyTabSettings, type TabSettings, type WaitUntilEvent } from "./pageSetup.js";
@@ -170,7 +171,9 @@ export class PageWorker {
     const attempt = capture.beginPage(url, { conditional, lastAttempt, skipIfArchived });
     popups.beginPage();
     this.contentCheck?.beginPage();
-    const result = withPopupLinks(await this.loadPage(tab, capture, attempt, url), popups, url);
+    const timings = new PageTimings();
+    const result = withPopupLinks(await this.loadPage(tab, capture, attempt, url, timings), popups, url);
+    timings.log(url);
     this.contentCheck?.listen(false);
     const failedCheck = this.contentCheck?.failure;
     if (failedCheck !== undefined) return { document: null, title: "", links: [], error: `content check failed: ${failedCheck}`, truncated: [], contentCheckFailed: failedCheck };
@@ -187,37 +190,42 @@ export class PageWorker {
     return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome, behaviorLinks, documentWacz: attempt.documentWacz.get(url) ?? null, captured: attempt.captured };
   }
 
-  private async loadPage(tab: Page, capture: PageCapture, attempt: PageAttempt, pageUrl: string): Promise<Omit<PageLoadResult, "truncated">> {
+  private async loadPage(tab: Page, capture: PageCapture, attempt: PageAttempt, pageUrl: string, timings: PageTimings): Promise<Omit<PageLoadResult, "truncated">> {
     // The browser requests the URL without its fragment (--allowHashUrls pages): that is the document.
     const url = withoutHash(pageUrl);
     let navigationError: string | null = null;
     try {
       // From /p#a, going to /p#b would only scroll: the page would not load, nothing would be captured.
-      if (url !== pageUrl && withoutHash(tab.url()) === url) await tab.goto("about:blank", { timeout: this.options.pageLoadTimeoutMs });
-      await tab.goto(pageUrl, { waitUntil: [...(this.options.waitUntil ?? ["load"])], timeout: this.options.pageLoadTimeoutMs });
+      await timings.time("load", async () => {
+        if (url !== pageUrl && withoutHash(tab.url()) === url) await tab.goto("about:blank", { timeout: this.options.pageLoadTimeoutMs });
+        await tab.goto(pageUrl, { waitUntil: [...(this.options.waitUntil ?? ["load"])], timeout: this.options.pageLoadTimeoutMs });
+      });
     } catch (err) {
       navigationError = errorMessage(err);
     }
     if (attempt.rateLimited || attempt.loggedOut) return { document: null, title: "", links: [], error: navigationError };
     if (attempt.duplicate) {
       // Archived already (--dedupePagesMinDepth): its revisit is written; no wait, behaviors or links.
-      await capture.drain();
+      await timings.time("drain", () => capture.drain());
       const document = findDocument(attempt.captured, url);
       return document && !attempt.lost.has(document.url) ? { document, title: "", links: [], error: null, duplicate: true } : { document: null, title: "", links: [], error: "the page's document could not be stored" };
     }
     // Only rendered documents load more after "load"; a PDF viewer never goes quiet, so don't wait on it.
     const rendered = findDocument(attempt.captured, url);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
-      await capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests);
+      // Behaviors to follow end with a wait for the network to stay quiet (afterLoad): here, only let the
+      // requests in flight end, or the page would wait out the quiet time twice.
+      const quietAfter = this.options.behaviors.enabled.length && rendered && isRenderedDocumentType(rendered.mime) ? QUIET_BEFORE_BEHAVIORS_MS : undefined;
+      await timings.time("netIdleAfterLoad", () => capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests, quietAfter));
       // Only a page that shows a document has anything to act on.
       const shown = findDocument(attempt.captured, url);
       if (shown && isRenderedDocumentType(shown.mime)) {
-        await this.afterLoad(tab, capture, url);
+        await this.afterLoad(tab, capture, url, timings);
         // The page's document waits for its storage (--saveStorage), as it is after the behaviors.
-        await capture.saveStorage(tab.url());
+        if (attempt.storageGate) await timings.time("saveStorage", () => capture.saveStorage(tab.url()));
       }
     }
-    await capture.drain();
+    await timings.time("drain", () => capture.drain());
 
     let document = findDocument(attempt.captured, url);
     if (!document && navigationError) {
@@ -238,8 +246,8 @@ export class PageWorker {
       return { document: null, title: "", links: [], error: navigationError };
     }
     try {
-      const [title, links] = await this.readPage(tab);
-      const extracts = await this.takeExtracts(tab, capture, url, document.status);
+      const [title, links] = await timings.time("links", () => this.readPage(tab));
+      const extracts = await timings.time("extracts", () => this.takeExtracts(tab, capture, url, document.status));
       return { document, title, links, error: null, ...(extracts ? { extracts } : {}) };
     } catch (err) {
       // Without its links the crawl would silently lose everything below this page: retry it instead.
@@ -258,23 +266,24 @@ export class PageWorker {
   }
 
   /** --postLoadDelay, then the behaviors; the page is done once the network is quiet again. */
-  private async afterLoad(tab: Page, capture: PageCapture, url: string): Promise<void> {
+  private async afterLoad(tab: Page, capture: PageCapture, url: string, timings: PageTimings): Promise<void> {
     const { enabled, timeoutMs, postLoadDelayMs } = this.options.behaviors;
-    if (postLoadDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, postLoadDelayMs));
+    if (postLoadDelayMs > 0) await timings.time("postLoadDelay", () => new Promise((resolve) => setTimeout(resolve, postLoadDelayMs)));
     if (!enabled.length) return;
     // A click that would leave the page is refused while the behaviors run (see DialogGuard).
     if (this.dialogs) this.dialogs.blockUnload = true;
     try {
-      this.behaviorOutcome = (await runBehaviors(tab, url, timeoutMs)) ?? undefined;
+      this.behaviorOutcome = (await timings.time("behaviors", () => runBehaviors(tab, url, timeoutMs))) ?? undefined;
+      timings.behaviors = this.behaviorOutcome?.eachMs ?? {};
     } finally {
       if (this.dialogs) this.dialogs.blockUnload = false;
     }
-    await capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests);
+    await timings.time("netIdleAfterBehaviors", () => capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests));
   }
 
   private async readPage(tab: Page): Promise<[string, string[]]> {
-    const title = await tab.title();
-    const hrefs = await extractLinks(tab, this.options.linkSelectors ?? DEFAULT_LINK_SELECTORS);
+    // Independent reads of the loaded page: side by side.
+    const [title, hrefs] = await Promise.all([tab.title(), extractLinks(tab, this.options.linkSelectors ?? DEFAULT_LINK_SELECTORS)]);
     // Fragments kept: whether they tell pages apart is the seed scope's call (--allowHashUrls).
     const links = [...new Set(hrefs.map((h) => tryNormalizeCrawlUrl(h, undefined, true)).filter((u): u is string => u !== null))];
     return [title, links];
@@ -311,6 +320,13 @@ export class PageWorker {
 }
 
 const TAB_CLOSE_DEADLINE_MS = 5000;
+/**
+ * How long the network must have been quiet after the load before behaviors start: none, they start once
+ * no request is in flight. The wait after them asks for the full quiet time (loadWait.ts), and what the
+ * page fetches meanwhile is captured all the same (the behaviors' own autofetch watches the page for new
+ * images as it changes).
+ */
+const QUIET_BEFORE_BEHAVIORS_MS = 0;
 /** Most behavior links kept per page (a behavior adding links in a loop must not fill memory). */
 const MAX_BEHAVIOR_LINKS = 10_000;
 const CAPTURE_DRAIN_DEADLINE_MS = 30_000;

@@ -1,0 +1,77 @@
+/**
+ * Runs the browsertrix-behaviors library's behaviors in one frame, as its BehaviorManager.run() does but
+ * without its fixed waits, and times each one. run() sleeps 500 ms after starting them before it asks
+ * whether they are done, and the library's autofetch reports done no sooner than 500 ms after its start
+ * even with nothing to fetch: on every page the behaviors took at least half a second, whatever they had
+ * to do. Here:
+ * - autofetch is done as soon as the fetches it queued at its start have ended (none: at once); those it
+ *   queues later, for content the page adds, go on and the crawler's network-idle wait covers them;
+ * - autoplay waits the library's 500 ms for media to start playing only on a page that has media;
+ * - everything else (site-specific and custom behaviors, the library's autoscroll) is awaited as run() does.
+ * The library's internals it relies on are those of browsertrix-behaviors 0.8.4 (package.json pins it);
+ * a manager without them is run with its own run().
+ *
+ * Evaluated in the page (puppeteer serializes it): self-contained, no imports or outer names.
+ * @returns the ms from the start to the end of each behavior, by the library's names (e.g. "Autoscroll"),
+ *   or null when the library is not in the frame.
+ */
+export async function driveLibraryBehaviors(): Promise<Record<string, number> | null> {
+  interface LibraryBehavior {
+    id?: string;
+    start(): unknown;
+    done(): Promise<unknown>;
+  }
+  interface LibraryAutofetch extends LibraryBehavior {
+    numPending?: number;
+    pendingQueue?: unknown[];
+  }
+  interface LibraryManager {
+    behaviors?: LibraryBehavior[];
+    started?: boolean;
+    autofetch?: LibraryAutofetch;
+    mainBehavior?: LibraryBehavior & { cleanup?(): void } | null;
+    mainBehaviorClass?: { id?: string; cleanup?: unknown };
+    selectMainBehavior?(): unknown;
+    unpause?(): void;
+    run(): Promise<unknown>;
+  }
+  const manager = (self as unknown as { __bx_behaviors?: LibraryManager }).__bx_behaviors;
+  if (!manager) return null;
+  const began = performance.now();
+  const nameOf = (behavior: LibraryBehavior) => behavior.id ?? (behavior.constructor as { id?: string }).id ?? behavior.constructor.name;
+  if (typeof manager.selectMainBehavior !== "function" || !Array.isArray(manager.behaviors) || typeof manager.unpause !== "function") {
+    await manager.run();
+    return { library: Math.round(performance.now() - began) };
+  }
+  // Called again in the same document: the library's run() only resumes what it paused.
+  if (manager.started) {
+    manager.unpause();
+    return {};
+  }
+  manager.selectMainBehavior();
+  if (document.readyState !== "complete") await new Promise((resolve) => self.addEventListener("load", resolve, { once: true }));
+
+  const hasMedia = (root: ParentNode): boolean =>
+    root.querySelector("video, audio") !== null || Array.from(root.querySelectorAll("*")).some((el) => el.shadowRoot !== null && hasMedia(el.shadowRoot));
+  // The library's autoscroll runs on short pages too: a page no taller than the window when the behaviors
+  // start may be about to grow (its script still handling a response), and the autoscroll watches for that.
+  const behaviors = manager.behaviors;
+  const started = performance.now();
+  for (const behavior of behaviors) behavior.start();
+  manager.started = true;
+
+  const autofetch = manager.autofetch;
+  const finished = (behavior: LibraryBehavior): Promise<unknown> => {
+    if (behavior === autofetch && autofetch.numPending === 0 && autofetch.pendingQueue?.length === 0) return Promise.resolve();
+    if (nameOf(behavior) === "Autoplay" && !hasMedia(document)) return behavior.done();
+    if (nameOf(behavior) === "Autoplay") return new Promise((resolve) => setTimeout(resolve, 500)).then(() => behavior.done());
+    return behavior.done();
+  };
+  const times: Record<string, number> = {};
+  await Promise.allSettled(behaviors.map(async (behavior) => {
+    await finished(behavior).catch(() => undefined);
+    times[nameOf(behavior)] = Math.round(performance.now() - started);
+  }));
+  if (manager.mainBehavior && typeof manager.mainBehaviorClass?.cleanup === "function") manager.mainBehavior.cleanup?.();
+  return times;
+}
