@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import type { Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
+import { autoscrollFrames, DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "./autoscroll.js";
 
 /**
  * In-page behaviors from the browsertrix-behaviors package (scrolling, autoplay, fetching every srcset
@@ -27,6 +28,8 @@ export interface BehaviorSettings {
   clickSelector?: string;
   /** --customBehaviors: behavior classes (JavaScript class expressions), loaded after the library's own. */
   customScripts?: readonly CustomBehaviorScript[];
+  /** --autoscrollMaxRounds: how many times our autoscroll lets a frame grow (autoscroll.ts). */
+  autoscrollMaxRounds?: number;
 }
 
 /** One custom behavior file: where it came from (for messages) and its JavaScript. */
@@ -96,6 +99,9 @@ const CLICK_SET_BINDING = "__bx_addSet";
 
 let libraryScript: string | null = null;
 
+/** Tabs whose pages get our autoscroll (in place of the library's): its round limit. */
+const autoscrollTabs = new WeakMap<Page, number>();
+
 function behaviorsLibrary(): string {
   libraryScript ??= readFileSync(createRequire(import.meta.url).resolve("browsertrix-behaviors/dist/behaviors.js"), "utf8");
   return libraryScript;
@@ -117,8 +123,10 @@ export async function installBehaviors(tab: Page, settings: BehaviorSettings, ho
     if (/^https?:/.test(url)) hooks.addLink(url);
     return hooks.claimClick(url);
   });
+  if (settings.enabled.includes("autoscroll")) autoscrollTabs.set(tab, settings.autoscrollMaxRounds ?? DEFAULT_AUTOSCROLL_MAX_ROUNDS);
   const init = {
-    autoscroll: settings.enabled.includes("autoscroll"),
+    // Ours runs instead (autoscroll.ts): the library's never brings a feed's end into view.
+    autoscroll: false,
     autoplay: settings.enabled.includes("autoplay"),
     autofetch: settings.enabled.includes("autofetch"),
     autoclick: settings.enabled.includes("autoclick"),
@@ -150,9 +158,10 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
   }
   const started = Date.now();
   const frames = tab.frames().filter((frame) => /^https?:/.test(frame.url()));
-  const runs = Promise.allSettled(
-    frames.map((frame) => frame.evaluate("self.__bx_behaviors ? self.__bx_behaviors.run().then(() => true) : false")),
-  );
+  const libraryRuns = frames.map((frame) => frame.evaluate("self.__bx_behaviors ? self.__bx_behaviors.run().then(() => true) : false"));
+  const maxRounds = autoscrollTabs.get(tab);
+  const scrolling = maxRounds === undefined ? [] : [autoscrollFrames(tab, frames, { deadline: started + timeoutMs, maxRounds })];
+  const runs = Promise.allSettled([...libraryRuns, ...scrolling]);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<"timed-out">((resolve) => (timer = setTimeout(() => resolve("timed-out"), timeoutMs)));
   const outcome = await Promise.race([runs.then(() => "finished" as const), deadline]);
