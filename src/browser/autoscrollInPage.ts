@@ -81,10 +81,12 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
   let moves = 0;
   for (const area of [root, ...areas]) {
     const view = area === root ? window.innerHeight : area.clientHeight;
+    // The end as it is now: what loads meanwhile is the next round's (one growth a round, not a chase).
+    const end = area.scrollHeight - view;
     let moved = false;
-    while (moves < limits.maxMoves && Date.now() < until && area.scrollTop < area.scrollHeight - view - 1) {
+    while (moves < limits.maxMoves && Date.now() < until && area.scrollTop < end - 1) {
       const from = area.scrollTop;
-      area.scrollTop = Math.min(area.scrollHeight - view, from + view);
+      area.scrollTop = Math.min(end, from + view);
       moves += 1;
       await rendered();
       // overflow: hidden (the window of a page whose feed is in a <div>): it does not scroll.
