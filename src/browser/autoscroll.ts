@@ -32,7 +32,12 @@ export interface FrameAutoscroll {
   seconds: number;
 }
 
-/** Grown is over once nothing grew and no request started or ended for this long. */
+/** Whether a frame's scrolling was cut by the behaviors' deadline: the page's behaviors timed out. */
+export function cutByDeadline(results: readonly FrameAutoscroll[]): boolean {
+  return results.some((result) => result.end === "deadline");
+}
+
+/** Growth is over once nothing grew and no request started or ended for this long. */
 const QUIET_MS = 500;
 /** A request in flight longer than this is a stream or long poll, not a batch being loaded. */
 const STREAM_MS = 5000;

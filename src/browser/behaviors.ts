@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 import type { Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
-import { autoscrollFrames, DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "./autoscroll.js";
+import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "./autoscroll.js";
 
 /**
  * In-page behaviors from the browsertrix-behaviors package (scrolling, autoplay, fetching every srcset
@@ -160,11 +160,14 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
   const frames = tab.frames().filter((frame) => /^https?:/.test(frame.url()));
   const libraryRuns = frames.map((frame) => frame.evaluate("self.__bx_behaviors ? self.__bx_behaviors.run().then(() => true) : false"));
   const maxRounds = autoscrollTabs.get(tab);
-  const scrolling = maxRounds === undefined ? [] : [autoscrollFrames(tab, frames, { deadline: started + timeoutMs, maxRounds })];
+  let scrollTimedOut = false;
+  const scrolling = maxRounds === undefined ? [] : [autoscrollFrames(tab, frames, { deadline: started + timeoutMs, maxRounds }).then((results) => (scrollTimedOut = cutByDeadline(results)))];
   const runs = Promise.allSettled([...libraryRuns, ...scrolling]);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<"timed-out">((resolve) => (timer = setTimeout(() => resolve("timed-out"), timeoutMs)));
-  const outcome = await Promise.race([runs.then(() => "finished" as const), deadline]);
+  // An endless feed's scrolling ends at the deadline itself: timed out, whichever settles first.
+  const raced = await Promise.race([runs.then(() => "finished" as const), deadline]);
+  const outcome = scrollTimedOut ? "timed-out" : raced;
   clearTimeout(timer);
   const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10 };
   logger.info("behavior", outcome === "finished" ? "behaviors finished" : "behaviors timed out", { url, seconds: result.seconds, frames: frames.length });
