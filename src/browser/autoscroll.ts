@@ -1,7 +1,7 @@
 import type { Frame, Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { scrollStepInPage, shapeChangeInPage, type ScrollShape } from "./autoscrollInPage.js";
-import { RequestWatch } from "./requestWatch.js";
+import type { RequestWatch } from "./requestWatch.js";
 
 /**
  * Our autoscroll behavior, run in place of browsertrix-behaviors' one (which tests whether a page scrolls by
@@ -39,26 +39,19 @@ export function cutByDeadline(results: readonly FrameAutoscroll[]): boolean {
 
 /** Growth is over once nothing grew and no request started or ended for this long. */
 const QUIET_MS = 500;
-/** A request in flight longer than this is a stream or long poll, not a batch being loaded. */
-const STREAM_MS = 5000;
 /** Each poll asks the page for up to this long whether it grew. */
 const POLL_MS = 100;
 /** Viewport moves per step, at two rendered frames each: about 1,800,000 px of a 900 px viewport. */
 const MAX_MOVES_PER_STEP = 2000;
 
 /** Scroll each frame to its end (concurrently), then log and return how each one ended. */
-export async function autoscrollFrames(tab: Page, frames: readonly Frame[], limits: AutoscrollLimits): Promise<FrameAutoscroll[]> {
-  const watch = RequestWatch.attach(tab);
-  try {
-    const results = await Promise.all(frames.map((frame) => autoscrollFrame(frame, watch, limits)));
-    for (const result of results) {
-      if (result.end === "nothing to scroll" || result.end === "site-specific behavior") continue;
-      logger.info("behaviorScript", "autoscroll ended", { url: tab.url(), ...result });
-    }
-    return results;
-  } finally {
-    watch.detach();
+export async function autoscrollFrames(tab: Page, watch: RequestWatch, frames: readonly Frame[], limits: AutoscrollLimits): Promise<FrameAutoscroll[]> {
+  const results = await Promise.all(frames.map((frame) => autoscrollFrame(frame, watch, limits)));
+  for (const result of results) {
+    if (result.end === "nothing to scroll" || result.end === "site-specific behavior") continue;
+    logger.info("behaviorScript", "autoscroll ended", { url: tab.url(), ...result });
   }
+  return results;
 }
 
 async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: AutoscrollLimits): Promise<FrameAutoscroll> {
@@ -69,9 +62,11 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
     for (;;) {
       const step = await frame.evaluate(scrollStepInPage, { maxMoves: MAX_MOVES_PER_STEP, budgetMs: Math.max(0, limits.deadline - Date.now()) });
       if (step.siteSpecific) return result("site-specific behavior");
-      // A page no taller than its viewport, with nothing to click: no waiting for growth.
-      if (rounds === 0 && !step.scrolled && !step.clicked) return result("nothing to scroll");
-      const grew = await waitForGrowth(frame, step.before, watch, limits.deadline);
+      // A page no taller than its viewport, with nothing to click, is not waited on: once a poll has given
+      // its scripts a rendered frame and it is quiet (its first batch may still be on its way, or just asked for).
+      const short = rounds === 0 && !step.scrolled && !step.clicked;
+      const grew = await waitForGrowth(frame, step.before, watch, limits.deadline, short ? POLL_MS : QUIET_MS);
+      if (short && !grew) return result("nothing to scroll");
       if (grew === "deadline") return result("deadline");
       if (!grew) return result("stopped growing");
       rounds += 1;
@@ -85,8 +80,11 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
   }
 }
 
-/** True once the frame's shape differs from `before`; false once it has not and the network has been quiet. */
-async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWatch, deadline: number): Promise<boolean | "deadline"> {
+/**
+ * True once the frame has grown from `before`; false once it has not after `minWaitMs` and the network has
+ * been quiet for QUIET_MS (a step's trigger may start its request a moment after the step).
+ */
+async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWatch, deadline: number, minWaitMs: number): Promise<boolean | "deadline"> {
   const since = Date.now();
   let seen = before;
   for (;;) {
@@ -95,6 +93,6 @@ async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWa
     if (now.page > before.page || now.areas > before.areas) return true;
     seen = now;
     if (Date.now() >= deadline) return "deadline";
-    if (Date.now() - since >= QUIET_MS && watch.quietFor(QUIET_MS, STREAM_MS)) return false;
+    if (Date.now() - since >= minWaitMs && watch.quietFor(QUIET_MS)) return false;
   }
 }

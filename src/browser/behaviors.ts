@@ -4,6 +4,7 @@ import type { Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
 import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "./autoscroll.js";
+import { RequestWatch } from "./requestWatch.js";
 
 /**
  * In-page behaviors from the browsertrix-behaviors package (scrolling, autoplay, fetching every srcset
@@ -99,8 +100,8 @@ const CLICK_SET_BINDING = "__bx_addSet";
 
 let libraryScript: string | null = null;
 
-/** Tabs whose pages get our autoscroll (in place of the library's): its round limit. */
-const autoscrollTabs = new WeakMap<Page, number>();
+/** Tabs whose pages get our autoscroll (in place of the library's): its round limit, the tab's requests. */
+const autoscrollTabs = new WeakMap<Page, { maxRounds: number; watch: RequestWatch }>();
 
 function behaviorsLibrary(): string {
   libraryScript ??= readFileSync(createRequire(import.meta.url).resolve("browsertrix-behaviors/dist/behaviors.js"), "utf8");
@@ -123,7 +124,9 @@ export async function installBehaviors(tab: Page, settings: BehaviorSettings, ho
     if (/^https?:/.test(url)) hooks.addLink(url);
     return hooks.claimClick(url);
   });
-  if (settings.enabled.includes("autoscroll")) autoscrollTabs.set(tab, settings.autoscrollMaxRounds ?? DEFAULT_AUTOSCROLL_MAX_ROUNDS);
+  if (settings.enabled.includes("autoscroll")) {
+    autoscrollTabs.set(tab, { maxRounds: settings.autoscrollMaxRounds ?? DEFAULT_AUTOSCROLL_MAX_ROUNDS, watch: RequestWatch.attach(tab) });
+  }
   const init = {
     // Ours runs instead (autoscroll.ts): the library's never brings a feed's end into view.
     autoscroll: false,
@@ -159,9 +162,11 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
   const started = Date.now();
   const frames = tab.frames().filter((frame) => /^https?:/.test(frame.url()));
   const libraryRuns = frames.map((frame) => frame.evaluate("self.__bx_behaviors ? self.__bx_behaviors.run().then(() => true) : false"));
-  const maxRounds = autoscrollTabs.get(tab);
+  const autoscroll = autoscrollTabs.get(tab);
   let scrollTimedOut = false;
-  const scrolling = maxRounds === undefined ? [] : [autoscrollFrames(tab, frames, { deadline: started + timeoutMs, maxRounds }).then((results) => (scrollTimedOut = cutByDeadline(results)))];
+  const scrolling = autoscroll
+    ? [autoscrollFrames(tab, autoscroll.watch, frames, { deadline: started + timeoutMs, maxRounds: autoscroll.maxRounds }).then((results) => (scrollTimedOut = cutByDeadline(results)))]
+    : [];
   const runs = Promise.allSettled([...libraryRuns, ...scrolling]);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<"timed-out">((resolve) => (timer = setTimeout(() => resolve("timed-out"), timeoutMs)));

@@ -53,8 +53,15 @@ let loading = false;
 async function load() {
   if (loading || next === null) return;
   loading = true;
-  const answer = await fetch("/api/${feed}?batch=" + next);
-  const data = await answer.json();
+  let data;
+  try {
+    const answer = await fetch("/api/${feed}?batch=" + next);
+    data = await answer.json();
+  } catch (err) {
+    // As feeds do: the next time the trigger comes into view (or the button is clicked), it tries again.
+    loading = false;
+    return;
+  }
   const batch = document.createElement("div");
   batch.className = "batch";
   batch.textContent = data.text;
