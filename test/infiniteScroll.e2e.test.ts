@@ -94,9 +94,12 @@ beforeAll(async () => {
     crawl("endless-timeout", ["/feed/endless.html"], ["--behaviorTimeout", "15"]),
     crawl("endless-rounds", ["/feed/endless.html"], ["--behaviorTimeout", "300", "--autoscrollMaxRounds", "7"]),
   ]);
-  // The figures for the closing note: each feed page's autoscroll rounds and seconds.
+  // The figures for the closing note: each feed page's autoscroll rounds and seconds, and its behaviors' seconds.
   for (const c of [feeds, endlessTimeout, endlessRounds]) {
-    for (const line of autoscrollLines(c)) console.log(JSON.stringify({ page: line.url.slice(site.url.length), rounds: line.rounds, end: line.end, seconds: line.seconds }));
+    const behaviorSeconds = new Map(logLines(c.result.stderr).filter((l) => l.context === "behavior").map((l) => [l.details.url, l.details.seconds]));
+    for (const line of autoscrollLines(c)) {
+      console.log(JSON.stringify({ page: line.url.slice(site.url.length), rounds: line.rounds, end: line.end, autoscrollSeconds: line.seconds, behaviorSeconds: behaviorSeconds.get(line.url) }));
+    }
   }
 }, 1_200_000);
 
