@@ -39,6 +39,8 @@ export function cutByDeadline(results: readonly FrameAutoscroll[]): boolean {
 
 /** Growth is over once nothing grew and no request started or ended for this long. */
 const QUIET_MS = 500;
+/** A step that brought no growth in this long is the end, even if requests go on (a page that polls). */
+const MAX_GROWTH_WAIT_MS = 10_000;
 /** Each poll asks the page for up to this long whether it grew. */
 const POLL_MS = 100;
 /** Viewport moves per step, at two rendered frames each: about 1,800,000 px of a 900 px viewport. */
@@ -82,7 +84,8 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
 
 /**
  * True once the frame has grown from `before`; false once it has not after `minWaitMs` and the network has
- * been quiet for QUIET_MS (a step's trigger may start its request a moment after the step).
+ * been quiet for QUIET_MS (a step's trigger may start its request a moment after the step), or after
+ * MAX_GROWTH_WAIT_MS whatever the network does.
  */
 async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWatch, deadline: number, minWaitMs: number): Promise<boolean | "deadline"> {
   const since = Date.now();
@@ -93,6 +96,7 @@ async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWa
     if (now.page > before.page || now.areas > before.areas) return true;
     seen = now;
     if (Date.now() >= deadline) return "deadline";
-    if (Date.now() - since >= minWaitMs && watch.quietFor(QUIET_MS)) return false;
+    const waited = Date.now() - since;
+    if ((waited >= minWaitMs && watch.quietFor(QUIET_MS)) || waited >= MAX_GROWTH_WAIT_MS) return false;
   }
 }
