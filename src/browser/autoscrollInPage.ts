@@ -96,7 +96,8 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
     if (moved) scrolled += 1;
   }
   // "Load more", "Show more posts", "View older": short texts only (a paragraph that mentions it is no button).
-  const loadMore = /^(load|show|view|see|display)\s+(more|older|next)\b|^more(\s+\w+)?$/i;
+  // A bare "More" is left alone: as often a menu as a feed's button.
+  const loadMore = /^(load|show|view|see|display)\s+(more|older|next)\b/i;
   const here = location.href.split("#")[0];
   const navigates = (element: Element): boolean => {
     if (element instanceof HTMLAnchorElement) {
