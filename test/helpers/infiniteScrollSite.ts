@@ -2,7 +2,8 @@
  * Loopback site of feeds that load more as they are scrolled or clicked, for the autoscroll behavior:
  *
  *  - `/feed/<name>.html`: a window-scrolled feed; an IntersectionObserver on a 1 px sentinel after the last
- *    batch fetches `/api/<name>?batch=N` (batch 1 as soon as the page shows), each batch 3,000 px tall.
+ *    batch (and a scroll listener that finds it in view) fetches `/api/<name>?batch=N` (batch 1 as soon as
+ *    the page shows), each batch 3,000 px tall.
  *    Feeds `feed-5`, `feed-20` and `feed-100` end after that many batches (the 100-batch page is 300,000 px);
  *    `endless` never ends.
  *  - `/div-feed.html`: the same feed (`/api/div-feed`, 8 batches) inside a 600 px `overflow: auto` <div>
@@ -90,7 +91,11 @@ ${body}
 function windowFeedPage(feed: string): string {
   return page(feed, "", `<h1>${feed}</h1><div id="feed"></div><div id="sentinel" style="height: 1px"></div>
 <script>${feedScript(feed)}
-new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) load(); }).observe(document.getElementById("sentinel"));
+const sentinel = document.getElementById("sentinel");
+new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) load(); }).observe(sentinel);
+// And on scroll, as many feeds do: an observer only reports changes, so a jump to the new end made before the
+// next rendering (the replay test's scrolling) would leave the sentinel "still visible" and the feed stuck.
+addEventListener("scroll", () => { if (sentinel.getBoundingClientRect().top <= innerHeight) load(); });
 </script>`);
 }
 
