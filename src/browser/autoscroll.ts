@@ -1,6 +1,6 @@
 import type { Frame, Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
-import { scrollStepInPage, shapeChangeInPage, type ScrollShape } from "./autoscrollInPage.js";
+import { nudgeInPage, scrollStepInPage, shapeChangeInPage, type ScrollShape } from "./autoscrollInPage.js";
 import type { RequestWatch } from "./requestWatch.js";
 
 /**
@@ -67,8 +67,13 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
       // A page no taller than its viewport, with nothing to click, is not waited on: once a poll has given
       // its scripts a rendered frame and it is quiet (its first batch may still be on its way, or just asked for).
       const short = rounds === 0 && !step.scrolled && !step.clicked;
-      const grew = await waitForGrowth(frame, step.before, watch, limits.deadline, short ? POLL_MS : QUIET_MS);
+      let grew = await waitForGrowth(frame, step.before, watch, limits.deadline, short ? POLL_MS : QUIET_MS);
       if (short && !grew) return result("nothing to scroll");
+      if (!grew) {
+        // Before giving up: back a viewport and to the end again (a trigger that fired late, or was missed).
+        await frame.evaluate(nudgeInPage);
+        grew = await waitForGrowth(frame, step.before, watch, limits.deadline, QUIET_MS);
+      }
       if (grew === "deadline") return result("deadline");
       if (!grew) return result("stopped growing");
       rounds += 1;

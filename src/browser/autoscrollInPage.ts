@@ -121,3 +121,26 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
   }
   return { before, scrolled, clicked, siteSpecific: false };
 }
+
+/**
+ * Move each area a viewport back from its end and back again, two rendered frames apart: a feed whose
+ * trigger fired late (a busy page) or whose observer missed the change gets another transition to see.
+ */
+export async function nudgeInPage(): Promise<void> {
+  const globals = self as unknown as AutoscrollGlobals;
+  const rendered = () =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 100);
+      requestAnimationFrame(() => requestAnimationFrame(() => (clearTimeout(timer), resolve())));
+    });
+  const root = document.scrollingElement ?? document.documentElement;
+  for (const area of [root, ...(globals.__wc_scrollAreas ?? []).filter((a) => a.isConnected)]) {
+    const view = area === root ? window.innerHeight : area.clientHeight;
+    const end = area.scrollHeight - view;
+    if (end <= 0) continue;
+    area.scrollTop = Math.max(0, end - view);
+    await rendered();
+    area.scrollTop = end;
+    await rendered();
+  }
+}
