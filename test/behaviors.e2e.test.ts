@@ -98,7 +98,7 @@ describe("behaviors on (the default)", () => {
 });
 
 describe("behaviors off (--behaviors \"\")", () => {
-  it("captures only what loading the pages fetches: no deeper feed page, lazy image, other candidate or media", () => {
+  it("captures only what loading the pages fetches (loading=\"lazy\" images included): no deeper feed page, data-src image, other candidate or media", () => {
     expect(withoutBehaviors.result.code, withoutBehaviors.result.stderr.slice(-2000)).toBe(0);
     expect(capturedPaths(withoutBehaviors.collectionDir)).toEqual([...BEHAVIOR_PAGE_PATHS, ...LOADED_WITHOUT_BEHAVIORS].sort());
     expect(logLines(withoutBehaviors.result.stderr).filter((l) => l.context === "behavior")).toEqual([]);

@@ -7,7 +7,8 @@
  * - autofetch is done as soon as the fetches it queued at its start have ended (none: at once); those it
  *   queues later, for content the page adds, go on and the crawler's network-idle wait covers them;
  * - autoplay waits the library's 500 ms for media to start playing only on a page that has media;
- * - everything else (site-specific and custom behaviors, the library's autoscroll) is awaited as run() does.
+ * - everything else (site-specific and custom behaviors) is awaited as run() does. The library's autoscroll
+ *   is off: ours (autoscroll.ts) runs beside this.
  * The library's internals it relies on are those of browsertrix-behaviors 0.8.4 (package.json pins it);
  * a manager without them is run with its own run().
  *
@@ -53,8 +54,6 @@ export async function driveLibraryBehaviors(): Promise<Record<string, number> | 
 
   const hasMedia = (root: ParentNode): boolean =>
     root.querySelector("video, audio") !== null || Array.from(root.querySelectorAll("*")).some((el) => el.shadowRoot !== null && hasMedia(el.shadowRoot));
-  // The library's autoscroll runs on short pages too: a page no taller than the window when the behaviors
-  // start may be about to grow (its script still handling a response), and the autoscroll watches for that.
   const behaviors = manager.behaviors;
   const started = performance.now();
   for (const behavior of behaviors) behavior.start();

@@ -3,7 +3,9 @@ import { createRequire } from "node:module";
 import type { Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
+import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "./autoscroll.js";
 import { driveLibraryBehaviors } from "./behaviorDriver.js";
+import { RequestWatch } from "./requestWatch.js";
 
 /**
  * In-page behaviors from the browsertrix-behaviors package (scrolling, autoplay, fetching every srcset
@@ -28,6 +30,8 @@ export interface BehaviorSettings {
   clickSelector?: string;
   /** --customBehaviors: behavior classes (JavaScript class expressions), loaded after the library's own. */
   customScripts?: readonly CustomBehaviorScript[];
+  /** --autoscrollMaxRounds: how many times our autoscroll lets a frame grow (autoscroll.ts). */
+  autoscrollMaxRounds?: number;
 }
 
 /** One custom behavior file: where it came from (for messages) and its JavaScript. */
@@ -99,6 +103,9 @@ const CLICK_SET_BINDING = "__bx_addSet";
 
 let libraryScript: string | null = null;
 
+/** Tabs whose pages get our autoscroll (in place of the library's): its round limit, the tab's requests. */
+const autoscrollTabs = new WeakMap<Page, { maxRounds: number; watch: RequestWatch }>();
+
 function behaviorsLibrary(): string {
   libraryScript ??= readFileSync(createRequire(import.meta.url).resolve("browsertrix-behaviors/dist/behaviors.js"), "utf8");
   return libraryScript;
@@ -120,8 +127,12 @@ export async function installBehaviors(tab: Page, settings: BehaviorSettings, ho
     if (/^https?:/.test(url)) hooks.addLink(url);
     return hooks.claimClick(url);
   });
+  if (settings.enabled.includes("autoscroll")) {
+    autoscrollTabs.set(tab, { maxRounds: settings.autoscrollMaxRounds ?? DEFAULT_AUTOSCROLL_MAX_ROUNDS, watch: RequestWatch.attach(tab) });
+  }
   const init = {
-    autoscroll: settings.enabled.includes("autoscroll"),
+    // Ours runs instead (autoscroll.ts): the library's never brings a feed's end into view.
+    autoscroll: false,
     autoplay: settings.enabled.includes("autoplay"),
     autofetch: settings.enabled.includes("autofetch"),
     autoclick: settings.enabled.includes("autoclick"),
@@ -154,15 +165,25 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
   const started = Date.now();
   const frames = tab.frames().filter((frame) => /^https?:/.test(frame.url()));
   const eachMs: Record<string, number> = {};
-  const runs = Promise.allSettled(
-    frames.map(async (frame) => {
-      const times = await frame.evaluate(driveLibraryBehaviors);
-      if (frame === tab.mainFrame()) Object.assign(eachMs, times);
-    }),
-  );
+  const libraryRuns = frames.map(async (frame) => {
+    const times = await frame.evaluate(driveLibraryBehaviors);
+    if (frame === tab.mainFrame()) Object.assign(eachMs, times);
+  });
+  const autoscroll = autoscrollTabs.get(tab);
+  let scrollTimedOut = false;
+  const scrolling = autoscroll
+    ? [autoscrollFrames(tab, autoscroll.watch, frames, { deadline: started + timeoutMs, maxRounds: autoscroll.maxRounds }).then((results) => {
+        scrollTimedOut = cutByDeadline(results);
+        // Our autoscroll (autoscroll.ts) beside the library's own behaviors, for the page timings.
+        eachMs.OwnAutoscroll = Date.now() - started;
+      })]
+    : [];
+  const runs = Promise.allSettled([...libraryRuns, ...scrolling]);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<"timed-out">((resolve) => (timer = setTimeout(() => resolve("timed-out"), timeoutMs)));
-  const outcome = await Promise.race([runs.then(() => "finished" as const), deadline]);
+  // An endless feed's scrolling ends at the deadline itself: timed out, whichever settles first.
+  const raced = await Promise.race([runs.then(() => "finished" as const), deadline]);
+  const outcome = scrollTimedOut ? "timed-out" : raced;
   clearTimeout(timer);
   const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10, eachMs };
   logger.info("behavior", outcome === "finished" ? "behaviors finished" : "behaviors timed out", { url, seconds: result.seconds, frames: frames.length });

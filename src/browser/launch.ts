@@ -36,6 +36,9 @@ export const CHROMIUM_ARGS = [
   "--mute-audio",
   "--no-default-browser-check",
   "--disable-breakpad",
+  // Images and iframes with loading="lazy" load with the page, wherever they are (as in browsertrix-crawler):
+  // the autoscroll behavior is then needed only for what scripts add.
+  "--disable-lazy-loading",
   // Keep cross-origin iframes in the page's own target so one CDP session sees all their traffic.
   "--disable-features=IsolateOrigins,site-per-process,Translate,MediaRouter,OptimizationHints,NetworkTimeServiceQuerying",
   "--disable-site-isolation-trials",

@@ -21,6 +21,7 @@ import { TerminalDisplay } from "../log/terminal.js";
 import { VERSION } from "../version.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
 import { BEHAVIOR_NAMES, DEFAULT_BEHAVIORS } from "../browser/behaviors.js";
+import { DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "../browser/autoscroll.js";
 import { localCustomBehaviors } from "../config/customBehaviors.js";
 import { AddressRefusedError, checkAddress, policyLookup } from "../fetch/addressPolicy.js";
 import { openCrawlProfile, ProfileSourceError, settleSavedProfile, type CrawlProfile } from "../profile/crawlProfile.js";
@@ -120,6 +121,7 @@ export function buildCrawlProgram(): Command {
     .option("--selectLinks <selectors...>", "where each page's links are read from, in every frame: selector->property or selector->@attribute (a property that is empty falls back to the attribute), comma-separated, repeatable (default: a[href]->href,area[href]->href)", collect)
     .option("--clickSelector <selector>", "CSS selector of the elements the autoclick behavior (--behaviors autoclick) clicks", "a")
     .option("--customBehaviors <sources...>", "behavior classes to run in pages (with the siteSpecific behavior): a .js file, a folder of them, an http(s) URL of one, or git+<repo URL>[?branch=B&path=dir]; comma-separated, repeatable", collect)
+    .option("--autoscrollMaxRounds <n>", `the autoscroll behavior scrolls each frame (the window and scrolling elements) to its end and clicks "load more" buttons while it grows, until it stops growing, --behaviorTimeout, or it has grown this many times (default ${DEFAULT_AUTOSCROLL_MAX_ROUNDS})`)
     .option("--alwaysAddBehaviorLinks", "links that behaviors add (custom behaviors' addLink, links autoclick clicks) are crawled whatever the scope, unless --exclude'd")
     // Lifecycle: which failures fail the crawl, restarts, --overwrite, --dryRun, health (src/config/lifecycleOptions.ts)
     .option("--maxPageLimit <n>", "caps --limit: the crawl takes at most this many pages whatever --limit says; 0 = no cap")

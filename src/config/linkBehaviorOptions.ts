@@ -1,9 +1,11 @@
 import { resolve } from "node:path";
 import { Script } from "node:vm";
 import { createParser } from "css-selector-parser";
+import { DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "../browser/autoscroll.js";
 import type { CustomBehaviorScript } from "../browser/behaviors.js";
 import { DEFAULT_LINK_SELECTORS, type LinkSelector } from "../browser/linkExtract.js";
 import { readLocalBehaviors } from "./customBehaviors.js";
+import { integer } from "./flagValues.js";
 import { OptionsError } from "./optionsError.js";
 
 /** Where links come from and what behaviors may add (browsertrix-crawler's flag names). */
@@ -16,6 +18,8 @@ export interface LinkBehaviorOptions {
   customBehaviors: CustomBehaviorScript[];
   /** --alwaysAddBehaviorLinks: links behaviors add are queued whatever the scope (not if excluded). */
   alwaysAddBehaviorLinks: boolean;
+  /** --autoscrollMaxRounds (ours): how many times the autoscroll behavior lets one frame grow. */
+  autoscrollMaxRounds: number;
 }
 
 export interface RawLinkBehaviorFlags {
@@ -26,6 +30,7 @@ export interface RawLinkBehaviorFlags {
   /** Local copy -> the URL or git source it was made from (set by the crawl command with the copies). */
   customBehaviorOrigins?: Record<string, string>;
   alwaysAddBehaviorLinks?: boolean;
+  autoscrollMaxRounds?: string;
 }
 
 export const DEFAULT_CLICK_SELECTOR = "a";
@@ -69,6 +74,7 @@ export function linkBehaviorOptions(flags: RawLinkBehaviorFlags): LinkBehaviorOp
     clickSelector,
     customBehaviors,
     alwaysAddBehaviorLinks: flags.alwaysAddBehaviorLinks ?? false,
+    autoscrollMaxRounds: integer("autoscrollMaxRounds", flags.autoscrollMaxRounds, DEFAULT_AUTOSCROLL_MAX_ROUNDS, 1),
   };
 }
 

@@ -67,7 +67,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       behaviors: emptyTally(),
       watch: run.watch,
     };
-    const { selectLinks, clickSelector, customBehaviors } = options.linkBehavior;
+    const { selectLinks, clickSelector, customBehaviors, autoscrollMaxRounds } = options.linkBehavior;
     const claimClick = clickClaims();
     // As in browsertrix-crawler, a custom behavior is a site-specific one: it runs only with those.
     if (customBehaviors.length && !options.behaviors.includes("siteSpecific")) {
@@ -86,7 +86,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         extracts: extractOptionsOf(options),
         rateLimitStatusCodes: options.rateLimit.statusCodes,
         extras: { ...options.browserMisc, loginUrl: options.profile.loginUrl },
-        behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000, clickSelector, customScripts: customBehaviors },
+        behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000, clickSelector, customScripts: customBehaviors, autoscrollMaxRounds },
         limits,
         linkSelectors: selectLinks,
         claimClick,

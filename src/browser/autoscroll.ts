@@ -1,0 +1,107 @@
+import type { Frame, Page } from "puppeteer-core";
+import { errorMessage, logger } from "../log/logger.js";
+import { nudgeInPage, scrollStepInPage, shapeChangeInPage, type ScrollShape } from "./autoscrollInPage.js";
+import type { RequestWatch } from "./requestWatch.js";
+
+/**
+ * Our autoscroll behavior, run in place of browsertrix-behaviors' one (which tests whether a page scrolls by
+ * jumping to 98% of its height, so a feed's trigger at the very end never comes into view): in every frame,
+ * scroll the window and each scrolling element to its end and click "load more" buttons, again and again
+ * while the frame grows, until it stops growing with no request in flight, a round limit, or the deadline.
+ * A frame where the library runs a site-specific behavior is left to it, as the library's autoscroll is.
+ */
+
+/** Default --autoscrollMaxRounds: a 3,000 px batch a round is 3,000,000 px. */
+export const DEFAULT_AUTOSCROLL_MAX_ROUNDS = 1000;
+
+export interface AutoscrollLimits {
+  /** Epoch ms: the page's behavior deadline (--behaviorTimeout). */
+  deadline: number;
+  /** Stop after the frame has grown this many times (--autoscrollMaxRounds). */
+  maxRounds: number;
+}
+
+/** Why a frame's scrolling ended. */
+export type AutoscrollEnd = "stopped growing" | "round limit" | "deadline" | "nothing to scroll" | "site-specific behavior" | "frame gone";
+
+export interface FrameAutoscroll {
+  frameUrl: string;
+  /** Times the frame grew after a step. */
+  rounds: number;
+  end: AutoscrollEnd;
+  seconds: number;
+}
+
+/** Whether a frame's scrolling was cut by the behaviors' deadline: the page's behaviors timed out. */
+export function cutByDeadline(results: readonly FrameAutoscroll[]): boolean {
+  return results.some((result) => result.end === "deadline");
+}
+
+/** Growth is over once nothing grew and no request started or ended for this long. */
+const QUIET_MS = 500;
+/** A step that brought no growth in this long is the end, even if requests go on (a page that polls). */
+const MAX_GROWTH_WAIT_MS = 10_000;
+/** Each poll asks the page for up to this long whether it grew. */
+const POLL_MS = 100;
+/** Viewport moves per step, at two rendered frames each: about 1,800,000 px of a 900 px viewport. */
+const MAX_MOVES_PER_STEP = 2000;
+
+/** Scroll each frame to its end (concurrently), then log and return how each one ended. */
+export async function autoscrollFrames(tab: Page, watch: RequestWatch, frames: readonly Frame[], limits: AutoscrollLimits): Promise<FrameAutoscroll[]> {
+  const results = await Promise.all(frames.map((frame) => autoscrollFrame(frame, watch, limits)));
+  for (const result of results) {
+    if (result.end === "nothing to scroll" || result.end === "site-specific behavior") continue;
+    logger.info("behaviorScript", "autoscroll ended", { url: tab.url(), ...result });
+  }
+  return results;
+}
+
+async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: AutoscrollLimits): Promise<FrameAutoscroll> {
+  const started = Date.now();
+  let rounds = 0;
+  const result = (end: AutoscrollEnd): FrameAutoscroll => ({ frameUrl: frame.url(), rounds, end, seconds: Math.round((Date.now() - started) / 100) / 10 });
+  try {
+    for (;;) {
+      const step = await frame.evaluate(scrollStepInPage, { maxMoves: MAX_MOVES_PER_STEP, budgetMs: Math.max(0, limits.deadline - Date.now()) });
+      if (step.siteSpecific) return result("site-specific behavior");
+      // A page no taller than its viewport, with nothing to click, is not waited on: once a poll has given
+      // its scripts a rendered frame and it is quiet (its first batch may still be on its way, or just asked for).
+      const short = rounds === 0 && !step.scrolled && !step.clicked;
+      let grew = await waitForGrowth(frame, step.before, watch, limits.deadline, short ? POLL_MS : QUIET_MS);
+      if (short && !grew) return result("nothing to scroll");
+      if (!grew) {
+        // Before giving up: back a viewport and to the end again (a trigger that fired late, or was missed).
+        await frame.evaluate(nudgeInPage);
+        grew = await waitForGrowth(frame, step.before, watch, limits.deadline, QUIET_MS);
+      }
+      if (grew === "deadline") return result("deadline");
+      if (!grew) return result("stopped growing");
+      rounds += 1;
+      if (rounds >= limits.maxRounds) return result("round limit");
+      if (Date.now() >= limits.deadline) return result("deadline");
+    }
+  } catch (err) {
+    // Navigated away or detached: what it loaded so far is captured all the same.
+    logger.debug("behaviorScript", `autoscroll stopped: ${errorMessage(err)}`, { frame: frame.url() });
+    return result("frame gone");
+  }
+}
+
+/**
+ * True once the frame has grown from `before`; false once it has not after `minWaitMs` and the network has
+ * been quiet for QUIET_MS (a step's trigger may start its request a moment after the step), or after
+ * MAX_GROWTH_WAIT_MS whatever the network does.
+ */
+async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWatch, deadline: number, minWaitMs: number): Promise<boolean | "deadline"> {
+  const since = Date.now();
+  let seen = before;
+  for (;;) {
+    // Waits in the page for a change from what was last seen (a shrink is a change, not growth).
+    const now = await frame.evaluate(shapeChangeInPage, seen, Math.max(0, Math.min(POLL_MS, deadline - Date.now())));
+    if (now.page > before.page || now.areas > before.areas) return true;
+    seen = now;
+    if (Date.now() >= deadline) return "deadline";
+    const waited = Date.now() - since;
+    if ((waited >= minWaitMs && watch.quietFor(QUIET_MS)) || waited >= MAX_GROWTH_WAIT_MS) return false;
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * The autoscroll behavior's in-page half: functions puppeteer serializes into a frame (each one whole,
+ * using nothing from this module), called by autoscroll.ts. They run in the page, so they use only the DOM.
+ */
+
+/** How tall the frame's scrolling areas are: growth of any of them is a feed loading more. */
+export interface ScrollShape {
+  /** The document's scroll height. */
+  page: number;
+  /** The scroll heights of the scrolling elements the last step found, summed. */
+  areas: number;
+}
+
+/** What one step did. */
+export interface ScrollStep {
+  /** The shape before the step moved anything: growth is measured from here. */
+  before: ScrollShape;
+  /** Areas scrolled (the window, if taller than the viewport, and scrolling elements). */
+  scrolled: number;
+  /** "Load more" buttons clicked. */
+  clicked: number;
+  /** browsertrix-behaviors runs a site-specific behavior in this frame: it scrolls the way that site needs. */
+  siteSpecific: boolean;
+}
+
+/** The page globals: the steps keep their scrolling elements for shapeChangeInPage(); the library's runner. */
+interface AutoscrollGlobals {
+  __wc_scrollAreas?: Element[];
+  __bx_behaviors?: { mainBehavior?: unknown; selectMainBehavior?: () => void };
+}
+
+/** Poll the shape (briefly: no rendering needed) until it differs from `before` or `waitMs` has passed. */
+export async function shapeChangeInPage(before: ScrollShape, waitMs: number): Promise<ScrollShape> {
+  const globals = self as unknown as AutoscrollGlobals;
+  const shape = (): ScrollShape => ({
+    page: (document.scrollingElement ?? document.documentElement).scrollHeight,
+    areas: (globals.__wc_scrollAreas ?? []).reduce((sum, area) => sum + (area.isConnected ? area.scrollHeight : 0), 0),
+  });
+  const until = Date.now() + waitMs;
+  for (;;) {
+    const now = shape();
+    if (now.page !== before.page || now.areas !== before.areas || Date.now() >= until) return now;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/**
+ * One step: scroll the window and every scrolling element from where it is to its end, a viewport at a time
+ * with two rendered frames between moves (so IntersectionObservers see every part pass by, and a sentinel at
+ * the end comes into view rather than being jumped over); then click each visible "load more" button or link
+ * that does not navigate. Within `maxMoves` viewport moves and `budgetMs` (the behaviors' deadline).
+ */
+export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: number }): Promise<ScrollStep> {
+  const until = Date.now() + limits.budgetMs;
+  const globals = self as unknown as AutoscrollGlobals;
+  const shape = (): ScrollShape => ({
+    page: (document.scrollingElement ?? document.documentElement).scrollHeight,
+    areas: (globals.__wc_scrollAreas ?? []).reduce((sum, area) => sum + (area.isConnected ? area.scrollHeight : 0), 0),
+  });
+  // The library picks its site-specific behavior when its run() starts; picking it here first, whichever
+  // starts first, is the same pick (it keeps the first one).
+  globals.__bx_behaviors?.selectMainBehavior?.();
+  if (globals.__bx_behaviors?.mainBehavior) return { before: shape(), scrolled: 0, clicked: 0, siteSpecific: true };
+  // requestAnimationFrame alone never fires in a frame that is not rendered: the timer caps the wait.
+  const rendered = () =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 100);
+      requestAnimationFrame(() => requestAnimationFrame(() => (clearTimeout(timer), resolve())));
+    });
+  const root = document.scrollingElement ?? document.documentElement;
+  const areas: Element[] = [];
+  for (const element of Array.from(document.querySelectorAll("body *"))) {
+    if (areas.length >= 50) break;
+    if (element.clientHeight <= 0 || element.scrollHeight <= element.clientHeight + 1) continue;
+    const overflow = getComputedStyle(element).overflowY;
+    if (overflow === "auto" || overflow === "scroll" || overflow === "overlay") areas.push(element);
+  }
+  globals.__wc_scrollAreas = areas;
+  const before = shape();
+  let scrolled = 0;
+  let moves = 0;
+  for (const area of [root, ...areas]) {
+    const view = area === root ? window.innerHeight : area.clientHeight;
+    // The end as it is now: what loads meanwhile is the next round's (one growth a round, not a chase).
+    const end = area.scrollHeight - view;
+    let moved = false;
+    while (moves < limits.maxMoves && Date.now() < until && area.scrollTop < end - 1) {
+      const from = area.scrollTop;
+      area.scrollTop = Math.min(end, from + view);
+      moves += 1;
+      await rendered();
+      // overflow: hidden (the window of a page whose feed is in a <div>): it does not scroll.
+      if (area.scrollTop <= from) break;
+      moved = true;
+    }
+    if (moved) scrolled += 1;
+  }
+  // "Load more", "Show more posts", "View older": short texts only (a paragraph that mentions it is no button).
+  // A bare "More" is left alone: as often a menu as a feed's button.
+  const loadMore = /^(load|show|view|see|display)\s+(more|older|next)\b/i;
+  const here = location.href.split("#")[0];
+  const navigates = (element: Element): boolean => {
+    if (element instanceof HTMLAnchorElement) {
+      const href = element.getAttribute("href");
+      if (element.target && element.target !== "_self") return true;
+      if (!href || href.startsWith("#") || /^\s*javascript:/i.test(href)) return false;
+      return element.href.split("#")[0] !== here;
+    }
+    // A submit button in a form posts the form: a navigation.
+    return (element instanceof HTMLButtonElement || element instanceof HTMLInputElement) && element.form !== null && element.type === "submit";
+  };
+  let clicked = 0;
+  for (const element of Array.from(document.querySelectorAll<HTMLElement>("button, a, [role=button], input[type=button], input[type=submit]"))) {
+    if (clicked >= 10) break;
+    const label = (element instanceof HTMLInputElement ? element.value : element.innerText || element.getAttribute("aria-label") || "").replace(/\s+/g, " ").trim();
+    if (!label || label.length > 40 || !loadMore.test(label)) continue;
+    if (!element.getClientRects().length || (element as HTMLButtonElement).disabled || navigates(element)) continue;
+    element.scrollIntoView({ block: "center" });
+    element.click();
+    clicked += 1;
+  }
+  return { before, scrolled, clicked, siteSpecific: false };
+}
+
+/**
+ * Move each area a viewport back from its end and back again, two rendered frames apart: a feed whose
+ * trigger fired late (a busy page) or whose observer missed the change gets another transition to see.
+ */
+export async function nudgeInPage(): Promise<void> {
+  const globals = self as unknown as AutoscrollGlobals;
+  const rendered = () =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 100);
+      requestAnimationFrame(() => requestAnimationFrame(() => (clearTimeout(timer), resolve())));
+    });
+  const root = document.scrollingElement ?? document.documentElement;
+  for (const area of [root, ...(globals.__wc_scrollAreas ?? []).filter((a) => a.isConnected)]) {
+    const view = area === root ? window.innerHeight : area.clientHeight;
+    const end = area.scrollHeight - view;
+    if (end <= 0) continue;
+    area.scrollTop = Math.max(0, end - view);
+    await rendered();
+    area.scrollTop = end;
+    await rendered();
+  }
+}

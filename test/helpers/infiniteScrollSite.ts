@@ -1,0 +1,168 @@
+/**
+ * Loopback site of feeds that load more as they are scrolled or clicked, for the autoscroll behavior:
+ *
+ *  - `/feed/<name>.html`: a window-scrolled feed; an IntersectionObserver on a 1 px sentinel after the last
+ *    batch (and a scroll listener that finds it in view) fetches `/api/<name>?batch=N` (batch 1 as soon as
+ *    the page shows), each batch 3,000 px tall.
+ *    Feeds `feed-5`, `feed-20` and `feed-100` end after that many batches (the 100-batch page is 300,000 px);
+ *    `endless` never ends.
+ *  - `/div-feed.html`: the same feed (`/api/div-feed`, 8 batches) inside a 600 px `overflow: auto` <div>
+ *    (the observer's root); the window itself does not scroll.
+ *  - `/load-more.html`: batch 1 on load, then a "Load more" <button> after the list fetches the next batch
+ *    (`/api/load-more`, 6 batches; the button goes away after the last). Beside it, a "Show more stories" link
+ *    to `/elsewhere.html` and a "Show more" submit button of a form posting to `/submitted`: both navigate,
+ *    so neither may be clicked.
+ *  - `/lazy.html`: three `loading="lazy"` images 20,000 px and more below the fold (`/img/lazy-N.svg`).
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+export const BATCH_HEIGHT_PX = 3000;
+export const WINDOW_FEEDS = { "feed-5": 5, "feed-20": 20, "feed-100": 100 } as const;
+export type WindowFeed = keyof typeof WINDOW_FEEDS;
+export const DIV_FEED_BATCHES = 8;
+export const LOAD_MORE_BATCHES = 6;
+export const LAZY_IMAGES = ["/img/lazy-1.svg", "/img/lazy-2.svg", "/img/lazy-3.svg"];
+
+/** The text a feed shows for one batch (replay tests look for the last one). */
+export function batchText(feed: string, batch: number): string {
+  return `Batch ${batch} of ${feed}`;
+}
+
+/** The request targets of a feed's batches 1..n. */
+export function batchRequests(feed: string, n: number): string[] {
+  return Array.from({ length: n }, (_, i) => `/api/${feed}?batch=${i + 1}`);
+}
+
+export interface InfiniteScrollSite {
+  /** Base URL without trailing slash. */
+  url: string;
+  /** Request targets (path + query) in arrival order. */
+  requests: string[];
+  close(): Promise<void>;
+}
+
+/** Batches per feed API name; null: never ends. */
+const FEED_SIZES: Record<string, number | null> = { ...WINDOW_FEEDS, endless: null, "div-feed": DIV_FEED_BATCHES, "load-more": LOAD_MORE_BATCHES };
+
+/** The script every feed page shares: load(), appending one batch to #feed, and the end marker. */
+function feedScript(feed: string): string {
+  return `
+const list = document.getElementById("feed");
+let next = 1;
+let loading = false;
+async function load() {
+  if (loading || next === null) return;
+  loading = true;
+  let data;
+  try {
+    const answer = await fetch("/api/${feed}?batch=" + next);
+    data = await answer.json();
+  } catch (err) {
+    // As feeds do: the next time the trigger comes into view (or the button is clicked), it tries again.
+    loading = false;
+    return;
+  }
+  const batch = document.createElement("div");
+  batch.className = "batch";
+  batch.textContent = data.text;
+  list.appendChild(batch);
+  next = data.next;
+  loading = false;
+  if (next === null) {
+    const end = document.createElement("p");
+    end.textContent = "End of ${feed}";
+    list.appendChild(end);
+    document.dispatchEvent(new Event("feedend"));
+  }
+}`;
+}
+
+function page(title: string, style: string, body: string): string {
+  return `<!doctype html>
+<html><head><meta charset="utf-8"><title>${title}</title><link rel="icon" href="data:,">
+<style>body { margin: 0; font: 16px sans-serif; } .batch { height: ${BATCH_HEIGHT_PX}px; border-top: 1px solid #999; } ${style}</style>
+</head><body>
+${body}
+</body></html>
+`;
+}
+
+function windowFeedPage(feed: string): string {
+  return page(feed, "", `<h1>${feed}</h1><div id="feed"></div><div id="sentinel" style="height: 1px"></div>
+<script>${feedScript(feed)}
+const sentinel = document.getElementById("sentinel");
+new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) load(); }).observe(sentinel);
+// And on scroll, as many feeds do: an observer only reports changes, so a jump to the new end made before the
+// next rendering (the replay test's scrolling) would leave the sentinel "still visible" and the feed stuck.
+addEventListener("scroll", () => { if (sentinel.getBoundingClientRect().top <= innerHeight) load(); });
+</script>`);
+}
+
+function divFeedPage(): string {
+  return page("div-feed", "#scroller { height: 600px; overflow: auto; border: 1px solid #333; }", `<h1>div-feed</h1>
+<div id="scroller"><div id="feed"></div><div id="sentinel" style="height: 1px"></div></div>
+<script>${feedScript("div-feed")}
+new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) load(); }, { root: document.getElementById("scroller") }).observe(document.getElementById("sentinel"));
+</script>`);
+}
+
+function loadMorePage(): string {
+  return page("load-more", ".batch { height: 1500px; }", `<h1>load-more</h1>
+<p><a href="/elsewhere.html">Show more stories</a></p>
+<form action="/submitted" method="post"><button>Show more</button></form>
+<div id="feed"></div><button id="more" type="button">Load more</button>
+<script>${feedScript("load-more")}
+const more = document.getElementById("more");
+more.addEventListener("click", () => load());
+document.addEventListener("feedend", () => more.remove());
+load();
+</script>`);
+}
+
+function lazyPage(): string {
+  const images = LAZY_IMAGES.map((src) => `<div style="height: 20000px"></div><img loading="lazy" src="${src}" width="40" height="40" alt="">`).join("\n");
+  return page("lazy", "", `<h1>lazy images</h1>\n${images}`);
+}
+
+const SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="40" height="40"><rect width="40" height="40" fill="teal"/></svg>`;
+
+export async function startInfiniteScrollSite(): Promise<InfiniteScrollSite> {
+  const requests: string[] = [];
+  const server = http.createServer((req, res) => {
+    const target = req.url ?? "/";
+    requests.push(target);
+    const send = (status: number, type: string, body: string) => {
+      res.writeHead(status, { "Content-Type": type, "Cache-Control": "no-store", "Content-Length": Buffer.byteLength(body) });
+      res.end(body);
+    };
+    const url = new URL(target, "http://127.0.0.1");
+    const api = /^\/api\/([\w-]+)$/.exec(url.pathname);
+    const feedPage = /^\/feed\/([\w-]+)\.html$/.exec(url.pathname);
+    if (api && api[1] in FEED_SIZES) {
+      const size = FEED_SIZES[api[1]];
+      const batch = Number(url.searchParams.get("batch"));
+      if (!Number.isInteger(batch) || batch < 1 || (size !== null && batch > size)) return send(404, "text/plain", "no such batch\n");
+      return send(200, "application/json", JSON.stringify({ text: batchText(api[1], batch), next: size !== null && batch >= size ? null : batch + 1 }));
+    }
+    if (feedPage && (feedPage[1] in WINDOW_FEEDS || feedPage[1] === "endless")) return send(200, "text/html", windowFeedPage(feedPage[1]));
+    if (url.pathname === "/div-feed.html") return send(200, "text/html", divFeedPage());
+    if (url.pathname === "/load-more.html") return send(200, "text/html", loadMorePage());
+    if (url.pathname === "/lazy.html") return send(200, "text/html", lazyPage());
+    if (url.pathname === "/elsewhere.html") return send(200, "text/html", page("elsewhere", "", "<p>Another page</p>"));
+    if (LAZY_IMAGES.includes(url.pathname)) return send(200, "image/svg+xml", SVG);
+    send(404, "text/plain", "not found\n");
+  });
+  server.keepAliveTimeout = 2_000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
