@@ -59,6 +59,7 @@ export async function autoscrollFrames(tab: Page, watch: RequestWatch, frames: r
 async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: AutoscrollLimits): Promise<FrameAutoscroll> {
   const started = Date.now();
   let rounds = 0;
+  let lookedAgain = false;
   const result = (end: AutoscrollEnd): FrameAutoscroll => ({ frameUrl: frame.url(), rounds, end, seconds: Math.round((Date.now() - started) / 100) / 10 });
   try {
     for (;;) {
@@ -68,7 +69,15 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
       // its scripts a rendered frame and it is quiet (its first batch may still be on its way, or just asked for).
       const short = rounds === 0 && !step.scrolled && !step.clicked;
       let grew = await waitForGrowth(frame, step.before, watch, limits.deadline, short ? POLL_MS : QUIET_MS);
-      if (short && !grew) return result("nothing to scroll");
+      if (short && !grew) {
+        // Behaviors start as soon as the load's requests end: a feed's first batch may have arrived but not
+        // be rendered yet when the step looked (a <div> that was not yet scrolling). Look once more, now quiet.
+        if (!lookedAgain) {
+          lookedAgain = true;
+          continue;
+        }
+        return result("nothing to scroll");
+      }
       if (!grew) {
         // Before giving up: back a viewport and to the end again (a trigger that fired late, or was missed).
         await frame.evaluate(nudgeInPage);
@@ -76,7 +85,8 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
       }
       if (grew === "deadline") return result("deadline");
       if (!grew) return result("stopped growing");
-      rounds += 1;
+      // Growth the step did not cause (the page rendering its first batch) is no round.
+      if (step.scrolled || step.clicked) rounds += 1;
       if (rounds >= limits.maxRounds) return result("round limit");
       if (Date.now() >= limits.deadline) return result("deadline");
     }

@@ -174,8 +174,8 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
   const scrolling = autoscroll
     ? [autoscrollFrames(tab, autoscroll.watch, frames, { deadline: started + timeoutMs, maxRounds: autoscroll.maxRounds }).then((results) => {
         scrollTimedOut = cutByDeadline(results);
-        // Our autoscroll (autoscroll.ts) beside the library's own behaviors, for the page timings.
-        eachMs.OwnAutoscroll = Date.now() - started;
+        // Our autoscroll (autoscroll.ts), under the name the library's (turned off) had, for the page timings.
+        eachMs.Autoscroll = Date.now() - started;
       })]
     : [];
   const runs = Promise.allSettled([...libraryRuns, ...scrolling]);
