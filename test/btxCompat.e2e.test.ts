@@ -14,6 +14,8 @@ import { listedPaths } from "./helpers/pageLists.js";
 
 // The command lines and configs browsertrix-crawler's users run today (reference: browsertrix-cli.md §1.1),
 // each pointed at the seed site and our output folder: they crawl to the end with browsertrix-crawler's exit code.
+// Each test crawls into collections of its own and reads nothing the others change: they run two at a time
+// (describe.concurrent; maxConcurrency in vitest.config.ts).
 
 let site: SeedSite;
 let cwd: string;
@@ -54,7 +56,7 @@ async function crawl(collection: string, args: string[], env: NodeJS.ProcessEnv 
 
 const notImplemented = (...flags: string[]) => flags.map((f) => `accepted for browsertrix-crawler compatibility but not implemented yet: ${f}`);
 
-describe("real browsertrix-crawler invocations", () => {
+describe.concurrent("real browsertrix-crawler invocations", () => {
   it("zimit's command line", async () => {
     const urlFile = join(cwd, "zimit-seeds.txt");
     writeFileSync(urlFile, `${site.seed}\n`);
@@ -141,7 +143,7 @@ describe("real browsertrix-crawler invocations", () => {
   }, 300_000);
 });
 
-describe("--urlFile / --seedFile as an http(s) URL (as the Browsertrix service passes an uploaded seed list)", () => {
+describe.concurrent("--urlFile / --seedFile as an http(s) URL (as the Browsertrix service passes an uploaded seed list)", () => {
   it("is fetched once and read as a local seed file; a URL that answers 404 is one line and exit 4", async () => {
     const faulty = await startFaultySite(3, {});
     try {
@@ -161,7 +163,7 @@ describe("--urlFile / --seedFile as an http(s) URL (as the Browsertrix service p
   }, 300_000);
 });
 
-describe("browsertrix names crawl as ours do", () => {
+describe.concurrent("browsertrix names crawl as ours do", () => {
   it("the same crawl with only browsertrix spellings gives the same pages and the same records", async () => {
     const common = ["--cwd", cwd, "--netIdleWait", "2", "--behaviors", ""];
     const ours = await crawl("ours", ["--url", site.seed, "--collection", "ours", "--workers", "2", "--limit", "20", "--robots", "--useSitemap",
@@ -178,7 +180,7 @@ describe("browsertrix names crawl as ours do", () => {
   }, 400_000);
 });
 
-describe("browsertrix-crawler's exit codes", () => {
+describe.concurrent("browsertrix-crawler's exit codes", () => {
   it("--sizeLimit reached: 14; --failOnFailedLimit reached: 12", async () => {
     const sized = await crawl("sized", ["--url", site.seed, "--collection", "sized", "--cwd", cwd, "--sizeLimit", "1000", "--workers", "1", "--netIdleWait", "1", "--behaviors", ""]);
     expect(sized.result.code, sized.result.stderr.slice(-2000)).toBe(14);

@@ -90,14 +90,14 @@ function skippedOf(name: string): [string, string][] {
   return lines.map((l) => JSON.parse(l) as { url: string; reason: string }).map((s): [string, string] => [new URL(s.url).pathname, s.reason]).sort();
 }
 
-function crawlArgs(name: string, dedupeUrl: string, extra: string[] = []): string[] {
-  return ["--url", `${site.origin}/d/`, "--collection", name, "--cwd", cwd, ...NO_BEHAVIORS, "--generateWACZ", "--workers", "1",
+function crawlArgs(name: string, dedupeUrl: string, extra: string[] = [], on: DedupeSite = site): string[] {
+  return ["--url", `${on.origin}/d/`, "--collection", name, "--cwd", cwd, ...NO_BEHAVIORS, "--generateWACZ", "--workers", "1",
     "--redisStoreUrl", redis.url, "--redisDedupeUrl", dedupeUrl, ...extra];
 }
 
-async function crawl(name: string, dedupeUrl: string, extra: string[] = []): Promise<void> {
-  site.requests = [];
-  const result = await runCli("crawl", crawlArgs(name, dedupeUrl, extra));
+async function crawl(name: string, dedupeUrl: string, extra: string[] = [], on: DedupeSite = site): Promise<void> {
+  on.requests = [];
+  const result = await runCli("crawl", crawlArgs(name, dedupeUrl, extra, on));
   if (result.code !== 0) throw new Error(`crawl ${name} failed (${result.code}): ${result.stderr.slice(-2000)}`);
 }
 
@@ -113,8 +113,10 @@ afterAll(async () => {
   rmSync(cwd, { recursive: true, force: true });
 });
 
-describe("--dedupePagesMinDepth", () => {
-  it("a page at that depth or deeper whose HTML is archived is a revisit only: not rendered, its links not followed, reported as a duplicate; a changed page is crawled", async () => {
+// The two describes run side by side (describe.concurrent; maxConcurrency in vitest.config.ts): each crawls a
+// site of its own, so the requests one counts are its own. The --dedupePagesMinDepth tests build on each other: in order.
+describe.concurrent("--dedupePagesMinDepth", () => {
+  it.sequential("a page at that depth or deeper whose HTML is archived is a revisit only: not rendered, its links not followed, reported as a duplicate; a changed page is crawled", async () => {
     await crawl("first", redis.url);
     expect(pagesOf("first")).toEqual(["/d/", "/d/a-child.html", "/d/a.html", "/d/b-child.html", "/d/b.html", "/d/c-child.html", "/d/c.html"]);
 
@@ -139,7 +141,7 @@ describe("--dedupePagesMinDepth", () => {
     expect(skippedOf("second")).toEqual([["/d/a.html", "duplicate"], ["/d/b.html", "duplicate"], ["/d/c-child.html", "duplicate"]]);
   }, 240_000);
 
-  it("--limit counts crawled pages only: duplicates take no place under it", async () => {
+  it.sequential("--limit counts crawled pages only: duplicates take no place under it", async () => {
     site.version = 3;
     await crawl("third", redis.url, ["--dedupePagesMinDepth", "1", "--reportSkipped", "--limit", "2", "--statsFilename", join(cwd, "third.json")]);
     // Without the flag --limit 2 would be the seed and a; here a and b are duplicates, c (changed) is the
@@ -153,7 +155,15 @@ describe("--dedupePagesMinDepth", () => {
   }, 240_000);
 });
 
-describe("--dedupeConcurrent", () => {
+describe.concurrent("--dedupeConcurrent", () => {
+  // Its own site: the other describe's crawls count their requests exactly. Its three tests, each with a
+  // dedupe Redis of its own and their own crawl ids, run side by side too.
+  let own: DedupeSite;
+  beforeAll(async () => {
+    own = await startDedupeSite();
+  });
+  afterAll(() => own.close());
+
   /** Start crawl A; resolves once it has crawled its first page, with a function that interrupts it and waits for its exit. */
   async function startCrawl(args: string[]): Promise<{ interrupt: () => Promise<void> }> {
     const child = spawn(process.execPath, ["dist/src/cli/crawl.js", ...args], { stdio: ["ignore", "ignore", "pipe"] });
@@ -174,9 +184,9 @@ describe("--dedupeConcurrent", () => {
 
   /** Crawl A interrupted after its first page (packaged, left uncommitted), then B of the same site, on a dedupe Redis of their own. */
   async function interruptedThenFull(dedupe: TestRedis, prefix: string, extra: string[]): Promise<{ a: RawRecord[]; b: RawRecord[] }> {
-    await (await startCrawl(crawlArgs(`${prefix}A`, dedupe.url, extra))).interrupt();
+    await (await startCrawl(crawlArgs(`${prefix}A`, dedupe.url, extra, own))).interrupt();
     expect(await dedupe.client.sismember("uncommittedcrawls", `${prefix}A`)).toBe(1);
-    await crawl(`${prefix}B`, dedupe.url, extra);
+    await crawl(`${prefix}B`, dedupe.url, extra, own);
     return { a: recordsOf(`${prefix}A`), b: recordsOf(`${prefix}B`) };
   }
 
@@ -238,8 +248,8 @@ describe("--dedupeConcurrent", () => {
     const dedupe = await startTestRedis();
     try {
       // A crawls its seed, then waits 60 s before its next page: B runs from start to end meanwhile.
-      const a = await startCrawl(crawlArgs("concA", dedupe.url, ["--dedupeConcurrent", "--pageExtraDelay", "60"]));
-      await crawl("concB", dedupe.url, ["--dedupeConcurrent"]);
+      const a = await startCrawl(crawlArgs("concA", dedupe.url, ["--dedupeConcurrent", "--pageExtraDelay", "60"], own));
+      await crawl("concB", dedupe.url, ["--dedupeConcurrent"], own);
       expect(JSON.parse((await dedupe.client.lindex("c:concA:wacz", 0))!)).toEqual({ filename: "concA.wacz" });
       await a.interrupt();
       const shared = sharedPayloads(recordsOf("concA"), recordsOf("concB"));

@@ -14,6 +14,8 @@ import { readZip } from "./helpers/zip.js";
 import { listedPaths } from "./helpers/pageLists.js";
 
 // browsertrix-crawler's lifecycle flags: how a crawl fails, is restarted, starts over, runs dry, is watched.
+// Every test has its own site and collections, and most wait on pages that fail, never answer or are paced:
+// they run two at a time (describe.concurrent; maxConcurrency in vitest.config.ts).
 
 let cwd: string;
 beforeAll(() => {
@@ -68,7 +70,7 @@ async function withSite<T>(pages: number, faults: Record<string, PageFault>, bod
 
 const why = (run: Crawl) => run.result.stderr.slice(-3000);
 
-describe("--maxPageLimit", () => {
+describe.concurrent("--maxPageLimit", () => {
   it("caps --pageLimit (the smaller wins), limits alone, and 0 caps nothing", () =>
     withSite(5, {}, async (site) => {
       const capped = await crawl("max-capped", ["--url", `${site.url}/`, "--pageLimit", "4", "--maxPageLimit", "2"]);
@@ -86,7 +88,7 @@ describe("--maxPageLimit", () => {
     }), 300_000);
 });
 
-describe("--failOnFailedSeed, --failOnInvalidStatus", () => {
+describe.concurrent("--failOnFailedSeed, --failOnInvalidStatus", () => {
   it("a seed that fails fails the crawl: exit 1, no WACZ; without the flag the other seed's crawl goes on", () =>
     withSite(2, {}, async (site) => {
       const closed = `http://127.0.0.1:${await freePort()}/`;
@@ -126,7 +128,7 @@ describe("--failOnFailedSeed, --failOnInvalidStatus", () => {
     }), 400_000);
 });
 
-describe("--failOnContentCheck", () => {
+describe.concurrent("--failOnContentCheck", () => {
   it("a page calling window.__bx_contentCheckFailed fails the crawl with exit 9; without the flag it is an ordinary page", () =>
     withSite(1, {}, async (site) => {
       const seed = `${site.url}/hostile/lifecycle/logged-out`;
@@ -147,7 +149,7 @@ describe("--failOnContentCheck", () => {
     }), 300_000);
 });
 
-describe("--restartsOnError", () => {
+describe.concurrent("--restartsOnError", () => {
   it("a signal leaves packaging to the restart: no WACZ, state kept; the rerun resumes and packages every page", () => {
     const faults: Record<string, PageFault> = { "/page/3": "silent" };
     return withSite(3, faults, async (site) => {
@@ -178,7 +180,7 @@ describe("--restartsOnError", () => {
   }, 300_000);
 });
 
-describe("--overwrite", () => {
+describe.concurrent("--overwrite", () => {
   it("deletes the collection's folder first: only the new crawl's records and pages remain", () =>
     withSite(2, {}, async (site) => {
       const first = await crawl("overwritten", ["--url", `${site.url}/page/1`, "--scopeType", "page"]);
@@ -202,7 +204,7 @@ describe("--overwrite", () => {
     }), 300_000);
 });
 
-describe("--overwrite while a crawl runs on the collection", () => {
+describe.concurrent("--overwrite while a crawl runs on the collection", () => {
   it("refuses: the running crawl's redis-server holds the folder; nothing of it is deleted", () =>
     withSite(1, { "/page/1": "silent" }, async (site) => {
       // The page never answers: the crawl holds the folder while the second one tries (8 s is its stop grace).
@@ -224,7 +226,7 @@ describe("--overwrite while a crawl runs on the collection", () => {
     }), 300_000);
 });
 
-describe("--dryRun", () => {
+describe.concurrent("--dryRun", () => {
   it("crawls and lists the pages but writes no archive data: no WARC, no WACZ, no text or screenshot records", () =>
     withSite(2, {}, async (site) => {
       const run = await crawl("dry", ["--url", `${site.url}/`, "--dryRun", "--generateWACZ", "--text", "to-pages,to-warc", "--screenshot", "view"]);
@@ -235,7 +237,7 @@ describe("--dryRun", () => {
     }), 300_000);
 });
 
-describe("--rateLimitInterruptCount", () => {
+describe.concurrent("--rateLimitInterruptCount", () => {
   it("interrupts the crawl with exit 18 once that many rate-limit answers came", () =>
     withSite(1, {}, async (site) => {
       const run = await crawl("rate-interrupt", ["--url", `${site.url}/hostile/pacing/always-busy`, "--rateLimitInterruptCount", "2", "--rateLimitTimeout", "5", "--rateLimitMaxRetries", "10"]);
@@ -257,7 +259,7 @@ function probe(port: number): Promise<number | null> {
   });
 }
 
-describe("--healthCheckPort", () => {
+describe.concurrent("--healthCheckPort", () => {
   it("answers /healthz 200 while pages are crawled, 503 once as many attempts in a row as workers failed", () =>
     withSite(3, { "/page/1": "error-500", "/page/2": "error-500", "/page/3": "error-500" }, async (site) => {
       const port = await freePort();

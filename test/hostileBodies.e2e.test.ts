@@ -111,6 +111,9 @@ const crawledPages = (crawl: MeasuredCrawl) =>
   logLines(crawl.stderr).filter((l) => l.message.startsWith("page crawled")).map((l) => String(l.details.url).replace(site.url, ""));
 const bodyFilesLeft = (crawl: MeasuredCrawl) => readdirSync(crawl.tmp).filter((f) => f.startsWith("crawler-body-"));
 
+// The streams crawl runs alone first (its bound on seconds is the one timed check here); the crawls after it
+// each have their own collection, temp folder and site paths: they run two at a time (describe.concurrent;
+// maxConcurrency in vitest.config.ts), the 512 MB one beside the small ones, then the gzip bomb alone.
 describe("responses that never end (SSE, long-poll, endless chunked fetch)", () => {
   let crawl: MeasuredCrawl;
   beforeAll(async () => {
@@ -154,7 +157,23 @@ describe("responses that never end (SSE, long-poll, endless chunked fetch)", () 
   });
 });
 
-describe("a 3 GiB body made on the fly, with --maxResourceSize 5MB", () => {
+describe.concurrent("the default --maxResourceSize (512MB)", () => {
+  it("a body just over it (490 MiB) is stored up to 512,000,000 bytes, marked WARC-Truncated: length", async () => {
+    // Its own kill guard is longer: half a gigabyte written and read back, beside the smaller crawls.
+    const crawl = await measuredCrawl("default-cap", ["--url", `${site.url}/hostile/bodies/huge.html?mb=490`, ...NO_BEHAVIORS, "--scopeType", "page"], {}, 540_000);
+    expect(crawl.code, crawl.stderr.slice(-3000)).toBe(0);
+    const [record, ...more] = responsesOf(crawl, "/hostile/bodies/huge.bin?mb=490");
+    expect(more).toEqual([]);
+    expect(record.headers.get("warc-truncated")).toBe("length");
+    expect(record.payload.length).toBe(512_000_000);
+    expect(record.payload.subarray(0, 1_000_000).equals(hugeBodyPrefix(1_000_000))).toBe(true);
+    expect(record.payload[511_999_999]).toBe(511_999_999 % 251);
+    expect(crawl.stats.bodiesCutShort).toEqual({ length: 1, time: 0 });
+    expect(bodyFilesLeft(crawl)).toEqual([]);
+  }, 600_000);
+});
+
+describe.concurrent("a 3 GiB body made on the fly, with --maxResourceSize 5MB", () => {
   const cap = 5_000_000;
   const huge = `/hostile/bodies/huge.bin?mb=${HUGE_BODY_DEFAULT_MB}`;
   const video = `/hostile/bodies/video.mp4?mb=${HUGE_BODY_DEFAULT_MB}`;
@@ -205,41 +224,7 @@ describe("a 3 GiB body made on the fly, with --maxResourceSize 5MB", () => {
   });
 });
 
-describe("the default --maxResourceSize (512MB)", () => {
-  it("a body just over it (490 MiB) is stored up to 512,000,000 bytes, marked WARC-Truncated: length", async () => {
-    const crawl = await measuredCrawl("default-cap", ["--url", `${site.url}/hostile/bodies/huge.html?mb=490`, ...NO_BEHAVIORS, "--scopeType", "page"]);
-    expect(crawl.code, crawl.stderr.slice(-3000)).toBe(0);
-    const [record, ...more] = responsesOf(crawl, "/hostile/bodies/huge.bin?mb=490");
-    expect(more).toEqual([]);
-    expect(record.headers.get("warc-truncated")).toBe("length");
-    expect(record.payload.length).toBe(512_000_000);
-    expect(record.payload.subarray(0, 1_000_000).equals(hugeBodyPrefix(1_000_000))).toBe(true);
-    expect(record.payload[511_999_999]).toBe(511_999_999 % 251);
-    expect(crawl.stats.bodiesCutShort).toEqual({ length: 1, time: 0 });
-    expect(bodyFilesLeft(crawl)).toEqual([]);
-  }, 600_000);
-});
-
-describe("a gzip bomb (a script of ~300 KB decoding to 300 MiB)", () => {
-  let crawl: MeasuredCrawl;
-  beforeAll(async () => {
-    crawl = await measuredCrawl("bomb", ["--url", `${site.url}/hostile/bodies/bomb.html`, ...NO_BEHAVIORS, "--scopeType", "prefix", "--maxPageRetries", "0"]);
-  }, 400_000);
-
-  it("takes the streaming path: the page is crawled on its first attempt with the script stored whole, decoded", () => {
-    expect(crawl.code, crawl.stderr.slice(-3000)).toBe(0);
-    expect(crawl.stats).toMatchObject({ failed: 0, failedAttempts: 0, status: "done" });
-    expect(crawledPages(crawl).sort()).toEqual(["/hostile/bodies/after-bomb.html", "/hostile/bodies/bomb.html"]);
-    const [record, ...more] = responsesOf(crawl, "/hostile/bodies/bomb.js");
-    expect(more).toEqual([]);
-    expect(record.headers.get("warc-truncated")).toBeUndefined();
-    expect(record.payload.length).toBe(GZIP_BOMB_DECODED);
-    expect(httpHeader(record, "x-orig-content-encoding")).toBe("gzip");
-    expect(bodyFilesLeft(crawl)).toEqual([]);
-  });
-});
-
-describe("--sizeLimit is checked while a body is written", () => {
+describe.concurrent("--sizeLimit is checked while a body is written", () => {
   it("a 3 GiB body stops at the limit (WARC-Truncated: length) and the crawl stops gracefully", async () => {
     const crawl = await measuredCrawl("sizelimit", [
       "--url", `${site.url}/hostile/bodies/huge.html?mb=${HUGE_BODY_DEFAULT_MB}`, ...NO_BEHAVIORS, "--scopeType", "prefix",
@@ -268,7 +253,7 @@ function mountTmpfs(path: string, bytes: number): boolean {
   }
 }
 
-describe("--diskUtilization is checked while a body is written", () => {
+describe.concurrent("--diskUtilization is checked while a body is written", () => {
   // Made at load time: whether the runner can mount a small disk decides whether this test runs.
   const disk = join(mkdtempSync(join(tmpdir(), "crawl-diskutil-")), "diskutil");
   const mounted = mountTmpfs(disk, 64 * 1024 * 1024);
@@ -296,7 +281,7 @@ describe("--diskUtilization is checked while a body is written", () => {
   }, 400_000);
 });
 
-describe("a temp folder that fills up while a body is received", () => {
+describe.concurrent("a temp folder that fills up while a body is received", () => {
   const tmp = join(mkdtempSync(join(tmpdir(), "crawl-tinytmp-")), "tmp");
   const mounted = mountTmpfs(tmp, 2 * 1024 * 1024);
   it.skipIf(!mounted)("stops the crawl with a clear error (exit 3, out of space), not a body silently lost", async () => {
@@ -314,7 +299,7 @@ describe("a temp folder that fills up while a body is received", () => {
   }, 400_000);
 });
 
-describe("Chromium's HTTP cache", () => {
+describe.concurrent("Chromium's HTTP cache", () => {
   it("a cacheable script whose first capture was lost is captured when the next page loads it", async () => {
     const crawl = await measuredCrawl("cache", ["--url", `${site.url}/hostile/bodies/cache-a.html`, ...NO_BEHAVIORS, "--scopeType", "prefix"], {
       WARC_CRAWLER_TEST_FAIL_BODY_ONCE: "cached.js",
@@ -327,4 +312,24 @@ describe("Chromium's HTTP cache", () => {
     expect(stored.map(httpStatus)).toEqual([200]);
     expect(stored[0].payload.toString("utf8")).toBe(CACHED_SCRIPT);
   }, 400_000);
+});
+
+// Last and alone: decoding 300 MiB is the other heavy crawl, kept apart from the 512 MB one.
+describe("a gzip bomb (a script of ~300 KB decoding to 300 MiB)", () => {
+  let crawl: MeasuredCrawl;
+  beforeAll(async () => {
+    crawl = await measuredCrawl("bomb", ["--url", `${site.url}/hostile/bodies/bomb.html`, ...NO_BEHAVIORS, "--scopeType", "prefix", "--maxPageRetries", "0"]);
+  }, 400_000);
+
+  it("takes the streaming path: the page is crawled on its first attempt with the script stored whole, decoded", () => {
+    expect(crawl.code, crawl.stderr.slice(-3000)).toBe(0);
+    expect(crawl.stats).toMatchObject({ failed: 0, failedAttempts: 0, status: "done" });
+    expect(crawledPages(crawl).sort()).toEqual(["/hostile/bodies/after-bomb.html", "/hostile/bodies/bomb.html"]);
+    const [record, ...more] = responsesOf(crawl, "/hostile/bodies/bomb.js");
+    expect(more).toEqual([]);
+    expect(record.headers.get("warc-truncated")).toBeUndefined();
+    expect(record.payload.length).toBe(GZIP_BOMB_DECODED);
+    expect(httpHeader(record, "x-orig-content-encoding")).toBe("gzip");
+    expect(bodyFilesLeft(crawl)).toEqual([]);
+  });
 });

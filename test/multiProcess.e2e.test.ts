@@ -226,14 +226,17 @@ describe("a crawl that survives faults", () => {
   it("SIGINT then the same command again: complete, with the counts of an uninterrupted crawl", async () => {
     const redis = await startTestRedis(true);
     const reference = await startTestRedis(true);
+    let uninterrupted: Running | undefined;
     try {
+      // The uninterrupted reference crawl runs beside the other two (its own Redis, its own collection).
+      uninterrupted = startCrawler("uninterrupted", reference.url);
       const first = startCrawler("interrupted", redis.url);
       await whenCrawled(first, 10);
       first.child.kill("SIGINT");
       expect(await first.done).toBe(11);
       expect(await redis.client.sismember("uncommittedcrawls", "interrupted")).toBe(1);
       expect(await startCrawler("interrupted", redis.url).done).toBe(0);
-      expect(await startCrawler("uninterrupted", reference.url).done).toBe(0);
+      expect(await uninterrupted.done).toBe(0);
       const resumed = await verifyCollection("interrupted");
       expect([...new Set(resumed.pageUrls)].sort()).toEqual(expectedPages);
       const counts = await redis.client.hgetall("h:interrupted:counts");
@@ -241,12 +244,14 @@ describe("a crawl that survives faults", () => {
       expect({ ...counts, totalCrawlSize: "-" }).toEqual({ ...referenceCounts, totalCrawlSize: "-" });
       expect(counts.totalUrls).toBe(String(resumed.responses.length));
     } finally {
+      uninterrupted?.child.kill("SIGKILL"); // only if an assertion failed while it ran
       await redis.stop();
       await reference.stop();
     }
   }, 240_000);
 
-  it("redis-server stopped for a few seconds mid-crawl: the crawl waits, then completes", async () => {
+  // The next two run side by side (one crawler each, their own Redis and collection; maxConcurrency in vitest.config.ts).
+  it.concurrent("redis-server stopped for a few seconds mid-crawl: the crawl waits, then completes", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "crawl-redis-restart-"));
     let server = new EmbeddedRedis({ dataDir, persist: true });
     const url = await server.start();
@@ -266,7 +271,7 @@ describe("a crawl that survives faults", () => {
     }
   }, 240_000);
 
-  it("Chromium killed mid-crawl: a new browser is started and the crawl completes", async () => {
+  it.concurrent("Chromium killed mid-crawl: a new browser is started and the crawl completes", async () => {
     const redis = await startTestRedis(true);
     try {
       const crawler = startCrawler("browserdied", redis.url, ["--statsFilename", join(cwd, "browserdied.json")]);

@@ -94,7 +94,10 @@ describe("create-login-profile --profile", () => {
   });
 });
 
-describe("crawl --profile", () => {
+// Its three crawls are independent (their own collections; the one look at the site's requests, no login
+// cookie sent to the CDN, holds for all three): two at a time (describe.concurrent; maxConcurrency in
+// vitest.config.ts). The other describes run in order: they count logins and requests, or expire sessions.
+describe.concurrent("crawl --profile", () => {
   it("without a profile the crawl sees only the login page", async () => {
     const result = await crawl("anonymous", []);
     expect(result.code, result.stderr.slice(-2000)).toBe(0);

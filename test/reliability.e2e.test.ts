@@ -17,6 +17,7 @@ import { startFaultySite, type FaultySite } from "./helpers/faultySite.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { gzipMembers, httpStatus, parseRecord, sha256, type RawRecord } from "./helpers/warcFile.js";
 import { readZip } from "./helpers/zip.js";
+import { NO_BEHAVIORS } from "./helpers/cli.js";
 
 const SEED = Number(process.env.RELIABILITY_SEED ?? 20261123);
 const PAGES = 30;
@@ -42,8 +43,10 @@ type Moment =
   | { kind: "after-total-pages"; pages: number }
   | { kind: "pause"; point: "before-package" | "before-commit" | "commit-merged" };
 
-const SCENARIOS: { name: string; moment: Moment; victim: number }[] = [
-  { name: "early, after its first pages", moment: { kind: "after-own-pages", pages: pick(1, 3) }, victim: pick(0, 2) },
+// In-page behaviors (on by default, about a second a page) run in the first scenario, where the kill lands
+// while they do; the others crawl without them (CI time: the kill moments, not the behaviors, are what they vary).
+const SCENARIOS: { name: string; moment: Moment; victim: number; behaviors?: "default" }[] = [
+  { name: "early, after its first pages", moment: { kind: "after-own-pages", pages: pick(1, 3) }, victim: pick(0, 2), behaviors: "default" },
   { name: "in the middle of the crawl", moment: { kind: "after-total-pages", pages: pick(8, 20) }, victim: pick(0, 2) },
   { name: "while packaging its WACZ", moment: { kind: "pause", point: "before-package" }, victim: -1 },
   { name: "after packaging, before the commit", moment: { kind: "pause", point: "before-commit" }, victim: -1 },
@@ -73,10 +76,11 @@ interface Crawler {
   log: () => string;
 }
 
-function startCrawler(crawlId: string, collection: string, redisUrl: string, env: Record<string, string> = {}): Crawler {
+function startCrawler(crawlId: string, collection: string, redisUrl: string, env: Record<string, string> = {}, behaviors?: "default"): Crawler {
   const child = spawn(process.execPath, [
     "dist/src/cli/crawl.js", "--url", `${site.url}/`, "--crawlId", crawlId, "--collection", collection, "--cwd", cwd,
     "--redisStoreUrl", redisUrl, "--redisDedupeUrl", redisUrl, "--generateWACZ", "--workers", String(WORKERS), "--netIdleWait", "1",
+    ...(behaviors === "default" ? [] : NO_BEHAVIORS),
   ], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
@@ -200,7 +204,7 @@ describe(`a shared crawl survives a member killed at any moment (seed ${SEED})`,
       try {
         const { moment } = scenario;
         const pauseEnv: Record<string, string> = moment.kind === "pause" ? { CRAWLER_TEST_PAUSE_AT: moment.point, CRAWLER_TEST_PAUSE_MS: "4000" } : {};
-        const crawlers = collections.map((c) => startCrawler(crawlId, c, redis.url, pauseEnv));
+        const crawlers = collections.map((c) => startCrawler(crawlId, c, redis.url, pauseEnv, scenario.behaviors));
         let victim = scenario.victim;
         if (moment.kind === "after-own-pages") await until(() => crawlers[victim].crawled() >= moment.pages || crawlers[victim].child.exitCode !== null);
         else if (moment.kind === "after-total-pages") await until(() => crawlers.reduce((sum, c) => sum + c.crawled(), 0) >= moment.pages);
@@ -211,7 +215,7 @@ describe(`a shared crawl survives a member killed at any moment (seed ${SEED})`,
         const killedAfterPages = crawlers[victim].crawled();
         await killRunning(crawlers[victim]);
         // The same command again (no pause this time).
-        const restarted = startCrawler(crawlId, collections[victim], redis.url);
+        const restarted = startCrawler(crawlId, collections[victim], redis.url, {}, scenario.behaviors);
         const codes = await Promise.all([...crawlers.filter((_, i) => i !== victim).map((c) => c.exit), restarted.exit]);
         expect(codes, restarted.log().split("\n").filter((l) => l.includes('"error"')).join("\n")).toEqual([0, 0, 0]);
         const result = await verifyCrawl(crawlId, collections, redis);
