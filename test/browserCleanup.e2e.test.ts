@@ -88,7 +88,9 @@ async function startChromium(profileDir: string): Promise<ChildProcess> {
   });
   started.push(child);
   // The browser plus its zygotes: the whole family is up.
-  expect(await until(() => browserProcesses(profileDir).length >= 3, 60_000)).toBe(true);
+  // (Seen once on CI-like load: not up at the check. The message says whether it had exited, and how.)
+  const up = await until(() => browserProcesses(profileDir).length >= 3, 60_000);
+  expect(up, `Chromium ${child.pid}: exit code ${child.exitCode}, signal ${child.signalCode}, ${browserProcesses(profileDir).length} processes`).toBe(true);
   return child;
 }
 

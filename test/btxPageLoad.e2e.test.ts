@@ -115,7 +115,7 @@ describe("--netIdleMaxRequests", () => {
     // The request made 3 s after load comes after the page was done.
     expect(c.responses).not.toContain(PAGE_LOAD.lateAfterHang);
     expect(hangHeld).toHaveLength(1);
-    expect(hangHeld[0]).toBeLessThan(8000);
+    expect(hangHeld[0]).toBeLessThan(5000);
   }, 200_000);
 
   it("0 (the default): the net-idle wait waits out --netIdleWait while the request hangs, and gets what comes meanwhile", async () => {
@@ -124,7 +124,9 @@ describe("--netIdleMaxRequests", () => {
     expect(c.result.code, c.result.stderr).toBe(0);
     expect(c.responses).toContain(PAGE_LOAD.lateAfterHang);
     expect(hangHeld).toHaveLength(1);
-    expect(hangHeld[0]).toBeGreaterThanOrEqual(8000);
+    // The wait is paid once, after the behaviors, and its 8 s count from its start: the request the load
+    // handler made may reach the server a moment after that (7,972 ms seen), so not exactly 8,000.
+    expect(hangHeld[0]).toBeGreaterThanOrEqual(7500);
   }, 200_000);
 
   it("a value that is not a count is one line and exit code 4", async () => {
