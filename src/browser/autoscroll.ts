@@ -39,6 +39,8 @@ export function cutByDeadline(results: readonly FrameAutoscroll[]): boolean {
 
 /** Growth is over once nothing grew and no request started or ended for this long. */
 const QUIET_MS = 500;
+/** After the nudge: quiet this long with no growth is the end. */
+const NUDGE_QUIET_MS = 200;
 /** A step that brought no growth in this long is the end, even if requests go on (a page that polls). */
 const MAX_GROWTH_WAIT_MS = 10_000;
 /** Each poll asks the page for up to this long whether it grew. */
@@ -81,7 +83,9 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
       if (!grew) {
         // Before giving up: back a viewport and to the end again (a trigger that fired late, or was missed).
         await frame.evaluate(nudgeInPage);
-        grew = await waitForGrowth(frame, step.before, watch, limits.deadline, QUIET_MS);
+        // The nudge's transitions start any request they trigger within a frame or two: a shorter quiet
+        // suffices to see one begin (then the wait goes on until it ends), and it is paid on every page.
+        grew = await waitForGrowth(frame, step.before, watch, limits.deadline, NUDGE_QUIET_MS, NUDGE_QUIET_MS);
       }
       if (grew === "deadline") return result("deadline");
       if (!grew) return result("stopped growing");
@@ -102,7 +106,7 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
  * been quiet for QUIET_MS (a step's trigger may start its request a moment after the step), or after
  * MAX_GROWTH_WAIT_MS whatever the network does.
  */
-async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWatch, deadline: number, minWaitMs: number): Promise<boolean | "deadline"> {
+async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWatch, deadline: number, minWaitMs: number, quietMs = QUIET_MS): Promise<boolean | "deadline"> {
   const since = Date.now();
   let seen = before;
   for (;;) {
@@ -112,6 +116,6 @@ async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWa
     seen = now;
     if (Date.now() >= deadline) return "deadline";
     const waited = Date.now() - since;
-    if ((waited >= minWaitMs && watch.quietFor(QUIET_MS)) || waited >= MAX_GROWTH_WAIT_MS) return false;
+    if ((waited >= minWaitMs && watch.quietFor(quietMs)) || waited >= MAX_GROWTH_WAIT_MS) return false;
   }
 }
