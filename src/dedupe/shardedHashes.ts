@@ -48,56 +48,43 @@ return 1
 // The whole-crawl scripts take the shards of one slot at a time: KEYS are pairs (h:<crawl> shard,
 // allhashes shard), all in one slot, so one call per slot (at most 16384) whatever the shard count.
 
-// Merged into allhashes (first writer wins); returns how many hashes the crawl has in these shards.
-const MERGE_GROUP_LUA = `
-local total = 0
+/**
+ * A whole-crawl script over shard pairs: `perEntry` runs for each field/value of every h:<crawl> shard
+ * (KEYS[k]), with its allhashes shard as KEYS[k + 1]; `perShard` runs once per pair before its scan.
+ */
+function overShardPairs(perEntry: string, opts: { perShard?: string; before?: string; result?: string } = {}): string {
+  return `${opts.before ?? ""}
 for k = 1, #KEYS, 2 do
-  total = total + redis.call('HLEN', KEYS[k])
+  ${opts.perShard ?? ""}
   local cursor = '0'
   repeat
     local page = redis.call('HSCAN', KEYS[k], cursor, 'COUNT', 1000)
     cursor = page[1]
     local fields = page[2]
-    for i = 1, #fields, 2 do redis.call('HSETNX', KEYS[k + 1], fields[i], ARGV[1]) end
+    for i = 1, #fields, 2 do
+      ${perEntry}
+    end
   until cursor == '0'
 end
-return total
+return ${opts.result ?? "1"}
 `;
+}
+
+// Merged into allhashes (first writer wins); returns how many hashes the crawl has in these shards.
+const MERGE_GROUP_LUA = overShardPairs("redis.call('HSETNX', KEYS[k + 1], fields[i], ARGV[1])", {
+  before: "local total = 0",
+  perShard: "total = total + redis.call('HLEN', KEYS[k])",
+  result: "total",
+});
 
 // A cancelled concurrent crawl's hashes out of allhashes where they point at it.
-const UNPUBLISH_GROUP_LUA = `
-for k = 1, #KEYS, 2 do
-  local cursor = '0'
-  repeat
-    local page = redis.call('HSCAN', KEYS[k], cursor, 'COUNT', 1000)
-    cursor = page[1]
-    local fields = page[2]
-    for i = 1, #fields, 2 do
-      if redis.call('HGET', KEYS[k + 1], fields[i]) == ARGV[1] then redis.call('HDEL', KEYS[k + 1], fields[i]) end
-    end
-  until cursor == '0'
-end
-return 1
-`;
+const UNPUBLISH_GROUP_LUA = overShardPairs("if redis.call('HGET', KEYS[k + 1], fields[i]) == ARGV[1] then redis.call('HDEL', KEYS[k + 1], fields[i]) end");
 
 // A failed import's entries (those of WACZ ARGV[2]) out of h:<crawl>, and allhashes entries naming them.
-const ROLLBACK_GROUP_LUA = `
-for k = 1, #KEYS, 2 do
-  local cursor = '0'
-  repeat
-    local page = redis.call('HSCAN', KEYS[k], cursor, 'COUNT', 1000)
-    cursor = page[1]
-    local fields = page[2]
-    for i = 1, #fields, 2 do
-      if string.match(fields[i + 1], '^(%d+) ') == ARGV[2] then
+const ROLLBACK_GROUP_LUA = overShardPairs(`if string.match(fields[i + 1], '^(%d+) ') == ARGV[2] then
         redis.call('HDEL', KEYS[k], fields[i])
         if redis.call('HGET', KEYS[k + 1], fields[i]) == ARGV[1] then redis.call('HDEL', KEYS[k + 1], fields[i]) end
-      end
-    end
-  until cursor == '0'
-end
-return 1
-`;
+      end`);
 
 
 /** [crawlId, hash entry] of the original of a digest: this crawl's own, else the merged index's. */
