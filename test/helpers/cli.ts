@@ -56,11 +56,11 @@ export function crawlInterruptedAfterFirstPage(args: string[], env: NodeJS.Proce
 }
 
 /** The JSON log lines a CLI wrote to stderr. */
-export function logLines(stderr: string): { logLevel: string; context: string; message: string; details: Record<string, unknown> }[] {
+export function logLines(stderr: string): { timestamp: string; logLevel: string; context: string; message: string; details: Record<string, unknown> }[] {
   return stderr
     .split("\n")
     .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as { logLevel: string; context: string; message: string; details: Record<string, unknown> });
+    .map((l) => JSON.parse(l) as { timestamp: string; logLevel: string; context: string; message: string; details: Record<string, unknown> });
 }
 
 /**

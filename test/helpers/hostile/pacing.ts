@@ -23,6 +23,11 @@ export function pacingLog(siteUrl: string, path: string | RegExp): number[] {
   return (requestLog.get(siteUrl) ?? []).filter((r) => matches(r.path)).map((r) => r.at);
 }
 
+/** The same requests with their paths. */
+export function pacingRequests(siteUrl: string, path: RegExp): { path: string; at: number }[] {
+  return (requestLog.get(siteUrl) ?? []).filter((r) => path.test(r.path));
+}
+
 function logRequest(req: IncomingMessage, site: HostileSiteInfo): number {
   const path = new URL(req.url ?? "/", "http://x").pathname;
   const log = requestLog.get(site.url) ?? [];
