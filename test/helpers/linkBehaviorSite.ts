@@ -1,5 +1,5 @@
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { listenOnLoopback } from "../../fixtures/loopback.js";
 
 /**
  * A loopback site for --selectLinks, --clickSelector/autoclick, --customBehaviors and
@@ -71,14 +71,6 @@ export async function startLinkBehaviorSite(): Promise<LinkBehaviorSite> {
       res.writeHead(200, { "content-type": "text/html" }).end(page(`<p>${path}</p>`));
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    hits,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
-  };
+  const { url, close } = await listenOnLoopback(server);
+  return { url, hits, close };
 }

@@ -9,8 +9,8 @@
  * of another host, `cdn.test` (CRAWLER_TEST_HOSTS maps it to 127.0.0.1), to check cookies stay on their host.
  */
 import { randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { listenOnLoopback, type LoopbackListener } from "../../fixtures/loopback.js";
 import { crc32, deflateSync } from "node:zlib";
 
 export const USER = "alice";
@@ -106,10 +106,6 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-function listen(server: Server): Promise<number> {
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as AddressInfo).port)));
-}
-
 export async function startLoginSite(): Promise<LoginSite> {
   const sessions = new Set<string>();
   const requests: SeenRequest[] = [];
@@ -118,14 +114,12 @@ export async function startLoginSite(): Promise<LoginSite> {
     res.writeHead(status, { "content-type": type, "cache-control": "no-store", ...headers });
     res.end(body);
   };
+  const listeners: LoopbackListener[] = [];
   const site: LoginSite = {
     url: "", cdnUrl: "", loginUrl: "", requests, logins: 0, lastSession: null,
     expireSessions: () => sessions.clear(),
     close: async () => {
-      for (const server of [main, cdn]) {
-        server.closeAllConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
-      }
+      for (const listener of listeners) await listener.close();
     },
   };
   const main = createServer((req, res) => {
@@ -160,7 +154,8 @@ export async function startLoginSite(): Promise<LoginSite> {
     if (req.url === "/pub.png") return send(res, 200, "image/png", png("cdn"), { "set-cookie": "cdnpref=1; Path=/" });
     send(res, 404, "text/plain", "not found");
   });
-  const [port, cdnPort] = [await listen(main), await listen(cdn)];
+  listeners.push(await listenOnLoopback(main), await listenOnLoopback(cdn));
+  const [port, cdnPort] = listeners.map((l) => l.port);
   site.url = `http://127.0.0.1:${port}`;
   site.cdnUrl = `http://${CDN_HOST}:${cdnPort}`;
   site.loginUrl = `${site.url}/login`;

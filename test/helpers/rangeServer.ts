@@ -3,7 +3,7 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { listenOnLoopback } from "../../fixtures/loopback.js";
 import { resolve, sep } from "node:path";
 
 export interface RangeServerRequest {
@@ -112,14 +112,10 @@ export async function startRangeServer(dir: string, opts: RangeServerOptions = {
   const server = createServer((req, res) => {
     handle(req, res).catch(() => res.destroy());
   });
-  await new Promise<void>((resolveListen, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolveListen());
-  });
-  const { port } = server.address() as AddressInfo;
+  const listener = await listenOnLoopback(server);
 
   return {
-    url: `http://127.0.0.1:${port}/`,
+    url: `${listener.url}/`,
     get bytesServed() {
       return state.bytesServed;
     },
@@ -130,11 +126,6 @@ export async function startRangeServer(dir: string, opts: RangeServerOptions = {
       state.bytesServed = 0;
       state.requests = [];
     },
-    close() {
-      return new Promise<void>((resolveClose, reject) => {
-        server.close((err) => (err ? reject(err) : resolveClose()));
-        server.closeAllConnections();
-      });
-    },
+    close: listener.close,
   };
 }

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { gzipSync } from "node:zlib";
+import { listenOnLoopback } from "../../fixtures/loopback.js";
 
 /** What the site's /robots.txt answers. */
 export type RobotsVariant = "rules" | "rules-without-sitemap" | 404 | 503;
@@ -96,8 +97,7 @@ export async function startSeedSite(robots: RobotsVariant = "rules"): Promise<Se
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  origin = (await listenOnLoopback(server)).url;
   return {
     origin,
     seed: `${origin}/site/`,
