@@ -15,7 +15,7 @@ import { Cluster, Redis } from "ioredis";
 import { commitCrawl } from "../src/dedupe/commit.js";
 import { connectDedupeIndex } from "../src/dedupe/connectIndex.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
-import { dedupeKeys, formatHashEntry, LAYOUT_KEY, type HashEntry } from "../src/dedupe/keys.js";
+import { dedupeKeys, formatHashEntry, LAYOUT_KEY, shardedLayoutRecord, type HashEntry } from "../src/dedupe/keys.js";
 import { createShardedLayout, keysOf, layoutOf, type DedupeRedis } from "../src/dedupe/layout.js";
 import { writeEntriesSharded } from "../src/dedupe/shardedHashes.js";
 import { EmbeddedRedis } from "../src/redis/embedded.js";
@@ -110,9 +110,10 @@ async function run(setup: string): Promise<void> {
   let cluster: Awaited<ReturnType<typeof startLocalCluster>> | null = null;
   let redis: DedupeRedis;
   if (setup === "cluster") {
-    cluster = await startLocalCluster(3);
+    // No append-only file: the one-node setups persist nothing either (the figures compare the index, not fsync).
+    cluster = await startLocalCluster(3, ["--appendonly", "no"]);
     const probe = await connectDedupeIndex(cluster.url, "bench cluster");
-    await probe.set(LAYOUT_KEY, JSON.stringify({ layout: "sharded", prefixDigits }));
+    await probe.set(LAYOUT_KEY, shardedLayoutRecord(prefixDigits));
     probe.disconnect();
     redis = await connectDedupeIndex(cluster.url, "bench cluster");
   } else {

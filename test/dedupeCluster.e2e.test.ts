@@ -13,6 +13,7 @@ import { startLocalCluster, type LocalCluster } from "../bench/lib/localCluster.
 import { connectDedupeIndex } from "../src/dedupe/connectIndex.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { layoutOf, type DedupeRedis } from "../src/dedupe/layout.js";
+import { readShardedHash, writeEntriesSharded } from "../src/dedupe/shardedHashes.js";
 import { runCli, NO_BEHAVIORS } from "./helpers/cli.js";
 import { resetCluster, singleLayoutView } from "./helpers/dedupeCluster.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
@@ -150,6 +151,28 @@ describe("the dedupe index on a 3-node Redis Cluster", () => {
     expect((view["allhashes"] as Record<string, string>)[digestX]).toBe("X");
     expect(view["h:Y"]).toBeUndefined();
     expect((await onBoth(["--cancelCrawlId", "X"])).stderr).toContain("crawl X is committed");
+  }, 120_000);
+
+  it("a batch write with a wrong slot map (slots moved since): the entries go again slot by slot, all of them", async () => {
+    await resetCluster(index as Cluster, PREFIX_DIGITS);
+    const stale = (await connectDedupeIndex(cluster.url, "test cluster")) as Cluster;
+    try {
+      const layout = layoutOf(stale);
+      if (layout.kind !== "sharded") throw new Error("not sharded");
+      // This client believes the first node serves every slot: the batch's one script call there refuses
+      // the other nodes' keys, and the per-slot calls that follow are redirected (MOVED) to their nodes.
+      const first = `127.0.0.1:${cluster.ports[0]}`;
+      expect(stale.nodes("master").map((node) => `${node.options.host}:${node.options.port}`)).toContain(first);
+      for (let slot = 0; slot < 16384; slot++) stale.slots[slot] = [first];
+      const entries = Array.from({ length: 300 }, (_, i) => ({ digest: sha256(Buffer.from(`payload ${i}`)), value: `${i % 2} 20260102030405${i} https://w.test/${i} ${i}` }));
+      await writeEntriesSharded(stale, layout, "W", entries);
+      expect(await readShardedHash(index, layout, "W")).toEqual(Object.fromEntries(entries.map(({ digest, value }) => [digest, value])));
+      expect(await readShardedHash(index, layout, null)).toEqual(Object.fromEntries(entries.map(({ digest }) => [digest, "W"])));
+      // The entries are on every node, not only on the first.
+      for (const node of (index as Cluster).nodes("master")) expect((await node.keys("*h:W")).length).toBeGreaterThan(0);
+    } finally {
+      stale.disconnect();
+    }
   }, 120_000);
 
   it("a node restarted in the middle of an import: the import finishes with the same index as on one node", async () => {

@@ -32,11 +32,21 @@ import { createHash } from "node:crypto";
  * The sharded layout (any Redis Cluster; on one node only if chosen, see below) keeps every name above
  * behind the hash tag {dd} ("{dd}allcrawls", "{dd}c:<crawlId>:wacz", ...), so each script touching them
  * stays in one slot, and splits the two big hashes by the first hex digits of the digest (the shard):
- *   {<shard>}ah            hash   digest -> crawlId             (allhashes, one shard of it)
- *   {<shard>}h:<crawlId>   hash   digest -> "<waczIndex> <date> <url> <size>"   (h:<crawlId>, one shard)
- *   {dd}layout             string JSON {"layout":"sharded","prefixDigits":N}: present = sharded layout
- * There a sha256 digest is stored as its 32 raw bytes (other digests as text): 39 fewer bytes per copy.
- * Both hashes of a shard share its hash tag, so the lookup and merge scripts stay in one slot.
+ *   {<shard>}ah            hash   digest field -> crawlId                     (allhashes, one shard of it)
+ *   {<shard>}h:<crawlId>   hash   digest field -> compact hash entry          (h:<crawlId>, one shard)
+ *   {dd}layout             string JSON {"layout":"sharded","prefixDigits":N,"format":2}: present = sharded layout
+ * Fewer bytes per hash there (docs/scaling.md), decoded where the index is read (shardedHashes.ts), so
+ * callers see the same digests and "<waczIndex> <date> <url> <size>" values as in the single-node layout:
+ * - digest field (digestField): a sha256 digest as its 32 raw bytes less the whole bytes its shard name
+ *   already says (prefixDigits 4: 30 bytes, 3: 31); any other digest as its text, one space added when
+ *   that text is at least as long as a raw field, so the length alone tells the two kinds apart.
+ * - value (compactHashEntry): "<waczIndex> <mark><date> <url less its scheme> <size>", waczIndex still
+ *   decimal and first (scripts match it), the date a base-36 count since 1970 in units of its own fraction
+ *   digits, the size base 36; the one letter <mark> says how many fraction digits and which scheme
+ *   (none, http://, https://) was cut. A value whose date cannot be put so (before 1970, more than 9
+ *   fraction digits, no such time) is stored as given: its date token starts with a digit, never a mark
+ *   (one whose date is not digits at all is no hash entry: parseHashEntry refuses it in either layout).
+ * "format" in {dd}layout is this encoding's version: an index of any other format is refused.
  */
 export const dedupeKeys = {
   crawlHashes: (crawlId: string) => `h:${crawlId}`,
@@ -103,7 +113,17 @@ export const shardKeys = {
   crawlHashes: (crawlId: string, shard: string) => `{${shard}}h:${crawlId}`,
   /** Lua: h:<crawl> of the shard whose name is in `shardExpr`. */
   luaCrawlHashes: (shardExpr: string, idExpr: string) => `'{' .. ${shardExpr} .. '}h:' .. ${idExpr}`,
+  /** Lua: allhashes of the shard whose name is in `shardExpr`. */
+  luaAllHashes: (shardExpr: string) => `'{' .. ${shardExpr} .. '}ah'`,
 } as const;
+
+/** The sharded layout's field and value encoding (see above); {dd}layout records it. */
+export const SHARDED_FORMAT = 2;
+
+/** The {dd}layout record of a sharded index. */
+export function shardedLayoutRecord(prefixDigits: number): string {
+  return JSON.stringify({ layout: "sharded", prefixDigits, format: SHARDED_FORMAT });
+}
 
 const SHA256_DIGEST = /^sha256:([0-9a-f]{64})$/;
 
@@ -113,20 +133,27 @@ export function shardOfDigest(digest: string, prefixDigits: number): string {
   return hex.slice(0, prefixDigits);
 }
 
-/**
- * The field a digest is stored under in the sharded layout: sha256 as its 32 raw bytes; any other as its
- * text, with a space added if that text is 32 bytes long too (so the length alone tells them apart).
- */
-export function digestField(digest: string): Buffer {
-  const hex = SHA256_DIGEST.exec(digest)?.[1];
-  if (hex) return Buffer.from(hex, "hex");
-  const text = Buffer.from(digest, "utf8");
-  return text.length === 32 ? Buffer.concat([text, Buffer.from(" ")]) : text;
+/** Length of a sha256 digest's field: the whole bytes its shard name (prefixDigits hex digits) says are left out. */
+export function sha256FieldLength(prefixDigits: number): number {
+  return 32 - Math.floor(prefixDigits / 2);
 }
 
-/** The inverse of digestField. */
-export function digestOfField(field: Buffer): string {
-  return field.length === 32 ? "sha256:" + field.toString("hex") : field.toString("utf8").trimEnd();
+const FIELD_PAD = Buffer.from(" ");
+
+/** The field a digest is stored under in the sharded layout (see the layout comment above). */
+export function digestField(digest: string, prefixDigits: number): Buffer {
+  const rawLength = sha256FieldLength(prefixDigits);
+  const hex = SHA256_DIGEST.exec(digest)?.[1];
+  if (hex) return Buffer.from(hex, "hex").subarray(32 - rawLength);
+  const text = Buffer.from(digest, "utf8");
+  return text.length < rawLength ? text : Buffer.concat([text, FIELD_PAD]);
+}
+
+/** The inverse of digestField, for a field of the shard named `shard`. */
+export function digestOfField(field: Buffer, shard: string): string {
+  const rawLength = sha256FieldLength(shard.length);
+  if (field.length === rawLength) return "sha256:" + shard.slice(0, 2 * (32 - rawLength)) + field.toString("hex");
+  return field.subarray(0, field.length < rawLength ? field.length : field.length - 1).toString("utf8");
 }
 
 /** Every shard name of a layout, in order. */
@@ -165,6 +192,71 @@ export function parseHashEntry(value: string): HashEntry | null {
   const size = Number(value.slice(last + 1));
   if (!Number.isInteger(waczIndex) || !/^\d{14,}$/.test(date) || !url || !Number.isFinite(size)) return null;
   return { waczIndex, date, url, size };
+}
+
+// The sharded layout's compact value (see the layout comment above). The mark's index in MARKS is
+// scheme * 10 + fraction digits; base-36 digits follow it, so only its first character is a mark.
+const MARKS = "abcdefghijklmnopqrstuvwxyzABCD";
+const CUT_SCHEMES = ["", "http://", "https://"] as const;
+const COMPACTABLE_DATE = /^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(\d{0,9})$/;
+const CANONICAL_NUMBER = /^(0|[1-9]\d*)$/;
+const COMPACT_DATE = /^[a-zA-D][0-9a-z]+$/;
+
+/** The four tokens of "<waczIndex> <date> <url> <size>" as text (the URL may hold spaces), or null. */
+function hashEntryTokens(value: string): [string, string, string, string] | null {
+  const first = value.indexOf(" ");
+  const second = value.indexOf(" ", first + 1);
+  const last = value.lastIndexOf(" ");
+  if (first < 1 || second <= first || last <= second) return null;
+  return [value.slice(0, first), value.slice(first + 1, second), value.slice(second + 1, last), value.slice(last + 1)];
+}
+
+/** "<waczIndex> <date> <url> <size>" -> its compact form; a value that cannot be put so, unchanged. */
+export function compactHashEntry(value: string): string {
+  const tokens = hashEntryTokens(value);
+  if (!tokens) return value;
+  const [waczIndex, date, url, size] = tokens;
+  const parts = COMPACTABLE_DATE.exec(date);
+  if (!parts || !CANONICAL_NUMBER.test(waczIndex) || !CANONICAL_NUMBER.test(size) || !Number.isSafeInteger(Number(size))) return value;
+  const [year, month, day, hour, minute, second] = parts.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const time = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
+  // Only a time that exists (no month 13, no leap second) and is not before 1970 reads back the same.
+  const exists = time.getUTCFullYear() === year && time.getUTCMonth() === month - 1 && time.getUTCDate() === day &&
+    time.getUTCHours() === hour && time.getUTCMinutes() === minute && time.getUTCSeconds() === second;
+  if (!exists || time.getTime() < 0) return value;
+  const fraction = parts[7]!;
+  const scheme = url.startsWith("https://") ? 2 : url.startsWith("http://") ? 1 : 0;
+  const count = (time.getTime() / 1000) * 10 ** fraction.length + Number(fraction || "0");
+  // Up to 2^53 a Number is exact (up to 6 fraction digits until 2255); beyond, a BigInt.
+  const digits = Number.isSafeInteger(count)
+    ? count.toString(36)
+    : (BigInt(time.getTime() / 1000) * 10n ** BigInt(fraction.length) + BigInt(fraction)).toString(36);
+  return `${waczIndex} ${MARKS[scheme * 10 + fraction.length]!}${digits} ${url.slice(CUT_SCHEMES[scheme].length)} ${Number(size).toString(36)}`;
+}
+
+/** The inverse of compactHashEntry: "<waczIndex> <date> <url> <size>" again (a value stored as given, as it is). */
+export function expandHashEntry(value: string): string {
+  const tokens = hashEntryTokens(value);
+  if (!tokens || !COMPACT_DATE.test(tokens[1])) return value;
+  const [waczIndex, compactDate, url, size] = tokens;
+  const markIndex = MARKS.indexOf(compactDate[0]!);
+  const fractionDigits = markIndex % 10;
+  const unit = 10 ** fractionDigits;
+  let seconds: number;
+  let fraction: string;
+  // Ten base-36 digits are below 2^53: a Number is exact; longer, a BigInt.
+  if (compactDate.length <= 11) {
+    const count = parseInt(compactDate.slice(1), 36);
+    fraction = String(count % unit);
+    seconds = (count - (count % unit)) / unit;
+  } else {
+    let count = 0n;
+    for (const digit of compactDate.slice(1)) count = count * 36n + BigInt(parseInt(digit, 36));
+    seconds = Number(count / BigInt(unit));
+    fraction = String(count % BigInt(unit));
+  }
+  const date = warcDateToDigits(new Date(seconds * 1000).toISOString()).slice(0, 14) + (fractionDigits ? fraction.padStart(fractionDigits, "0") : "");
+  return `${waczIndex} ${date} ${CUT_SCHEMES[Math.floor(markIndex / 10)]}${url} ${parseInt(size, 36)}`;
 }
 
 /** One entry of c:<crawlId>:wacz. */

@@ -4,7 +4,9 @@ import {
   DEFAULT_PREFIX_DIGITS,
   LAYOUT_KEY,
   LUA_KEY,
+  SHARDED_FORMAT,
   SHARDED_LUA_KEY,
+  shardedLayoutRecord,
   shardedMetaKeys,
   SINGLE_LAYOUT,
   type DedupeKeys,
@@ -44,7 +46,7 @@ export function scriptByLayout(build: (lua: LuaKeys) => string): (redis: DedupeR
  * was created sharded (createShardedLayout).
  */
 export async function loadLayout(redis: DedupeRedis, cluster: boolean, prefixDigits = DEFAULT_PREFIX_DIGITS): Promise<DedupeLayout> {
-  if (cluster) await redis.set(LAYOUT_KEY, JSON.stringify({ layout: "sharded", prefixDigits }), "NX");
+  if (cluster) await redis.set(LAYOUT_KEY, shardedLayoutRecord(prefixDigits), "NX");
   const stored = await redis.get(LAYOUT_KEY);
   const layout = stored ? parseLayout(stored) : SINGLE_LAYOUT;
   layouts.set(redis, layout);
@@ -60,10 +62,22 @@ export async function createShardedLayout(redis: DedupeRedis, prefixDigits = DEF
 }
 
 function parseLayout(json: string): DedupeLayout {
-  const parsed = JSON.parse(json) as { layout?: unknown; prefixDigits?: unknown };
+  let parsed: { layout?: unknown; prefixDigits?: unknown; format?: unknown } = {};
+  try {
+    parsed = (JSON.parse(json) as typeof parsed | null) ?? {};
+  } catch {
+    // Not JSON: refused below like any other unknown record.
+  }
   const digits = Number(parsed.prefixDigits);
   if (parsed.layout !== "sharded" || !Number.isInteger(digits) || digits < 1 || digits > 6) {
     throw new Error(`${LAYOUT_KEY} holds an unknown dedupe layout: ${json}`);
+  }
+  // The field and value encoding: one written by another version of the crawler cannot be read as this one.
+  if (parsed.format !== SHARDED_FORMAT) {
+    throw new Error(
+      `${LAYOUT_KEY} says this sharded dedupe index has format ${parsed.format === undefined ? "1 (no format field)" : JSON.stringify(parsed.format)}, ` +
+        `but this crawler reads format ${SHARDED_FORMAT} only: rebuild the index from its WACZ files with the indexer into an empty Redis (see README)`,
+    );
   }
   return { kind: "sharded", prefixDigits: digits };
 }

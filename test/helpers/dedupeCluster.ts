@@ -1,5 +1,5 @@
 import { Cluster, Redis } from "ioredis";
-import { digestOfField, LAYOUT_KEY } from "../../src/dedupe/keys.js";
+import { digestOfField, expandHashEntry, LAYOUT_KEY, shardedLayoutRecord } from "../../src/dedupe/keys.js";
 import { loadLayout, type DedupeRedis } from "../../src/dedupe/layout.js";
 
 /** Import bookkeeping and timestamps: not part of what an index says, so left out of comparisons. */
@@ -21,14 +21,19 @@ export async function singleLayoutView(redis: DedupeRedis): Promise<Record<strin
     for (const rawKey of await node.keysBuffer("*")) {
       const key = rawKey.toString("utf8");
       if (key === LAYOUT_KEY) continue;
-      const shard = /^\{[0-9a-f]+\}(ah|h:.*)$/.exec(key);
-      const name = shard ? (shard[1] === "ah" ? "allhashes" : shard[1]!) : key.replace(/^\{dd\}/, "");
+      const shard = /^\{([0-9a-f]+)\}(ah|h:.*)$/.exec(key);
+      const name = shard ? (shard[2] === "ah" ? "allhashes" : shard[2]!) : key.replace(/^\{dd\}/, "");
       if (BOOKKEEPING.test(name)) continue;
       const type = await node.type(key);
       if (type === "hash") {
         const flat = (await node.callBuffer("HGETALL", key)) as Buffer[];
         const entries = (state[name] ??= {}) as Record<string, string>;
-        for (let i = 0; i < flat.length; i += 2) entries[shard ? digestOfField(flat[i]!) : flat[i]!.toString("utf8")] = flat[i + 1]!.toString("utf8");
+        for (let i = 0; i < flat.length; i += 2) {
+          const value = flat[i + 1]!.toString("utf8");
+          // A sharded index's fields and h: values are compact (keys.ts): read back as the single-node layout has them.
+          if (!shard) entries[flat[i]!.toString("utf8")] = value;
+          else entries[digestOfField(flat[i]!, shard[1]!)] = shard[2] === "ah" ? value : expandHashEntry(value);
+        }
       } else if (type === "set") state[name] = (await node.smembers(key)).sort();
       else if (type === "list") state[name] = await node.lrange(key, 0, -1);
       else state[name] = await node.get(key);
@@ -47,6 +52,6 @@ export async function singleLayoutView(redis: DedupeRedis): Promise<Record<strin
 /** Empty every node (between scenarios) and set the shard count the next index gets (this client's too). */
 export async function resetCluster(cluster: Cluster, prefixDigits: number): Promise<void> {
   for (const node of cluster.nodes("master")) await node.flushall();
-  await cluster.set(LAYOUT_KEY, JSON.stringify({ layout: "sharded", prefixDigits }));
+  await cluster.set(LAYOUT_KEY, shardedLayoutRecord(prefixDigits));
   await loadLayout(cluster, true);
 }
