@@ -10,6 +10,7 @@
  *   node dist/bench/indexer.js [--wacz 20] [--records 50000] [--format plain,zipnum,pywb,pywb-zipnum|both|all]
  *                              [--runs 1] [--cpuProf <dir>] [--keep]
  * --cpuProf writes the importer's V8 CPU profile there and adds its top functions (self time) to the JSON.
+ * Each line also has the Redis time per CDX line of each command (INFO commandstats) of the import and the floor.
  * Generated files are cached in $TMPDIR/bench-indexer-<format>-KxM (reused by later runs; removed unless --keep).
  */
 import { spawn } from "node:child_process";
@@ -131,6 +132,20 @@ async function redisCpuSeconds(redis: Redis): Promise<number> {
   return Number(/used_cpu_sys:([\d.]+)/.exec(info)![1]) + Number(/used_cpu_user:([\d.]+)/.exec(info)![1]);
 }
 
+/**
+ * Microseconds per CDX line spent in each command (INFO commandstats), for the commands that took a
+ * visible share: where Redis spends its time. A script's time includes the commands it calls (listed too).
+ */
+async function commandUsPerLine(redis: Redis, lines: number): Promise<Record<string, number>> {
+  const stats = await redis.info("commandstats");
+  const result: Record<string, number> = {};
+  for (const [, name, usec] of stats.matchAll(/cmdstat_([\w|]+):calls=\d+,usec=(\d+)/g)) {
+    const perLine = Math.round((Number(usec) / lines) * 100) / 100;
+    if (perLine >= 0.05) result[name!] = perLine;
+  }
+  return result;
+}
+
 async function floorRun(port: number, commands: string): Promise<{ seconds: number; cliCpuSeconds: number }> {
   const started = performance.now();
   const child = spawn("redis-cli", ["-h", "127.0.0.1", "-p", String(port), "--pipe"], { stdio: ["pipe", "ignore", "inherit"] });
@@ -180,7 +195,8 @@ for (const format of formats) {
       const floor = await withServer(join(dir, "redis-floor"), async (server, redis) => {
         const cpuBefore = await redisCpuSeconds(redis);
         const { seconds, cliCpuSeconds } = await floorRun(server.port, commands);
-        return { seconds, cliCpuSeconds, redisCpuSeconds: (await redisCpuSeconds(redis)) - cpuBefore, lines: await redis.hlen("allhashes") };
+        const lines = await redis.hlen("allhashes");
+        return { seconds, cliCpuSeconds, redisCpuSeconds: (await redisCpuSeconds(redis)) - cpuBefore, lines, commands: await commandUsPerLine(redis, lines) };
       });
       const profileDir = values.cpuProf ? join(values.cpuProf, `${format}-${run}`) : undefined;
       if (profileDir) rmSync(profileDir, { recursive: true, force: true });
@@ -212,6 +228,8 @@ for (const format of formats) {
           floorCliCpuUsPerLine: perLine(floor.cliCpuSeconds, floor.lines),
           floorRedisCpuUsPerLine: perLine(floor.redisCpuSeconds, floor.lines),
           // The share when CPU is what limits (a loaded machine): floor CPU over import CPU, per line.
+          importRedisCommandUsPerLine: await commandUsPerLine(redis, lines),
+          floorRedisCommandUsPerLine: floor.commands,
           cpuShare: Math.round(((floor.cliCpuSeconds + floor.redisCpuSeconds) / floor.lines / ((imported.cpuSeconds + importRedisCpu) / lines)) * 100) / 100,
           // Local files are read whole only for their sha256 when a manifest gives none; this one gives them.
           waczBytesTotal: resources.reduce((sum, r) => sum + r.size, 0),

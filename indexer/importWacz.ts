@@ -1,81 +1,39 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { COUNT_FIELDS, formatHashEntry, LUA_KEY, type LuaKeys } from "../src/dedupe/keys.js";
+import { COUNT_FIELDS, formatHashEntry, LUA_KEY } from "../src/dedupe/keys.js";
 import { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "../src/dedupe/layout.js";
 import { entriesSharded, rollbackWaczSharded, writeEntriesSharded } from "../src/dedupe/shardedHashes.js";
 import { captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts } from "../src/dedupe/captureRule.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "./wacz/index.js";
-import { PackedBatch } from "./packedBatch.js";
+import { HashWriteBatch } from "./hashWriteBatch.js";
 import { pauseForTests } from "../src/util/testPause.js";
 import type { ImportResource } from "./sources.js";
 
-// One call per batch, each digest sent once, the batch's hash entries packed into one argument
-// ("<digest>\t<entry>\n" each, see packedBatch.ts): no argument per line, and a fixed set of buffers
-// in flight. h:<crawlId> takes the whole batch (HSET: re-importing writes the same values; within a
-// crawl the last of several WACZ files holding a payload wins, which in manifest order is
-// deterministic); in allhashes the first crawl to index a payload keeps it. The script makes a few
-// bulk calls per batch, none per line (a call per line cost more than the writes themselves).
-// ARGV: packed entries, crawlId, then url/capture pairs of the capture history.
-// (The sharded layout writes hashes shard by shard, see shardedHashes.ts, and the history with CAPTURES_LUA.)
-const IMPORT_BATCH_LUA = `
-local fields, digests = {}, {}
-local n = 0
--- Split with plain finds, not gmatch patterns (about a third less time splitting). A digest holds
--- no tab or newline and an entry no newline (PackedBatch.canPack), so the first of each ends the field.
-local packed, find, sub = ARGV[1], string.find, string.sub
-local at = 1
-while true do
-  local tab = find(packed, '\\t', at, true)
-  if not tab then break end
-  local nl = find(packed, '\\n', tab + 1, true)
-  local digest = sub(packed, at, tab - 1)
-  n = n + 1
-  fields[2 * n - 1] = digest
-  fields[2 * n] = sub(packed, tab + 1, nl - 1)
-  digests[n] = digest
-  at = nl + 1
-end
-local crawl = ARGV[2]
--- unpack is limited by Lua's stack: calls take slices. One HMGET and one HSET for allhashes, not a
--- call per digest: the script runs atomically, so the first crawl still wins.
-for i = 1, 2 * n, 4000 do redis.call('HSET', KEYS[1], unpack(fields, i, math.min(i + 3999, 2 * n))) end
-for i = 1, n, 2000 do
-  local last = math.min(i + 1999, n)
-  local known = redis.call('HMGET', KEYS[2], unpack(digests, i, last))
-  local new = {}
-  for j = i, last do
-    if not known[j - i + 1] then
-      new[#new + 1] = digests[j]
-      new[#new + 1] = crawl
-    end
-  end
-  if #new > 0 then redis.call('HSET', KEYS[2], unpack(new)) end
-end
-${capturesLua(LUA_KEY, 3)}`;
+// A batch is two commands (hashWriteBatch.ts): a native HSET of its entries into h:<crawlId> (re-importing
+// writes the same values; within a crawl the last of several WACZ files holding a payload wins, which in
+// manifest order is deterministic), then a script of HSETNX calls into allhashes, where the first crawl to
+// index a payload keeps it. With --history, the capture history goes in a third call (CAPTURES_LUA).
+// (The sharded layout writes hashes shard by shard, see shardedHashes.ts.)
 
-/** The capture-history part of a batch: KEYS[first] u:<crawl>, KEYS[first + 1] allurls; ARGV from 3 url/capture pairs. */
-function capturesLua(lua: LuaKeys, first: number): string {
-  return `
+// The capture history of a batch: KEYS[1] u:<crawl>, KEYS[2] allurls; ARGV: unused, crawlId, then url/capture pairs.
+const CAPTURES_LUA = scriptByLayout((lua) => `
+local crawl = ARGV[2]
 -- Capture history: url -> capture JSON (which starts with its date, so dates compare without decoding);
 -- the newest capture of a URL wins in u:<crawl> and in allurls.
 local function newer(a, b) return string.sub(a, 10, 32) > string.sub(b, 10, 32) end
 for i = 3, #ARGV - 1, 2 do
   local url, capture = ARGV[i], ARGV[i + 1]
-  local own = redis.call('HGET', KEYS[${first}], url)
+  local own = redis.call('HGET', KEYS[1], url)
   if not own or newer(capture, own) then
-    redis.call('HSET', KEYS[${first}], url, capture)
-    local current = redis.call('HGET', KEYS[${first + 1}], url)
+    redis.call('HSET', KEYS[1], url, capture)
+    local current = redis.call('HGET', KEYS[2], url)
     local currentCapture = current and redis.call('HGET', ${lua.crawlCaptures("current")}, url)
-    if not currentCapture or newer(capture, currentCapture) then redis.call('HSET', KEYS[${first + 1}], url, crawl) end
+    if not currentCapture or newer(capture, currentCapture) then redis.call('HSET', KEYS[2], url, crawl) end
   end
 end
-`;
-}
-
-// The sharded layout's capture history of a batch (ARGV: unused, crawlId, then url/capture pairs).
-const CAPTURES_LUA = scriptByLayout((lua) => `local crawl = ARGV[2]\n${capturesLua(lua, 1)}`);
+`);
 
 // Undo a failed import's capture history: drop its u:<crawl> entries (and allurls pointers to them).
 const ROLLBACK_CAPTURES_LUA = `
@@ -206,7 +164,7 @@ export async function importWacz(
     try {
       // Pass 1: index response hashes and count lines. Batches go out while the next ones are parsed;
       // a few are in flight (one running in Redis, the next ones queued), so memory stays flat.
-      const batches = Array.from({ length: MAX_IN_FLIGHT + 1 }, () => new PackedBatch());
+      const batches = Array.from({ length: MAX_IN_FLIGHT + 1 }, () => new HashWriteBatch(hashesKey, dedupeKeys.allHashes, resource.crawlId));
       let current = 0;
       let batch = batches[0]!;
       let captures: string[] = [];
@@ -215,17 +173,12 @@ export async function importWacz(
       const inFlight = new Set<Promise<unknown>>();
       const flush = async () => {
         if (batch.lines || captures.length || shardedEntries.length) {
-          const sent = layout.kind === "sharded"
-            ? Promise.all([
-              writeEntriesSharded(redis, layout, resource.crawlId, shardedEntries),
-              captures.length
-                ? redis.eval(CAPTURES_LUA(redis), 2, dedupeKeys.crawlCaptures(resource.crawlId), dedupeKeys.allUrls, "", resource.crawlId, ...captures)
-                : null,
-            ])
-            : redis.eval(
-              IMPORT_BATCH_LUA, 4, hashesKey, dedupeKeys.allHashes, dedupeKeys.crawlCaptures(resource.crawlId), dedupeKeys.allUrls,
-              batch.bytes(), resource.crawlId, ...captures,
-            );
+          const sent = Promise.all([
+            layout.kind === "sharded" ? writeEntriesSharded(redis, layout, resource.crawlId, shardedEntries) : batch.lines ? batch.send(redis) : null,
+            captures.length
+              ? redis.eval(CAPTURES_LUA(redis), 2, dedupeKeys.crawlCaptures(resource.crawlId), dedupeKeys.allUrls, "", resource.crawlId, ...captures)
+              : null,
+          ]);
           shardedEntries = [];
           batch.busy = sent;
           inFlight.add(sent);
@@ -255,11 +208,7 @@ export async function importWacz(
           if (!isIndexablePayload(status, digest === EMPTY_PAYLOAD_DIGEST)) continue;
           const entry = { waczIndex, date: cdx.timestamp, url: cdx.url, size: Number(cdx.length ?? 0) };
           if (layout.kind === "sharded") shardedEntries.push({ digest, value: formatHashEntry(entry) });
-          else if (PackedBatch.canPack(digest, cdx.url)) batch.add(digest, entry);
-          else {
-            await redis.hset(hashesKey, digest, formatHashEntry(entry));
-            await redis.hsetnx(dedupeKeys.allHashes, digest, resource.crawlId);
-          }
+          else batch.add(digest, entry);
           // The capture history from CDX: date, status, digest, WACZ (ETag, Last-Modified and outlinks are not in it).
           if (options.history) captures.push(cdx.url, `{"date":"${cdx.timestamp}","status":${status},"digest":${JSON.stringify(digest)},"waczIndex":${waczIndex}}`);
         }
