@@ -63,8 +63,9 @@ export async function shapeChangeInPage(before: ScrollShape, waitMs: number, unt
   const until = began + waitMs;
   let frames = 0;
   let done = false;
-  // Frames rendered, and (a frame that is not rendered gets no animation frames) time, since the page last had a timer pending.
-  let quietFrom: { frames: number; at: number } | null = null;
+  // The frame count since which the page has had no timer pending. Rendered frames only, not time: a frame
+  // that is not rendered (or renders under 20 frames a second) does not settle, and its wait is the quiet one.
+  let quietFrom: number | null = null;
   const tick = () => {
     frames += 1;
     if (!done) requestAnimationFrame(tick);
@@ -75,8 +76,8 @@ export async function shapeChangeInPage(before: ScrollShape, waitMs: number, unt
       const now = shape();
       const changed = now.page !== before.page || now.areas !== before.areas;
       if (!timers || timers.pending() > 0) quietFrom = null;
-      else quietFrom ??= { frames, at: Date.now() };
-      const settled = quietFrom !== null && (frames - quietFrom.frames >= 2 || Date.now() - quietFrom.at >= 100);
+      else quietFrom ??= frames;
+      const settled = quietFrom !== null && frames - quietFrom >= 2;
       if (changed || (untilSettled && settled) || Date.now() >= until) return { shape: now, settled: settled && !changed };
       await new Promise((resolve) => setTimer(() => resolve(undefined), 10));
     }
