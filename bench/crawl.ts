@@ -10,7 +10,8 @@
  *   node dist/bench/crawl.js --behaviors [--pages 20] [--workers 2] [--withBehaviors autofetch,autoplay]
  * (--withBehaviors: the --behaviors list of the run with behaviors, to see what leaving one out saves;
  * default: the crawler's default behaviors.)
- * Each run also gives where the pages' time went ("phases"): the crawler's debug lines "page timings"
+ * It also lists what the run without behaviors captured and the run with them did not (missedWithBehaviors:
+ * none expected). Each run also gives where the pages' time went ("phases"): the crawler's debug lines "page timings"
  * (src/browser/pageTimings.ts), summed over pages and as a mean per page, in seconds.
  */
 import { spawn } from "node:child_process";
@@ -162,8 +163,12 @@ if (!values.behaviors) {
       lazyMissedSample: lazy.filter((url) => !run.captured.has(url)).slice(0, 5).map((url) => url.slice(site.url.length)),
     };
   };
-  const without = summary(await crawlSite(site, ["--behaviors", ""]));
-  const withBehaviors = summary(await crawlSite(site, values.withBehaviors === undefined ? [] : ["--behaviors", values.withBehaviors]));
+  const withoutRun = await crawlSite(site, ["--behaviors", ""]);
+  const withRun = await crawlSite(site, values.withBehaviors === undefined ? [] : ["--behaviors", values.withBehaviors]);
+  const without = summary(withoutRun);
+  const withBehaviors = summary(withRun);
+  // The run with behaviors captures what the run without does, and more: what it left out, if anything.
+  const missedWithBehaviors = [...withoutRun.captured].filter((url) => !withRun.captured.has(url)).map((url) => url.slice(site.url.length));
   console.log(JSON.stringify({
     benchmark: "crawl-behaviors",
     pages,
@@ -173,6 +178,9 @@ if (!values.behaviors) {
     behaviorList: values.withBehaviors ?? "default",
     withoutBehaviors: without,
     withBehaviors,
+    capturedWithout: withoutRun.captured.size,
+    capturedWith: withRun.captured.size,
+    missedWithBehaviors,
     extraSecondsPerPage: Math.round(((withBehaviors.seconds - without.seconds) / pages) * 100) / 100,
     ratioWithToWithout: Math.round((withBehaviors.seconds / without.seconds) * 100) / 100,
     // The same for the pages' own time (summed "total" of the page timings): without the crawl's start and end.

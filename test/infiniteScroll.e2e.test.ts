@@ -1,7 +1,8 @@
 /**
  * The autoscroll behavior on feeds that load more as they are scrolled (test/helpers/infiniteScrollSite.ts):
  * window feeds of 5, 20 and 100 batches of 3,000 px (the last page 300,000 px tall), a feed inside a
- * scrolling <div>, a "load more" button, and a feed that never ends (bounded by --behaviorTimeout, or by
+ * scrolling <div>, a "load more" button, feeds whose next batch comes 300-400 ms after the scrolling (a
+ * debounced trigger, a slow server), and a feed that never ends (bounded by --behaviorTimeout, or by
  * --autoscrollMaxRounds). Each crawl's WARC records must hold exactly the feed's batch requests; the replay
  * of a feed shows its last batch once scrolled. And loading="lazy" images far below the fold are captured
  * with behaviors off (Chromium runs with --disable-lazy-loading).
@@ -12,6 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { logLines, runCli, type CliResult } from "./helpers/cli.js";
 import {
+  DELAYED_FEEDS,
   DIV_FEED_BATCHES,
   LAZY_IMAGES,
   LOAD_MORE_BATCHES,
@@ -75,7 +77,7 @@ function autoscrollLines(crawl: Crawl): AutoscrollLine[] {
   return logLines(crawl.result.stderr).filter((l) => l.message === "autoscroll ended").map((l) => l.details as unknown as AutoscrollLine);
 }
 
-const FEED_PAGES = [...Object.keys(WINDOW_FEEDS).map((f) => `/feed/${f}.html`), "/div-feed.html", "/load-more.html"];
+const FEED_PAGES = [...[...Object.keys(WINDOW_FEEDS), ...Object.keys(DELAYED_FEEDS)].map((f) => `/feed/${f}.html`), "/div-feed.html", "/load-more.html"];
 
 let feeds: Crawl;
 let lazy: Crawl;
@@ -119,6 +121,14 @@ describe("feeds that end", () => {
     expect(capturedBatches(feeds, feed)).toEqual(batchRequests(feed, batches));
     const line = autoscrollLines(feeds).find((l) => l.url === `${site.url}/feed/${feed}.html`);
     expect(line?.end).toBe("stopped growing");
+  });
+
+  // The autoscroll stops waiting as soon as a page has settled with no request (autoscrollTimers.ts):
+  // a debounced trigger is a pending timer, a slow answer a request in flight.
+  it.each(Object.entries(DELAYED_FEEDS))("feed %s, its next batch 300-400 ms after the scrolling: every batch is captured", (feed, batches) => {
+    expect(capturedBatches(feeds, feed)).toEqual(batchRequests(feed, batches));
+    const line = autoscrollLines(feeds).find((l) => l.url === `${site.url}/feed/${feed}.html`);
+    expect([line?.rounds, line?.end]).toEqual([batches - 1, "stopped growing"]);
   });
 
   it("a feed inside a scrolling <div> (the window does not scroll): every batch is captured", () => {

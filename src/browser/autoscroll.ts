@@ -1,7 +1,8 @@
 import type { Frame, Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { nudgeInPage, scrollStepInPage, shapeChangeInPage, type ScrollShape } from "./autoscrollInPage.js";
-import type { RequestWatch } from "./requestWatch.js";
+import { timerWatchScript } from "./autoscrollTimers.js";
+import { RequestWatch } from "./requestWatch.js";
 
 /**
  * Our autoscroll behavior, run in place of browsertrix-behaviors' one (which tests whether a page scrolls by
@@ -48,6 +49,15 @@ const POLL_MS = 100;
 /** Viewport moves per step, at two rendered frames each: about 1,800,000 px of a 900 px viewport. */
 const MAX_MOVES_PER_STEP = 2000;
 
+/**
+ * Once per tab, before its first page: what the autoscroll watches while it waits, the tab's requests
+ * (from now on: a feed's first batch may be in flight when behaviors start) and each document's timers.
+ */
+export async function watchTabForAutoscroll(tab: Page): Promise<RequestWatch> {
+  await tab.evaluateOnNewDocument(timerWatchScript());
+  return RequestWatch.attach(tab);
+}
+
 /** Scroll each frame to its end (concurrently), then log and return how each one ended. */
 export async function autoscrollFrames(tab: Page, watch: RequestWatch, frames: readonly Frame[], limits: AutoscrollLimits): Promise<FrameAutoscroll[]> {
   const results = await Promise.all(frames.map((frame) => autoscrollFrame(frame, watch, limits)));
@@ -65,12 +75,13 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
   const result = (end: AutoscrollEnd): FrameAutoscroll => ({ frameUrl: frame.url(), rounds, end, seconds: Math.round((Date.now() - started) / 100) / 10 });
   try {
     for (;;) {
+      const stepStarted = Date.now();
       const step = await frame.evaluate(scrollStepInPage, { maxMoves: MAX_MOVES_PER_STEP, budgetMs: Math.max(0, limits.deadline - Date.now()) });
       if (step.siteSpecific) return result("site-specific behavior");
       // A page no taller than its viewport, with nothing to click, is not waited on: once a poll has given
       // its scripts a rendered frame and it is quiet (its first batch may still be on its way, or just asked for).
       const short = rounds === 0 && !step.scrolled && !step.clicked;
-      let grew = await waitForGrowth(frame, step.before, watch, limits.deadline, short ? POLL_MS : QUIET_MS);
+      let grew = await waitForGrowth(frame, step.before, watch, stepStarted, limits.deadline, short ? POLL_MS : QUIET_MS);
       if (short && !grew) {
         // Behaviors start as soon as the load's requests end: a feed's first batch may have arrived but not
         // be rendered yet when the step looked (a <div> that was not yet scrolling). Look once more, now quiet.
@@ -82,10 +93,11 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
       }
       if (!grew) {
         // Before giving up: back a viewport and to the end again (a trigger that fired late, or was missed).
+        const nudged = Date.now();
         await frame.evaluate(nudgeInPage);
         // The nudge's transitions start any request they trigger within a frame or two: a shorter quiet
-        // suffices to see one begin (then the wait goes on until it ends), and it is paid on every page.
-        grew = await waitForGrowth(frame, step.before, watch, limits.deadline, NUDGE_QUIET_MS, NUDGE_QUIET_MS);
+        // suffices to see one begin (then the wait goes on until it ends).
+        grew = await waitForGrowth(frame, step.before, watch, nudged, limits.deadline, NUDGE_QUIET_MS, NUDGE_QUIET_MS);
       }
       if (grew === "deadline") return result("deadline");
       if (!grew) return result("stopped growing");
@@ -102,20 +114,29 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
 }
 
 /**
- * True once the frame has grown from `before`; false once it has not after `minWaitMs` and the network has
- * been quiet for QUIET_MS (a step's trigger may start its request a moment after the step), or after
- * MAX_GROWTH_WAIT_MS whatever the network does.
+ * True once the frame has grown from `before`. False at once when nothing happened: the page settled (no
+ * short timer pending, two rendered frames after the last: autoscrollInPage.ts) with no request started
+ * since `since` (the step's start) nor in flight (most pages, once scrolled to their end). Otherwise false
+ * once it has not grown after `minWaitMs` and the network has been quiet for `quietMs` (a request that
+ * ended may still be rendered), or after MAX_GROWTH_WAIT_MS whatever the network does.
  */
-async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWatch, deadline: number, minWaitMs: number, quietMs = QUIET_MS): Promise<boolean | "deadline"> {
-  const since = Date.now();
+async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWatch, since: number, deadline: number, minWaitMs: number, quietMs = QUIET_MS): Promise<boolean | "deadline"> {
+  const started = Date.now();
   let seen = before;
+  // Once something did happen, the wait is the quiet one: asking again whether the page settled is no use.
+  let mayEndEarly = true;
   for (;;) {
     // Waits in the page for a change from what was last seen (a shrink is a change, not growth).
-    const now = await frame.evaluate(shapeChangeInPage, seen, Math.max(0, Math.min(POLL_MS, deadline - Date.now())));
+    const poll = await frame.evaluate(shapeChangeInPage, seen, Math.max(0, Math.min(POLL_MS, deadline - Date.now())), mayEndEarly);
+    const now = poll.shape;
     if (now.page > before.page || now.areas > before.areas) return true;
     seen = now;
     if (Date.now() >= deadline) return "deadline";
-    const waited = Date.now() - since;
+    if (mayEndEarly && poll.settled) {
+      if (!watch.activeSince(since)) return false;
+      mayEndEarly = false;
+    }
+    const waited = Date.now() - started;
     if ((waited >= minWaitMs && watch.quietFor(quietMs)) || waited >= MAX_GROWTH_WAIT_MS) return false;
   }
 }

@@ -23,24 +23,66 @@ export interface ScrollStep {
   siteSpecific: boolean;
 }
 
+/** The timer watch autoscrollTimers.ts leaves in the page (a type only: nothing is imported into the page). */
+interface PageTimerWatch {
+  pending(): number;
+  setTimeout(handler: () => void, ms: number): number;
+  clearTimeout(id: number): void;
+}
+
 /** The page globals: the steps keep their scrolling elements for shapeChangeInPage(); the library's runner. */
 interface AutoscrollGlobals {
   __wc_scrollAreas?: Element[];
   __bx_behaviors?: { mainBehavior?: unknown; selectMainBehavior?: () => void };
 }
 
-/** Poll the shape (briefly: no rendering needed) until it differs from `before` or `waitMs` has passed. */
-export async function shapeChangeInPage(before: ScrollShape, waitMs: number): Promise<ScrollShape> {
+/** What a poll saw. */
+export interface ShapePoll {
+  shape: ScrollShape;
+  /**
+   * The page had nothing left to do at some moment of the poll: no short timeout pending (autoscrollTimers.ts)
+   * and two rendered frames since the poll began and since the last one fired (what an observer or a
+   * timer's work sets off has run by then). False in a frame without the timer watch.
+   */
+  settled: boolean;
+}
+
+/**
+ * Poll the shape (briefly: no rendering needed) until it differs from `before`, the page has settled (if
+ * `untilSettled`), or `waitMs` has passed.
+ */
+export async function shapeChangeInPage(before: ScrollShape, waitMs: number, untilSettled: boolean): Promise<ShapePoll> {
   const globals = self as unknown as AutoscrollGlobals;
+  const timers = (self as unknown as Record<symbol, PageTimerWatch | undefined>)[Symbol.for("warc-crawler.autoscroll.timers")];
+  const setTimer = timers ? timers.setTimeout : (handler: () => void, ms: number) => window.setTimeout(handler, ms);
   const shape = (): ScrollShape => ({
     page: (document.scrollingElement ?? document.documentElement).scrollHeight,
     areas: (globals.__wc_scrollAreas ?? []).reduce((sum, area) => sum + (area.isConnected ? area.scrollHeight : 0), 0),
   });
-  const until = Date.now() + waitMs;
-  for (;;) {
-    const now = shape();
-    if (now.page !== before.page || now.areas !== before.areas || Date.now() >= until) return now;
-    await new Promise((resolve) => setTimeout(resolve, 25));
+  const began = Date.now();
+  const until = began + waitMs;
+  let frames = 0;
+  let done = false;
+  // The frame count since which the page has had no timer pending. Rendered frames only, not time: a frame
+  // that is not rendered (or renders under 20 frames a second) does not settle, and its wait is the quiet one.
+  let quietFrom: number | null = null;
+  const tick = () => {
+    frames += 1;
+    if (!done) requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+  try {
+    for (;;) {
+      const now = shape();
+      const changed = now.page !== before.page || now.areas !== before.areas;
+      if (!timers || timers.pending() > 0) quietFrom = null;
+      else quietFrom ??= frames;
+      const settled = quietFrom !== null && frames - quietFrom >= 2;
+      if (changed || (untilSettled && settled) || Date.now() >= until) return { shape: now, settled: settled && !changed };
+      await new Promise((resolve) => setTimer(() => resolve(undefined), 10));
+    }
+  } finally {
+    done = true;
   }
 }
 
@@ -62,10 +104,12 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
   globals.__bx_behaviors?.selectMainBehavior?.();
   if (globals.__bx_behaviors?.mainBehavior) return { before: shape(), scrolled: 0, clicked: 0, siteSpecific: true };
   // requestAnimationFrame alone never fires in a frame that is not rendered: the timer caps the wait.
+  // The page's own timers (autoscrollTimers.ts): ours are not the page's work.
+  const timers = (self as unknown as Record<symbol, PageTimerWatch | undefined>)[Symbol.for("warc-crawler.autoscroll.timers")];
   const rendered = () =>
     new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 100);
-      requestAnimationFrame(() => requestAnimationFrame(() => (clearTimeout(timer), resolve())));
+      const timer = timers ? timers.setTimeout(resolve, 100) : window.setTimeout(resolve, 100);
+      requestAnimationFrame(() => requestAnimationFrame(() => ((timers ? timers.clearTimeout(timer) : window.clearTimeout(timer)), resolve())));
     });
   const root = document.scrollingElement ?? document.documentElement;
   const areas: Element[] = [];
@@ -128,10 +172,12 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
  */
 export async function nudgeInPage(): Promise<void> {
   const globals = self as unknown as AutoscrollGlobals;
+  // The page's own timers (autoscrollTimers.ts): ours are not the page's work.
+  const timers = (self as unknown as Record<symbol, PageTimerWatch | undefined>)[Symbol.for("warc-crawler.autoscroll.timers")];
   const rendered = () =>
     new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 100);
-      requestAnimationFrame(() => requestAnimationFrame(() => (clearTimeout(timer), resolve())));
+      const timer = timers ? timers.setTimeout(resolve, 100) : window.setTimeout(resolve, 100);
+      requestAnimationFrame(() => requestAnimationFrame(() => ((timers ? timers.clearTimeout(timer) : window.clearTimeout(timer)), resolve())));
     });
   const root = document.scrollingElement ?? document.documentElement;
   for (const area of [root, ...(globals.__wc_scrollAreas ?? []).filter((a) => a.isConnected)]) {

@@ -59,11 +59,14 @@ export async function driveLibraryBehaviors(): Promise<Record<string, number> | 
   for (const behavior of behaviors) behavior.start();
   manager.started = true;
 
+  // The browser's own timer when the autoscroll watches the page's (autoscrollTimers.ts): this wait is not the page's work.
+  const timers = (self as unknown as Record<symbol, { setTimeout(handler: () => void, ms: number): number } | undefined>)[Symbol.for("warc-crawler.autoscroll.timers")];
+  const wait = (handler: () => void, ms: number) => (timers ? timers.setTimeout(handler, ms) : window.setTimeout(handler, ms));
   const autofetch = manager.autofetch;
   const finished = (behavior: LibraryBehavior): Promise<unknown> => {
     if (behavior === autofetch && autofetch.numPending === 0 && autofetch.pendingQueue?.length === 0) return Promise.resolve();
     if (nameOf(behavior) === "Autoplay" && !hasMedia(document)) return behavior.done();
-    if (nameOf(behavior) === "Autoplay") return new Promise((resolve) => setTimeout(resolve, 500)).then(() => behavior.done());
+    if (nameOf(behavior) === "Autoplay") return new Promise<void>((resolve) => wait(resolve, 500)).then(() => behavior.done());
     return behavior.done();
   };
   const times: Record<string, number> = {};

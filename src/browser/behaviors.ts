@@ -3,9 +3,10 @@ import { createRequire } from "node:module";
 import type { Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
-import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "./autoscroll.js";
+import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS, watchTabForAutoscroll } from "./autoscroll.js";
+import { withUnwatchedTimers } from "./autoscrollTimers.js";
 import { driveLibraryBehaviors } from "./behaviorDriver.js";
-import { RequestWatch } from "./requestWatch.js";
+import type { RequestWatch } from "./requestWatch.js";
 
 /**
  * In-page behaviors from the browsertrix-behaviors package (scrolling, autoplay, fetching every srcset
@@ -128,7 +129,7 @@ export async function installBehaviors(tab: Page, settings: BehaviorSettings, ho
     return hooks.claimClick(url);
   });
   if (settings.enabled.includes("autoscroll")) {
-    autoscrollTabs.set(tab, { maxRounds: settings.autoscrollMaxRounds ?? DEFAULT_AUTOSCROLL_MAX_ROUNDS, watch: RequestWatch.attach(tab) });
+    autoscrollTabs.set(tab, { maxRounds: settings.autoscrollMaxRounds ?? DEFAULT_AUTOSCROLL_MAX_ROUNDS, watch: await watchTabForAutoscroll(tab) });
   }
   const init = {
     // Ours runs instead (autoscroll.ts): the library's never brings a feed's end into view.
@@ -141,7 +142,9 @@ export async function installBehaviors(tab: Page, settings: BehaviorSettings, ho
     // Looked up by name as a global of the page; our own deadline decides "timed out".
     log: LOG_BINDING,
   };
-  await tab.evaluateOnNewDocument(`${behaviorsLibrary()}\n;self.__bx_behaviors.init(${JSON.stringify(init)});\n${customBehaviorsScript(settings.customScripts ?? [])}`);
+  // With our autoscroll, the library's timers are not counted as the page's (autoscrollTimers.ts).
+  const library = autoscrollTabs.has(tab) ? withUnwatchedTimers(behaviorsLibrary()) : behaviorsLibrary();
+  await tab.evaluateOnNewDocument(`${library}\n;self.__bx_behaviors.init(${JSON.stringify(init)});\n${customBehaviorsScript(settings.customScripts ?? [])}`);
 }
 
 /** Load each custom behavior class into the library (it runs one whose isMatch() is true, with siteSpecific on). */

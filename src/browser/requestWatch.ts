@@ -12,12 +12,13 @@ const STREAM_MS = 5000;
 export class RequestWatch {
   private readonly inFlight = new Map<HTTPRequest, number>();
   private lastActivity = Date.now();
+  private lastStart = 0;
   private readonly onStart = (request: HTTPRequest) => {
     // Streams never end: an EventSource would keep the feed "loading" until the timeout.
     if (request.resourceType() === "eventsource") return;
     if (this.inFlight.size >= 500) this.forgetStreams(Date.now());
     this.inFlight.set(request, Date.now());
-    this.lastActivity = Date.now();
+    this.lastActivity = this.lastStart = Date.now();
   };
   private readonly onEnd = (request: HTTPRequest) => {
     if (this.inFlight.delete(request)) this.lastActivity = Date.now();
@@ -42,6 +43,16 @@ export class RequestWatch {
     const now = Date.now();
     for (const started of this.inFlight.values()) if (now - started < streamMs) return false;
     return now - this.lastActivity >= ms;
+  }
+
+  /**
+   * A request started at or after `since` (epoch ms, as the events reached us: a request the page started
+   * a moment before counts too), or one is in flight (streams aside, as above).
+   */
+  activeSince(since: number, streamMs = STREAM_MS): boolean {
+    const now = Date.now();
+    for (const started of this.inFlight.values()) if (now - started < streamMs) return true;
+    return this.lastStart >= since;
   }
 
   /** Requests that never reported an end (a page left mid-request) are not kept for the tab's life. */

@@ -6,6 +6,11 @@
  *    the page shows), each batch 3,000 px tall.
  *    Feeds `feed-5`, `feed-20` and `feed-100` end after that many batches (the 100-batch page is 300,000 px);
  *    `endless` never ends.
+ *  - `/feed/debounced.html`: a window feed (`/api/debounced`, 6 batches) with no observer: a debounced scroll
+ *    listener asks for the next batch 300-400 ms after the scrolling stops (through a setTimeout the page
+ *    kept a reference to at its start, as lodash's debounce does), if the sentinel is then near the viewport.
+ *  - `/feed/slow-api.html`: the window feed of `/feed/<name>.html` whose API (`/api/slow-api`, 6 batches)
+ *    answers each batch only after 300-400 ms.
  *  - `/div-feed.html`: the same feed (`/api/div-feed`, 8 batches) inside a 600 px `overflow: auto` <div>
  *    (the observer's root); the window itself does not scroll.
  *  - `/load-more.html`: batch 1 on load, then a "Load more" <button> after the list fetches the next batch
@@ -20,6 +25,9 @@ import type { AddressInfo } from "node:net";
 export const BATCH_HEIGHT_PX = 3000;
 export const WINDOW_FEEDS = { "feed-5": 5, "feed-20": 20, "feed-100": 100 } as const;
 export type WindowFeed = keyof typeof WINDOW_FEEDS;
+/** Feeds whose next batch comes 300-400 ms after the scrolling: the trigger's delay, or the server's. */
+export const DELAYED_FEEDS = { debounced: 6, "slow-api": 6 } as const;
+export type DelayedFeed = keyof typeof DELAYED_FEEDS;
 export const DIV_FEED_BATCHES = 8;
 export const LOAD_MORE_BATCHES = 6;
 export const LAZY_IMAGES = ["/img/lazy-1.svg", "/img/lazy-2.svg", "/img/lazy-3.svg"];
@@ -43,7 +51,7 @@ export interface InfiniteScrollSite {
 }
 
 /** Batches per feed API name; null: never ends. */
-const FEED_SIZES: Record<string, number | null> = { ...WINDOW_FEEDS, endless: null, "div-feed": DIV_FEED_BATCHES, "load-more": LOAD_MORE_BATCHES };
+const FEED_SIZES: Record<string, number | null> = { ...WINDOW_FEEDS, ...DELAYED_FEEDS, endless: null, "div-feed": DIV_FEED_BATCHES, "load-more": LOAD_MORE_BATCHES };
 
 /** The script every feed page shares: load(), appending one batch to #feed, and the end marker. */
 function feedScript(feed: string): string {
@@ -99,6 +107,26 @@ addEventListener("scroll", () => { if (sentinel.getBoundingClientRect().top <= i
 </script>`);
 }
 
+/** 300, 350 or 400 ms, by batch: the delayed feeds' delay before their batch `n`. */
+function delayMs(n: number): number {
+  return 300 + (n % 3) * 50;
+}
+
+function debouncedFeedPage(): string {
+  return page("debounced", "", `<h1>debounced</h1><div id="feed"></div><div id="sentinel" style="height: 1px"></div>
+<script>${feedScript("debounced")}
+// Kept at the start, called without "this" (lodash's debounce does both); the delay is delayMs(next).
+const later = window.setTimeout, cancel = window.clearTimeout;
+const sentinel = document.getElementById("sentinel");
+let timer;
+addEventListener("scroll", () => {
+  cancel(timer);
+  timer = later(() => { if (sentinel.getBoundingClientRect().top <= innerHeight + 200) load(); }, 300 + (next % 3) * 50);
+});
+load();
+</script>`);
+}
+
 function divFeedPage(): string {
   return page("div-feed", "#scroller { height: 600px; overflow: auto; border: 1px solid #333; }", `<h1>div-feed</h1>
 <div id="scroller"><div id="feed"></div><div id="sentinel" style="height: 1px"></div></div>
@@ -143,9 +171,14 @@ export async function startInfiniteScrollSite(): Promise<InfiniteScrollSite> {
       const size = FEED_SIZES[api[1]];
       const batch = Number(url.searchParams.get("batch"));
       if (!Number.isInteger(batch) || batch < 1 || (size !== null && batch > size)) return send(404, "text/plain", "no such batch\n");
+      if (api[1] === "slow-api") {
+        setTimeout(() => send(200, "application/json", JSON.stringify({ text: batchText(api[1], batch), next: batch >= size! ? null : batch + 1 })), delayMs(batch));
+        return;
+      }
       return send(200, "application/json", JSON.stringify({ text: batchText(api[1], batch), next: size !== null && batch >= size ? null : batch + 1 }));
     }
-    if (feedPage && (feedPage[1] in WINDOW_FEEDS || feedPage[1] === "endless")) return send(200, "text/html", windowFeedPage(feedPage[1]));
+    if (feedPage && (feedPage[1] in WINDOW_FEEDS || feedPage[1] === "endless" || feedPage[1] === "slow-api")) return send(200, "text/html", windowFeedPage(feedPage[1]));
+    if (feedPage && feedPage[1] === "debounced") return send(200, "text/html", debouncedFeedPage());
     if (url.pathname === "/div-feed.html") return send(200, "text/html", divFeedPage());
     if (url.pathname === "/load-more.html") return send(200, "text/html", loadMorePage());
     if (url.pathname === "/lazy.html") return send(200, "text/html", lazyPage());
