@@ -47,28 +47,32 @@ export function timerWatchInPage(key: string, shortMs: number): void {
   const nativeClear = global.clearTimeout;
   const nativeClearInterval = global.clearInterval;
   const pending = new Set<number>();
-  global.setTimeout = function setTimeout(handler: unknown, delay?: number, ...args: unknown[]): number {
-    // A string handler (eval'd) or a long delay: passed on as it is, not watched.
-    if (typeof handler !== "function" || !(Number(delay ?? 0) <= shortMs)) return nativeSet.call(global, handler, delay, ...args);
-    const id = nativeSet.call(
-      global,
-      function (this: unknown) {
-        pending.delete(id);
-        return (handler as (...a: unknown[]) => unknown).apply(this, args);
+  // Proxies of the browser's own functions: to the page they still are them (name, length, and
+  // Function.prototype.toString's "[native code]", which bot-detection scripts look at).
+  global.setTimeout = new Proxy(nativeSet, {
+    apply(target, thisArg, [handler, delay, ...args]: unknown[]) {
+      // A string handler (eval'd) or a long delay: passed on as it is, not watched.
+      if (typeof handler !== "function" || !(Number(delay ?? 0) <= shortMs)) return Reflect.apply(target, thisArg, [handler, delay, ...args]);
+      const id: number = Reflect.apply(target, thisArg, [
+        function (this: unknown) {
+          pending.delete(id);
+          return (handler as (...a: unknown[]) => unknown).apply(this, args);
+        },
+        delay,
+      ]);
+      pending.add(id);
+      return id;
+    },
+  });
+  const forgetting = (native: ClearTimer): ClearTimer =>
+    new Proxy(native, {
+      apply(target, thisArg, args: unknown[]) {
+        if (args[0] !== undefined) pending.delete(args[0] as number);
+        return Reflect.apply(target, thisArg, args);
       },
-      delay,
-    );
-    pending.add(id);
-    return id;
-  };
-  global.clearTimeout = function clearTimeout(id?: number): void {
-    if (id !== undefined) pending.delete(id);
-    nativeClear.call(global, id);
-  };
-  global.clearInterval = function clearInterval(id?: number): void {
-    if (id !== undefined) pending.delete(id);
-    nativeClearInterval.call(global, id);
-  };
+    });
+  global.clearTimeout = forgetting(nativeClear);
+  global.clearInterval = forgetting(nativeClearInterval);
   const watch = {
     pending: () => pending.size,
     setTimeout: (handler: () => void, ms: number, ...args: unknown[]) => nativeSet.call(global, handler, ms, ...args),
