@@ -78,15 +78,23 @@ function archivedTargets(collection: string): string[] {
 }
 
 /** The workers the live page shows with a decoded frame, and the page each is on. */
+/**
+ * The workers the live page has shown with a decoded frame of one of the site's pages, gathered while
+ * waiting (a worker between pages shows none for a moment: on a busy machine two may never be on
+ * screen at the same instant), until `count` distinct ones (worker id and process) have been seen.
+ */
 function workersWithFrames(page: Page, count: number, timeout: number) {
+  type Shown = { id: string | undefined; url: string; label: string; width: number };
   return page.waitForFunction((urls: string[], n: number) => {
-    const shown = Array.from(document.querySelectorAll<HTMLElement>(".worker")).flatMap((card: HTMLElement) => {
+    const seen = ((window as unknown as { seenWorkers?: Map<string, Shown> }).seenWorkers ??= new Map<string, Shown>());
+    for (const card of Array.from(document.querySelectorAll<HTMLElement>(".worker"))) {
       const img = card.querySelector("img.frame") as HTMLImageElement | null;
       const url = card.dataset.url ?? "";
-      return img && img.complete && img.naturalWidth > 0 && urls.includes(url) ? [{ id: card.dataset.workerId, url, label: card.querySelector(".label")?.textContent ?? "", width: img.naturalWidth }] : [];
-    });
-    return shown.length >= n ? shown : null;
-  }, { timeout, polling: 100 }, pageUrls, count).then(async (handle) => (await handle.jsonValue()) ?? []);
+      const label = card.querySelector(".label")?.textContent ?? "";
+      if (img && img.complete && img.naturalWidth > 0 && urls.includes(url)) seen.set(`${card.dataset.workerId} ${label.split(" · ")[1] ?? ""}`, { id: card.dataset.workerId, url, label, width: img.naturalWidth });
+    }
+    return seen.size >= n ? [...seen.values()] : null;
+  }, { timeout, polling: 100 }, pageUrls, count).then(async (handle) => ((await handle.jsonValue()) ?? []) as Shown[]);
 }
 
 function get(url: string, headers: Record<string, string> = {}): Promise<number> {
