@@ -1,22 +1,13 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { cancelCrawl, commitCrawl } from "../src/dedupe/commit.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { purgeCrawls } from "../src/dedupe/purge.js";
-import { startTestRedis, type TestRedis } from "./helpers/redis.js";
+import { usePrivateRedis } from "./helpers/redis.js";
 
 // --dedupeConcurrent in the index: a concurrent crawl's originals are in allhashes as written, and
 // commit, cancel and purge keep allhashes pointing only at crawls that hold the entries.
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startTestRedis();
-});
-afterAll(async () => {
-  await redis.stop();
-});
-beforeEach(async () => {
-  await redis.client.flushdb(); // our own private redis-server, never a shared one
-});
+const redis = usePrivateRedis();
 
 const digest = (n: number) => "sha256:" + String(n).padStart(2, "0").repeat(32);
 const entry = (url: string) => ({ waczIndex: 0, date: "20260102030405", url, size: 2000 });

@@ -1,20 +1,11 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { cancelCrawl, commitCrawl } from "../src/dedupe/commit.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { digitsToWarcDate, formatHashEntry, parseHashEntry, warcDateToDigits } from "../src/dedupe/keys.js";
-import { startTestRedis, type TestRedis } from "./helpers/redis.js";
+import { usePrivateRedis } from "./helpers/redis.js";
 import { Deduplicator } from "../src/dedupe/deduplicator.js";
 
-let redis: TestRedis;
-beforeAll(async () => {
-  redis = await startTestRedis();
-});
-afterAll(async () => {
-  await redis.stop();
-});
-beforeEach(async () => {
-  await redis.client.flushdb(); // our own private redis-server, never a shared one
-});
+const redis = usePrivateRedis();
 
 const DIGEST = "sha256:" + "ab".repeat(32);
 const entry = { waczIndex: 0, date: "20260102030405678", url: "http://a.test/x", size: 1234 };

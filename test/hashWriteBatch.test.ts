@@ -1,22 +1,13 @@
 // The indexer's hand-encoded batch commands (indexer/hashWriteBatch.ts) against a real redis-server:
 // what lands in h:<crawlId> and allhashes is exactly what one HSET / HSETNX per entry would write,
 // whatever bytes the digests and URLs hold, and a batch can be refilled and sent again.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { HashWriteBatch } from "../indexer/hashWriteBatch.js";
 import { dedupeKeys, formatHashEntry, type HashEntry } from "../src/dedupe/keys.js";
-import { startTestRedis, type TestRedis } from "./helpers/redis.js";
+import { usePrivateRedis } from "./helpers/redis.js";
 
-let redis: TestRedis;
+const redis = usePrivateRedis();
 
-beforeAll(async () => {
-  redis = await startTestRedis();
-});
-afterAll(async () => {
-  await redis.stop();
-});
-beforeEach(async () => {
-  await redis.client.flushdb();
-});
 
 const entry = (url: string, size = 10): HashEntry => ({ waczIndex: 0, date: "20260101000000", url, size });
 

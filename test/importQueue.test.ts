@@ -1,23 +1,14 @@
 // Leases of the import queue carry the token of one take: an importer whose lease expired (its entry
 // requeued and taken by another importer) can no longer renew, release or fail that entry.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ImportQueue } from "../indexer/importQueue.js";
 import { dedupeKeys } from "../src/dedupe/keys.js";
-import { startTestRedis, type TestRedis } from "./helpers/redis.js";
+import { usePrivateRedis } from "./helpers/redis.js";
 
-let redis: TestRedis;
+const redis = usePrivateRedis();
 const entry = { name: "x.wacz", location: "file:///archive/x.wacz", crawlId: "x" };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-beforeAll(async () => {
-  redis = await startTestRedis();
-});
-afterAll(async () => {
-  await redis.stop();
-});
-beforeEach(async () => {
-  await redis.client.flushdb();
-});
 
 async function expireAndHandOver(): Promise<{ stale: ImportQueue; live: ImportQueue; staleLease: NonNullable<Awaited<ReturnType<ImportQueue["take"]>>>; liveLease: NonNullable<Awaited<ReturnType<ImportQueue["take"]>>> }> {
   const stale = new ImportQueue(redis.client, "importer-a", 200);

@@ -1,6 +1,6 @@
 // The sharded layout's compact fields and values (dedupe/keys.ts): every digest and hash entry reads back
 // exactly as written, and an index written in another format is refused in one line.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import {
   compactHashEntry,
@@ -14,7 +14,7 @@ import {
 } from "../src/dedupe/keys.js";
 import { createShardedLayout, loadLayout } from "../src/dedupe/layout.js";
 import { readShardedHash, rollbackWaczSharded, writeEntriesSharded } from "../src/dedupe/shardedHashes.js";
-import { startTestRedis, type TestRedis } from "./helpers/redis.js";
+import { usePrivateRedis } from "./helpers/redis.js";
 
 const SHA = "sha256:" + "0123456789abcdef".repeat(4);
 
@@ -113,16 +113,7 @@ describe("compact hash entries", () => {
 });
 
 describe("a sharded index on one node", () => {
-  let redis: TestRedis;
-  beforeAll(async () => {
-    redis = await startTestRedis();
-  });
-  afterAll(async () => {
-    await redis.stop();
-  });
-  beforeEach(async () => {
-    await redis.client.flushdb(); // our own private redis-server
-  });
+  const redis = usePrivateRedis();
 
   it("records its format and refuses another format in one line", async () => {
     await createShardedLayout(redis.client, 2);

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
+import { afterAll, beforeAll, beforeEach } from "vitest";
 import { EmbeddedRedis } from "../../src/redis/embedded.js";
 
 export interface TestRedis {
@@ -40,5 +41,34 @@ export async function startTestRedis(persist = false): Promise<TestRedis> {
       server = new EmbeddedRedis({ dataDir: dir, persist, port: server.port });
       await server.start();
     },
+  };
+}
+
+/**
+ * The private redis-server of a test file (or describe block), emptied before each test: call once at the
+ * top of the scope. The returned object reads through to the server the hooks start.
+ */
+export function usePrivateRedis(): TestRedis {
+  let started: TestRedis | undefined;
+  beforeAll(async () => {
+    started = await startTestRedis();
+  });
+  afterAll(async () => {
+    await started?.stop();
+  });
+  beforeEach(async () => {
+    await live().client.flushdb(); // our own private redis-server, never a shared one
+  });
+  const live = (): TestRedis => {
+    if (!started) throw new Error("the test's redis-server is not started yet (use it inside a test or hook)");
+    return started;
+  };
+  return {
+    get url() { return live().url; },
+    get server() { return live().server; },
+    get client() { return live().client; },
+    stop: () => live().stop(),
+    stopServer: () => live().stopServer(),
+    restartServer: () => live().restartServer(),
   };
 }
