@@ -10,8 +10,7 @@
 // digest or URL goes through as it is.
 // No string per entry outlives its line, and the buffers are a fixed set (a batch is refilled only once
 // Redis has answered it), so the importer's memory stays flat however many lines go through it.
-import { Command } from "ioredis";
-import { Redis } from "ioredis";
+import { Command, Redis } from "ioredis";
 import { formatHashEntry, type HashEntry } from "../src/dedupe/keys.js";
 import type { DedupeRedis } from "../src/dedupe/layout.js";
 

@@ -182,14 +182,11 @@ export function formatHashEntry(entry: HashEntry): string {
 
 /** Parse "<waczIndex> <date> <url> <size>": first two tokens and the last are fixed, so a URL with spaces survives. */
 export function parseHashEntry(value: string): HashEntry | null {
-  const first = value.indexOf(" ");
-  const second = value.indexOf(" ", first + 1);
-  const last = value.lastIndexOf(" ");
-  if (first < 1 || second <= first || last <= second) return null;
-  const waczIndex = Number(value.slice(0, first));
-  const date = value.slice(first + 1, second);
-  const url = value.slice(second + 1, last);
-  const size = Number(value.slice(last + 1));
+  const tokens = hashEntryTokens(value);
+  if (!tokens) return null;
+  const [indexText, date, url, sizeText] = tokens;
+  const waczIndex = Number(indexText);
+  const size = Number(sizeText);
   if (!Number.isInteger(waczIndex) || !/^\d{14,}$/.test(date) || !url || !Number.isFinite(size)) return null;
   return { waczIndex, date, url, size };
 }
