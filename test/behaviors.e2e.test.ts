@@ -108,18 +108,19 @@ describe("behaviors off (--behaviors \"\")", () => {
 
 describe("--behaviorTimeout", () => {
   it("cuts a long behavior short: logged and counted as timed out, and the page is still crawled", async () => {
+    // The slow feed: scrolling it takes over 3 s on any machine (the plain feed can be done within 1 s).
     const timedOut = await runCli("crawl", [
-      "--url", site.url + "/feed.html", "--collection", "timeout", "--cwd", cwd, "--behaviorTimeout", "1", "--netIdleWait", "2",
+      "--url", site.url + "/feed.html?feed=slow", "--collection", "timeout", "--cwd", cwd, "--behaviorTimeout", "1", "--netIdleWait", "2",
       "--statsFilename", join(cwd, "timeout-stats.json"),
     ], { timeoutMs: 200_000 });
     expect(timedOut.code, timedOut.stderr.slice(-2000)).toBe(0);
     const outcomes = logLines(timedOut.stderr).filter((l) => l.context === "behavior");
-    expect(outcomes.map((l) => [l.message, l.details.url])).toEqual([["behaviors timed out", site.url + "/feed.html"]]);
+    expect(outcomes.map((l) => [l.message, l.details.url])).toEqual([["behaviors timed out", site.url + "/feed.html?feed=slow"]]);
     const stats = JSON.parse(readFileSync(join(cwd, "timeout-stats.json"), "utf8")) as Crawl["stats"];
     expect(stats.crawled).toBe(1);
     expect(stats.behaviors.finished).toBe(0);
     expect(stats.behaviors.timedOut).toBe(1);
-    expect(capturedPaths(join(cwd, "collections", "timeout"))).toContain("/feed.html");
+    expect(capturedPaths(join(cwd, "collections", "timeout"))).toContain("/feed.html?feed=slow");
   }, 220_000);
 });
 
