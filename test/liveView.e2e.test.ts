@@ -77,7 +77,6 @@ function archivedTargets(collection: string): string[] {
     .sort();
 }
 
-/** The workers the live page shows with a decoded frame, and the page each is on. */
 /**
  * The workers the live page has shown with a decoded frame of one of the site's pages, gathered while
  * waiting (a worker between pages shows none for a moment: on a busy machine two may never be on
@@ -183,7 +182,11 @@ describe("--screencastRedis", () => {
     const url = await liveUrl(first);
     const viewer = await browser.newPage();
     await viewer.goto(url);
-    const workers = await workersWithFrames(viewer, 2, 60_000);
+    const workers = await workersWithFrames(viewer, 2, 60_000).catch(async (err: Error) => {
+      // Which workers the view showed: tells a view that heard no other process from one that is slow.
+      const cards = await viewer.evaluate(() => Array.from(document.querySelectorAll<HTMLElement>(".worker")).map((c) => `${c.dataset.workerId} ${c.dataset.state} ${c.dataset.url}`));
+      throw new Error(`${err.message}; the view's workers: ${JSON.stringify(cards)}`);
+    });
     const processes = new Set(workers.map((w) => w.label.split(" · ")[1]));
     expect(processes.size, JSON.stringify(workers)).toBe(2);
     expect(processes).toContain(`${(await import("node:os")).hostname()}:${second.child.pid}`);

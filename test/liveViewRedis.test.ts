@@ -1,8 +1,10 @@
 import { EventEmitter } from "node:events";
-import type { WebSocket } from "ws";
+import { WebSocket } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WorkerPacket } from "../src/live/livePackets.js";
+import { LiveView } from "../src/live/liveView.js";
 import { RedisCast } from "../src/live/redisCast.js";
+import { freePort } from "../src/redis/freePort.js";
 import { ViewerHub } from "../src/live/viewerHub.js";
 import { crawlStateKeys } from "../src/state/keys.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
@@ -63,6 +65,31 @@ describe("RedisCast (--screencastRedis)", () => {
     } finally {
       await castA.close([]);
       await castB.close([]);
+    }
+  });
+
+  it("a viewer who came before the process joined the crawl Redis is heard: the view listens to the other processes", async () => {
+    // The page is served from the crawl's start, the Redis share only once the crawl has joined: on a busy
+    // machine a viewer comes in between (seen in the e2e test: the other process never knew it was watched).
+    const channels = crawlStateKeys("live-early-viewer");
+    const view = await LiveView.start(await freePort(), 1);
+    const viewer = new WebSocket(`${view.url!.replace("http", "ws")}ws`);
+    const received: { data?: string }[] = [];
+    viewer.on("message", (text: Buffer) => received.push(JSON.parse(text.toString()) as { data?: string }));
+    await new Promise((resolve, reject) => viewer.once("open", resolve).once("error", reject));
+    const other = new ViewerHub();
+    let otherWatched = false;
+    const otherCast = await RedisCast.open(redis.client, channels, "B", other, { watchedElsewhere: (w) => (otherWatched = w), latest: () => [frame("B", "b1")] });
+    try {
+      await view.shareThrough(redis.client, channels);
+      await until(() => otherWatched, "the other process to know it is watched");
+      await until(() => received.some((p) => p.data === "b1"), "the other process's latest frame");
+      const [, subscribers] = (await redis.client.pubsub("NUMSUB", channels.screencastChannel)) as [string, number];
+      expect(Number(subscribers)).toBe(1);
+    } finally {
+      viewer.close();
+      await otherCast.close([]);
+      await view.close();
     }
   });
 });

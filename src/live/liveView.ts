@@ -63,6 +63,8 @@ export class LiveView {
       },
       latest: () => this.frames.packets(),
     });
+    // A viewer may have come while the crawl was joining (the page is served from the start): listen for it now.
+    if (this.hub.count > 0) await this.cast.localViewers(this.hub.count);
     logger.info("screencast", "live view shared through the crawl Redis", { channel: channels.screencastChannel });
   }
 
