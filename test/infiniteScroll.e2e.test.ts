@@ -2,7 +2,7 @@
  * The autoscroll behavior on feeds that load more as they are scrolled (test/helpers/infiniteScrollSite.ts):
  * window feeds of 5, 20 and 100 batches of 3,000 px (the last page 300,000 px tall), a feed inside a
  * scrolling <div>, a "load more" button, feeds whose next batch comes 300-400 ms after the scrolling (a
- * debounced trigger, a slow server), and a feed that never ends (bounded by --behaviorTimeout, or by
+ * debounced trigger, a slow server), a feed whose batches bring images with 1x/2x candidates, and a feed that never ends (bounded by --behaviorTimeout, or by
  * --autoscrollMaxRounds). Each crawl's WARC records must hold exactly the feed's batch requests; the replay
  * of a feed shows its last batch once scrolled. And loading="lazy" images far below the fold are captured
  * with behaviors off (Chromium runs with --disable-lazy-loading).
@@ -17,9 +17,11 @@ import {
   DIV_FEED_BATCHES,
   LAZY_IMAGES,
   LOAD_MORE_BATCHES,
+  SRCSET_FEED_BATCHES,
   WINDOW_FEEDS,
   batchRequests,
   batchText,
+  srcsetCandidates,
   startInfiniteScrollSite,
   type InfiniteScrollSite,
   type WindowFeed,
@@ -77,7 +79,7 @@ function autoscrollLines(crawl: Crawl): AutoscrollLine[] {
   return logLines(crawl.result.stderr).filter((l) => l.message === "autoscroll ended").map((l) => l.details as unknown as AutoscrollLine);
 }
 
-const FEED_PAGES = [...[...Object.keys(WINDOW_FEEDS), ...Object.keys(DELAYED_FEEDS)].map((f) => `/feed/${f}.html`), "/div-feed.html", "/load-more.html"];
+const FEED_PAGES = [...[...Object.keys(WINDOW_FEEDS), ...Object.keys(DELAYED_FEEDS), "srcset"].map((f) => `/feed/${f}.html`), "/div-feed.html", "/load-more.html"];
 
 let feeds: Crawl;
 let lazy: Crawl;
@@ -121,6 +123,14 @@ describe("feeds that end", () => {
     expect(capturedBatches(feeds, feed)).toEqual(batchRequests(feed, batches));
     const line = autoscrollLines(feeds).find((l) => l.url === `${site.url}/feed/${feed}.html`);
     expect(line?.end).toBe("stopped growing");
+  });
+
+  // The autoscroll ends as soon as the page settles: the candidates autofetch queues for the last batch's
+  // image (the one the browser did not pick) must still be fetched and stored before the page is done.
+  it("feed with srcset images: both candidates of every batch's image are captured, the last batch's too", () => {
+    expect(capturedBatches(feeds, "srcset")).toEqual(batchRequests("srcset", SRCSET_FEED_BATCHES));
+    const images = [...captured(feeds.collectionDir)].filter((t) => t.startsWith("/img/srcset-")).sort();
+    expect(images).toEqual(Array.from({ length: SRCSET_FEED_BATCHES }, (_, i) => srcsetCandidates(i + 1)).flat().sort());
   });
 
   // The autoscroll stops waiting as soon as a page has settled with no request (autoscrollTimers.ts):

@@ -77,3 +77,38 @@ export async function driveLibraryBehaviors(): Promise<Record<string, number> | 
   if (manager.mainBehavior && typeof manager.mainBehaviorClass?.cleanup === "function") manager.mainBehavior.cleanup?.();
   return times;
 }
+
+/**
+ * One more autofetch pass over the whole document once the behaviors have finished, then its fetches awaited.
+ * The library reads the srcset and data-* attributes of content a page adds only 1 s after adding it (its
+ * MutationObserver defers that): the autoscroll ends sooner than that after a feed's last batch, so that
+ * batch's other image candidates were never fetched. Already queued URLs are skipped by the library.
+ * Evaluated in the page: self-contained.
+ * @returns how many URLs the pass queued, or null when autofetch is not on in this frame.
+ */
+export async function sweepAutofetch(timeoutMs: number): Promise<number | null> {
+  interface LibraryAutofetch {
+    active?: boolean;
+    urlSet?: Set<string>;
+    numPending?: number;
+    pendingQueue?: unknown[];
+    extractSrcSrcSetAll?(root: ParentNode): void;
+    extractDataAttributes?(root: ParentNode): void;
+    extractStyleSheets?(): void;
+  }
+  const autofetch = (self as unknown as { __bx_behaviors?: { autofetch?: LibraryAutofetch } }).__bx_behaviors?.autofetch;
+  if (!autofetch?.active || !autofetch.urlSet || typeof autofetch.extractSrcSrcSetAll !== "function") return null;
+  const before = autofetch.urlSet.size;
+  autofetch.extractSrcSrcSetAll(document);
+  autofetch.extractDataAttributes?.(document);
+  autofetch.extractStyleSheets?.();
+  const queued = autofetch.urlSet.size - before;
+  const timers = (self as unknown as Record<symbol, { setTimeout(handler: () => void, ms: number): number } | undefined>)[Symbol.for("warc-crawler.autoscroll.timers")];
+  const wait = (ms: number) => new Promise<void>((resolve) => (timers ? timers.setTimeout(resolve, ms) : window.setTimeout(resolve, ms)));
+  const until = performance.now() + timeoutMs;
+  while ((autofetch.numPending ?? 0) > 0 || (autofetch.pendingQueue?.length ?? 0) > 0) {
+    if (performance.now() >= until) break;
+    await wait(25);
+  }
+  return queued;
+}

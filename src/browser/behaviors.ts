@@ -5,7 +5,7 @@ import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
 import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS, watchTabForAutoscroll } from "./autoscroll.js";
 import { withUnwatchedTimers } from "./autoscrollTimers.js";
-import { driveLibraryBehaviors } from "./behaviorDriver.js";
+import { driveLibraryBehaviors, sweepAutofetch } from "./behaviorDriver.js";
 import type { RequestWatch } from "./requestWatch.js";
 
 /**
@@ -185,9 +185,16 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<"timed-out">((resolve) => (timer = setTimeout(() => resolve("timed-out"), timeoutMs)));
   // An endless feed's scrolling ends at the deadline itself: timed out, whichever settles first.
-  const raced = await Promise.race([runs.then(() => "finished" as const), deadline]);
-  const outcome = scrollTimedOut ? "timed-out" : raced;
+  let raced = await Promise.race([runs.then(() => "finished" as const), deadline]);
   clearTimeout(timer);
+  if (raced === "finished" && !scrollTimedOut) {
+    const sweepStarted = Date.now();
+    const left = started + timeoutMs - sweepStarted;
+    const sweeps = await withTimeout(Promise.allSettled(frames.map((frame) => frame.evaluate(sweepAutofetch, left))), left, "timed-out").catch(() => "timed-out" as const);
+    if (sweeps === "timed-out") raced = "timed-out";
+    else eachMs.AutofetchSweep = Date.now() - sweepStarted;
+  }
+  const outcome = scrollTimedOut ? "timed-out" : raced;
   const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10, eachMs };
   logger.info("behavior", outcome === "finished" ? "behaviors finished" : "behaviors timed out", { url, seconds: result.seconds, frames: frames.length });
   return result;

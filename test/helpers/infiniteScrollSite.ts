@@ -18,6 +18,8 @@
  *    to `/elsewhere.html` and a "Show more" submit button of a form posting to `/submitted`: both navigate,
  *    so neither may be clicked.
  *  - `/lazy.html`: three `loading="lazy"` images 20,000 px and more below the fold (`/img/lazy-N.svg`).
+ *  - `/feed/srcset.html`: a window feed (`/api/srcset`, 4 batches) whose batches each bring an image with
+ *    1x and 2x candidates (`/img/srcset-N-1x.svg`, `-2x.svg`): the browser loads one, autofetch the other.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -31,6 +33,11 @@ export type DelayedFeed = keyof typeof DELAYED_FEEDS;
 export const DIV_FEED_BATCHES = 8;
 export const LOAD_MORE_BATCHES = 6;
 export const LAZY_IMAGES = ["/img/lazy-1.svg", "/img/lazy-2.svg", "/img/lazy-3.svg"];
+export const SRCSET_FEED_BATCHES = 4;
+/** The two candidates of the srcset feed's image in batch `n`. */
+export function srcsetCandidates(n: number): [string, string] {
+  return [`/img/srcset-${n}-1x.svg`, `/img/srcset-${n}-2x.svg`];
+}
 
 /** The text a feed shows for one batch (replay tests look for the last one). */
 export function batchText(feed: string, batch: number): string {
@@ -51,7 +58,7 @@ export interface InfiniteScrollSite {
 }
 
 /** Batches per feed API name; null: never ends. */
-const FEED_SIZES: Record<string, number | null> = { ...WINDOW_FEEDS, ...DELAYED_FEEDS, endless: null, "div-feed": DIV_FEED_BATCHES, "load-more": LOAD_MORE_BATCHES };
+const FEED_SIZES: Record<string, number | null> = { ...WINDOW_FEEDS, ...DELAYED_FEEDS, endless: null, "div-feed": DIV_FEED_BATCHES, "load-more": LOAD_MORE_BATCHES, srcset: SRCSET_FEED_BATCHES };
 
 /** The script every feed page shares: load(), appending one batch to #feed, and the end marker. */
 function feedScript(feed: string): string {
@@ -74,6 +81,14 @@ async function load() {
   const batch = document.createElement("div");
   batch.className = "batch";
   batch.textContent = data.text;
+  if (data.image) {
+    const image = document.createElement("img");
+    image.width = 40;
+    image.height = 40;
+    image.srcset = data.image.srcset;
+    image.src = data.image.src;
+    batch.prepend(image);
+  }
   list.appendChild(batch);
   next = data.next;
   loading = false;
@@ -175,15 +190,17 @@ export async function startInfiniteScrollSite(): Promise<InfiniteScrollSite> {
         setTimeout(() => send(200, "application/json", JSON.stringify({ text: batchText(api[1], batch), next: batch >= size! ? null : batch + 1 })), delayMs(batch));
         return;
       }
-      return send(200, "application/json", JSON.stringify({ text: batchText(api[1], batch), next: size !== null && batch >= size ? null : batch + 1 }));
+      const [x1, x2] = srcsetCandidates(batch);
+      const image = api[1] === "srcset" ? { src: x1, srcset: `${x1} 1x, ${x2} 2x` } : undefined;
+      return send(200, "application/json", JSON.stringify({ text: batchText(api[1], batch), next: size !== null && batch >= size ? null : batch + 1, image }));
     }
-    if (feedPage && (feedPage[1] in WINDOW_FEEDS || feedPage[1] === "endless" || feedPage[1] === "slow-api")) return send(200, "text/html", windowFeedPage(feedPage[1]));
+    if (feedPage && (feedPage[1] in WINDOW_FEEDS || feedPage[1] === "endless" || feedPage[1] === "slow-api" || feedPage[1] === "srcset")) return send(200, "text/html", windowFeedPage(feedPage[1]));
     if (feedPage && feedPage[1] === "debounced") return send(200, "text/html", debouncedFeedPage());
     if (url.pathname === "/div-feed.html") return send(200, "text/html", divFeedPage());
     if (url.pathname === "/load-more.html") return send(200, "text/html", loadMorePage());
     if (url.pathname === "/lazy.html") return send(200, "text/html", lazyPage());
     if (url.pathname === "/elsewhere.html") return send(200, "text/html", page("elsewhere", "", "<p>Another page</p>"));
-    if (LAZY_IMAGES.includes(url.pathname)) return send(200, "image/svg+xml", SVG);
+    if (LAZY_IMAGES.includes(url.pathname) || /^\/img\/srcset-\d+-[12]x\.svg$/.test(url.pathname)) return send(200, "image/svg+xml", SVG);
     send(404, "text/plain", "not found\n");
   });
   server.keepAliveTimeout = 2_000;
