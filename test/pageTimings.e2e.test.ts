@@ -81,8 +81,8 @@ describe("page timings", () => {
       expect(Object.keys(page.ms).sort()).toEqual(["behaviors", "drain", "extracts", "links", "load", "netIdleAfterBehaviors", "netIdleAfterLoad", "total"]);
       for (const ms of Object.values(page.ms)) expect(Number.isInteger(ms) && ms >= 0).toBe(true);
     }
-    expect(Object.keys(timings.get("/short.html")!.behaviors ?? {}).sort()).toEqual(["Autofetcher", "Autoplay", "Autoscroll"]);
-    expect(Object.keys(timings.get("/tall.html")!.behaviors ?? {}).sort()).toEqual(["Autofetcher", "Autoplay", "Autoscroll"]);
+    expect(Object.keys(timings.get("/short.html")!.behaviors ?? {}).sort()).toEqual(["AutofetchSweep", "Autofetcher", "Autoplay", "Autoscroll"]);
+    expect(Object.keys(timings.get("/tall.html")!.behaviors ?? {}).sort()).toEqual(["AutofetchSweep", "Autofetcher", "Autoplay", "Autoscroll"]);
   });
 
   it("with behaviors: the srcset candidates and what the page fetched after its load are captured", () => {

@@ -192,7 +192,7 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
     const left = started + timeoutMs - sweepStarted;
     const sweeps = await withTimeout(Promise.allSettled(frames.map((frame) => frame.evaluate(sweepAutofetch, left))), left, "timed-out").catch(() => "timed-out" as const);
     if (sweeps === "timed-out") raced = "timed-out";
-    else eachMs.AutofetchSweep = Date.now() - sweepStarted;
+    else if (sweeps.some((sweep) => sweep.status === "fulfilled" && sweep.value !== null)) eachMs.AutofetchSweep = Date.now() - sweepStarted;
   }
   const outcome = scrollTimedOut ? "timed-out" : raced;
   const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10, eachMs };
