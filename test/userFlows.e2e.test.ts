@@ -5,7 +5,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -27,7 +27,9 @@ function page(name: string): string {
 beforeAll(async () => {
   server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://x");
-    if (url.pathname.startsWith("/api/")) {
+    if (url.pathname === "/flows/reveal.json") {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(recordedFlow()));
+    } else if (url.pathname.startsWith("/api/")) {
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ path: url.pathname, query: url.search }));
     } else if (url.pathname === "/app/" || url.pathname === "/other/") {
       res.writeHead(200, { "content-type": "text/html" }).end(page(url.pathname.slice(1, -1)));
@@ -91,6 +93,28 @@ describe("--customBehaviors recorder flows (.json)", () => {
     expect(crawled.api).toEqual(["/api/secret?x=app", ...typed].sort());
     const flowLines = logLines(crawled.result.stderr).filter((l) => l.context === "behavior" && l.message.startsWith("flow behavior"));
     expect(flowLines.map((l) => [l.message, l.details.url, l.details.steps, l.details.of])).toEqual([["flow behavior finished", `${site}/app/`, 3, 3]]);
+  }, 60_000);
+
+  it("a flow from a URL and one in a folder; a step whose element never shows is skipped after 5 s", async () => {
+    const dir = join(cwd, "flows");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "other.json"), JSON.stringify({
+      title: "other",
+      steps: [
+        { type: "navigate", url: `${site}/other/` },
+        { type: "click", selectors: [["#not-there"]] },
+        { type: "click", selectors: [["text/Reveal secret"]] },
+      ],
+    }));
+    const crawled = await crawl(["--customBehaviors", `${site}/flows/reveal.json`, "--customBehaviors", dir]);
+    expect(crawled.result.code, crawled.result.stderr.slice(-3000)).toBe(0);
+    const typed = "flow words".split("").map((_, i) => `/api/search?q=${encodeURIComponent("flow words".slice(0, i + 1))}`);
+    expect(crawled.api).toEqual(["/api/secret?x=app", "/api/secret?x=other", ...typed].sort());
+    const flowLines = logLines(crawled.result.stderr).filter((l) => l.context === "behavior" && l.message.startsWith("flow behavior"));
+    expect(flowLines.map((l) => [l.message, l.details.url, l.details.steps])).toEqual([
+      ["flow behavior finished", `${site}/app/`, 3],
+      ["flow behavior finished", `${site}/other/`, 2],
+    ]);
   }, 60_000);
 
   it("without the flow, nothing under /api/ is fetched", async () => {
