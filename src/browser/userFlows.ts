@@ -19,7 +19,7 @@ const KEY_PAUSE_MS = 100;
 
 export type FlowEnd = "done" | "not-found" | "errored" | "timed-out";
 
-/** The first flow for the page's URL (browsertrix-crawler's behaviors run one site-specific match), or none. */
+/** The first flow for the page's URL (browsertrix-behaviors runs the first loaded site-specific match only), or none. */
 export function flowFor(flows: readonly UserFlow[], pageUrl: string): UserFlow | undefined {
   return flows.find((flow) => pageUrl.startsWith(flow.url));
 }
