@@ -37,7 +37,7 @@ describe("--selectLinks entries (browsertrix-crawler's selector->property / sele
     const config = join(dir, "c.yaml");
     writeFileSync(config, "url: http://a.test/\nselectLinks: ['a[href]->href', 'div[data-href]->@data-href']\nclickSelector: button\nalwaysAddBehaviorLinks: true\n");
     expect(optionsFrom(["--config", config])).toMatchObject({
-      selectLinks: [{ selector: "a[href]" }, { selector: "div[data-href]", attrOnly: true }], clickSelector: "button", alwaysAddBehaviorLinks: true, customBehaviors: [],
+      selectLinks: [{ selector: "a[href]" }, { selector: "div[data-href]", attrOnly: true }], clickSelector: "button", alwaysAddBehaviorLinks: true, customBehaviors: [], userFlows: [],
     });
   });
 });
@@ -51,6 +51,10 @@ describe("--customBehaviors local sources", () => {
     expect(() => linkBehaviorOptions({ customBehaviors: [join(dir, "none.js")] })).toThrow(/no such file or folder/);
     const flow = join(dir, "flow.json");
     writeFileSync(flow, "{}");
-    expect(() => linkBehaviorOptions({ customBehaviors: [flow] })).toThrow(/recorder flows in \.json are not supported/);
+    expect(() => linkBehaviorOptions({ customBehaviors: [flow] })).toThrow(/flow\.json: not a recorder flow: no "steps" list/);
+    writeFileSync(flow, JSON.stringify({ title: "t", steps: [{ type: "navigate", url: "http://a.test/" }, { type: "click", selectors: [["#b"]] }] }));
+    const options = linkBehaviorOptions({ customBehaviors: [dir] });
+    expect(options.customBehaviors.map((b) => b.source)).toEqual([file]);
+    expect(options.userFlows).toEqual([{ id: flow, url: "http://a.test/", steps: [{ type: "click", selectors: [["#b"]] }] }]);
   });
 });

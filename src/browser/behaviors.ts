@@ -7,6 +7,8 @@ import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS, watchTa
 import { withUnwatchedTimers } from "./autoscrollTimers.js";
 import { driveLibraryBehaviors, sweepAutofetch } from "./behaviorDriver.js";
 import type { RequestWatch } from "./requestWatch.js";
+import type { UserFlow } from "../config/userFlows.js";
+import { flowFor, runUserFlow } from "./userFlows.js";
 
 /**
  * In-page behaviors from the browsertrix-behaviors package (scrolling, autoplay, fetching every srcset
@@ -31,14 +33,18 @@ export interface BehaviorSettings {
   clickSelector?: string;
   /** --customBehaviors: behavior classes (JavaScript class expressions), loaded after the library's own. */
   customScripts?: readonly CustomBehaviorScript[];
+  /** --customBehaviors .json Recorder flows: run from the crawler side (userFlows.ts), with siteSpecific. */
+  userFlows?: readonly UserFlow[];
   /** --autoscrollMaxRounds: how many times our autoscroll lets a frame grow (autoscroll.ts). */
   autoscrollMaxRounds?: number;
 }
 
-/** One custom behavior file: where it came from (for messages) and its JavaScript. */
+/** One custom behavior file: where it came from (for messages) and its JavaScript (or a recorder flow's JSON). */
 export interface CustomBehaviorScript {
   source: string;
   contents: string;
+  /** A .json Chrome Recorder flow (config/userFlows.ts), run from the crawler side (userFlows.ts). */
+  flow?: true;
 }
 
 /** What the behaviors hand back to the crawler while they run. */
@@ -106,6 +112,8 @@ let libraryScript: string | null = null;
 
 /** Tabs whose pages get our autoscroll (in place of the library's): its round limit, the tab's requests. */
 const autoscrollTabs = new WeakMap<Page, { maxRounds: number; watch: RequestWatch }>();
+/** Tabs whose pages may run recorder flows: the flows. */
+const flowTabs = new WeakMap<Page, readonly UserFlow[]>();
 
 function behaviorsLibrary(): string {
   libraryScript ??= readFileSync(createRequire(import.meta.url).resolve("browsertrix-behaviors/dist/behaviors.js"), "utf8");
@@ -128,6 +136,8 @@ export async function installBehaviors(tab: Page, settings: BehaviorSettings, ho
     if (/^https?:/.test(url)) hooks.addLink(url);
     return hooks.claimClick(url);
   });
+  // As in browsertrix-crawler, a flow is a site-specific behavior: it runs only with those.
+  if (settings.userFlows?.length && settings.enabled.includes("siteSpecific")) flowTabs.set(tab, settings.userFlows);
   if (settings.enabled.includes("autoscroll")) {
     autoscrollTabs.set(tab, { maxRounds: settings.autoscrollMaxRounds ?? DEFAULT_AUTOSCROLL_MAX_ROUNDS, watch: await watchTabForAutoscroll(tab) });
   }
@@ -181,20 +191,27 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
         eachMs.Autoscroll = Date.now() - started;
       })]
     : [];
-  const runs = Promise.allSettled([...libraryRuns, ...scrolling]);
+  // The page's URL now (a hash route may have moved it), as a flow's in-page isMatch() reads it.
+  const flow = flowFor(flowTabs.get(tab) ?? [], tab.url());
+  let flowTimedOut = false;
+  const flowing = flow ? [runUserFlow(tab, flow, url, started + timeoutMs).then((end) => {
+    flowTimedOut = end === "timed-out";
+    eachMs.UserFlow = Date.now() - started;
+  })] : [];
+  const runs = Promise.allSettled([...libraryRuns, ...scrolling, ...flowing]);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<"timed-out">((resolve) => (timer = setTimeout(() => resolve("timed-out"), timeoutMs)));
   // An endless feed's scrolling ends at the deadline itself: timed out, whichever settles first.
   let raced = await Promise.race([runs.then(() => "finished" as const), deadline]);
   clearTimeout(timer);
-  if (raced === "finished" && !scrollTimedOut) {
+  if (raced === "finished" && !scrollTimedOut && !flowTimedOut) {
     const sweepStarted = Date.now();
     const left = started + timeoutMs - sweepStarted;
     const sweeps = await withTimeout(Promise.allSettled(frames.map((frame) => frame.evaluate(sweepAutofetch, left))), left, "timed-out").catch(() => "timed-out" as const);
     if (sweeps === "timed-out") raced = "timed-out";
     else if (sweeps.some((sweep) => sweep.status === "fulfilled" && sweep.value !== null)) eachMs.AutofetchSweep = Date.now() - sweepStarted;
   }
-  const outcome = scrollTimedOut ? "timed-out" : raced;
+  const outcome = scrollTimedOut || flowTimedOut ? "timed-out" : raced;
   const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10, eachMs };
   logger.info("behavior", outcome === "finished" ? "behaviors finished" : "behaviors timed out", { url, seconds: result.seconds, frames: frames.length });
   return result;

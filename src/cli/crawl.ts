@@ -120,7 +120,7 @@ export function buildCrawlProgram(): Command {
     // Links and behaviors (config/linkBehaviorOptions.ts)
     .option("--selectLinks <selectors...>", "where each page's links are read from, in every frame: selector->property or selector->@attribute (a property that is empty falls back to the attribute), comma-separated, repeatable (default: a[href]->href,area[href]->href)", collect)
     .option("--clickSelector <selector>", "CSS selector of the elements the autoclick behavior (--behaviors autoclick) clicks", "a")
-    .option("--customBehaviors <sources...>", "behavior classes to run in pages (with the siteSpecific behavior): a .js file, a folder of them, an http(s) URL of one, or git+<repo URL>[?branch=B&path=dir]; comma-separated, repeatable", collect)
+    .option("--customBehaviors <sources...>", "behavior classes to run in pages (with the siteSpecific behavior): a .js file or a .json Chrome Recorder flow, a folder of them, an http(s) URL of one, or git+<repo URL>[?branch=B&path=dir]; comma-separated, repeatable", collect)
     .option("--autoscrollMaxRounds <n>", `the autoscroll behavior scrolls each frame (the window and scrolling elements) to its end and clicks "load more" buttons while it grows, until it stops growing, --behaviorTimeout, or it has grown this many times (default ${DEFAULT_AUTOSCROLL_MAX_ROUNDS})`)
     .option("--alwaysAddBehaviorLinks", "links that behaviors add (custom behaviors' addLink, links autoclick clicks) are crawled whatever the scope, unless --exclude'd")
     // Lifecycle: which failures fail the crawl, restarts, --overwrite, --dryRun, health (src/config/lifecycleOptions.ts)

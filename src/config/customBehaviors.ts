@@ -11,8 +11,8 @@ import { withTimeout } from "../util/process.js";
 import { OptionsError } from "./optionsError.js";
 
 /**
- * --customBehaviors sources, as browsertrix-crawler takes them: a .js file (a behavior class), a folder
- * of them (searched five levels deep, .git left out), an http(s) URL of one, or a git repository
+ * --customBehaviors sources, as browsertrix-crawler takes them: a .js file (a behavior class) or a .json
+ * Chrome Recorder flow (userFlows.ts), a folder of them (searched five levels deep, .git left out), an http(s) URL of one, or a git repository
  * `git+<url>[?branch=B&path=dir]` (cloned with the git command). URL and git sources are fetched once,
  * before the crawl, into a temporary folder read like a local one.
  */
@@ -21,6 +21,8 @@ const FETCH_TIMEOUT_MS = 60_000;
 const CLONE_TIMEOUT_MS = 300_000;
 const MAX_BEHAVIOR_BYTES = 10_000_000;
 const MAX_DEPTH = 5;
+/** Behavior classes (.js) and recorder flows (.json). */
+const BEHAVIOR_EXTS = [".js", ".json"];
 
 /** Local copies of URL and git sources: their paths, each copy's source (for messages), and their removal. */
 export interface LocalBehaviorSources {
@@ -71,8 +73,8 @@ async function downloadBehavior(url: string, path: string, userAgent: string | n
       }
       return readText(response.body);
     })(), FETCH_TIMEOUT_MS, `no answer within ${FETCH_TIMEOUT_MS / 1000}s`);
-    // A URL without .js in its name is a behavior file all the same.
-    const file = extname(path) === ".js" ? path : `${path}.js`;
+    // A URL without .js or .json in its name is a behavior file all the same.
+    const file = BEHAVIOR_EXTS.includes(extname(path)) ? path : `${path}.js`;
     writeFileSync(file, text);
     return file;
   } catch (err) {
@@ -104,7 +106,7 @@ async function cloneBehaviors(source: string, dir: string): Promise<string> {
 }
 
 /**
- * The behavior files of a local source (a .js file, or a folder searched for them). `origin` is the
+ * The behavior files of a local source (a .js or .json file, or a folder searched for them). `origin` is the
  * URL or git source a local copy was made from: messages name it (and the file within a repository).
  */
 export function readLocalBehaviors(source: string, origin?: string): CustomBehaviorScript[] {
@@ -117,11 +119,11 @@ export function readLocalBehaviors(source: string, origin?: string): CustomBehav
     throw new OptionsError(`--customBehaviors ${source}: no such file or folder (${(err as NodeJS.ErrnoException).code ?? errorMessage(err)})`);
   }
   if (!isDir) {
-    if (extname(path) !== ".js") throw new OptionsError(`--customBehaviors ${source}: not a .js behavior file${extname(path) === ".json" ? " (browsertrix recorder flows in .json are not supported)" : ""}`);
+    if (!BEHAVIOR_EXTS.includes(extname(path))) throw new OptionsError(`--customBehaviors ${source}: not a .js behavior file or .json recorder flow`);
     return [readBehavior(path, origin ?? path)];
   }
   const found = filesIn(path, 0);
-  if (!found.length) throw new OptionsError(`--customBehaviors ${origin ?? source}: no .js behavior files in this folder`);
+  if (!found.length) throw new OptionsError(`--customBehaviors ${origin ?? source}: no .js behavior files or .json flows in this folder`);
   return found.map((file) => readBehavior(file, origin ? `${origin} ${relative(path, file)}` : file));
 }
 
@@ -132,13 +134,14 @@ function filesIn(dir: string, depth: number): string[] {
     .flatMap((entry) => {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) return entry.name === ".git" ? [] : filesIn(path, depth + 1);
-      return entry.isFile() && extname(entry.name) === ".js" ? [path] : [];
+      return entry.isFile() && BEHAVIOR_EXTS.includes(extname(entry.name)) ? [path] : [];
     });
 }
 
 function readBehavior(path: string, source: string): CustomBehaviorScript {
   try {
-    return { source, contents: readFileSync(path, "utf8") };
+    const contents = readFileSync(path, "utf8");
+    return extname(path) === ".json" ? { source, contents, flow: true } : { source, contents };
   } catch (err) {
     throw new OptionsError(`--customBehaviors ${source} cannot be read: ${errorMessage(err)}`);
   }

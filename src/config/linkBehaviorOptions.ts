@@ -5,6 +5,7 @@ import { DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "../browser/autoscroll.js";
 import type { CustomBehaviorScript } from "../browser/behaviors.js";
 import { DEFAULT_LINK_SELECTORS, type LinkSelector } from "../browser/linkExtract.js";
 import { readLocalBehaviors } from "./customBehaviors.js";
+import { parseUserFlow, type UserFlow } from "./userFlows.js";
 import { integer } from "./flagValues.js";
 import { OptionsError } from "./optionsError.js";
 
@@ -16,6 +17,8 @@ export interface LinkBehaviorOptions {
   clickSelector: string;
   /** --customBehaviors: behavior classes loaded into every page with the library's own. */
   customBehaviors: CustomBehaviorScript[];
+  /** --customBehaviors .json files: Chrome Recorder flows, run from the crawler side in matching pages. */
+  userFlows: UserFlow[];
   /** --alwaysAddBehaviorLinks: links behaviors add are queued whatever the scope (not if excluded). */
   alwaysAddBehaviorLinks: boolean;
   /** --autoscrollMaxRounds (ours): how many times the autoscroll behavior lets one frame grow. */
@@ -66,13 +69,16 @@ export function linkBehaviorOptions(flags: RawLinkBehaviorFlags): LinkBehaviorOp
   const entries = (flags.selectLinks ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean);
   const clickSelector = flags.clickSelector?.trim() ?? DEFAULT_CLICK_SELECTOR;
   checkSelector("--clickSelector", clickSelector);
-  const customBehaviors = (flags.customBehaviors ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean)
+  const files = (flags.customBehaviors ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean)
     .flatMap((source) => readLocalBehaviors(source, flags.customBehaviorOrigins?.[resolve(source)]));
+  const customBehaviors = files.filter((file) => !file.flow);
   for (const script of customBehaviors) checkSyntax(script);
+  const userFlows = files.filter((file) => file.flow).flatMap(({ source, contents }) => parseUserFlow(contents, source));
   return {
     selectLinks: entries.length ? entries.map(parseLinkSelector) : [...DEFAULT_LINK_SELECTORS],
     clickSelector,
     customBehaviors,
+    userFlows,
     alwaysAddBehaviorLinks: flags.alwaysAddBehaviorLinks ?? false,
     autoscrollMaxRounds: integer("autoscrollMaxRounds", flags.autoscrollMaxRounds, DEFAULT_AUTOSCROLL_MAX_ROUNDS, 1),
   };

@@ -67,10 +67,10 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       behaviors: emptyTally(),
       watch: run.watch,
     };
-    const { selectLinks, clickSelector, customBehaviors, autoscrollMaxRounds } = options.linkBehavior;
+    const { selectLinks, clickSelector, customBehaviors, userFlows, autoscrollMaxRounds } = options.linkBehavior;
     const claimClick = clickClaims();
     // As in browsertrix-crawler, a custom behavior is a site-specific one: it runs only with those.
-    if (customBehaviors.length && !options.behaviors.includes("siteSpecific")) {
+    if ((customBehaviors.length || userFlows.length) && !options.behaviors.includes("siteSpecific")) {
       logger.warn("behavior", "--customBehaviors are loaded but never run: --behaviors does not include siteSpecific", { behaviors: options.behaviors });
     }
     if (options.lifecycle.dryRun) logger.warn("crawl", "--dryRun: no archive data is written (no WARC, no WACZ), only the pages lists and the logs");
@@ -86,7 +86,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         extracts: extractOptionsOf(options),
         rateLimitStatusCodes: options.rateLimit.statusCodes,
         extras: { ...options.browserMisc, loginUrl: options.profile.loginUrl },
-        behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000, clickSelector, customScripts: customBehaviors, autoscrollMaxRounds },
+        behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000, clickSelector, customScripts: customBehaviors, userFlows, autoscrollMaxRounds },
         limits,
         linkSelectors: selectLinks,
         claimClick,
