@@ -21,6 +21,7 @@ function page(name: string): string {
   return `<!doctype html><html><head><title>${name}</title></head><body>
 <button type="button" onclick="fetch('/api/secret?x=${name}').then(() => { const p = document.createElement('p'); p.textContent = 'Secret shown'; document.body.append(p); })">Reveal secret</button>
 <label>Search <input id="q" name="q" oninput="fetch('/api/search?q=' + encodeURIComponent(this.value))"></label>
+<div style="height: 3000px">(taller than the viewport: something to scroll)</div>
 </body></html>`;
 }
 
@@ -68,11 +69,11 @@ interface Crawl {
 }
 
 let runs = 0;
-async function crawl(args: string[]): Promise<Crawl> {
+async function crawl(args: string[], behaviors = "siteSpecific"): Promise<Crawl> {
   const collection = `c${++runs}`;
   const result = await runCli("crawl", [
     "--url", `${site}/app/`, "--url", `${site}/other/`, "--scopeType", "page", "--collection", collection, "--cwd", cwd,
-    "--netIdleWait", "1", "--behaviors", "siteSpecific", "--behaviorTimeout", "20", "--workers", "1", ...args,
+    "--netIdleWait", "1", "--behaviors", behaviors, "--behaviorTimeout", "20", "--workers", "1", ...args,
   ], { timeoutMs: 60_000 });
   const archive = join(cwd, "collections", collection, "archive");
   const records = existsSync(archive) ? readdirSync(archive).filter((f) => f.includes(".warc")).flatMap((f) => readWarcRecords(join(archive, f))) : [];
@@ -86,13 +87,15 @@ describe("--customBehaviors recorder flows (.json)", () => {
   it("clicks and types on the pages under the flow's navigate URL; what that fetches is archived", async () => {
     const file = join(cwd, "flow.json");
     writeFileSync(file, JSON.stringify(recordedFlow(), null, 2));
-    const crawled = await crawl(["--customBehaviors", file, "--logging", "stats,behaviors,debug", "--logLevel", "debug,info,warn,error"]);
+    const crawled = await crawl(["--customBehaviors", file, "--logging", "stats,behaviors,debug", "--logLevel", "debug,info,warn,error"], "autoscroll,siteSpecific");
     expect(crawled.result.code, crawled.result.stderr.slice(-3000)).toBe(0);
     // One input event per typed character; /other/ is not under the navigate URL: no flow there.
     const typed = "flow words".split("").map((_, i) => `/api/search?q=${encodeURIComponent("flow words".slice(0, i + 1))}`);
     expect(crawled.api).toEqual(["/api/secret?x=app", ...typed].sort());
     const flowLines = logLines(crawled.result.stderr).filter((l) => l.context === "behavior" && l.message.startsWith("flow behavior"));
     expect(flowLines.map((l) => [l.message, l.details.url, l.details.steps, l.details.of])).toEqual([["flow behavior finished", `${site}/app/`, 3, 3]]);
+    // As in browsertrix-crawler, the flow takes the autoscroll's place on its page; the other page is scrolled.
+    expect(logLines(crawled.result.stderr).filter((l) => l.message === "autoscroll ended").map((l) => l.details.url)).toEqual([`${site}/other/`]);
   }, 60_000);
 
   it("a flow from a URL and one in a folder; a step whose element never shows is skipped after 5 s", async () => {

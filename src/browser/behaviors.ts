@@ -182,7 +182,10 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
     const times = await frame.evaluate(driveLibraryBehaviors);
     if (frame === tab.mainFrame()) Object.assign(eachMs, times);
   });
-  const autoscroll = autoscrollTabs.get(tab);
+  // The page's URL now (a hash route may have moved it), as a flow's in-page isMatch() reads it.
+  const flow = flowFor(flowTabs.get(tab) ?? [], tab.url());
+  // A matching flow is the page's site-specific behavior: as there, it takes the autoscroll's place.
+  const autoscroll = flow ? undefined : autoscrollTabs.get(tab);
   let scrollTimedOut = false;
   const scrolling = autoscroll
     ? [autoscrollFrames(tab, autoscroll.watch, frames, { deadline: started + timeoutMs, maxRounds: autoscroll.maxRounds }).then((results) => {
@@ -191,8 +194,6 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
         eachMs.Autoscroll = Date.now() - started;
       })]
     : [];
-  // The page's URL now (a hash route may have moved it), as a flow's in-page isMatch() reads it.
-  const flow = flowFor(flowTabs.get(tab) ?? [], tab.url());
   let flowTimedOut = false;
   const flowing = flow ? [runUserFlow(tab, flow, url, started + timeoutMs).then((end) => {
     flowTimedOut = end === "timed-out";
