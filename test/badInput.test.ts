@@ -2,8 +2,8 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../src/redis/freePort.js";
 import { runCli } from "./helpers/cli.js";
+import { closedPort } from "./helpers/closedPort.js";
 
 let cwd: string;
 beforeAll(() => {
@@ -49,7 +49,7 @@ describe("bad input gives one clear line and a non-zero exit", () => {
   });
 
   it("an unreachable --redisStoreUrl fails fast with exit 8 (Redis unavailable) and writes no WARC", async () => {
-    const port = await freePort();
+    const port = await closedPort();
     const result = await runCli("crawl", ["--url", "http://127.0.0.1:9/", "--redisStoreUrl", `redis://127.0.0.1:${port}/0`, "--cwd", cwd, "--collection", "noredis"]);
     expect(result.code).toBe(8);
     expect(errorLine(result.stderr)).toMatch(new RegExp(`cannot reach crawl-state Redis \\(--redisStoreUrl\\) at redis://127.0.0.1:${port}/0`));
@@ -64,7 +64,7 @@ describe("bad input gives one clear line and a non-zero exit", () => {
   });
 
   it("an unreachable seed fails with exit 9 (all seeds failed) naming the URL", async () => {
-    const port = await freePort();
+    const port = await closedPort();
     const seed = `http://127.0.0.1:${port}/`;
     const result = await runCli("crawl", ["--url", seed, "--cwd", cwd, "--collection", "noseed", "--maxPageRetries", "0"]);
     expect(result.code).toBe(9);

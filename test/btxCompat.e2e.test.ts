@@ -11,6 +11,7 @@ import { freePort } from "../src/redis/freePort.js";
 import { startFaultySite } from "./helpers/faultySite.js";
 import { SEED_LIST } from "./helpers/hostile/btx.js";
 import { listedPaths } from "./helpers/pageLists.js";
+import { closedPort } from "./helpers/closedPort.js";
 
 // The command lines and configs browsertrix-crawler's users run today (reference: browsertrix-cli.md §1.1),
 // each pointed at the seed site and our output folder: they crawl to the end with browsertrix-crawler's exit code.
@@ -186,7 +187,7 @@ describe.concurrent("browsertrix-crawler's exit codes", () => {
     expect(sized.result.code, sized.result.stderr.slice(-2000)).toBe(14);
     expect(sized.pages.length).toBeLessThan(3);
 
-    const closed = `http://127.0.0.1:${await freePort()}/`;
+    const closed = `http://127.0.0.1:${await closedPort()}/`;
     const failing = await crawl("failing", ["--url", site.seed, "--url", closed, "--collection", "failing", "--cwd", cwd, "--scopeType", "page",
       "--failOnFailedLimit", "1", "--maxPageRetries", "0", "--workers", "1", "--netIdleWait", "1", "--behaviors", ""]);
     expect(failing.result.code, failing.result.stderr.slice(-2000)).toBe(12);

@@ -12,6 +12,7 @@ import { pacingLog } from "./helpers/hostile/pacing.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
 import { readZip } from "./helpers/zip.js";
 import { listedPaths } from "./helpers/pageLists.js";
+import { closedPort } from "./helpers/closedPort.js";
 
 // browsertrix-crawler's lifecycle flags: how a crawl fails, is restarted, starts over, runs dry, is watched.
 // Every test has its own site and collections, and most wait on pages that fail, never answer or are paced:
@@ -91,7 +92,7 @@ describe.concurrent("--maxPageLimit", () => {
 describe.concurrent("--failOnFailedSeed, --failOnInvalidStatus", () => {
   it("a seed that fails fails the crawl: exit 1, no WACZ; without the flag the other seed's crawl goes on", () =>
     withSite(2, {}, async (site) => {
-      const closed = `http://127.0.0.1:${await freePort()}/`;
+      const closed = `http://127.0.0.1:${await closedPort()}/`;
       const args = ["--url", `${site.url}/page/1`, "--url", closed, "--scopeType", "page", "--maxPageRetries", "0", "--generateWACZ"];
       const failing = await crawl("seed-fails", [...args, "--failOnFailedSeed"]);
       expect(failing.result.code, why(failing)).toBe(1);

@@ -3,9 +3,9 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../src/redis/freePort.js";
 import { logLines, runCli } from "./helpers/cli.js";
 import { startFaultySite, type FaultySite } from "./helpers/faultySite.js";
+import { closedPort } from "./helpers/closedPort.js";
 
 let cwd: string;
 beforeAll(() => {
@@ -25,7 +25,7 @@ interface Stats {
 
 describe("a crawl ends, whatever fails", () => {
   it("an unreachable seed with the default retries ends with exit 9 (all seeds failed), 20 runs in a row", async () => {
-    const port = await freePort();
+    const port = await closedPort();
     const seed = `http://127.0.0.1:${port}/`;
     const runs = Array.from({ length: 20 }, (_, i) => i);
     const results: { code: number | null; seconds: number; stats: Stats }[] = [];

@@ -4,9 +4,9 @@ import { join } from "node:path";
 import yazl from "yazl";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeSyntheticWacz } from "../bench/lib/syntheticWacz.js";
-import { freePort } from "../src/redis/freePort.js";
 import { runCli } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
+import { closedPort } from "./helpers/closedPort.js";
 
 let redis: TestRedis;
 let dir: string;
@@ -67,7 +67,7 @@ describe("indexer bad input", () => {
   });
 
   it("an unreachable --redisDedupeUrl fails with one line", async () => {
-    const port = await freePort();
+    const port = await closedPort();
     const result = await runCli("indexer", ["--redisDedupeUrl", `redis://127.0.0.1:${port}/0`, "--sourceUrl", join(dir, "good.wacz")]);
     expect(result.code).toBe(1);
     expect(lastLine(result.stderr)).toMatch(new RegExp(`^indexer: cannot reach dedupe Redis \\(--redisDedupeUrl\\) at redis://127\\.0\\.0\\.1:${port}/0`));

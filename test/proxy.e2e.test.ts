@@ -6,12 +6,12 @@ import { execFileSync } from "node:child_process";
 import { connect } from "node:net";
 import { parseProxyUrl } from "../src/proxy/proxySettings.js";
 import { openSshTunnel } from "../src/proxy/sshTunnel.js";
-import { freePort } from "../src/redis/freePort.js";
 import { crawlInterruptedAfterFirstPage, logLines, runCli, type CliResult } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { startMicrosocks, startSshd, startTinyproxy, type RunningProxy, type RunningSshd } from "./helpers/proxyServers.js";
 import { startProxySite, type ProxySite, type SiteRequest } from "./helpers/proxySite.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
+import { closedPort } from "./helpers/closedPort.js";
 
 // Proxies: real tinyproxy (HTTP, credentials), microsocks (SOCKS5, credentials) and sshd (ssh -D) on
 // loopback. For each, a crawl with robots.txt, a sitemap, subresources and a direct fetch must reach the
@@ -218,7 +218,7 @@ describe("proxies", () => {
   }, 200_000);
 
   it("a proxy that cannot be reached, or refuses the credentials, stops the crawl at the start: exit 21, one line", async () => {
-    const closed = await freePort();
+    const closed = await closedPort();
     for (const proxy of [`http://127.0.0.1:${closed}`, `socks5://u:p@127.0.0.1:${closed}`, `ssh://root@127.0.0.1:${closed}`]) {
       const started = Date.now();
       const result = await runCli("crawl", ["--url", `${site.origin}/`, "--cwd", dir, "--collection", "unreachable", "--proxyServer", proxy], { env: ENV, timeoutMs: 60_000 });
@@ -248,7 +248,7 @@ describe("proxies", () => {
   }, 120_000);
 
   it("a seed the proxy cannot connect to fails the crawl with --failOnFailedSeed: exit 21 (the proxy's failure), not 1", async () => {
-    const closed = await freePort();
+    const closed = await closedPort();
     const seed = `http://${PROXIED_HOST}:${closed}/`;
     const args = ["--url", seed, "--cwd", dir, "--proxyServer", socks.url, "--behaviors", "", "--maxPageRetries", "0"];
     const failing = await runCli("crawl", [...args, "--collection", "seed-via-proxy", "--failOnFailedSeed"], { env: ENV, timeoutMs: 90_000 });

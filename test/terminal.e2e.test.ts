@@ -6,8 +6,8 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFixtureServer, type FixtureServer } from "../fixtures/server.js";
 import { SEED_PATH, SITE_PAGES } from "../fixtures/site-manifest.js";
-import { freePort } from "../src/redis/freePort.js";
 import { logLines, runCli } from "./helpers/cli.js";
+import { closedPort } from "./helpers/closedPort.js";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
@@ -45,7 +45,7 @@ let deadUrl: string;
 beforeAll(async () => {
   site = await startFixtureServer();
   cwd = mkdtempSync(join(tmpdir(), "crawl-tty-"));
-  deadUrl = `http://127.0.0.1:${await freePort()}/`;
+  deadUrl = `http://127.0.0.1:${await closedPort()}/`;
 });
 afterAll(async () => {
   await site?.close();

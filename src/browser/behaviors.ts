@@ -7,8 +7,7 @@ import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS, watchTa
 import { withUnwatchedTimers } from "./autoscrollTimers.js";
 import { driveLibraryBehaviors, sweepAutofetch } from "./behaviorDriver.js";
 import type { RequestWatch } from "./requestWatch.js";
-import type { UserFlow } from "../config/userFlows.js";
-import { flowFor, runUserFlow } from "./userFlows.js";
+import { flowFor, runUserFlow, type UserFlow } from "./userFlows.js";
 
 /**
  * In-page behaviors from the browsertrix-behaviors package (scrolling, autoplay, fetching every srcset

@@ -1,5 +1,4 @@
-import { Locator, type Frame, type Page } from "puppeteer-core";
-import type { FlowStep, UserFlow } from "../config/userFlows.js";
+import { Locator, type Frame, type KeyInput, type Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
 
@@ -11,6 +10,33 @@ import { withTimeout } from "../util/process.js";
  * row stop the flow; any other error stops it. Navigation, viewport and network-condition steps are not
  * replayed. The requests the steps cause go through the tab, so its capture archives them.
  */
+
+/** One recorded step, as the Recorder writes it (only the fields the runner reads are typed). */
+export interface FlowStep {
+  type: string;
+  /** Alternatives, each a selector or a list of selectors that pierce shadow roots / frames in turn. */
+  selectors?: (string | string[])[];
+  target?: string;
+  value?: string;
+  key?: string;
+  x?: number;
+  y?: number;
+  offsetX?: number;
+  offsetY?: number;
+  expression?: string;
+  name?: string;
+  button?: string;
+  duration?: number;
+}
+
+/** The steps of one page of a flow. */
+export interface UserFlow {
+  /** The file (and part, when a flow navigates more than once), for messages. */
+  id: string;
+  /** The page URL prefix it runs on; "" runs on every page. */
+  url: string;
+  steps: FlowStep[];
+}
 
 const STEP_TIMEOUT_MS = 5000;
 const STEP_PAUSE_MS = 500;
@@ -113,8 +139,8 @@ async function runStep(tab: Page, step: FlowStep, signal: AbortSignal): Promise<
       return true;
     case "keyDown":
     case "keyUp":
-      // Key names are the Recorder's, which are puppeteer's.
-      await withTimeout(step.type === "keyDown" ? tab.keyboard.down(step.key as never) : tab.keyboard.up(step.key as never), STEP_TIMEOUT_MS, "TimeoutError: key");
+      // Key names are the Recorder's, which are puppeteer's (an unknown one is puppeteer's error: the flow stops).
+      await withTimeout(step.type === "keyDown" ? tab.keyboard.down(step.key as KeyInput) : tab.keyboard.up(step.key as KeyInput), STEP_TIMEOUT_MS, "TimeoutError: key");
       await sleep(KEY_PAUSE_MS);
       return true;
     case "scroll":

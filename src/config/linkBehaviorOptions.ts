@@ -5,7 +5,8 @@ import { DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "../browser/autoscroll.js";
 import type { CustomBehaviorScript } from "../browser/behaviors.js";
 import { DEFAULT_LINK_SELECTORS, type LinkSelector } from "../browser/linkExtract.js";
 import { readLocalBehaviors } from "./customBehaviors.js";
-import { parseUserFlow, type UserFlow } from "./userFlows.js";
+import type { UserFlow } from "../browser/userFlows.js";
+import { parseUserFlow } from "./userFlows.js";
 import { integer } from "./flagValues.js";
 import { OptionsError } from "./optionsError.js";
 

@@ -1,3 +1,4 @@
+import type { FlowStep, UserFlow } from "../browser/userFlows.js";
 import { OptionsError } from "./optionsError.js";
 
 /**
@@ -5,33 +6,6 @@ import { OptionsError } from "./optionsError.js";
  * As there, a flow is cut at each `navigate` step: the steps after one run on pages whose URL starts
  * with that step's URL; steps before any `navigate` run on every page. `setViewport` steps are dropped.
  */
-
-/** One recorded step, as the Recorder writes it (only the fields the runner reads are typed). */
-export interface FlowStep {
-  type: string;
-  /** Alternatives, each a selector or a list of selectors that pierce shadow roots / frames in turn. */
-  selectors?: (string | string[])[];
-  target?: string;
-  value?: string;
-  key?: string;
-  x?: number;
-  y?: number;
-  offsetX?: number;
-  offsetY?: number;
-  expression?: string;
-  name?: string;
-  button?: string;
-  duration?: number;
-}
-
-/** The steps of one page of a flow. */
-export interface UserFlow {
-  /** The file (and part, when a flow navigates more than once), for messages. */
-  id: string;
-  /** The page URL prefix it runs on; "" runs on every page. */
-  url: string;
-  steps: FlowStep[];
-}
 
 /** Parse and check a flow file; bad input is an OptionsError of one line naming `source`. */
 export function parseUserFlow(text: string, source: string): UserFlow[] {
