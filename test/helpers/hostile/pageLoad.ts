@@ -8,7 +8,8 @@ export const PAGE_LOAD = {
   /** An image that arrives 4 s late: the load event waits for it, DOMContentLoaded does not. */
   slowImagePage: `${P}/slow-image.html`,
   slowImage: `${P}/slow.png`,
-  /** Two requests that never end and, 2 s after load, one more: only networkidle0 is still waiting then. */
+  /** Two requests that never end and, 5 s after load, one more: only networkidle0 is still waiting then (2 s was
+   *  too close on a busy machine: a networkidle2 page was sometimes still open when it came). */
   busyPage: `${P}/busy.html`,
   late: `${P}/late.txt`,
   /** One request that never ends and, 3 s after load, one more. */
@@ -50,7 +51,7 @@ export const pageLoadRoutes: HostileRoutes = {
       addEventListener("load", () => {
         fetch("${PAGE_LOAD.hang}?n=1").catch(() => {});
         fetch("${PAGE_LOAD.hang}?n=2").catch(() => {});
-        setTimeout(() => fetch("${PAGE_LOAD.late}").catch(() => {}), 2000);
+        setTimeout(() => fetch("${PAGE_LOAD.late}").catch(() => {}), 5000);
       });
     </script></body>`),
   [PAGE_LOAD.late]: (_req, res) => text(res, "late"),
