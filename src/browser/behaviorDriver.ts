@@ -84,9 +84,10 @@ export async function driveLibraryBehaviors(): Promise<Record<string, number> | 
  * MutationObserver defers that): the autoscroll ends sooner than that after a feed's last batch, so that
  * batch's other image candidates were never fetched. Already queued URLs are skipped by the library.
  * Evaluated in the page: self-contained.
- * @returns how many URLs the pass queued, or null when autofetch is not on in this frame.
+ * @returns how many URLs the pass queued, "unfinished" when its fetches outlasted `timeoutMs`, or null when
+ *   autofetch is not on in this frame.
  */
-export async function sweepAutofetch(timeoutMs: number): Promise<number | null> {
+export async function sweepAutofetch(timeoutMs: number): Promise<number | "unfinished" | null> {
   interface LibraryAutofetch {
     active?: boolean;
     urlSet?: Set<string>;
@@ -107,7 +108,7 @@ export async function sweepAutofetch(timeoutMs: number): Promise<number | null> 
   const wait = (ms: number) => new Promise<void>((resolve) => (timers ? timers.setTimeout(resolve, ms) : window.setTimeout(resolve, ms)));
   const until = performance.now() + timeoutMs;
   while ((autofetch.numPending ?? 0) > 0 || (autofetch.pendingQueue?.length ?? 0) > 0) {
-    if (performance.now() >= until) break;
+    if (performance.now() >= until) return "unfinished";
     await wait(25);
   }
   return queued;

@@ -208,7 +208,8 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
     const sweepStarted = Date.now();
     const left = started + timeoutMs - sweepStarted;
     const sweeps = await withTimeout(Promise.allSettled(frames.map((frame) => frame.evaluate(sweepAutofetch, left))), left, "timed-out").catch(() => "timed-out" as const);
-    if (sweeps === "timed-out") raced = "timed-out";
+    // Fetches still under way when the page's behavior time ran out: the behaviors did not finish.
+    if (sweeps === "timed-out" || sweeps.some((sweep) => sweep.status === "fulfilled" && sweep.value === "unfinished")) raced = "timed-out";
     else if (sweeps.some((sweep) => sweep.status === "fulfilled" && sweep.value !== null)) eachMs.AutofetchSweep = Date.now() - sweepStarted;
   }
   const outcome = scrollTimedOut || flowTimedOut ? "timed-out" : raced;
