@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
-import { CHANGE_KINDS, ChangeReport } from "../src/crawl/changeReport.js";
+import { CHANGE_KINDS, ChangeReport } from "../src/reports/changeReport.js";
 import { EmbeddedRedis } from "../src/redis/embedded.js";
 
 const { values } = parseArgs({ options: { pages: { type: "string", default: "200000" } } });

@@ -12,7 +12,7 @@
  * default: the crawler's default behaviors.)
  * It also lists what the run without behaviors captured and the run with them did not (missedWithBehaviors:
  * none expected). Each run also gives where the pages' time went ("phases"): the crawler's debug lines "page timings"
- * (src/browser/pageTimings.ts), summed over pages and as a mean per page, in seconds.
+ * (src/page/pageTimings.ts), summed over pages and as a mean per page, in seconds.
  */
 import { spawn } from "node:child_process";
 import { createReadStream, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -22,7 +22,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { WARCParser } from "warcio";
-import { PAGE_TIMINGS_MESSAGE } from "../src/browser/pageTimings.js";
+import { PAGE_TIMINGS_MESSAGE } from "../src/page/pageTimings.js";
 import { lazyResourcePaths, startGeneratedSite, type GeneratedSite } from "./lib/generatedSite.js";
 import { EmbeddedRedis } from "../src/redis/embedded.js";
 

@@ -11,7 +11,7 @@ import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import { commitCrawl } from "../src/dedupe/commit.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
-import { dedupeKeys, formatHashEntry } from "../src/dedupe/keys.js";
+import { dedupeKeys, formatHashEntry } from "../src/dedupe/indexKeys.js";
 import { EmbeddedRedis } from "../src/redis/embedded.js";
 
 const { values } = parseArgs({ options: { hashes: { type: "string", default: "1000000" }, lookups: { type: "string", default: "20000" } } });

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import { CaptureHistory, mergeCrawlUrls } from "../src/dedupe/captureHistory.js";
-import { dedupeKeys, type CaptureRecord } from "../src/dedupe/keys.js";
+import { dedupeKeys, type CaptureRecord } from "../src/dedupe/indexKeys.js";
 import { EmbeddedRedis } from "../src/redis/embedded.js";
 
 const { values } = parseArgs({

@@ -5,7 +5,7 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { browserProcesses, killBrowserProcesses } from "../src/browser/browserProcesses.js";
-import type { BrowserRecord } from "../src/browser/browserRecords.js";
+import type { BrowserRecord } from "../src/browser/runningBrowsers.js";
 import { launchBrowser } from "../src/browser/launch.js";
 import { isPidAlive } from "../src/util/process.js";
 import { bootId, pidNamespace, processStartTime } from "../src/util/procfs.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { rateLimitRuleMatched } from "../src/browser/captureExtras.js";
-import { OriginRedirects } from "../src/browser/captureExtras.js";
+import { rateLimitRuleMatched } from "../src/capture/captureExtras.js";
+import { OriginRedirects } from "../src/capture/captureExtras.js";
 import { browserMiscOptions, DEFAULT_RATE_LIMIT_ON_MATCH, parseOriginOverride, parseRateLimitRule } from "../src/config/browserMiscOptions.js";
 import { OptionsError } from "../src/config/optionsError.js";
 

@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { CommanderError } from "commander";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildCrawlProgram, crawlFlags } from "../src/cli/crawl.js";
-import { CANNOT_APPLY, compatWarnings } from "../src/config/btxNames.js";
-import { splitShellWords } from "../src/config/crawlArgsEnv.js";
+import { CANNOT_APPLY, compatWarnings } from "../src/config/browsertrix/flags.js";
+import { splitShellWords } from "../src/config/browsertrix/crawlArgs.js";
 import { resolveCrawlOptions, type CrawlOptions } from "../src/config/crawlOptions.js";
 import { runCli } from "./helpers/cli.js";
 

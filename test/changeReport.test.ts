@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ChangeReport, classifyChange, type ChangeKind } from "../src/crawl/changeReport.js";
+import { ChangeReport, classifyChange, type ChangeKind } from "../src/reports/changeReport.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 
 describe("classifyChange", () => {

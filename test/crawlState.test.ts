@@ -3,7 +3,7 @@ import { CrawlState } from "../src/state/crawlState.js";
 import { ExchangeClaims } from "../src/state/exchangeClaims.js";
 import { ExtraSeeds } from "../src/state/extraSeeds.js";
 import { HostPacing } from "../src/state/hostPacing.js";
-import { FencedError, Liveness } from "../src/state/membership/liveness.js";
+import { FencedError, Liveness } from "../src/state/membership/fencing.js";
 import { Membership } from "../src/state/membership/membership.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildCrawlProgram, crawlFlags } from "../src/cli/crawl.js";
-import { CANNOT_APPLY, compatWarnings } from "../src/config/btxNames.js";
+import { CANNOT_APPLY, compatWarnings } from "../src/config/browsertrix/flags.js";
 import { resolveCrawlOptions } from "../src/config/crawlOptions.js";
 import { dedupeFlagOptions } from "../src/config/dedupeFlagOptions.js";
 import { OptionsError } from "../src/config/optionsError.js";

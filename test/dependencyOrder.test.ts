@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Exchange } from "../src/archive/exchange.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { openCapturePipeline, type OpenPipeline } from "../src/pipeline/openPipeline.js";
-import { Liveness } from "../src/state/membership/liveness.js";
+import { Liveness } from "../src/state/membership/fencing.js";
 import { Membership } from "../src/state/membership/membership.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { readWarcRecords, sha256 } from "./helpers/warcFile.js";

@@ -3,7 +3,7 @@
 // whatever bytes the digests and URLs hold, and a batch can be refilled and sent again.
 import { describe, expect, it } from "vitest";
 import { HashWriteBatch } from "../indexer/hashWriteBatch.js";
-import { dedupeKeys, formatHashEntry, type HashEntry } from "../src/dedupe/keys.js";
+import { dedupeKeys, formatHashEntry, type HashEntry } from "../src/dedupe/indexKeys.js";
 import { usePrivateRedis } from "./helpers/redis.js";
 
 const redis = usePrivateRedis();

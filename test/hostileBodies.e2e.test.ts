@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dedupeKeys } from "../src/dedupe/keys.js";
+import { dedupeKeys } from "../src/dedupe/indexKeys.js";
 import { logLines, NO_BEHAVIORS, type CliResult } from "./helpers/cli.js";
 import { startFaultySite, type FaultySite } from "./helpers/faultySite.js";
 import { CACHED_SCRIPT, GZIP_BOMB_DECODED, HUGE_BODY_DEFAULT_MB, hugeBodyPrefix, wholeGets } from "./helpers/hostile/bodies.js";

@@ -2,7 +2,7 @@
 // requeued and taken by another importer) can no longer renew, release or fail that entry.
 import { describe, expect, it } from "vitest";
 import { ImportQueue } from "../indexer/importQueue.js";
-import { dedupeKeys } from "../src/dedupe/keys.js";
+import { dedupeKeys } from "../src/dedupe/indexKeys.js";
 import { usePrivateRedis } from "./helpers/redis.js";
 
 const redis = usePrivateRedis();

@@ -1,8 +1,8 @@
 import { EventEmitter } from "node:events";
 import type { WebSocket } from "ws";
 import { describe, expect, it } from "vitest";
-import type { WorkerPacket } from "../src/live/livePackets.js";
-import { RECENT_WARNINGS, ViewerHub } from "../src/live/viewerHub.js";
+import type { WorkerPacket } from "../src/screencast/livePackets.js";
+import { RECENT_WARNINGS, ViewerHub } from "../src/screencast/viewerHub.js";
 
 /** A WebSocket whose writes complete only when the test says so (a viewer on a slow link). */
 class SlowSocket extends EventEmitter {

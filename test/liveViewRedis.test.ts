@@ -1,12 +1,12 @@
 import { EventEmitter } from "node:events";
 import { WebSocket } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { WorkerPacket } from "../src/live/livePackets.js";
-import { LiveView } from "../src/live/liveView.js";
-import { RedisCast } from "../src/live/redisCast.js";
+import type { WorkerPacket } from "../src/screencast/livePackets.js";
+import { LiveView } from "../src/screencast/liveView.js";
+import { RedisCast } from "../src/screencast/redisCast.js";
 import { freePort } from "../src/redis/freePort.js";
-import { ViewerHub } from "../src/live/viewerHub.js";
-import { crawlStateKeys } from "../src/state/keys.js";
+import { ViewerHub } from "../src/screencast/viewerHub.js";
+import { crawlStateKeys } from "../src/state/stateKeys.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 
 /** A viewer's socket on a fast link: what is sent is written at once. */

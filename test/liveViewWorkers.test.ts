@@ -1,8 +1,8 @@
 import { EventEmitter } from "node:events";
 import type { Page } from "puppeteer-core";
 import { describe, expect, it } from "vitest";
-import type { WorkerPacket } from "../src/live/livePackets.js";
-import { WorkerFrames } from "../src/live/workerFrames.js";
+import type { WorkerPacket } from "../src/screencast/livePackets.js";
+import { WorkerFrames } from "../src/screencast/workerFrames.js";
 
 /** A tab whose CDP sessions record the commands sent and can emit screencast frames. */
 function fakeTab(url = "http://site/page") {

@@ -1,11 +1,11 @@
 // Flags of create-login-profile and of crawl's logins, the login-page rule, the interactive page's input.
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { isLoginPage } from "../src/browser/captureExtras.js";
+import { isLoginPage } from "../src/capture/captureExtras.js";
 import { parseLoginProfileArgs } from "../src/cli/createLoginProfile.js";
 import { buildCrawlProgram, crawlFlags } from "../src/cli/crawl.js";
 import { browserMiscOptions } from "../src/config/browserMiscOptions.js";
-import { compatWarnings } from "../src/config/btxNames.js";
+import { compatWarnings } from "../src/config/browsertrix/flags.js";
 import { OptionsError } from "../src/config/optionsError.js";
 import { profileOptions } from "../src/config/profileOptions.js";
 import { cookieParam } from "../src/profile/loginBrowser.js";

@@ -5,9 +5,9 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CaptureHistory } from "../src/dedupe/captureHistory.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
-import { IndexNoteWriter, outlinksNote, revisitNote, type IndexNote } from "../src/dedupe/indexNotes.js";
-import { NoteBacklog } from "../src/dedupe/noteBacklog.js";
-import { NoteJournal } from "../src/dedupe/noteJournal.js";
+import { IndexNoteWriter, outlinksNote, revisitNote, type IndexNote } from "../src/dedupe/notes/indexNotes.js";
+import { NoteBacklog } from "../src/dedupe/notes/noteBacklog.js";
+import { NoteJournal } from "../src/dedupe/notes/noteJournal.js";
 import { connectRedis } from "../src/redis/connect.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 

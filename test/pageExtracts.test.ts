@@ -4,8 +4,8 @@
  */
 import type { CDPSession, Page, Protocol } from "puppeteer-core";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { takePageExtracts } from "../src/browser/pageExtracts.js";
-import { textOfSnapshot } from "../src/browser/pageText.js";
+import { takePageExtracts } from "../src/page/pageExtracts.js";
+import { textOfSnapshot } from "../src/page/pageText.js";
 import { logger } from "../src/log/logger.js";
 
 /** body > [h1 "Title text", script "code()", p " Para ", footer "Foot"], and an iframe document with "Inner". */

@@ -1,4 +1,4 @@
-// The sharded layout's compact fields and values (dedupe/keys.ts): every digest and hash entry reads back
+// The sharded layout's compact fields and values (dedupe/indexKeys.ts): every digest and hash entry reads back
 // exactly as written, and an index written in another format is refused in one line.
 import { describe, expect, it } from "vitest";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
@@ -11,7 +11,7 @@ import {
   sha256FieldLength,
   shardKeys,
   shardOfDigest,
-} from "../src/dedupe/keys.js";
+} from "../src/dedupe/indexKeys.js";
 import { createShardedLayout, loadLayout } from "../src/dedupe/layout.js";
 import { readShardedHash, rollbackWaczSharded, writeEntriesSharded } from "../src/dedupe/shardedHashes.js";
 import { usePrivateRedis } from "./helpers/redis.js";

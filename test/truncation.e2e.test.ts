@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CUT_OFF_DECLARED_LENGTH, CUT_OFF_SENT_LENGTH, cutOffPageHead, startFixtureServer, type FixtureServer } from "../fixtures/server.js";
-import { dedupeKeys } from "../src/dedupe/keys.js";
+import { dedupeKeys } from "../src/dedupe/indexKeys.js";
 import { runCli, type CliResult } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { httpHeader, httpStatus, readWarcRecords, sha256, type RawRecord } from "./helpers/warcFile.js";

@@ -1,8 +1,8 @@
-/** Parsing Chrome Recorder flows for --customBehaviors (src/config/userFlows.ts) and their selectors for puppeteer. */
+/** Parsing Chrome Recorder flows for --customBehaviors (src/config/recorderFlows.ts) and their selectors for puppeteer. */
 import { describe, expect, it } from "vitest";
-import { puppeteerSelector } from "../src/browser/userFlows.js";
+import { puppeteerSelector } from "../src/behaviors/flowRunner.js";
 import { OptionsError } from "../src/config/optionsError.js";
-import { parseUserFlow } from "../src/config/userFlows.js";
+import { parseUserFlow } from "../src/config/recorderFlows.js";
 
 describe("parseUserFlow", () => {
   it("cuts the flow at each navigate step: the URL prefix of the steps after it; setViewport is dropped", () => {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WARCRecord, WARCSerializer } from "warcio";
 import yazl from "yazl";
 
-import { WaczIndexError, WaczReadError, iterWaczCdxj, openWacz, type WaczReader } from "../indexer/wacz/index.js";
+import { WaczIndexError, WaczReadError, iterWaczCdxj, openWacz, type WaczReader } from "../src/wacz/reader/index.js";
 import { indexWarcFiles, parseCdxjLine as parseCdxjRecord, writeWacz } from "../src/wacz/index.js";
 import { startRangeServer, type RangeServer } from "./helpers/rangeServer.js";
 import { readZip } from "./helpers/zip.js";

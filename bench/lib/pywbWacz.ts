@@ -5,7 +5,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { iterWaczCdxj, openWacz } from "../../indexer/wacz/index.js";
+import { iterWaczCdxj, openWacz } from "../../src/wacz/reader/index.js";
 import { cdxjLineParts } from "../../src/wacz/cdxjLine.js";
 import {
   buildDataPackage, buildDataPackageDigest, DATAPACKAGE_DIGEST_PATH, DATAPACKAGE_PATH, makeResource, serializeDataPackage,

@@ -1,6 +1,6 @@
 import type { Browser } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
-import { BrowserRecords } from "./browserRecords.js";
+import { BrowserRecords } from "./runningBrowsers.js";
 import { launchBrowser, type LaunchedBrowser, type LaunchOptions } from "./launch.js";
 
 export interface BrowserHostOptions extends LaunchOptions {

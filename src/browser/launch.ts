@@ -5,7 +5,7 @@ import { errorMessage, logger } from "../log/logger.js";
 import { chromiumProxyArgs } from "../proxy/activeProxies.js";
 import { withTimeout } from "../util/process.js";
 import { createProfileDir, killBrowserProcesses, removeProfileDir } from "./browserProcesses.js";
-import type { BrowserRecords } from "./browserRecords.js";
+import type { BrowserRecords } from "./runningBrowsers.js";
 import { executableWithDeathSignal } from "./deathSignal.js";
 
 export interface LaunchOptions {

@@ -3,7 +3,7 @@ import { realpathSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError, Option } from "commander";
-import { ExitCode } from "../crawl/exitCodes.js";
+import { ExitCode } from "../lifecycle/exitCodes.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { automatedLogin } from "../profile/automatedLogin.js";
 import { startInteractiveServer } from "../profile/interactiveServer.js";

@@ -3,7 +3,7 @@ import { realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError } from "commander";
-import { ExitCode } from "../crawl/exitCodes.js";
+import { ExitCode } from "../lifecycle/exitCodes.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { DEFAULT_QA_THRESHOLD, runQa, type QaOptions } from "../qa/qaRun.js";
 import { QaSourceError } from "../qa/qaSource.js";

@@ -1,4 +1,4 @@
-import type { OriginOverrideRule, RateLimitMatchRule } from "../browser/captureExtras.js";
+import type { OriginOverrideRule, RateLimitMatchRule } from "../capture/captureExtras.js";
 import { OptionsError } from "./optionsError.js";
 
 /** browsertrix-crawler's --serviceWorker (--sw) choices. */

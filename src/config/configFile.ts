@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { load, YAMLException } from "js-yaml";
 import { CommanderError, type Command, type Option } from "commander";
 import { OptionsError, type RawSeedSpec } from "./crawlOptions.js";
-import { addCompatNote, asksForSomething, configKeyOf, isNotImplemented, SERVICE_KEYS } from "./btxNames.js";
+import { addCompatNote, asksForSomething, configKeyOf, isNotImplemented, SERVICE_KEYS } from "./browsertrix/flags.js";
 
 /** Options about the command itself, not the crawl: a config file cannot set them. */
 const NOT_CONFIGURABLE = new Set(["config", "version", "help"]);

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { SCOPE_TYPES, type ScopeType, type SeedScopeOptions } from "../scope/seedScope.js";
 import { normalizeCrawlUrl, UrlRefusedError } from "../scope/urls.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
-import { SCREENSHOT_KINDS, type ScreenshotKind } from "../browser/screenshots.js";
+import { SCREENSHOT_KINDS, type ScreenshotKind } from "../page/screenshots.js";
 
 /** --text targets (browsertrix-crawler's names): the pages.jsonl `text` field, a urn:text: record. */
 export const TEXT_TARGETS = ["to-pages", "to-warc"] as const;
@@ -11,11 +11,11 @@ export type TextTarget = (typeof TEXT_TARGETS)[number];
 import { robotsAgentOf } from "../robots/robotsTxt.js";
 import type { SitemapOptions } from "../sitemap/sitemapSeeds.js";
 import { parseW3cDate } from "../sitemap/w3cDate.js";
-import { DEFAULT_BEHAVIORS, parseBehaviorList, type BehaviorName } from "../browser/behaviors.js";
+import { DEFAULT_BEHAVIORS, parseBehaviorList, type BehaviorName } from "../behaviors/behaviors.js";
 import { profileOptions, type ProfileOptions, type RawProfileFlags } from "./profileOptions.js";
 import { OptionsError } from "./optionsError.js";
 import { choiceList, integer, parseSize, regexList, seconds, splitList } from "./flagValues.js";
-import { btxScreenshots, btxText, lowestLogLevel } from "./btxValues.js";
+import { btxScreenshots, btxText, lowestLogLevel } from "./browsertrix/values.js";
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
 import { dedupeFlagOptions, type DedupeFlagOptions, type RawDedupeFlagFlags } from "./dedupeFlagOptions.js";
 import { browserMiscOptions, type BrowserMiscOptions, type RawBrowserMiscFlags } from "./browserMiscOptions.js";

@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from "node:os";
 import { basename, extname, join, relative, resolve } from "node:path";
 import { promisify } from "node:util";
-import type { CustomBehaviorScript } from "../browser/behaviors.js";
+import type { CustomBehaviorScript } from "../behaviors/behaviors.js";
 import { discard, plainFetch, readText } from "../fetch/plainFetch.js";
 import { errorMessage } from "../log/logger.js";
 import { gitProxyEnv } from "../proxy/activeProxies.js";
@@ -12,7 +12,7 @@ import { OptionsError } from "./optionsError.js";
 
 /**
  * --customBehaviors sources, as browsertrix-crawler takes them: a .js file (a behavior class) or a .json
- * Chrome Recorder flow (userFlows.ts), a folder of them (searched five levels deep, .git left out), an http(s) URL of one, or a git repository
+ * Chrome Recorder flow (recorderFlows.ts), a folder of them (searched five levels deep, .git left out), an http(s) URL of one, or a git repository
  * `git+<url>[?branch=B&path=dir]` (cloned with the git command). URL and git sources are fetched once,
  * before the crawl, into a temporary folder read like a local one.
  */

@@ -23,7 +23,7 @@ export interface LifecycleOptions {
   rateLimitInterruptCount: number;
   /** --healthCheckPort: serve GET /healthz on this port; 0 = no server. */
   healthCheckPort: number;
-  /** --screencastPort: serve the live view (src/live/) on this port; 0 = none. */
+  /** --screencastPort: serve the live view (src/screencast/) on this port; 0 = none. */
   screencastPort: number;
   /** --screencastRedis: workers' frames go through the crawl Redis, so the live view of any process shows every process's workers. */
   screencastRedis: boolean;

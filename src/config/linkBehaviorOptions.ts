@@ -1,12 +1,12 @@
 import { resolve } from "node:path";
 import { Script } from "node:vm";
 import { createParser } from "css-selector-parser";
-import { DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "../browser/autoscroll.js";
-import type { CustomBehaviorScript } from "../browser/behaviors.js";
-import { DEFAULT_LINK_SELECTORS, type LinkSelector } from "../browser/linkExtract.js";
+import { DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "../behaviors/autoscroll.js";
+import type { CustomBehaviorScript } from "../behaviors/behaviors.js";
+import { DEFAULT_LINK_SELECTORS, type LinkSelector } from "../page/linkExtract.js";
 import { readLocalBehaviors } from "./customBehaviors.js";
-import type { UserFlow } from "../browser/userFlows.js";
-import { parseUserFlow } from "./userFlows.js";
+import type { UserFlow } from "../behaviors/flowRunner.js";
+import { parseUserFlow } from "./recorderFlows.js";
 import { integer } from "./flagValues.js";
 import { OptionsError } from "./optionsError.js";
 

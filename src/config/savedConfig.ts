@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { configKeyOf } from "./btxNames.js";
+import { configKeyOf } from "./browsertrix/flags.js";
 
 /** Options about the command itself: never written into a state file. */
 const NOT_SAVED = new Set(["config", "version", "help"]);

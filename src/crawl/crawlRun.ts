@@ -1,16 +1,16 @@
 import { join } from "node:path";
 import type { AdHostList } from "../block/adHosts.js";
 import type { CrawlOptions } from "../config/crawlOptions.js";
-import type { LiveView } from "../live/liveView.js";
+import type { LiveView } from "../screencast/liveView.js";
 import type { OpenPipeline } from "../pipeline/openPipeline.js";
-import type { BtxLists, BtxPageEntry } from "../state/btxLists.js";
+import type { BtxLists, BtxPageEntry } from "../state/serviceLists.js";
 import { writerName } from "../state/membership/writerSlots.js";
-import { startBlocking, type BlockedReport } from "./blockedReport.js";
-import { ChangeReport } from "./changeReport.js";
-import type { CollectionPaths } from "./collection.js";
+import { startBlocking, type BlockedReport } from "../reports/blockedReport.js";
+import { ChangeReport } from "../reports/changeReport.js";
+import type { CollectionPaths } from "../config/collectionPaths.js";
 import type { CrawlWatch } from "./crawlWatch.js";
-import { PageList, type PageEntry } from "./pageList.js";
-import { SkippedReport } from "./skippedReport.js";
+import { PageList, type PageEntry } from "../reports/pageList.js";
+import { SkippedReport } from "../reports/skippedReport.js";
 import type { CrawlSession } from "./session.js";
 import type { StopControl } from "./stopControl.js";
 
@@ -39,7 +39,7 @@ export interface CrawlRun extends PageOutputs {
   started: number;
   /** What page outcomes mean for the crawl (health check, --failOn* flags, rate-limit interrupts). */
   watch: CrawlWatch;
-  /** --screencastPort / --screencastRedis: the crawl watched live (src/live/); null when not asked for. */
+  /** --screencastPort / --screencastRedis: the crawl watched live (src/screencast/); null when not asked for. */
   live: LiveView | null;
 }
 

@@ -1,11 +1,11 @@
 import type { Redis } from "ioredis";
-import type { RateLimitAnswer } from "../browser/capture.js";
+import type { RateLimitAnswer } from "../capture/pageCapture.js";
 import type { LifecycleOptions } from "../config/lifecycleOptions.js";
 import type { RateLimitOptions } from "../config/rateLimitOptions.js";
 import { logger } from "../log/logger.js";
 import { isProxyFailure } from "../proxy/proxyFailure.js";
 import type { QueuedPage } from "../state/crawlState.js";
-import type { HealthCheck } from "./healthCheck.js";
+import type { HealthCheck } from "../lifecycle/healthCheck.js";
 import { parseRetryAfter } from "./rateLimit.js";
 import type { StopControl } from "./stopControl.js";
 

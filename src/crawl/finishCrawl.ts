@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import type { LifecycleOptions } from "../config/lifecycleOptions.js";
 import { DedupeIndexUnavailableError, NotRetriedError } from "../dedupe/retry.js";
-import { unfinishedJournals } from "../dedupe/noteJournal.js";
+import { unfinishedJournals } from "../dedupe/notes/noteJournal.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { crawlSummary } from "../log/progress.js";
 import type { CrawlCounts, CrawlState } from "../state/crawlState.js";
@@ -10,9 +10,9 @@ import { isOutOfSpace, isStorageError, storageErrorMessage } from "../util/stora
 import { pauseForTests } from "../util/testPause.js";
 import { UploadFailedError, uploadWaczFiles } from "../upload/uploadWaczFiles.js";
 import type { CrawlRun } from "./crawlRun.js";
-import { ExitCode } from "./exitCodes.js";
+import { ExitCode } from "../lifecycle/exitCodes.js";
 import { exitCodeOf, type CrawlEnd, type CrawlOutcome, type CrawlStats, type CrawlStatus } from "./outcome.js";
-import { writeCollectionFiles } from "./collectionFiles.js";
+import { writeCollectionFiles } from "./collectionOutputs.js";
 import { commitFinishedCrawl, MissingWarcError, packageOrphans, packageWaczFiles, type PackagingContext } from "./packaging.js";
 import type { PagePhaseResult } from "./pagePhase.js";
 import type { StopControl } from "./stopControl.js";

@@ -1,6 +1,6 @@
-import type { BehaviorTally } from "../browser/behaviors.js";
-import type { ChangeSummary } from "./changeReport.js";
-import { ExitCode, type ExitCodeValue } from "./exitCodes.js";
+import type { BehaviorTally } from "../behaviors/behaviors.js";
+import type { ChangeSummary } from "../reports/changeReport.js";
+import { ExitCode, type ExitCodeValue } from "../lifecycle/exitCodes.js";
 import type { StopReason } from "./stopControl.js";
 
 export type CrawlStatus = "done" | "interrupted" | "limit-reached" | "failed" | "failed-limit";

@@ -7,9 +7,9 @@ import type { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import type { DependencyTracker } from "../dedupe/dependencies.js";
 import { commitCrawl } from "../dedupe/commit.js";
 import { CaptureHistory } from "../dedupe/captureHistory.js";
-import { IndexNoteWriter } from "../dedupe/indexNotes.js";
-import { NoteBacklog } from "../dedupe/noteBacklog.js";
-import { noteJournalPath } from "../dedupe/noteJournal.js";
+import { IndexNoteWriter } from "../dedupe/notes/indexNotes.js";
+import { NoteBacklog } from "../dedupe/notes/noteBacklog.js";
+import { noteJournalPath } from "../dedupe/notes/noteJournal.js";
 import { withDedupeRetries } from "../dedupe/retry.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { repairAbandonedWarcs } from "../pipeline/openPipeline.js";
@@ -19,7 +19,7 @@ import { writerName, type UnreachableWriter, type WriterSlots } from "../state/m
 import { writeWacz, type WaczResult } from "../wacz/index.js";
 import { waczSigner } from "../upload/waczSigning.js";
 import { SOFTWARE } from "../version.js";
-import { filterPagesFile, type PageList } from "./pageList.js";
+import { filterPagesFile, type PageList } from "../reports/pageList.js";
 
 /** A WARC file assigned to a WACZ is gone: packaging without it would silently leave its records out. */
 export class MissingWarcError extends Error {}

@@ -1,4 +1,4 @@
-import type { RateLimitAnswer } from "../browser/capture.js";
+import type { RateLimitAnswer } from "../capture/pageCapture.js";
 import type { RateLimitOptions } from "../config/rateLimitOptions.js";
 import { logger } from "../log/logger.js";
 import type { CrawlState } from "../state/crawlState.js";

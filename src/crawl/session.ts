@@ -8,12 +8,12 @@ import { logger } from "../log/logger.js";
 import { connectRedis, connectionUrl } from "../redis/connect.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
 import { CrawlState } from "../state/crawlState.js";
-import { Liveness } from "../state/membership/liveness.js";
+import { Liveness } from "../state/membership/fencing.js";
 import { Membership } from "../state/membership/membership.js";
 import { newProcessId } from "../state/membership/processIdentity.js";
 import { WriterSlots } from "../state/membership/writerSlots.js";
 import { withTimeout } from "../util/process.js";
-import type { CollectionPaths } from "./collection.js";
+import type { CollectionPaths } from "../config/collectionPaths.js";
 
 /** This process's place in a crawl: its Redis connections, its membership and its writer slot. */
 export interface CrawlSession {

@@ -1,4 +1,4 @@
-import { parseWaczEntry, type CaptureRecord } from "./keys.js";
+import { parseWaczEntry, type CaptureRecord } from "./indexKeys.js";
 import { keysOf, scriptByLayout, type DedupeRedis } from "./layout.js";
 
 /** The latest committed capture of a URL, with where it is and what the page linked to. */

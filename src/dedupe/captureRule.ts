@@ -4,7 +4,7 @@
  * the live ones. Only HTTP(S) `response` and `revisit` captures count; `resource` and `metadata`
  * records (browsertrix-crawler's urn:pageinfo:, urn:text:, urn:view: screenshots...) do not.
  */
-import type { CountField } from "./keys.js";
+import type { CountField } from "./indexKeys.js";
 
 export type CaptureKind = "response" | "revisit";
 

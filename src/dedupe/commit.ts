@@ -1,4 +1,4 @@
-import { LUA_KEY } from "./keys.js";
+import { LUA_KEY } from "./indexKeys.js";
 import { mergeCrawlUrls } from "./captureHistory.js";
 import { keysOf, layoutOf, type DedupeRedis } from "./layout.js";
 import { deleteCrawlSharded, mergeCrawlSharded, unpublishCrawlSharded } from "./shardedHashes.js";

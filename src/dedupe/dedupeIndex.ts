@@ -8,7 +8,7 @@ import {
   type CountField,
   type HashEntry,
   type WaczEntry,
-} from "./keys.js";
+} from "./indexKeys.js";
 import { keysOf, layoutOf, type DedupeRedis } from "./layout.js";
 import { addOriginalSharded, lookupSharded } from "./shardedHashes.js";
 

@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import type { CrawlStateKeys } from "../state/keys.js";
+import type { CrawlStateKeys } from "../state/stateKeys.js";
 import type { RelationRequirement } from "../wacz/index.js";
 import type { DedupeIndex } from "./dedupeIndex.js";
 import { NotRetriedError } from "./retry.js";

@@ -12,7 +12,7 @@ import {
   type DedupeKeys,
   type DedupeLayout,
   type LuaKeys,
-} from "./keys.js";
+} from "./indexKeys.js";
 
 /** A connection to the dedupe index: one node, or a Redis Cluster (the commands the index uses are common to both). */
 export type DedupeRedis = Redis | Cluster;

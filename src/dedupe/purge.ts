@@ -1,6 +1,6 @@
 import { mergeCrawlHashes } from "./commit.js";
 import { mergeCrawlUrls } from "./captureHistory.js";
-import { REMOVED_COUNT_FIELDS } from "./keys.js";
+import { REMOVED_COUNT_FIELDS } from "./indexKeys.js";
 import { keysOf, layoutOf, type DedupeRedis } from "./layout.js";
 import { deleteAllHashesSharded, deleteCrawlSharded } from "./shardedHashes.js";
 

@@ -3,7 +3,7 @@
 // text goes to a node once, not with every call).
 import { createHash } from "node:crypto";
 import keySlot from "cluster-key-slot";
-import { allShards, shardKeys, type DedupeLayout } from "./keys.js";
+import { allShards, shardKeys, type DedupeLayout } from "./indexKeys.js";
 import type { DedupeRedis } from "./layout.js";
 
 export type Sharded = Extract<DedupeLayout, { kind: "sharded" }>;

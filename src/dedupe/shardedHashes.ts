@@ -1,8 +1,8 @@
 // The two big hashes (allhashes, h:<crawlId>) in the sharded layout: each operation on one digest goes
 // to its shard (one slot: the shard's allhashes and every crawl's h: of it share a hash tag); the
 // operations on a whole crawl visit every shard, a bounded number at a time.
-// Fields and values are stored compact (keys.ts) and given back as the single-node layout has them.
-import { compactHashEntry, digestField, digestOfField, expandHashEntry, shardKeys, shardOfDigest } from "./keys.js";
+// Fields and values are stored compact (indexKeys.ts) and given back as the single-node layout has them.
+import { compactHashEntry, digestField, digestOfField, expandHashEntry, shardKeys, shardOfDigest } from "./indexKeys.js";
 import type { DedupeRedis } from "./layout.js";
 import { forEachSlotGroup, luaScript, runScript, type Sharded } from "./shardSlots.js";
 

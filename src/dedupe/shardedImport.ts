@@ -5,7 +5,7 @@
 // go again one slot at a time through the cluster client, which follows MOVED/ASK: writing an entry
 // twice is harmless (h:<crawl> takes the same value again, allhashes keeps its first writer).
 import { Cluster, type Redis } from "ioredis";
-import { compactHashEntry, digestField, shardKeys, shardOfDigest } from "./keys.js";
+import { compactHashEntry, digestField, shardKeys, shardOfDigest } from "./indexKeys.js";
 import type { DedupeRedis } from "./layout.js";
 import { luaScript, runScript, slotOfShard, type Sharded } from "./shardSlots.js";
 

@@ -8,7 +8,7 @@ export type StoreOutcome =
 
 /**
  * Where captured exchanges go: the one way an HTTP exchange enters the archive, whether the browser's
- * capture (browser/capture.ts) or a fetch outside the browser (fetch/fallbackFetcher.ts) produced it.
+ * capture (capture/pageCapture.ts) or a fetch outside the browser (fetch/fallbackFetcher.ts) produced it.
  * Implemented by CapturePipeline (capturePipeline.ts).
  */
 export interface ExchangeSink {

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import type { DedupeIndex } from "../dedupe/dedupeIndex.js";
-import type { CrawlStateKeys } from "../state/keys.js";
+import type { CrawlStateKeys } from "../state/stateKeys.js";
 import type { OwnWacz } from "../dedupe/dependencies.js";
 import { withDedupeRetries } from "../dedupe/retry.js";
 import { errorMessage } from "../log/logger.js";

@@ -2,7 +2,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Target } from "puppeteer-core";
-import { CdpScreencast } from "../live/cdpScreencast.js";
+import { CdpScreencast } from "../screencast/cdpScreencast.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { INTERACTIVE_PAGE } from "./interactivePage.js";
 import type { LoginBrowser } from "./loginBrowser.js";

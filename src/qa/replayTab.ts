@@ -1,6 +1,6 @@
 import type { CDPSession, Frame, Page, Protocol } from "puppeteer-core";
 import { launchBrowser, type LaunchedBrowser } from "../browser/launch.js";
-import { textOfSnapshot } from "../browser/pageText.js";
+import { textOfSnapshot } from "../page/pageText.js";
 import { archivedUrlOf, ReplayTraffic, type ReplayRequest } from "./replayTraffic.js";
 import { REPLAY_PREFIX, SW_READY_PATH, type ReplayServer } from "./replayServer.js";
 import type { ListedPage } from "./waczPages.js";

@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import type { CrawlStateKeys } from "./keys.js";
+import type { CrawlStateKeys } from "./stateKeys.js";
 import type { Membership } from "./membership/membership.js";
 
 /** A page waiting in, or taken from, the shared queue. */

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import type { Membership } from "./membership/membership.js";
-import { ownerScript } from "./membership/ownerRule.js";
+import { ownerScript } from "../redis/ownerRule.js";
 
 /** What tells exchanges apart: status, method and URL (and the request body's digest, for other methods than GET and HEAD). */
 export interface ExchangeIdentity {

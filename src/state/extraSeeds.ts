@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import type { CrawlStateKeys } from "./keys.js";
+import type { CrawlStateKeys } from "./stateKeys.js";
 
 /** A seed added during the crawl at the URL a seed redirected to (--addRedirectedSeeds). */
 export interface ExtraSeed {

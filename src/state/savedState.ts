@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { FailedPage, QueuedPage } from "./crawlState.js";
 import { ExtraSeeds, type ExtraSeed } from "./extraSeeds.js";
-import type { CrawlStateKeys } from "./keys.js";
+import type { CrawlStateKeys } from "./stateKeys.js";
 
 /**
  * browsertrix-crawler's serialized crawl state (its src/util/state.ts SaveState), the `state:` section

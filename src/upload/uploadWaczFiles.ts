@@ -4,7 +4,7 @@ import { stat } from "node:fs/promises";
 import { basename, extname } from "node:path";
 import type { Redis } from "ioredis";
 import { logger } from "../log/logger.js";
-import { crawlStateKeys } from "../state/keys.js";
+import { crawlStateKeys } from "../state/stateKeys.js";
 import { DEFAULT_BACKOFF, withBackoff } from "./backoff.js";
 import { interpolateStoreFilename, type StoreSettings } from "./storeSettings.js";
 import { notifyWebhook, WebhookRefusedError, type WebhookBody } from "./webhook.js";

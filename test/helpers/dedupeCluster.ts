@@ -1,5 +1,5 @@
 import { Cluster, Redis } from "ioredis";
-import { digestOfField, expandHashEntry, LAYOUT_KEY, shardedLayoutRecord } from "../../src/dedupe/keys.js";
+import { digestOfField, expandHashEntry, LAYOUT_KEY, shardedLayoutRecord } from "../../src/dedupe/indexKeys.js";
 import { loadLayout, type DedupeRedis } from "../../src/dedupe/layout.js";
 
 /** Import bookkeeping and timestamps: not part of what an index says, so left out of comparisons. */
@@ -11,7 +11,7 @@ function nodesOf(redis: DedupeRedis): Redis[] {
 }
 
 /**
- * An index as the single-node layout would hold it (the names of keys.ts, digests as text), whichever
+ * An index as the single-node layout would hold it (the names of dedupe/indexKeys.ts, digests as text), whichever
  * layout it has: a sharded index's {shard}ah and {shard}h:<crawl> are joined into allhashes and h:<crawl>.
  * KEYS on every node: for tests only.
  */
@@ -30,7 +30,7 @@ export async function singleLayoutView(redis: DedupeRedis): Promise<Record<strin
         const entries = (state[name] ??= {}) as Record<string, string>;
         for (let i = 0; i < flat.length; i += 2) {
           const value = flat[i + 1]!.toString("utf8");
-          // A sharded index's fields and h: values are compact (keys.ts): read back as the single-node layout has them.
+          // A sharded index's fields and h: values are compact (dedupe/indexKeys.ts): read back as the single-node layout has them.
           if (!shard) entries[flat[i]!.toString("utf8")] = value;
           else entries[digestOfField(flat[i]!, shard[1]!)] = shard[2] === "ah" ? value : expandHashEntry(value);
         }

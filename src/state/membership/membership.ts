@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
-import { crawlStateKeys, type CrawlStateKeys } from "../keys.js";
-import { ownerScript } from "./ownerRule.js";
+import { crawlStateKeys, type CrawlStateKeys } from "../stateKeys.js";
+import { ownerScript } from "../../redis/ownerRule.js";
 import { isLocalProcessGone } from "./processIdentity.js";
 
 /** Default heartbeat lifetime: a process is taken for dead this long after its last renewal. */

@@ -1,6 +1,6 @@
 import type { Exchange } from "../archive/exchange.js";
 import { discardBody } from "../fetch/fallbackFetcher.js";
-import type { ExchangeSink, StoreOutcome } from "../pipeline/exchangeSink.js";
+import type { ExchangeSink, StoreOutcome } from "./exchangeSink.js";
 
 /**
  * --dryRun: pages are loaded, listed and followed as in any crawl, but what they fetch is dropped: no

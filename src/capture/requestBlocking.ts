@@ -12,7 +12,7 @@ interface FrameInfo {
 const MAX_PENDING_TEXT = 1000;
 
 /**
- * --blockRules and --blockAds in one tab, at the Fetch domain's two stages (capture.ts pauses every
+ * --blockRules and --blockAds in one tab, at the Fetch domain's two stages (pageCapture.ts pauses every
  * request there). At the request stage a blocked request is never sent: Fetch.failRequest
  * (BlockedByClient), or, for a frame's own document with a block message, the message answered in its
  * place (Fetch.fulfillRequest), shown in the frame and never archived. A frame document that a

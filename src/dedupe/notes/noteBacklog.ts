@@ -1,8 +1,8 @@
-import { errorMessage, logger } from "../log/logger.js";
-import { ThrottledWarning } from "../log/throttledWarning.js";
+import { errorMessage, logger } from "../../log/logger.js";
+import { ThrottledWarning } from "../../log/throttledWarning.js";
 import { describeNote, type IndexNote, type IndexNoteWriter } from "./indexNotes.js";
 import { NoteJournal } from "./noteJournal.js";
-import { DedupeIndexUnavailableError } from "./retry.js";
+import { DedupeIndexUnavailableError } from "../retry.js";
 
 /** Backoff between retries of the oldest waiting note while the index is away. */
 const RETRY_MS = [250, 500, 1000, 2000, 4000];

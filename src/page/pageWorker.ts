@@ -5,18 +5,18 @@ import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { withTimeout } from "../util/process.js";
-import { clickClaims, installBehaviors, runBehaviors, type BehaviorHooks, type BehaviorOutcome, type BehaviorSettings } from "./behaviors.js";
-import type { BrowserHost } from "./browserHost.js";
-import { NO_EXTRAS, OriginRedirects, type CaptureExtras } from "./captureExtras.js";
-import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAttempt, type RateLimitAnswer } from "./capture.js";
+import { clickClaims, installBehaviors, runBehaviors, type BehaviorHooks, type BehaviorOutcome, type BehaviorSettings } from "../behaviors/behaviors.js";
+import type { BrowserHost } from "../browser/browserHost.js";
+import { NO_EXTRAS, OriginRedirects, type CaptureExtras } from "../capture/captureExtras.js";
+import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAttempt, type RateLimitAnswer } from "../capture/pageCapture.js";
 import { DialogGuard } from "./dialogs.js";
-import { isRenderedDocumentType } from "./documentTypes.js";
+import { isRenderedDocumentType } from "../capture/documentTypes.js";
 import { DEFAULT_LINK_SELECTORS, extractLinks, type LinkSelector } from "./linkExtract.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
 import { PageTimings } from "./pageTimings.js";
 import { PopupCloser } from "./popups.js";
 import { watchServiceWorkers } from "./serviceWorkers.js";
-import { applyTabSettings, type TabSettings, type WaitUntilEvent } from "./pageSetup.js";
+import { applyTabSettings, type TabSettings, type WaitUntilEvent } from "../browser/pageSetup.js";
 import { ContentCheck } from "./contentCheck.js";
 
 export interface PageWorkerOptions {
@@ -44,7 +44,7 @@ export interface PageWorkerOptions {
   contentCheck?: boolean;
   /** --serviceWorker, --originOverride, --rateLimitOnMatch, --saveStorage (captureExtras.ts). */
   extras?: CaptureExtras;
-  /** Told when the worker's tab opens and closes (the live view casts it: src/live/). */
+  /** Told when the worker's tab opens and closes (the live view casts it: src/screencast/). */
   tabWatch?: TabWatch;
 }
 

@@ -26,7 +26,7 @@ const LIVE_TYPES = new Set(["Fetch", "XHR", "EventSource"]);
  * - "stream": taken from the browser as a stream (Fetch.takeResponseBodyAsStream), bounded by the size
  *   cap, for a large declared length, a compressed body that may decode to a large one (a gzip bomb),
  *   or media of unknown length;
- * - "live": handed on to the page at once and copied as it arrives (liveStream.ts), for a body of unknown
+ * - "live": handed on to the page at once and copied as it arrives (streamingBody.ts), for a body of unknown
  *   length that may never end: an event stream, a script's streaming fetch or XHR.
  */
 export function bodyReading(headers: [string, string][], resourceType: string): "read" | "stream" | "live" {

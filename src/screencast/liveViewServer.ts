@@ -9,16 +9,16 @@ import type { ViewerHub } from "./viewerHub.js";
 export const PAGE_PATH = "/";
 export const STREAM_PATH = "/ws";
 
-/** The page (src/live/liveView.html), read once: next to this module in src/, or from dist/src/live/ back to src/live/. */
+/** The page (src/screencast/liveView.html), read once: next to this module in src/, or from dist/src/screencast/ back to src/screencast/. */
 function livePage(): string {
-  for (const rel of ["./liveView.html", "../../../src/live/liveView.html"]) {
+  for (const rel of ["./liveView.html", "../../../src/screencast/liveView.html"]) {
     try {
       return readFileSync(new URL(rel, import.meta.url), "utf8");
     } catch {
       // the next candidate
     }
   }
-  throw new Error("src/live/liveView.html is missing");
+  throw new Error("src/screencast/liveView.html is missing");
 }
 
 /**

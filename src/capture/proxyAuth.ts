@@ -6,7 +6,7 @@ import type { PageAttempt } from "./pageAttempt.js";
 
 /**
  * Proxy credentials for Chromium, which takes none on its command line: with a proxy that asks for them
- * (an http(s) proxy with user:password@, or the local relay), the tab's Fetch domain (capture.ts) also
+ * (an http(s) proxy with user:password@, or the local relay), the tab's Fetch domain (pageCapture.ts) also
  * pauses on authentication challenges and this answers the proxy's with its credentials, once per
  * request (a second challenge means they were refused: the request fails). A site's own challenge (401)
  * is left to Chromium as without a proxy. Returns whether Fetch.enable must ask for challenges.

@@ -9,7 +9,7 @@
 // trips rather than 2N-3N; large entry reads stream straight from the server.
 import { Readable } from "node:stream";
 import yauzl from "yauzl";
-import { errorMessage } from "../../src/log/logger.js";
+import { errorMessage } from "../../log/logger.js";
 import { CachingRandomAccessReader, openSource, WaczReadError, type ByteSource, type OpenWaczOptions } from "./byteSources.js";
 
 export { WaczReadError, type OpenWaczOptions };

@@ -11,7 +11,7 @@ import { isBrowserInternal } from "./browserInternal.js";
 import { isLoginPage, NO_EXTRAS, OriginRedirects, rateLimitRuleMatched, readPageStorage, type CaptureExtras } from "./captureExtras.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { NetworkActivity } from "./loadWait.js";
-import { LiveStreams } from "./liveStream.js";
+import { LiveStreams } from "./streamingBody.js";
 import { LoadOutcomes } from "./loadOutcomes.js";
 import { PageAttempt, type CapturedSummary } from "./pageAttempt.js";
 import { answerProxyChallenges, failRelayAnswer } from "./proxyAuth.js";

@@ -11,7 +11,7 @@ import type { Readable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import { createGunzip, gunzipSync } from "node:zlib";
 
-import { cdxjLineParts, cdxjRecordOf, previewLine as preview, scanCdxjLine, WaczIndexError, type CdxjRecord } from "../../src/wacz/cdxjLine.js";
+import { cdxjLineParts, cdxjRecordOf, previewLine as preview, scanCdxjLine, WaczIndexError, type CdxjRecord } from "../cdxjLine.js";
 import { WaczReadError, type WaczReader } from "./zipReader.js";
 
 export { WaczIndexError, type CdxjRecord };

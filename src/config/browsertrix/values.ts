@@ -1,4 +1,4 @@
-import { OptionsError } from "./optionsError.js";
+import { OptionsError } from "../optionsError.js";
 
 /** Values of browsertrix-crawler flags that mean one of ours under another name. */
 

@@ -1,4 +1,4 @@
-import { OptionsError } from "./optionsError.js";
+import { OptionsError } from "../optionsError.js";
 
 /**
  * The `CRAWL_ARGS` environment variable (how the Browsertrix service passes its crawler flags): its words

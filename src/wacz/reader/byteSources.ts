@@ -6,8 +6,8 @@ import { fileURLToPath } from "node:url";
 // undici is loaded by the first HTTP source only: a local import does not pay its start-up time.
 import type { Agent, Dispatcher } from "undici";
 import yauzl from "yauzl";
-import { errorMessage } from "../../src/log/logger.js";
-import { VERSION } from "../../src/version.js";
+import { errorMessage } from "../../log/logger.js";
+import { VERSION } from "../../version.js";
 
 export class WaczReadError extends Error {
   override name = "WaczReadError";

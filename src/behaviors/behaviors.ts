@@ -5,9 +5,9 @@ import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
 import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS, watchTabForAutoscroll } from "./autoscroll.js";
 import { withUnwatchedTimers } from "./autoscrollTimers.js";
-import { driveLibraryBehaviors, sweepAutofetch } from "./behaviorDriver.js";
+import { driveLibraryBehaviors, sweepAutofetch } from "./libraryBehaviors.js";
 import type { RequestWatch } from "./requestWatch.js";
-import { flowFor, runUserFlow, type UserFlow } from "./userFlows.js";
+import { flowFor, runUserFlow, type UserFlow } from "./flowRunner.js";
 
 /**
  * In-page behaviors from the browsertrix-behaviors package (scrolling, autoplay, fetching every srcset
@@ -32,7 +32,7 @@ export interface BehaviorSettings {
   clickSelector?: string;
   /** --customBehaviors: behavior classes (JavaScript class expressions), loaded after the library's own. */
   customScripts?: readonly CustomBehaviorScript[];
-  /** --customBehaviors .json Recorder flows: run from the crawler side (userFlows.ts), with siteSpecific. */
+  /** --customBehaviors .json Recorder flows: run from the crawler side (flowRunner.ts), with siteSpecific. */
   userFlows?: readonly UserFlow[];
   /** --autoscrollMaxRounds: how many times our autoscroll lets a frame grow (autoscroll.ts). */
   autoscrollMaxRounds?: number;
@@ -42,7 +42,7 @@ export interface BehaviorSettings {
 export interface CustomBehaviorScript {
   source: string;
   contents: string;
-  /** A .json Chrome Recorder flow (config/userFlows.ts), run from the crawler side (userFlows.ts). */
+  /** A .json Chrome Recorder flow (config/recorderFlows.ts), run from the crawler side (flowRunner.ts). */
   flow?: true;
 }
 

@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import type { CrawlStateKeys } from "./keys.js";
+import type { CrawlStateKeys } from "./stateKeys.js";
 
 /** Which lists the crawl fills for the Browsertrix service (--writePagesToRedis, --logErrorsToRedis, --logBehaviorsToRedis). */
 export interface BtxListChoice {

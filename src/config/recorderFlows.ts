@@ -1,4 +1,4 @@
-import type { FlowStep, UserFlow } from "../browser/userFlows.js";
+import type { FlowStep, UserFlow } from "../behaviors/flowRunner.js";
 import { OptionsError } from "./optionsError.js";
 
 /**

@@ -3,7 +3,7 @@ import { existsSync, rmSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { logger } from "../log/logger.js";
 import { storageErrorMessage } from "../util/storageErrors.js";
-import type { CollectionPaths } from "./collection.js";
+import type { CollectionPaths } from "../config/collectionPaths.js";
 
 /**
  * --overwrite: delete the collection's folder before the crawl starts (browsertrix-crawler's meaning).

@@ -4,7 +4,7 @@ import { combineWarcFiles } from "../archive/combineWarcs.js";
 import { openMarkerName } from "../archive/warcWriter.js";
 import { logger } from "../log/logger.js";
 import { warcinfoFields } from "../pipeline/openPipeline.js";
-import { writeCdxjIndex } from "../wacz/collectionIndex.js";
+import { writeCdxjIndex } from "../wacz/generateCdx.js";
 import type { CrawlRun } from "./crawlRun.js";
 
 /** browsertrix-crawler's --generateCDX output, in the collection folder. */

@@ -10,7 +10,7 @@ export function collectionPaths(cwd: string, collection: string) {
     pages: join(root, "pages"),
     logs: join(root, "logs"),
     redisData: join(root, "redis"),
-    /** One record per running Chromium (src/browser/browserRecords.ts). */
+    /** One record per running Chromium (src/browser/runningBrowsers.ts). */
     browsers: join(root, "browsers"),
     wacz: join(root, `${collection}.wacz`),
   };
