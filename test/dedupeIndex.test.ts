@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { cancelCrawl, commitCrawl } from "../src/dedupe/commit.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
-import { digitsToWarcDate, formatHashEntry, parseHashEntry, warcDateToDigits } from "../src/dedupe/indexKeys.js";
+import { digitsToWarcDate, warcDateToDigits } from "../src/archive/warcDate.js";
+import { formatHashEntry, parseHashEntry } from "../src/dedupe/indexKeys.js";
 import { usePrivateRedis } from "./helpers/redis.js";
 import { Deduplicator } from "../src/dedupe/deduplicator.js";
 

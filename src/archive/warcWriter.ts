@@ -5,6 +5,7 @@ import { join } from "node:path";
 import type { WARCRecord } from "warcio";
 import { WARCSerializer } from "warcio/node";
 import { warcinfoRecord } from "./records.js";
+import { warcDateToDigits } from "./warcDate.js";
 
 /** Where one record landed: enough to index it and to point revisits and CDX lines at it. */
 export interface WrittenRecord {
@@ -115,7 +116,7 @@ export class WarcWriter {
   }
 
   private async openNext(): Promise<void> {
-    const base = `${this.options.filenamePrefix}-${timestamp17((this.options.now ?? (() => new Date()))())}-${this.uniqueTag}`;
+    const base = `${this.options.filenamePrefix}-${warcDateToDigits((this.options.now ?? (() => new Date()))().toISOString())}-${this.uniqueTag}`;
     for (let n = 1; !this.handle; n++) {
       this.filename = n === 1 ? `${base}.warc.gz` : `${base}-${n}.warc.gz`;
       try {
@@ -244,11 +245,6 @@ export class WarcWriter {
     this.closed = true;
     await this.closeCurrent();
   }
-}
-
-/** "2026-01-02T03:04:05.678Z" -> "20260102030405678". */
-function timestamp17(date: Date): string {
-  return date.toISOString().replace(/[-:T.Z]/g, "");
 }
 
 /** A WARC file being written has a marker beside it: `<name>.open`, holding the whole size and the writer. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
 import { listCaptures } from "../dedupe/captureHistory.js";
-import { digitsToWarcDate } from "../dedupe/indexKeys.js";
+import { digitsToWarcDate } from "../archive/warcDate.js";
 import { normalizeCrawlUrl, UrlRefusedError } from "../scope/urls.js";
 import { errorMessage } from "../log/logger.js";
 import { connectDedupeIndex } from "../dedupe/connectIndex.js";

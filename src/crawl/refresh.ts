@@ -1,6 +1,6 @@
 import type { ConditionalRequest } from "../capture/pageCapture.js";
 import type { CaptureHistory, KnownCapture } from "../dedupe/captureHistory.js";
-import { digitsToWarcDate } from "../dedupe/indexKeys.js";
+import { digitsToWarcDate } from "../archive/warcDate.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { classifyChange, type ChangeEntry, type ChangeReport } from "../reports/changeReport.js";
 

@@ -3,7 +3,7 @@ import { ThrottledWarning } from "../log/throttledWarning.js";
 import type { OwnWacz } from "./dependencies.js";
 import type { DedupeIndex, OriginalCapture } from "./dedupeIndex.js";
 import { captureCounts, captureKind, isIndexablePayload } from "./captureRule.js";
-import { warcDateToDigits } from "./indexKeys.js";
+import { warcDateToDigits } from "../archive/warcDate.js";
 
 /**
  * Payloads under this size stay full responses by default: a revisit record (WARC headers plus the HTTP

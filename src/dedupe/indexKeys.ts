@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { warcDateToDigits } from "../archive/warcDate.js";
 
 /**
  * The dedupe index's Redis layout and value formats: the one place they are defined
@@ -273,21 +274,9 @@ export function parseWaczEntry(json: string | null): WaczEntry | null {
   }
 }
 
-/** "2026-01-02T03:04:05.678Z" -> "20260102030405678" (WARC-Date as digits, fraction kept). */
-export function warcDateToDigits(warcDate: string): string {
-  return warcDate.replace(/[-:TZ.]/g, "");
-}
-
-/** "20260102030405678" -> "2026-01-02T03:04:05.678Z": the exact inverse of warcDateToDigits. */
-export function digitsToWarcDate(digits: string): string {
-  const base = `${digits.slice(0, 4)}-${digits.slice(4, 6)}-${digits.slice(6, 8)}T${digits.slice(8, 10)}:${digits.slice(10, 12)}:${digits.slice(12, 14)}`;
-  const fraction = digits.slice(14);
-  return fraction ? `${base}.${fraction}Z` : `${base}Z`;
-}
-
 /** One capture of a URL, the value of u:<crawlId>[url]: its latest response (redirects and errors too), or a confirming 304. */
 export interface CaptureRecord {
-  /** WARC-Date as digits (see warcDateToDigits). */
+  /** WARC-Date as digits (archive/warcDate.ts). */
   date: string;
   status: number;
   /** Payload digest of the capture (of the original, for a 304 that confirmed it). */

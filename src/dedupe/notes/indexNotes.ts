@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import type { CaptureHistory } from "../captureHistory.js";
 import { captureCounts, captureKind } from "../captureRule.js";
 import type { DedupeIndex } from "../dedupeIndex.js";
-import { warcDateToDigits, type CaptureRecord, type CountField } from "../indexKeys.js";
+import { warcDateToDigits } from "../../archive/warcDate.js";
+import type { CaptureRecord, CountField } from "../indexKeys.js";
 
 type Counts = Partial<Record<CountField, number>>;
 
