@@ -4,9 +4,8 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { Command, CommanderError } from "commander";
-import { cancelCrawl, CancelRefusedError, commitCrawl } from "../src/dedupe/commit.js";
+import { cancelCrawl, CancelRefusedError, commitCrawl, connectDedupeIndex } from "../src/dedupe/index.js";
 import { errorMessage, logger } from "../src/log/logger.js";
-import { connectDedupeIndex } from "../src/dedupe/connectIndex.js";
 import { VERSION } from "../src/version.js";
 import { RemovalRefusedError } from "./removal.js";
 import { runImport } from "./runImport.js";

@@ -11,8 +11,7 @@
 // No string per entry outlives its line, and the buffers are a fixed set (a batch is refilled only once
 // Redis has answered it), so the importer's memory stays flat however many lines go through it.
 import { Command, Redis } from "ioredis";
-import { formatHashEntry, type HashEntry } from "../src/dedupe/indexKeys.js";
-import type { DedupeRedis } from "../src/dedupe/layout.js";
+import { formatHashEntry, type HashEntry, type DedupeRedis } from "../src/dedupe/index.js";
 
 // HSETNX per digest: cheaper in Redis than one HMGET and one HSET of the new digests (whose replies and
 // arguments all cross into and out of Lua); atomic, so the first crawl still wins.

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { keysOf, type DedupeRedis } from "../src/dedupe/layout.js";
-import { ownerScript } from "../src/redis/ownerRule.js";
+import { keysOf, type DedupeRedis, ownerScript } from "../src/dedupe/index.js";
 import type { ImportResource } from "./sources.js";
 
 // Queue the resources (JSON, ARGV) not imported (src:d), not queued (src:q) and not being imported

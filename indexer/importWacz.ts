@@ -1,14 +1,9 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { COUNT_FIELDS, formatHashEntry, LUA_KEY } from "../src/dedupe/indexKeys.js";
-import { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "../src/dedupe/layout.js";
-import { entriesSharded, rollbackWaczSharded, writeEntriesSharded } from "../src/dedupe/shardedHashes.js";
-import { captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts } from "../src/dedupe/captureRule.js";
-import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
+import { COUNT_FIELDS, formatHashEntry, LUA_KEY, keysOf, layoutOf, scriptByLayout, type DedupeRedis, entriesSharded, rollbackWaczSharded, writeEntriesSharded, captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts, DedupeIndex, pauseForTests } from "../src/dedupe/index.js";
 import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "../src/wacz/reader/index.js";
 import { HashWriteBatch } from "./hashWriteBatch.js";
-import { pauseForTests } from "../src/util/testPause.js";
 import type { ImportResource } from "./sources.js";
 
 // A batch is two commands (hashWriteBatch.ts): a native HSET of its entries into h:<crawlId> (re-importing

@@ -1,5 +1,4 @@
-import { keysOf, type DedupeRedis } from "../src/dedupe/layout.js";
-import { crawlsMissingFrom, purgeCrawls, trackRemovedCrawls } from "../src/dedupe/purge.js";
+import { keysOf, type DedupeRedis, crawlsMissingFrom, purgeCrawls, trackRemovedCrawls } from "../src/dedupe/index.js";
 import { logger } from "../src/log/logger.js";
 
 export interface RemovalReport {

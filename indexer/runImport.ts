@@ -1,11 +1,9 @@
-import type { DedupeRedis } from "../src/dedupe/layout.js";
-import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
+import { type DedupeRedis, DedupeIndex, pauseForTests } from "../src/dedupe/index.js";
 import { errorMessage, logger } from "../src/log/logger.js";
 import { formatBytes, ProgressLine } from "../src/log/progress.js";
 import { ImportQueue } from "./importQueue.js";
 import { importWacz, type WaczImportResult } from "./importWacz.js";
 import { handleRemovedCrawls, type RemovalReport } from "./removal.js";
-import { pauseForTests } from "../src/util/testPause.js";
 import { displayLocation, resolveSources, type SourceProblem } from "./sources.js";
 
 export interface ImportRunOptions {

@@ -1,4 +1,4 @@
-import yauzl from "yauzl";
+import { openWacz } from "../wacz/reader/index.js";
 
 /** A page listed in a WACZ's pages/pages.jsonl or pages/extraPages.jsonl: what QA replays. */
 export interface ListedPage {
@@ -16,17 +16,18 @@ const PAGE_LISTS = ["pages/pages.jsonl", "pages/extraPages.jsonl"];
 
 /** Every page the WACZ lists (seeds first, as browsertrix-crawler's QA reads them), header lines left out. */
 export async function listedPages(waczPath: string): Promise<ListedPage[]> {
-  const zip = await yauzl.openPromise(waczPath, { lazyEntries: true });
+  const wacz = await openWacz(waczPath);
   const lists = new Map<string, string>();
   try {
-    for await (const entry of zip.eachEntry()) {
-      if (!PAGE_LISTS.includes(entry.fileName)) continue;
+    for (const name of PAGE_LISTS) {
+      if (!wacz.hasEntry(name)) continue;
+      // Streamed, not readEntry(): a list with every page's text (--text to-pages) may pass its 50 MB cap.
       const chunks: Buffer[] = [];
-      for await (const chunk of await zip.openReadStreamPromise(entry)) chunks.push(chunk as Buffer);
-      lists.set(entry.fileName, Buffer.concat(chunks).toString("utf8"));
+      for await (const chunk of await wacz.openEntryStream(name)) chunks.push(chunk as Buffer);
+      lists.set(name, Buffer.concat(chunks).toString("utf8"));
     }
   } finally {
-    zip.close();
+    await wacz.close();
   }
   return PAGE_LISTS.flatMap((name) => pagesOfList(lists.get(name) ?? ""));
 }

@@ -1,4 +1,4 @@
-// Public API of the WACZ writer (the reader is the indexer's: indexer/wacz/).
+// Public API of the WACZ writer (the reader, used by the indexer and QA, is ./reader/).
 export { writeWacz, type WaczInput, type WaczResult } from "./writeWacz.js";
 export {
   indexWarcFiles,

@@ -1,0 +1,18 @@
+// The dedupe index as the indexer (indexer/) sees it: the one surface it imports from src/ besides the WACZ
+// reader (src/wacz/reader/), the logger and the version. Everything else in src/ stays the crawler's own.
+
+// Opening an index, its layout and key names (both layouts: one node, or sharded over a Redis Cluster).
+export { connectDedupeIndex } from "./connectIndex.js";
+export { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "./layout.js";
+export { COUNT_FIELDS, formatHashEntry, LUA_KEY, type HashEntry } from "./indexKeys.js";
+export { entriesSharded, rollbackWaczSharded, writeEntriesSharded } from "./shardedHashes.js";
+// What the index counts and indexes: the same rule as the crawler's, so an imported crawl's totals match.
+export { captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts } from "./captureRule.js";
+// One crawl's entries and WACZ list; commit into the merged index, cancel, purge.
+export { DedupeIndex } from "./dedupeIndex.js";
+export { cancelCrawl, CancelRefusedError, commitCrawl } from "./commit.js";
+export { crawlsMissingFrom, purgeCrawls, trackRemovedCrawls } from "./purge.js";
+// Import leases follow the crawl's one rule of shared ownership (a dead holder's lease is taken over).
+export { ownerScript } from "../redis/ownerRule.js";
+// Kill points of the fault tests: no-ops unless CRAWLER_TEST_PAUSE_AT names them.
+export { pauseForTests } from "../util/testPause.js";
