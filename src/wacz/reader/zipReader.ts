@@ -1,5 +1,5 @@
 // Random-access reading of WACZ files (zip archives) from a local path, a file:// URL
-// or an http(s):// URL, for the dedupe-index importer.
+// or an http(s):// URL, for the dedupe-index importer and QA.
 //
 // Remote archives are never downloaded whole: yauzl reads the end-of-central-directory
 // record and the central directory through our RandomAccessReader, and every read turns
