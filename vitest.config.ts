@@ -13,14 +13,14 @@ const SECONDS_ON_CI: Record<string, number> = {
   "test/profile.e2e.test.ts": 95,
   "test/upload.e2e.test.ts": 89,
   "test/dedupe.e2e.test.ts": 82,
-  "test/btxLifecycle.e2e.test.ts": 78,
-  "test/btxPageLoad.e2e.test.ts": 74,
-  "test/btxCompat.e2e.test.ts": 71,
-  "test/btxState.e2e.test.ts": 70,
+  "test/browsertrixLifecycle.e2e.test.ts": 78,
+  "test/browsertrixPageLoad.e2e.test.ts": 74,
+  "test/browsertrixCompat.e2e.test.ts": 71,
+  "test/browsertrixState.e2e.test.ts": 70,
   "test/proxy.e2e.test.ts": 66,
   "test/indexer.e2e.test.ts": 65,
-  "test/btxBehaviors.e2e.test.ts": 63,
-  "test/btxBrowserMisc.e2e.test.ts": 63,
+  "test/browsertrixBehaviors.e2e.test.ts": 63,
+  "test/browsertrixBrowserMisc.e2e.test.ts": 63,
   "test/infiniteScroll.e2e.test.ts": 56,
   "test/hostileUrls.e2e.test.ts": 54,
   "test/sitemapRobots.e2e.test.ts": 53,
@@ -29,7 +29,7 @@ const SECONDS_ON_CI: Record<string, number> = {
   "test/crawl.e2e.test.ts": 51,
   "test/refresh.e2e.test.ts": 47,
   "test/membership.e2e.test.ts": 44,
-  "test/btxDedupeFlags.e2e.test.ts": 42,
+  "test/browsertrixDedupeFlags.e2e.test.ts": 42,
   "test/dedupeOutage.e2e.test.ts": 41,
   "test/blocking.e2e.test.ts": 41,
   "test/bodyLimits.test.ts": 38,
@@ -44,12 +44,12 @@ export default defineConfig({
     // files, 812 tests (proxies, blocking, profiles and the live view added; multiProcess 494 s, reliability 375 s).
     // Then independent crawls that mostly wait on their pages went two at a time inside their files (maxConcurrency
     // below) and the files run longest first. Each changed file alone, before -> after, measured side by side in
-    // time on the shared machine (load average 20-35, so only the ratios mean something): btxCompat 571 -> 280 s,
-    // btxLifecycle 539 -> 347 s, hostileBodies 680 -> 368 s, profile 922 -> 584 s, btxDedupeFlags 289 -> 238 s,
+    // time on the shared machine (load average 20-35, so only the ratios mean something): browsertrixCompat 571 -> 280 s,
+    // browsertrixLifecycle 539 -> 347 s, hostileBodies 680 -> 368 s, profile 922 -> 584 s, browsertrixDedupeFlags 289 -> 238 s,
     // resume 270 (a 120 s timeout hit) -> 131 s, faults 352 -> 343 s (its 20 unreachable-seed runs 231 -> 175 s),
     // multiProcess 501 -> 449 s (both at once, same load and CPU time, 137 s).
     // The whole suite after that (89 files, 876 tests, quiet machine): 1,470 s. multiProcess 197 s, faults 183 s,
-    // reliability 169 s, hostileBodies 129 s, upload 104 s, profile 102 s, btxLifecycle 99 s.
+    // reliability 169 s, hostileBodies 129 s, upload 104 s, profile 102 s, browsertrixLifecycle 99 s.
     fileParallelism: true,
     maxWorkers: 2,
     sequence: { sequencer: longestFirstSequencer(SECONDS_ON_CI, 30) },

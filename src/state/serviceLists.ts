@@ -47,7 +47,7 @@ export class BtxLists {
   logLine(level: string, context: string, line: string): void {
     if (this.choice.errors && ERROR_LEVELS.has(level)) this.push(this.keys.btxErrors, line);
     if (this.choice.behaviors && ((BEHAVIOR_CONTEXTS.has(context) && BEHAVIOR_LEVELS.has(level)) || context === "behaviorScriptCustom")) {
-      this.push(this.keys.btxBehaviors, line);
+      this.push(this.keys.browsertrixBehaviors, line);
     }
   }
 

@@ -95,7 +95,7 @@ export function crawlStateKeys(crawlId: string) {
     /** List of error log lines, JSON, newest first (--logErrorsToRedis; a state file's `errors`). */
     btxErrors: `${p}:e`,
     /** List of behavior log lines, JSON, newest first (--logBehaviorsToRedis). */
-    btxBehaviors: `${p}:b`,
+    browsertrixBehaviors: `${p}:b`,
     /** Pub/sub channel of the live view's worker packets (--screencastRedis), JSON {msg: "screencast", id, url, data...}. */
     screencastChannel: `c:${p}:cast`,
     /** Pub/sub channel where a live view says "connect" when its first viewer comes and "disconnect" when its last leaves. */
