@@ -73,9 +73,9 @@ describe("--config YAML", () => {
     expect(report).toMatchObject({ scopeType: "page", depth: -1 });
   });
 
-  it("the README shows the same example", () => {
-    const readme = readFileSync("README.md", "utf8");
-    const block = /\*\*Configuration file\.\*\*[\s\S]*?```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
+  it("the user guide's --config page shows the same example", () => {
+    const page = readFileSync("docs/user-guide/yaml-config.md", "utf8");
+    const block = /## A full example[\s\S]*?```yaml\n([\s\S]*?)```/.exec(page)?.[1];
     expect(load(block ?? "")).toEqual(load(readFileSync("docs/crawl.example.yaml", "utf8")));
   });
 
