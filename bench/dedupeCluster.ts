@@ -119,7 +119,7 @@ async function run(setup: string): Promise<void> {
   } else {
     server = new EmbeddedRedis({ dataDir: dir, persist: false });
     const plain = new Redis(await server.start());
-    // The settings the cluster nodes run with (docs/scaling.md); today's layout is not affected by them.
+    // The settings the cluster nodes run with (docs/user-guide/scaling.md); today's layout is not affected by them.
     for (let i = 0; i < LISTPACK_SETTINGS.length; i += 2) await plain.config("SET", LISTPACK_SETTINGS[i]!.slice(2), LISTPACK_SETTINGS[i + 1]!);
     if (setup === "sharded") await createShardedLayout(plain, prefixDigits);
     redis = plain;

@@ -11,7 +11,7 @@ import { RemovalRefusedError } from "./removal.js";
 import { runImport } from "./runImport.js";
 import { SourceError } from "./sources.js";
 
-/** Exit codes of `indexer` (documented in README.md). */
+/** Exit codes of `indexer` (documented in docs/user-guide/dedupe.md). */
 export const IndexerExit = { Ok: 0, Failed: 1, BadUsage: 2, SomeEntriesFailed: 3 } as const;
 
 interface IndexerFlags {

@@ -26,7 +26,7 @@ describe("crawl-state Redis connection during an outage", () => {
       expect(await client.mget("k0", "k1", "k2", "k3", "k4")).toEqual(["0", "1", "2", null, null]);
       // The backlog drained: commands go through again.
       expect(await client.set("k5", "5")).toBe("OK");
-      expect(MAX_WAITING_COMMANDS).toBe(10_000); // the crawler's bound (docs/scaling.md)
+      expect(MAX_WAITING_COMMANDS).toBe(10_000); // the crawler's bound (docs/user-guide/scaling.md)
     } finally {
       client.disconnect();
       await redis.stop();

@@ -120,7 +120,7 @@ describe("a sharded index on one node", () => {
     expect(JSON.parse((await redis.client.get(LAYOUT_KEY))!)).toEqual({ layout: "sharded", prefixDigits: 2, format: 2 });
     await redis.client.set(LAYOUT_KEY, JSON.stringify({ layout: "sharded", prefixDigits: 2 }));
     await expect(loadLayout(redis.client, false)).rejects.toThrow(
-      '{dd}layout says this sharded dedupe index has format 1 (no format field), but this crawler reads format 2 only: rebuild the index from its WACZ files with the indexer into an empty Redis (see README)',
+      '{dd}layout says this sharded dedupe index has format 1 (no format field), but this crawler reads format 2 only: rebuild the index from its WACZ files with the indexer into an empty Redis (see docs/user-guide/dedupe.md)',
     );
     await redis.client.set(LAYOUT_KEY, JSON.stringify({ layout: "sharded", prefixDigits: 2, format: 3 }));
     await expect(loadLayout(redis.client, true)).rejects.toThrow(/^\{dd\}layout says this sharded dedupe index has format 3, but this crawler reads format 2 only: /);

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 
 /**
- * Settings the nodes run with, and docs/scaling.md recommends: a shard of the index stays a listpack
+ * Settings the nodes run with, and docs/user-guide/scaling.md recommends: a shard of the index stays a listpack
  * (compact, ~1 byte of overhead per field) up to this many entries and this long a value (a URL).
  */
 export const LISTPACK_SETTINGS = ["--hash-max-listpack-entries", "512", "--hash-max-listpack-value", "512"];

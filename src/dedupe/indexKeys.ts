@@ -36,7 +36,7 @@ import { warcDateToDigits } from "../archive/warcDate.js";
  *   {<shard>}ah            hash   digest field -> crawlId                     (allhashes, one shard of it)
  *   {<shard>}h:<crawlId>   hash   digest field -> compact hash entry          (h:<crawlId>, one shard)
  *   {dd}layout             string JSON {"layout":"sharded","prefixDigits":N,"format":2}: present = sharded layout
- * Fewer bytes per hash there (docs/scaling.md), decoded where the index is read (shardedHashes.ts), so
+ * Fewer bytes per hash there (docs/user-guide/scaling.md), decoded where the index is read (shardedHashes.ts), so
  * callers see the same digests and "<waczIndex> <date> <url> <size>" values as in the single-node layout:
  * - digest field (digestField): a sha256 digest as its 32 raw bytes less the whole bytes its shard name
  *   already says (prefixDigits 4: 30 bytes, 3: 31); any other digest as its text, one space added when
@@ -86,7 +86,7 @@ export type LuaKeys = typeof LUA_KEY;
 /** How an index is laid out: today's names on one node, or sharded (cluster-safe). */
 export type DedupeLayout = { kind: "single" } | { kind: "sharded"; prefixDigits: number };
 export const SINGLE_LAYOUT: DedupeLayout = { kind: "single" };
-/** 4 hex digits = 65,536 shards: ~150 hashes per shard at 10^7, ~1,500 at 10^8 (see docs/scaling.md). */
+/** 4 hex digits = 65,536 shards: ~150 hashes per shard at 10^7, ~1,500 at 10^8 (see docs/user-guide/scaling.md). */
 export const DEFAULT_PREFIX_DIGITS = 4;
 
 /** The hash tag every non-shard key of the sharded layout carries: they all live in one slot. */

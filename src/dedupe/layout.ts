@@ -56,7 +56,7 @@ export async function loadLayout(redis: DedupeRedis, cluster: boolean, prefixDig
 /** Make an empty single node hold a sharded index (to compare, or to move to a cluster later by rebuilding). */
 export async function createShardedLayout(redis: DedupeRedis, prefixDigits = DEFAULT_PREFIX_DIGITS): Promise<DedupeLayout> {
   if ((await redis.exists(dedupeKeys.allHashes, dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls)) > 0) {
-    throw new Error("this Redis already holds a single-node dedupe index: rebuild it into an empty Redis instead (see README)");
+    throw new Error("this Redis already holds a single-node dedupe index: rebuild it into an empty Redis instead (see docs/user-guide/dedupe.md)");
   }
   return loadLayout(redis, true, prefixDigits);
 }
@@ -76,7 +76,7 @@ function parseLayout(json: string): DedupeLayout {
   if (parsed.format !== SHARDED_FORMAT) {
     throw new Error(
       `${LAYOUT_KEY} says this sharded dedupe index has format ${parsed.format === undefined ? "1 (no format field)" : JSON.stringify(parsed.format)}, ` +
-        `but this crawler reads format ${SHARDED_FORMAT} only: rebuild the index from its WACZ files with the indexer into an empty Redis (see README)`,
+        `but this crawler reads format ${SHARDED_FORMAT} only: rebuild the index from its WACZ files with the indexer into an empty Redis (see docs/user-guide/dedupe.md)`,
     );
   }
   return { kind: "sharded", prefixDigits: digits };

@@ -1,6 +1,6 @@
 /**
  * Process exit codes of `crawl`: browsertrix-crawler's (its src/util/constants.ts ExitCodes), so that
- * wrappers written for it read ours the same way. Documented in README.md.
+ * wrappers written for it read ours the same way. Documented in docs/user-guide/limits.md.
  */
 export const ExitCode = {
   /** The crawl finished (queue empty, or the page limit reached) and its output is written. */
