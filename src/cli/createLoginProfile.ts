@@ -5,11 +5,8 @@ import { fileURLToPath } from "node:url";
 import { Command, CommanderError, Option } from "commander";
 import { ExitCode } from "../lifecycle/exitCodes.js";
 import { errorMessage, logger } from "../log/logger.js";
-import { automatedLogin } from "../profile/automatedLogin.js";
-import { startInteractiveServer } from "../profile/interactiveServer.js";
-import { LoginBrowser } from "../profile/loginBrowser.js";
+import { runLoginProfileCommand } from "../profile/loginCommand.js";
 import { DEFAULT_INTERACTIVE_PORT, LoginProfileOptionsError, resolveLoginProfileOptions, type LoginProfileOptions, type RawLoginProfileFlags } from "../profile/loginProfileOptions.js";
-import { ProfileSourceError } from "../profile/profileSource.js";
 import { VERSION } from "../version.js";
 
 /** browsertrix-crawler's create-login-profile flags we accept without implementing them: warned about. */
@@ -90,50 +87,7 @@ async function main(argv: string[]): Promise<number> {
     user ??= await prompt("user name: ", false);
     password ??= await prompt("password: ", true);
   }
-  let login: LoginBrowser;
-  try {
-    login = await LoginBrowser.start(options);
-  } catch (err) {
-    process.stderr.write(`create-login-profile: ${errorMessage(err)}\n`);
-    return err instanceof ProfileSourceError ? ExitCode.BadUsage : ExitCode.Failed;
-  }
-  const stop = (signal: NodeJS.Signals) => {
-    logger.info("profile", `received ${signal}: closing without saving`);
-    void login.discard().finally(() => process.exit(ExitCode.Interrupted));
-  };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
-
-  if (options.automated) {
-    try {
-      await automatedLogin(login, options, user!, password!);
-      const file = await login.save();
-      process.stdout.write(`profile saved: ${file}\n`);
-      return 0;
-    } catch (err) {
-      await login.discard().catch(() => undefined);
-      process.stderr.write(`create-login-profile: ${errorMessage(err)}\n`);
-      // browsertrix-crawler's code for a login form not found, and for any other failure.
-      return ExitCode.Failed;
-    }
-  }
-
-  const session = await startInteractiveServer(login, options.listen, options.shutdownWaitSeconds).catch(async (err: unknown) => {
-    await login.discard().catch(() => undefined);
-    throw err;
-  });
-  process.stdout.write(`Open ${session.url} to log in, then click "Save profile" (the link holds a secret token: whoever has it controls the browser).\n`);
-  logger.info("profile", "loading the login page", { url: options.url });
-  login.page.goto(options.url, { waitUntil: "load", timeout: 0 }).catch((err: unknown) => logger.warn("profile", `the login page did not finish loading: ${errorMessage(err)}`));
-  const how = await session.done;
-  await session.close();
-  if (how === "saved") {
-    process.stdout.write(`profile saved: ${options.filename}\n`);
-    return 0;
-  }
-  await login.discard().catch(() => undefined);
-  // browsertrix-crawler exits 0 when --shutdownWait runs out too.
-  return how === "timeout" ? 0 : ExitCode.Failed;
+  return runLoginProfileCommand(options, { user, password });
 }
 
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
