@@ -9,7 +9,7 @@ import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
 import { freePort } from "../src/redis/freePort.js";
 import { startFaultySite } from "./helpers/faultySite.js";
-import { SEED_LIST } from "./helpers/hostile/btx.js";
+import { SEED_LIST } from "./helpers/hostile/browsertrix.js";
 import { listedPaths } from "./helpers/pageLists.js";
 import { closedPort } from "./helpers/closedPort.js";
 

@@ -1,6 +1,6 @@
 import { addressesRoutes } from "./addresses.js";
 import { bodiesRoutes } from "./bodies.js";
-import { btxRoutes } from "./btx.js";
+import { browsertrixRoutes } from "./browsertrix.js";
 import { lifecycleRoutes } from "./lifecycle.js";
 import { liveViewRoutes } from "./liveView.js";
 import { pacingRoutes } from "./pacing.js";
@@ -19,13 +19,13 @@ export type { HostileHandler, HostileRoutes, HostileSiteInfo } from "./route.js"
  * - addresses: redirects to forbidden addresses, redirecting seeds, query-order twins, popups
  * - pacing: rate limits (429/503 with Retry-After)
  * - upload: a heavy page whose WACZ takes the multipart upload path
- * - btx: browsertrix-crawler compatibility (a seed list served over HTTP)
+ * - browsertrix: browsertrix-crawler compatibility (a seed list served over HTTP)
  * - pageLoad: late images, never-ending requests, echoes of language, user agent and window width
  * - lifecycle: a page failing its content check (--failOnContentCheck)
  * - liveView: pages slow enough to be watched live (--screencastPort), one failing
  */
 export function hostileRoutes(): HostileRoutes {
-  const tables = [streamsRoutes, bodiesRoutes, addressesRoutes, pacingRoutes, uploadRoutes, btxRoutes, pageLoadRoutes, lifecycleRoutes, liveViewRoutes];
+  const tables = [streamsRoutes, bodiesRoutes, addressesRoutes, pacingRoutes, uploadRoutes, browsertrixRoutes, pageLoadRoutes, lifecycleRoutes, liveViewRoutes];
   const all: HostileRoutes = {};
   for (const table of tables) {
     for (const [path, handler] of Object.entries(table)) {
