@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { rateLimitRuleMatched } from "../src/capture/captureExtras.js";
 import { OriginRedirects } from "../src/capture/captureExtras.js";
-import { browserMiscOptions, DEFAULT_RATE_LIMIT_ON_MATCH, parseOriginOverride, parseRateLimitRule } from "../src/config/browserMiscOptions.js";
+import { browserMiscOptions, DEFAULT_RATE_LIMIT_ON_MATCH, parseOriginOverride, parseRateLimitRule } from "../src/config/groups/browserMiscOptions.js";
 import { OptionsError } from "../src/config/optionsError.js";
 
 const bytes = (text: string) => new TextEncoder().encode(text);

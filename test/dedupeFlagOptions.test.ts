@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { buildCrawlProgram, crawlFlags } from "../src/cli/crawl.js";
 import { CANNOT_APPLY, compatWarnings } from "../src/config/browsertrix/flags.js";
 import { resolveCrawlOptions } from "../src/config/crawlOptions.js";
-import { dedupeFlagOptions } from "../src/config/dedupeFlagOptions.js";
+import { dedupeFlagOptions } from "../src/config/groups/dedupeFlagOptions.js";
 import { OptionsError } from "../src/config/optionsError.js";
 import { runCli } from "./helpers/cli.js";
 

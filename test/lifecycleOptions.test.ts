@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cappedPageLimit, lifecycleOptions } from "../src/config/lifecycleOptions.js";
+import { cappedPageLimit, lifecycleOptions } from "../src/config/groups/lifecycleOptions.js";
 import { OptionsError } from "../src/config/optionsError.js";
 import { exitCodeOf } from "../src/crawl/outcome.js";
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildCrawlProgram, crawlFlags } from "../src/cli/crawl.js";
 import { resolveCrawlOptions } from "../src/config/crawlOptions.js";
-import { linkBehaviorOptions, parseLinkSelector } from "../src/config/linkBehaviorOptions.js";
+import { linkBehaviorOptions, parseLinkSelector } from "../src/config/groups/linkBehaviorOptions.js";
 import { OptionsError } from "../src/config/optionsError.js";
 
 const dir = mkdtempSync(join(tmpdir(), "link-behavior-options-"));

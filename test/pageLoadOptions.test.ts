@@ -5,7 +5,7 @@ import { KnownDevices } from "puppeteer-core";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildCrawlProgram, crawlFlags } from "../src/cli/crawl.js";
 import { resolveCrawlOptions, type CrawlOptions } from "../src/config/crawlOptions.js";
-import { browserSetupOf } from "../src/config/pageLoadOptions.js";
+import { browserSetupOf } from "../src/config/groups/pageLoadOptions.js";
 import { acceptLanguageHeader, resolveUserAgent, setupChromiumArgs } from "../src/browser/pageSetup.js";
 
 const dir = mkdtempSync(join(tmpdir(), "pageload-options-"));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { OptionsError } from "../src/config/optionsError.js";
-import { savedCrawlState, stateOptions } from "../src/config/stateOptions.js";
+import { savedCrawlState, stateOptions } from "../src/config/groups/stateOptions.js";
 
 describe("state options (browsertrix-crawler's --saveState, Redis lists, log contexts)", () => {
   it("has browsertrix-crawler's defaults", () => {

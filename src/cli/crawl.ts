@@ -15,7 +15,7 @@ import { VERSION } from "../version.js";
 import { DEFAULT_DEDUPE_MIN_SIZE } from "../dedupe/deduplicator.js";
 import { BEHAVIOR_NAMES, DEFAULT_BEHAVIORS } from "../behaviors/behaviors.js";
 import { DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "../behaviors/autoscroll.js";
-import { DEFAULT_QA_THRESHOLD } from "../config/outputOptions.js";
+import { DEFAULT_QA_THRESHOLD } from "../config/groups/outputOptions.js";
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -66,7 +66,7 @@ export function buildCrawlProgram(): Command {
     .option("--allowAddresses <list>", "also fetch these addresses, comma-separated, repeatable: IP ranges (10.1.0.0/16, 169.254.169.254) or loopback, private, link-local, metadata (default: public addresses, and loopback or private ones only if a seed is on one)", collect)
     .option("--browserPath <path>", "Chromium executable (default: env BROWSER_BIN, else /usr/bin/chromium)")
     .option("--headful", "show the browser window (needs a display)")
-    // Logins (src/profile/, src/config/profileOptions.ts)
+    // Logins (src/profile/, src/config/groups/profileOptions.ts)
     .option("--profile <path|url>", "start every browser of the crawl from this browser profile (a tar.gz made by create-login-profile or browsertrix-crawler; a path or an http(s) URL): its cookies and storage log the crawl in")
     .option("--saveProfile [path]", "when the crawl has finished (exit 0), save the browser's profile (its cookies as the crawl left them) to this tar.gz; without a value, to the --profile file; a relative path is taken under <cwd>/profiles/")
     .option("--loginUrl <url>", "the login page: a page redirected there has lost its session and is reported, not archived (default: the login page create-login-profile noted in the --profile)")
@@ -77,7 +77,7 @@ export function buildCrawlProgram(): Command {
     .option("--postLoadDelay <seconds>", "wait this long after a page has loaded, before its behaviors")
     .option("--allowHashUrls", "URLs that differ only in their #fragment are different pages (default: the fragment is dropped)")
     .option("--addRedirectedSeeds", "a seed page that redirects out of its scope adds the redirect target as a seed with the same scope rules (a change of scheme or www. never leaves the scope)")
-    // output: warcinfo fields, WARC names, combined WARCs, CDXJ index, skipped-pages report (config/outputOptions.ts)
+    // output: warcinfo fields, WARC names, combined WARCs, CDXJ index, skipped-pages report (config/groups/outputOptions.ts)
     .option("--warcInfo <name=value>", "add a field to the warcinfo record of every WARC file (repeatable; also --warcinfo.name value, or a mapping in --config)", collect)
     .option("--warcPrefix <prefix>", "WARC file names start with <prefix>-<crawlId>- (default: rec; env WARC_PREFIX wins, as in browsertrix-crawler)")
     .option("--combineWARC", "when the crawl ends, also append all its WARC files into <collection>_0.warc.gz (then _1... past --rolloverSize) in the collection folder")
@@ -87,7 +87,7 @@ export function buildCrawlProgram(): Command {
     .option("--qaThreshold <score>", `with --qa: pages whose score (0-1) is below this are listed (default: ${DEFAULT_QA_THRESHOLD})`)
     .option("--qaDebugImageDiff", "with --qa: also write each page's pixel difference image, qa/<page>.diff.png")
     .option("--reportSkipped", "list the pages found but not queued (out of scope, robots.txt, page limit), with the reason, in reports/skippedPages.jsonl (packaged into the WACZ)")
-    // state files, Redis lists for the Browsertrix service, log contexts (config/stateOptions.ts)
+    // state files, Redis lists for the Browsertrix service, log contexts (config/groups/stateOptions.ts)
     .addOption(new Option("--saveState <when>", "write the crawl state as YAML to <collection>/crawls/ (resume with --config <file>): never; partial (when the crawl ends unfinished); always (also every --saveStateInterval)").choices(["never", "partial", "always"]))
     .option("--saveStateInterval <seconds>", "with --saveState always: seconds between state files (default: 300)")
     .option("--saveStateHistory <n>", "state files kept; older ones are deleted (default: 5)")
@@ -103,13 +103,13 @@ export function buildCrawlProgram(): Command {
     .option("--userAgentSuffix <text>", "appended (after a space) to the browser's user agent, or the --mobileDevice's; not to a --userAgent")
     .option("--mobileDevice <name>", "emulate this device in every tab (viewport, touch, user agent), a name of puppeteer's KnownDevices such as \"Pixel 2\" or \"iPhone X\"")
     .option("--extraChromeArgs <args...>", "more Chromium command-line switches (write --extraChromeArgs=--switch, or several after one flag; repeatable)", collect)
-    // Links and behaviors (config/linkBehaviorOptions.ts)
+    // Links and behaviors (config/groups/linkBehaviorOptions.ts)
     .option("--selectLinks <selectors...>", "where each page's links are read from, in every frame: selector->property or selector->@attribute (a property that is empty falls back to the attribute), comma-separated, repeatable (default: a[href]->href,area[href]->href)", collect)
     .option("--clickSelector <selector>", "CSS selector of the elements the autoclick behavior (--behaviors autoclick) clicks", "a")
     .option("--customBehaviors <sources...>", "behavior classes to run in pages (with the siteSpecific behavior): a .js file or a .json Chrome Recorder flow, a folder of them, an http(s) URL of one, or git+<repo URL>[?branch=B&path=dir]; comma-separated, repeatable", collect)
     .option("--autoscrollMaxRounds <n>", `the autoscroll behavior scrolls each frame (the window and scrolling elements) to its end and clicks "load more" buttons while it grows, until it stops growing, --behaviorTimeout, or it has grown this many times (default ${DEFAULT_AUTOSCROLL_MAX_ROUNDS})`)
     .option("--alwaysAddBehaviorLinks", "links that behaviors add (custom behaviors' addLink, links autoclick clicks) are crawled whatever the scope, unless --exclude'd")
-    // Lifecycle: which failures fail the crawl, restarts, --overwrite, --dryRun, health (src/config/lifecycleOptions.ts)
+    // Lifecycle: which failures fail the crawl, restarts, --overwrite, --dryRun, health (src/config/groups/lifecycleOptions.ts)
     .option("--maxPageLimit <n>", "caps --limit: the crawl takes at most this many pages whatever --limit says; 0 = no cap")
     .option("--failOnFailedSeed", "a seed that fails (after its retries) fails the crawl at once: exit code 1")
     .option("--failOnInvalidStatus", "a page answered 4xx or 5xx is a failed page (retried, then counted failed, for --failOnFailedSeed and --failOnFailedLimit too), not a crawled one")
@@ -121,10 +121,10 @@ export function buildCrawlProgram(): Command {
     .option("--screencastPort <port>", "serve a page watching the crawl live on this port (127.0.0.1; SCREENCAST_HOST=address to listen elsewhere): each worker's tab, its URL, the progress figures and recent warnings; 0 = none", "0")
     .option("--screencastRedis", "publish this process's workers' frames through the crawl Redis, so that the live view (--screencastPort) of any process of the crawl shows the workers of all of them")
     .option("--healthCheckPort <port>", "serve GET /healthz on this port: 200 while healthy, 503 once as many page attempts in a row as --workers have failed; 0 = none", "0")
-    // Dedupe flags (src/config/dedupeFlagOptions.ts)
+    // Dedupe flags (src/config/groups/dedupeFlagOptions.ts)
     .option("--dedupePagesMinDepth <depth>", "a page at this depth or deeper whose HTML the dedupe index holds is written as a revisit and not loaded further (no resources, no links followed), and reported skipped as a duplicate; -1 = never", "-1")
     .option("--dedupeConcurrent", "this crawl's payload hashes join the merged dedupe index as they are written, not at commit: crawls running at the same time dedupe against each other (a crawl cancelled later leaves revisits of others pointing into its WACZ files)")
-    // Browser extras: service workers, origin override, storage, rate-limit text, debugging (src/config/browserMiscOptions.ts)
+    // Browser extras: service workers, origin override, storage, rate-limit text, debugging (src/config/groups/browserMiscOptions.ts)
     .option("--serviceWorker <mode>", "service workers: disabled (requests bypass them), enabled, or disabled-if-profile (disabled with a --profile)", "disabled")
     .option("--originOverride <rules...>", "send requests for origin orig to origin new, archived under orig: orig=new, e.g. https://example.com=http://127.0.0.1:8080; repeatable", collect)
     .option("--saveStorage", "store each page's localStorage and sessionStorage in the WARC-JSON-Metadata of its document's response record")
@@ -132,7 +132,7 @@ export function buildCrawlProgram(): Command {
     .option("--waitOnDone", "once the crawl is finished, wait for SIGINT or SIGTERM before exiting (with the crawl's exit code)")
     .option("--debugAccessBrowser", "serve the browser's DevTools protocol (CDP) on port 9222 of every interface, for debugging")
     .option("--debugAccessRedis", "the embedded redis-server listens on every interface without protected mode, for debugging")
-    // Blocking (src/config/blockOptions.ts, src/block/)
+    // Blocking (src/config/groups/blockOptions.ts, src/block/)
     .option("--blockRules <rules...>", "block requests of the pages (resources, frames; never the page itself) that a rule matches: a URL regex, or a rule's JSON {\"url\", \"inFrameUrl\", \"frameTextMatch\", \"type\": \"block\"|\"allowOnly\"} (in --config, a list of mappings); repeatable. Blocked requests are not sent nor archived; they are counted and listed in reports/blocked.jsonl", collect)
     .option("--blockMessage <html>", "shown in a frame whose document a --blockRules rule blocked (not archived)")
     .option("--blockAds", "block requests to the hosts of EasyList and EasyPrivacy (ads and trackers; the lists of Debian's uBlock Origin package), as --blockRules blocks")

@@ -12,19 +12,19 @@ import { robotsAgentOf } from "../robots/robotsTxt.js";
 import type { SitemapOptions } from "../sitemap/sitemapSeeds.js";
 import { parseW3cDate } from "../sitemap/w3cDate.js";
 import { DEFAULT_BEHAVIORS, parseBehaviorList, type BehaviorName } from "../behaviors/behaviors.js";
-import { profileOptions, type ProfileOptions, type RawProfileFlags } from "./profileOptions.js";
+import { profileOptions, type ProfileOptions, type RawProfileFlags } from "./groups/profileOptions.js";
 import { OptionsError } from "./optionsError.js";
 import { choiceList, integer, parseSize, regexList, seconds, splitList } from "./flagValues.js";
 import { btxScreenshots, btxText, lowestLogLevel } from "./browsertrix/values.js";
-import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./rateLimitOptions.js";
-import { dedupeFlagOptions, type DedupeFlagOptions, type RawDedupeFlagFlags } from "./dedupeFlagOptions.js";
-import { browserMiscOptions, type BrowserMiscOptions, type RawBrowserMiscFlags } from "./browserMiscOptions.js";
-import { blockOptions, type BlockOptions, type RawBlockFlags } from "./blockOptions.js";
-import { linkBehaviorOptions, type LinkBehaviorOptions, type RawLinkBehaviorFlags } from "./linkBehaviorOptions.js";
-import { outputOptions, type OutputOptions, type RawOutputFlags } from "./outputOptions.js";
-import { stateOptions, type RawStateFlags, type StateOptions } from "./stateOptions.js";
-import { pageLoadOptions, type PageLoadOptions, type RawPageLoadFlags } from "./pageLoadOptions.js";
-import { cappedPageLimit, lifecycleOptions, type LifecycleOptions, type RawLifecycleFlags } from "./lifecycleOptions.js";
+import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./groups/rateLimitOptions.js";
+import { dedupeFlagOptions, type DedupeFlagOptions, type RawDedupeFlagFlags } from "./groups/dedupeFlagOptions.js";
+import { browserMiscOptions, type BrowserMiscOptions, type RawBrowserMiscFlags } from "./groups/browserMiscOptions.js";
+import { blockOptions, type BlockOptions, type RawBlockFlags } from "./groups/blockOptions.js";
+import { linkBehaviorOptions, type LinkBehaviorOptions, type RawLinkBehaviorFlags } from "./groups/linkBehaviorOptions.js";
+import { outputOptions, type OutputOptions, type RawOutputFlags } from "./groups/outputOptions.js";
+import { stateOptions, type RawStateFlags, type StateOptions } from "./groups/stateOptions.js";
+import { pageLoadOptions, type PageLoadOptions, type RawPageLoadFlags } from "./groups/pageLoadOptions.js";
+import { cappedPageLimit, lifecycleOptions, type LifecycleOptions, type RawLifecycleFlags } from "./groups/lifecycleOptions.js";
 import { readStoreSettings, StoreSettingsError, type StoreSettings } from "../upload/storeSettings.js";
 import { DEFAULT_MAX_RESOURCE_SIZE } from "../fetch/bodyLimits.js";
 import { parseAddressAllowance, type AddressAllowance } from "../fetch/addressPolicy.js";
@@ -102,7 +102,7 @@ export interface CrawlOptions {
   rateLimit: RateLimitOptions;
   /** Links and behaviors (--selectLinks, --clickSelector, --customBehaviors, --alwaysAddBehaviorLinks). */
   linkBehavior: LinkBehaviorOptions;
-  /** Which failures fail the crawl, restarts, --overwrite, --dryRun, the health check (src/config/lifecycleOptions.ts). */
+  /** Which failures fail the crawl, restarts, --overwrite, --dryRun, the health check (src/config/groups/lifecycleOptions.ts). */
   lifecycle: LifecycleOptions;
   /** Upload of finished WACZ files (STORE_* and WEBHOOK_URL environment variables); null = none. */
   store: StoreSettings | null;
@@ -118,13 +118,13 @@ export interface CrawlOptions {
   state: StateOptions;
   /** How pages load, in what browser (--waitUntil, --netIdleMaxRequests, --lang, --userAgentSuffix, --mobileDevice, --extraChromeArgs). */
   pageLoad: PageLoadOptions;
-  /** --dedupePagesMinDepth, --dedupeConcurrent (src/config/dedupeFlagOptions.ts). */
+  /** --dedupePagesMinDepth, --dedupeConcurrent (src/config/groups/dedupeFlagOptions.ts). */
   dedupeFlags: DedupeFlagOptions;
   /** Service workers, --originOverride, --saveStorage, --rateLimitOnMatch, --waitOnDone, debug access (browserMiscOptions.ts). */
   browserMisc: BrowserMiscOptions;
   /** --blockRules, --blockMessage, --blockAds, --adBlockMessage (blockOptions.ts, src/block/). */
   block: BlockOptions;
-  /** --profile, --loginUrl (src/config/profileOptions.ts). */ profile: ProfileOptions;
+  /** --profile, --loginUrl (src/config/groups/profileOptions.ts). */ profile: ProfileOptions;
 }
 
 export { OptionsError, parseSize };

@@ -17,7 +17,7 @@ import { ProxyConfigError, proxySettings } from "../proxy/proxySettings.js";
 import { checkProxyCredentials, ProxyStartError, startProxies, stopProxies } from "../proxy/activeProxies.js";
 import { checkCrawl, withQaNeeds } from "../qa/crawlQa.js";
 import { runCrawl } from "./crawler.js";
-import { hardPageDeadlineMs } from "./crawlPage.js";
+import { hardPageDeadlineMs } from "./pages/crawlPage.js";
 import { StopControl } from "./stopControl.js";
 
 /** Run `crawl` with flags already parsed and checked by the command line; resolves to the exit code. */

@@ -1,12 +1,12 @@
 import type { Redis } from "ioredis";
 import type { RateLimitAnswer } from "../capture/pageCapture.js";
-import type { LifecycleOptions } from "../config/lifecycleOptions.js";
-import type { RateLimitOptions } from "../config/rateLimitOptions.js";
+import type { LifecycleOptions } from "../config/groups/lifecycleOptions.js";
+import type { RateLimitOptions } from "../config/groups/rateLimitOptions.js";
 import { logger } from "../log/logger.js";
 import { isProxyFailure } from "../proxy/proxyFailure.js";
 import type { QueuedPage } from "../state/crawlState.js";
 import type { HealthCheck } from "../lifecycle/healthCheck.js";
-import { parseRetryAfter } from "./rateLimit.js";
+import { parseRetryAfter } from "./pages/rateLimit.js";
 import type { StopControl } from "./stopControl.js";
 
 /**

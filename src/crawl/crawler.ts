@@ -15,7 +15,7 @@ import type { CrawlOutcome } from "./outcome.js";
 import { CrawlWatch } from "./crawlWatch.js";
 import { HealthCheck } from "../lifecycle/healthCheck.js";
 import { overwriteCollection } from "../lifecycle/overwrite.js";
-import { crawlPages } from "./pagePhase.js";
+import { crawlPages } from "./pages/pagePhase.js";
 import { admitSeeds } from "./seeds.js";
 import { openCrawlSession } from "./session.js";
 import { StateFiles, resumeFromStateFile } from "./stateFiles.js";

@@ -1,5 +1,5 @@
 import { writeFileSync } from "node:fs";
-import type { LifecycleOptions } from "../config/lifecycleOptions.js";
+import type { LifecycleOptions } from "../config/groups/lifecycleOptions.js";
 import { DedupeIndexUnavailableError, NotRetriedError } from "../dedupe/retry.js";
 import { unfinishedJournals } from "../dedupe/notes/noteJournal.js";
 import { errorMessage, logger } from "../log/logger.js";
@@ -14,7 +14,7 @@ import { ExitCode } from "../lifecycle/exitCodes.js";
 import { exitCodeOf, type CrawlEnd, type CrawlOutcome, type CrawlStats, type CrawlStatus } from "./outcome.js";
 import { writeCollectionFiles } from "./collectionOutputs.js";
 import { commitFinishedCrawl, MissingWarcError, packageOrphans, packageWaczFiles, type PackagingContext } from "./packaging.js";
-import type { PagePhaseResult } from "./pagePhase.js";
+import type { PagePhaseResult } from "./pages/pagePhase.js";
 import type { StopControl } from "./stopControl.js";
 
 /**

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import type { RawCrawlFlags } from "../config/crawlOptions.js";
-import type { OutputOptions } from "../config/outputOptions.js";
+import type { OutputOptions } from "../config/groups/outputOptions.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { QaSummary } from "./pageResult.js";
 import { runQa } from "./qaRun.js";

@@ -29,7 +29,7 @@ export interface QaOptions {
   debugImageDiff: boolean;
 }
 
-export { DEFAULT_QA_THRESHOLD } from "../config/outputOptions.js";
+export { DEFAULT_QA_THRESHOLD } from "../config/groups/outputOptions.js";
 
 /** The pages to check: as listed, in --include (if given) and not --exclude'd, up to the limit. */
 export function pagesToCheck(pages: readonly ListedPage[], options: Pick<QaOptions, "include" | "exclude" | "pageLimit">): ListedPage[] {

@@ -2,7 +2,7 @@ import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { loadAdHosts, type AdHostList } from "../block/adHosts.js";
 import { Blocking, useBlocking, type BlockedRequest } from "../block/blocking.js";
-import type { BlockOptions } from "../config/blockOptions.js";
+import type { BlockOptions } from "../config/groups/blockOptions.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { CrawlState } from "../state/crawlState.js";
 

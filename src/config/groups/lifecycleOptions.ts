@@ -1,5 +1,5 @@
-import { integer } from "./flagValues.js";
-import { OptionsError } from "./optionsError.js";
+import { integer } from "../flagValues.js";
+import { OptionsError } from "../optionsError.js";
 
 /**
  * How a crawl starts, fails and ends beyond its limits (browsertrix-crawler's flag names and meanings):

@@ -1,8 +1,8 @@
-import { logger } from "../log/logger.js";
-import type { SeedScope } from "../scope/seedScope.js";
-import type { SeedScopes } from "../scope/seedScopes.js";
-import { crawlKey } from "../scope/urls.js";
-import type { CrawlState } from "../state/crawlState.js";
+import { logger } from "../../log/logger.js";
+import type { SeedScope } from "../../scope/seedScope.js";
+import type { SeedScopes } from "../../scope/seedScopes.js";
+import { crawlKey } from "../../scope/urls.js";
+import type { CrawlState } from "../../state/crawlState.js";
 
 /** The scope a seed page's links are judged by, and the seed id the pages they lead to carry. */
 export interface SeedOfPage {

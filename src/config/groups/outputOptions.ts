@@ -1,5 +1,5 @@
-import { waczSigningFromEnv, type WaczSigning } from "../upload/waczSigning.js";
-import { OptionsError } from "./optionsError.js";
+import { waczSigningFromEnv, type WaczSigning } from "../../upload/waczSigning.js";
+import { OptionsError } from "../optionsError.js";
 
 /** What the crawl writes besides its WARC records (browsertrix-crawler's flag names and file layout). */
 export interface OutputOptions {

@@ -1,4 +1,4 @@
-import { OptionsError } from "./optionsError.js";
+import { OptionsError } from "../optionsError.js";
 
 /** browsertrix-crawler's dedupe flags beyond the index itself: page-level skips and live publishing. */
 export interface DedupeFlagOptions {

@@ -1,8 +1,8 @@
-import type { RateLimitAnswer } from "../capture/pageCapture.js";
-import type { RateLimitOptions } from "../config/rateLimitOptions.js";
-import { logger } from "../log/logger.js";
-import type { CrawlState } from "../state/crawlState.js";
-import type { HostPacing } from "../state/hostPacing.js";
+import type { RateLimitAnswer } from "../../capture/pageCapture.js";
+import type { RateLimitOptions } from "../../config/groups/rateLimitOptions.js";
+import { logger } from "../../log/logger.js";
+import type { CrawlState } from "../../state/crawlState.js";
+import type { HostPacing } from "../../state/hostPacing.js";
 
 /** Without a Retry-After, a rate-limited page waits this long, doubling with each further answer (capped by --rateLimitTimeout). */
 export const RATE_LIMIT_BACKOFF_BASE_MS = 5000;

@@ -1,5 +1,5 @@
-import type { SavedCrawlState } from "../state/savedState.js";
-import { OptionsError } from "./optionsError.js";
+import type { SavedCrawlState } from "../../state/savedState.js";
+import { OptionsError } from "../optionsError.js";
 
 export type { SavedCrawlState };
 

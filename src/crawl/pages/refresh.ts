@@ -1,8 +1,8 @@
-import type { ConditionalRequest } from "../capture/pageCapture.js";
-import type { CaptureHistory, KnownCapture } from "../dedupe/captureHistory.js";
-import { digitsToWarcDate } from "../archive/warcDate.js";
-import { errorMessage, logger } from "../log/logger.js";
-import { classifyChange, type ChangeEntry, type ChangeReport } from "../reports/changeReport.js";
+import type { ConditionalRequest } from "../../capture/pageCapture.js";
+import type { CaptureHistory, KnownCapture } from "../../dedupe/captureHistory.js";
+import { digitsToWarcDate } from "../../archive/warcDate.js";
+import { errorMessage, logger } from "../../log/logger.js";
+import { classifyChange, type ChangeEntry, type ChangeReport } from "../../reports/changeReport.js";
 
 // Re-crawls (--refresh, --skipFreshDays): what the capture history says of a page before it is loaded,
 // and what changed once it is.

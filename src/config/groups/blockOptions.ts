@@ -1,5 +1,5 @@
-import { BlockRuleError, parseBlockRule, type BlockRule } from "../block/rules.js";
-import { OptionsError } from "./optionsError.js";
+import { BlockRuleError, parseBlockRule, type BlockRule } from "../../block/rules.js";
+import { OptionsError } from "../optionsError.js";
 
 /** browsertrix-crawler's blocking flags (src/block/: what they block, how). */
 export interface BlockOptions {

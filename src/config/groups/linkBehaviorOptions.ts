@@ -1,14 +1,14 @@
 import { resolve } from "node:path";
 import { Script } from "node:vm";
 import { createParser } from "css-selector-parser";
-import { DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "../behaviors/autoscroll.js";
-import type { CustomBehaviorScript } from "../behaviors/behaviors.js";
-import { DEFAULT_LINK_SELECTORS, type LinkSelector } from "../page/linkExtract.js";
-import { readLocalBehaviors } from "./customBehaviors.js";
-import type { UserFlow } from "../behaviors/flowRunner.js";
-import { parseUserFlow } from "./recorderFlows.js";
-import { integer } from "./flagValues.js";
-import { OptionsError } from "./optionsError.js";
+import { DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "../../behaviors/autoscroll.js";
+import type { CustomBehaviorScript } from "../../behaviors/behaviors.js";
+import { DEFAULT_LINK_SELECTORS, type LinkSelector } from "../../page/linkExtract.js";
+import { readLocalBehaviors } from "../customBehaviors.js";
+import type { UserFlow } from "../../behaviors/flowRunner.js";
+import { parseUserFlow } from "../recorderFlows.js";
+import { integer } from "../flagValues.js";
+import { OptionsError } from "../optionsError.js";
 
 /** Where links come from and what behaviors may add (browsertrix-crawler's flag names). */
 export interface LinkBehaviorOptions {

@@ -1,7 +1,7 @@
-import type { CrawlOptions } from "../config/crawlOptions.js";
-import { logger } from "../log/logger.js";
-import type { PageAdmission } from "../scope/admission.js";
-import type { CrawlState, QueuedPage } from "../state/crawlState.js";
+import type { CrawlOptions } from "../../config/crawlOptions.js";
+import { logger } from "../../log/logger.js";
+import type { PageAdmission } from "../../scope/admission.js";
+import type { CrawlState, QueuedPage } from "../../state/crawlState.js";
 
 // --dedupePagesMinDepth (browsertrix-crawler's page-level dedupe): pages at that depth or deeper whose
 // HTML is archived already are skipped as duplicates; the page limit then counts crawled pages only.

@@ -1,5 +1,5 @@
-import type { OriginOverrideRule, RateLimitMatchRule } from "../capture/captureExtras.js";
-import { OptionsError } from "./optionsError.js";
+import type { OriginOverrideRule, RateLimitMatchRule } from "../../capture/captureExtras.js";
+import { OptionsError } from "../optionsError.js";
 
 /** browsertrix-crawler's --serviceWorker (--sw) choices. */
 export const SERVICE_WORKER_MODES = ["disabled", "disabled-if-profile", "enabled"] as const;

@@ -1,4 +1,4 @@
-import { OptionsError } from "./optionsError.js";
+import { OptionsError } from "../optionsError.js";
 
 /** How the crawl treats a page whose server answers "too many requests" (browsertrix-crawler's flag names). */
 export interface RateLimitOptions {

@@ -1,5 +1,5 @@
 import { isAbsolute, resolve } from "node:path";
-import { OptionsError } from "./optionsError.js";
+import { OptionsError } from "../optionsError.js";
 
 /** --profile, --loginUrl as commander hands them over (--profile already a local file: the CLI downloads a URL first). */
 export interface RawProfileFlags {
