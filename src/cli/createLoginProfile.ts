@@ -77,16 +77,13 @@ async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
-  let user = options.user;
-  let password = options.password;
-  if (options.automated) {
-    if ((user === null || password === null) && !process.stdin.isTTY) {
-      process.stderr.write("create-login-profile: --automated needs --user and --password (or a terminal to ask for them)\n");
-      return ExitCode.BadUsage;
-    }
-    user ??= await prompt("user name: ", false);
-    password ??= await prompt("password: ", true);
+  if (!options.automated) return runLoginProfileCommand(options, null);
+  if ((options.user === null || options.password === null) && !process.stdin.isTTY) {
+    process.stderr.write("create-login-profile: --automated needs --user and --password (or a terminal to ask for them)\n");
+    return ExitCode.BadUsage;
   }
+  const user = options.user ?? (await prompt("user name: ", false));
+  const password = options.password ?? (await prompt("password: ", true));
   return runLoginProfileCommand(options, { user, password });
 }
 

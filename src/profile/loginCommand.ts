@@ -9,13 +9,14 @@ import { LoginBrowser } from "./loginBrowser.js";
 import type { LoginProfileOptions } from "./loginProfileOptions.js";
 import { ProfileSourceError } from "./profileSource.js";
 
-/** The user name and password of an --automated login (null otherwise). */
+/** The user name and password an --automated login types in. */
 export interface LoginCredentials {
-  user: string | null;
-  password: string | null;
+  user: string;
+  password: string;
 }
 
-export async function runLoginProfileCommand(options: LoginProfileOptions, { user, password }: LoginCredentials): Promise<number> {
+/** `credentials`: for --automated (the login form is filled in and submitted); null: the interactive page. */
+export async function runLoginProfileCommand(options: LoginProfileOptions, credentials: LoginCredentials | null): Promise<number> {
   let login: LoginBrowser;
   try {
     login = await LoginBrowser.start(options);
@@ -30,9 +31,9 @@ export async function runLoginProfileCommand(options: LoginProfileOptions, { use
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
 
-  if (options.automated) {
+  if (credentials) {
     try {
-      await automatedLogin(login, options, user!, password!);
+      await automatedLogin(login, options, credentials.user, credentials.password);
       const file = await login.save();
       process.stdout.write(`profile saved: ${file}\n`);
       return 0;
