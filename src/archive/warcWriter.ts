@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { WARCRecord } from "warcio";
 import { WARCSerializer } from "warcio/node";
 import { warcinfoRecord } from "./records.js";
-import { warcDateToDigits } from "./warcDate.js";
+import { timestampDigits } from "./warcDate.js";
 
 /** Where one record landed: enough to index it and to point revisits and CDX lines at it. */
 export interface WrittenRecord {
@@ -116,7 +116,7 @@ export class WarcWriter {
   }
 
   private async openNext(): Promise<void> {
-    const base = `${this.options.filenamePrefix}-${warcDateToDigits((this.options.now ?? (() => new Date()))().toISOString())}-${this.uniqueTag}`;
+    const base = `${this.options.filenamePrefix}-${timestampDigits((this.options.now ?? (() => new Date()))())}-${this.uniqueTag}`;
     for (let n = 1; !this.handle; n++) {
       this.filename = n === 1 ? `${base}.warc.gz` : `${base}-${n}.warc.gz`;
       try {

@@ -8,6 +8,7 @@ import { errorMessage, logger } from "../log/logger.js";
 import { DEFAULT_QA_THRESHOLD, runQa, type QaOptions } from "../qa/qaRun.js";
 import { QaSourceError } from "../qa/qaSource.js";
 import { VERSION } from "../version.js";
+import { timestampDigits } from "../archive/warcDate.js";
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -75,7 +76,7 @@ function regexes(name: string, values: string[]): RegExp[] {
 
 /** The QA run's options from its flags; also used by `crawl --qa` for the flags they share. */
 export function qaOptionsOf(flags: QaFlags, now = new Date()): QaOptions & { collectionDir: string } {
-  const collection = flags.collection ?? `qa-${now.toISOString().replace(/\D/g, "").slice(0, 14)}`;
+  const collection = flags.collection ?? `qa-${timestampDigits(now).slice(0, 14)}`;
   if (!/^[\w.-]+$/.test(collection) || collection.startsWith(".")) throw new QaFlagError(`--collection takes letters, digits, '.', '-' and '_'; got ${JSON.stringify(collection)}`);
   const collectionDir = resolve(join(flags.cwd, "collections", collection));
   return {

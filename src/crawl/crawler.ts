@@ -21,6 +21,7 @@ import { openCrawlSession } from "./session.js";
 import { StateFiles, resumeFromStateFile } from "./stateFiles.js";
 import { StopControl } from "./stopControl.js";
 import { proxyInUse } from "../proxy/activeProxies.js";
+import { timestampDigits } from "../archive/warcDate.js";
 
 export type { CrawlOutcome, CrawlStats } from "./outcome.js";
 
@@ -102,10 +103,6 @@ function openCollection(options: CrawlOptions): CollectionPaths {
   } catch (err) {
     throw new Error(`cannot create the output folder ${paths.root}: ${storageErrorMessage(err)}`);
   }
-  logger.attachFile(join(paths.logs, `crawl-${timestamp14(new Date())}-${process.pid}.log`));
+  logger.attachFile(join(paths.logs, `crawl-${timestampDigits(new Date()).slice(0, 14)}-${process.pid}.log`));
   return paths;
-}
-
-function timestamp14(date: Date): string {
-  return date.toISOString().replace(/[-:T]/g, "").slice(0, 14);
 }

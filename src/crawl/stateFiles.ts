@@ -9,6 +9,7 @@ import type { QueuedPage } from "../state/crawlState.js";
 import { loadCrawlState, serializeCrawlState } from "../state/savedState.js";
 import { withTimeout } from "../util/process.js";
 import type { CrawlSession } from "./session.js";
+import { timestampDigits } from "../archive/warcDate.js";
 
 const SERIALIZE_DEADLINE_MS = 60_000;
 
@@ -103,7 +104,7 @@ export class StateFiles {
     const state = await withTimeout(serialized, SERIALIZE_DEADLINE_MS, "the crawl state could not be read from Redis in time");
     const dir = join(this.collectionDir, "crawls");
     await mkdir(dir, { recursive: true });
-    const stamp = new Date().toISOString().replace(/[:TZz.-]/g, "");
+    const stamp = timestampDigits(new Date());
     const file = join(dir, `${stamp}-${options.crawlId}.yaml`);
     await writeFile(file, dump({ ...options.state.configToSave, state }, { lineWidth: -1 }));
     logger.info("state", "crawl state saved", { file, finished: state.finished.length, queued: state.queued.length, pending: state.pending.length, failed: state.failed.length });

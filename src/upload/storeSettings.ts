@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { timestampDigits } from "../archive/warcDate.js";
 
 /**
  * Where finished WACZ files go, read from browsertrix-crawler's environment variables (never from flags
@@ -77,7 +78,7 @@ export function readStoreSettings(env: NodeJS.ProcessEnv): StoreSettings | null 
  */
 export function interpolateStoreFilename(template: string, crawlId: string, now = new Date(), host = hostname()): string {
   return template
-    .replace("@ts", now.toISOString().replace(/[:TZz.-]/g, ""))
+    .replace("@ts", timestampDigits(now))
     .replace("@hostname", host)
     .replace("@hostsuffix", host.slice(-14))
     .replace("@id", crawlId);
