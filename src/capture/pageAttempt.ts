@@ -27,6 +27,17 @@ export interface RateLimitAnswer {
  * loaded machine). A page's hard deadline leaves room for it (crawl/pages/crawlPage.ts).
  */
 export const DOWNLOAD_GRACE_MS = 120_000;
+/**
+ * The one deadline of a page's drain (PageCapture.endPage): what was in flight when the page ended has this long
+ * to be stored. Open bodies are cut sooner by their own rules (streams, downloads); this bounds the rest.
+ */
+export const END_DRAIN_DEADLINE_MS = DOWNLOAD_GRACE_MS + 15_000;
+
+/** What a page's end cut off: requests refused once it was done, exchanges not yet stored at the drain's deadline. */
+export interface CutAtEnd {
+  refused: number;
+  unfinished: number;
+}
 
 export class PageAttempt {
   readonly captured: CapturedSummary[] = [];
@@ -48,6 +59,12 @@ export class PageAttempt {
   readonly lost = new Set<string>();
   /** URLs whose bodies came cut off (by the network: a retry may get them whole). */
   readonly truncated = new Set<string>();
+  /** Set once the page is done (PageCapture.endPage): nothing more of it is captured. */
+  ended = false;
+  /** What the page's end cut off (for its timings line). */
+  readonly cutAtEnd: CutAtEnd = { refused: 0, unfinished: 0 };
+  /** URLs whose exchange was still being stored at the drain's deadline: not known to be in the archive. */
+  readonly unfinished = new Set<string>();
   /** Ends this attempt's bodies of unknown length (maybe never-ending) once the page is done. */
   readonly streams = new StreamCutoff(1000, 10_000);
   /** Ends this attempt's large bodies of declared length once the page is done, if they stall or take long. */

@@ -7,13 +7,16 @@ import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
+import { withTimeout } from "../util/process.js";
 import { isBrowserInternal } from "./browserInternal.js";
 import { isLoginPage, NO_EXTRAS, OriginRedirects, rateLimitRuleMatched, readPageStorage, type CaptureExtras } from "./captureExtras.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { NetworkActivity } from "./loadWait.js";
 import { LiveStreams } from "./streamingBody.js";
+import { ExchangeWork } from "./exchangeWork.js";
+import { FallbackCaptures } from "./fallbackCaptures.js";
 import { LoadOutcomes } from "./loadOutcomes.js";
-import { PageAttempt, type CapturedSummary } from "./pageAttempt.js";
+import { END_DRAIN_DEADLINE_MS, PageAttempt, type CapturedSummary, type CutAtEnd } from "./pageAttempt.js";
 import { answerProxyChallenges, failRelayAnswer } from "./proxyAuth.js";
 import { TabBlocking } from "./requestBlocking.js";
 import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./responseBody.js";
@@ -25,7 +28,10 @@ export interface ConditionalRequest {
   confirms: ConfirmedCapture;
 }
 
-export { PageAttempt, type CapturedSummary, type RateLimitAnswer } from "./pageAttempt.js";
+export { PageAttempt, type CapturedSummary, type CutAtEnd, type RateLimitAnswer } from "./pageAttempt.js";
+
+/** A browser that does not confirm freezing a page within this is not waited for (the page's requests are refused all the same). */
+const FREEZE_DEADLINE_MS = 2000;
 
 /**
  * Captures every HTTP exchange of one browser tab through the CDP Fetch domain at the response stage:
@@ -35,9 +41,8 @@ export { PageAttempt, type CapturedSummary, type RateLimitAnswer } from "./pageA
  * handed to the same sink.
  */
 export class PageCapture {
-  private readonly inFlight = new Set<Promise<void>>();
-  /** Fetches of whole resources behind 206s, running in the background. */
-  private readonly refetches = new Set<Promise<void>>();
+  /** Exchanges being captured, fetches of whole resources behind 206s. */
+  private readonly work = new ExchangeWork();
   private attempt = new PageAttempt(false);
   /** Conditional headers to add to the next document request for a URL (--refresh). */
   private readonly conditional = new Map<string, ConditionalRequest>();
@@ -49,6 +54,8 @@ export class PageCapture {
   /** The tab's requests in flight, for the network-idle wait. */
   readonly network: NetworkActivity;
   private readonly live: LiveStreams;
+  /** What the browser cannot hand over whole, fetched outside it. */
+  private readonly fallbacks: FallbackCaptures;
   private readonly redirects: OriginRedirects;
   /** --blockRules, --blockAds (requestBlocking.ts); null when nothing is blocked. */
   private blocking: TabBlocking | null = null;
@@ -65,6 +72,7 @@ export class PageCapture {
     this.redirects = new OriginRedirects(extras.originOverride);
     this.network = new NetworkActivity(cdp);
     this.live = new LiveStreams(cdp);
+    this.fallbacks = new FallbackCaptures(sink, fetcher, this.work, (exchange, attempt, failure) => this.storeFetched(exchange, attempt, failure));
   }
 
   static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, rateLimitStatusCodes: readonly number[] = [], extras = NO_EXTRAS): Promise<PageCapture> {
@@ -87,12 +95,12 @@ export class PageCapture {
     const { cdp, extras } = capture;
     cdp.on("Fetch.requestPaused", (event: Protocol.Fetch.RequestPausedEvent) => {
       const attempt = capture.attempt;
+      if (attempt.ended) return capture.refuseAfterEnd(event, attempt);
       const work = capture.onPaused(event, attempt).catch((err: unknown) => {
         attempt.lost.add(event.request.url);
         logger.warn("capture", "exchange not captured", { url: event.request.url, error: errorMessage(err) });
       });
-      capture.inFlight.add(work);
-      void work.finally(() => capture.inFlight.delete(work));
+      capture.work.exchange(work, event.request.url);
     });
     cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => capture.loads.settle(event.requestId, null));
     cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => capture.loads.settle(event.requestId, event.errorText));
@@ -127,14 +135,39 @@ export class PageCapture {
   }
 
   /**
-   * The page is done: body streams still open (an EventSource, a script's endless fetch) are cut once idle
-   * and stored with what arrived; then wait until every exchange seen so far (and every whole resource
-   * fetched after a 206) is stored.
+   * The page is done (its load, behaviors and quiet wait are over): nothing more of it is captured. What it
+   * requests from now on is refused, open body streams are cut once idle, and what is already in flight has
+   * one deadline to be stored (what did not make it is in the attempt: unfinished, not in the archive yet).
+   * Then its scripts are frozen: a page that polls or ticks starts nothing new, no behavior of it runs on.
+   * (Frozen first, the browser would hold back the ends of loads already in flight.)
+   */
+  async endPage(deadlineMs = END_DRAIN_DEADLINE_MS): Promise<CutAtEnd> {
+    const attempt = this.attempt;
+    attempt.ended = true;
+    attempt.endStreams();
+    const unfinished = await this.work.settle(deadlineMs);
+    if (unfinished.length) {
+      for (const url of unfinished) attempt.unfinished.add(url);
+      attempt.cutAtEnd.unfinished = unfinished.length;
+      logger.warn("capture", "exchanges still being stored when the page's drain deadline passed", { page: attempt.pageUrl, urls: unfinished.slice(0, 10), count: unfinished.length });
+    }
+    await withTimeout(this.cdp.send("Page.setWebLifecycleState", { state: "frozen" }), FREEZE_DEADLINE_MS, "freeze").catch(() => undefined);
+    return attempt.cutAtEnd;
+  }
+
+  /**
+   * Wait until every exchange seen so far (and every whole resource fetched after a 206) is stored, for a
+   * tab about to close; its caller bounds the wait.
    */
   async drain(): Promise<void> {
     this.attempt.endStreams();
-    while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
-    while (this.refetches.size) await Promise.allSettled([...this.refetches]);
+    await this.work.all();
+  }
+
+  /** A request (or the answer to one) of a page that is done: not captured, not sent on. */
+  private refuseAfterEnd(event: Protocol.Fetch.RequestPausedEvent, attempt: PageAttempt): void {
+    attempt.cutAtEnd.refused += 1;
+    void this.cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "Aborted" }).catch(() => undefined);
   }
 
   /** --saveStorage: the loaded page's storage goes with its document (held until now), for the origin `url` shows. */
@@ -145,7 +178,7 @@ export class PageCapture {
 
   async detach(): Promise<void> {
     this.attempt.endStreams();
-    while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
+    await this.work.all();
     await this.cdp.detach().catch(() => undefined);
   }
 
@@ -203,7 +236,7 @@ export class PageCapture {
       // The browser revalidated a copy from its own cache: the 304 is not the resource, the cached
       // response it renders is. That one must be in the archive as itself.
       await this.continue(requestId);
-      const full = await this.afterRevalidation(request.url, requestHeaders, pageDocument, attempt);
+      const full = await this.fallbacks.afterRevalidation(request.url, requestHeaders, pageDocument, attempt);
       attempt.captured.push({ url: request.url, status: full?.status ?? 200, mime: full?.mime ?? mime, resourceType: event.resourceType, location, date });
       return;
     }
@@ -211,7 +244,7 @@ export class PageCapture {
 
     if (status === 206) {
       await this.continue(requestId);
-      this.afterPartialContent(request.url, requestHeaders, attempt);
+      this.fallbacks.afterPartialContent(request.url, requestHeaders, attempt);
       return;
     }
 
@@ -247,7 +280,7 @@ export class PageCapture {
         // Never an empty body in its place: that would claim the URL and keep its real body out for good.
         if (archiveOnly) await this.abort(requestId);
         else await this.continue(requestId);
-        await this.bodyUnavailable(request, requestHeaders, status, read.message, attempt);
+        await this.fallbacks.bodyUnavailable(request, requestHeaders, status, read.message, attempt);
         return;
       }
       body = read;
@@ -319,44 +352,6 @@ export class PageCapture {
       logger.warn("capture", failure, { url: exchange.url, error: errorMessage(err) });
       return false;
     }
-  }
-
-  /**
-   * A 206 seen in the browser: archive the whole resource instead of the fragment, in the background;
-   * once per URL and attempt (a video makes many range requests), and not when the crawl holds it already.
-   */
-  private afterPartialContent(url: string, requestHeaders: [string, string][], attempt: PageAttempt): void {
-    if (attempt.refetched.has(url)) return;
-    attempt.refetched.add(url);
-    const work = this.sink.hasStoredResponse(url).then(async (stored) => {
-      const exchange = stored ? null : await this.fetcher.wholeResource(url, requestHeaders);
-      if (exchange) await this.storeFetched(exchange, attempt, "full fetch after 206 failed");
-    });
-    this.refetches.add(work);
-    void work.finally(() => this.refetches.delete(work));
-  }
-
-  /**
-   * The browser revalidated its cached copy (304): unless the crawl holds the 200 already, fetch the
-   * full resource directly and store that. A page's own document is fetched to learn its type.
-   */
-  private async afterRevalidation(url: string, requestHeaders: [string, string][], pageDocument: boolean, attempt: PageAttempt): Promise<{ status: number; mime: string } | null> {
-    if (!pageDocument && (await this.sink.hasStoredResponse(url))) return null;
-    const fetched = await this.fetcher.fullResponse(url, requestHeaders, pageDocument);
-    const exchange = fetched && pageDocument && attempt.isPageDocument(url) ? { ...fetched, pageDocument: true } : fetched;
-    if (!exchange || !(await this.storeFetched(exchange, attempt, "full fetch after the browser's revalidation (304) failed"))) return null;
-    return { status: exchange.status, mime: mimeTypeOf(exchange) };
-  }
-
-  /** A response whose body the browser could not give: fetched directly (GET only), else reported lost. */
-  private async bodyUnavailable(request: Protocol.Network.Request, requestHeaders: [string, string][], status: number, error: string, attempt: PageAttempt): Promise<void> {
-    const exchange = request.method === "GET" ? await this.fetcher.sameResponse(request.url, requestHeaders, status) : null;
-    if (exchange && (await this.storeFetched(exchange, attempt, "direct fetch for an unavailable body failed"))) {
-      logger.debug("capture", "response body unavailable in the browser; fetched directly", { url: request.url, error });
-      return;
-    }
-    attempt.lost.add(request.url);
-    logger.warn("capture", "response body unavailable; exchange not stored", { url: request.url, method: request.method, error });
   }
 
   private async onRequestStage(event: Protocol.Fetch.RequestPausedEvent): Promise<void> {

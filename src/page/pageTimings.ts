@@ -1,4 +1,5 @@
 import { performance } from "node:perf_hooks";
+import type { CutAtEnd } from "../capture/pageAttempt.js";
 import { logger } from "../log/logger.js";
 
 /**
@@ -18,7 +19,7 @@ export const PAGE_PHASES = [
   "netIdleAfterBehaviors",
   /** --saveStorage: reading the page's storage. */
   "saveStorage",
-  /** Storing every exchange the page made (bodies still arriving, fetches after a 206). */
+  /** The page's end: its scripts frozen, what is in flight stored (bodies still arriving, fetches after a 206). */
   "drain",
   /** The page's title and links. */
   "links",
@@ -34,6 +35,8 @@ export class PageTimings {
   private readonly ms = new Map<PagePhase, number>();
   /** Per behavior (the library's names, e.g. "Autoscroll"), ms from the behaviors' start to its end. */
   behaviors: Record<string, number> = {};
+  /** What the page's end cut off: requests refused after it, exchanges unstored at the drain's deadline. */
+  cutAtEnd: CutAtEnd = { refused: 0, unfinished: 0 };
   private readonly started = performance.now();
 
   /** Run `work` as (part of) `phase`. */
@@ -59,6 +62,6 @@ export class PageTimings {
 
   log(url: string): void {
     const behaviors = Object.keys(this.behaviors).length ? { behaviors: this.behaviors } : {};
-    logger.debug("page", PAGE_TIMINGS_MESSAGE, { url, ms: this.summary(), ...behaviors });
+    logger.debug("page", PAGE_TIMINGS_MESSAGE, { url, ms: this.summary(), ...behaviors, cutAtEnd: this.cutAtEnd });
   }
 }

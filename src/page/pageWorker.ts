@@ -206,9 +206,9 @@ export class PageWorker {
     if (attempt.rateLimited || attempt.loggedOut) return { document: null, title: "", links: [], error: navigationError };
     if (attempt.duplicate) {
       // Archived already (--dedupePagesMinDepth): its revisit is written; no wait, behaviors or links.
-      await timings.time("drain", () => capture.drain());
+      await this.endPage(capture, attempt, timings);
       const document = findDocument(attempt.captured, url);
-      return document && !attempt.lost.has(document.url) ? { document, title: "", links: [], error: null, duplicate: true } : { document: null, title: "", links: [], error: "the page's document could not be stored" };
+      return document && !isLost(attempt, document.url) ? { document, title: "", links: [], error: null, duplicate: true } : { document: null, title: "", links: [], error: "the page's document could not be stored" };
     }
     // Only rendered documents load more after "load"; a PDF viewer never goes quiet, so don't wait on it.
     const rendered = findDocument(attempt.captured, url);
@@ -225,7 +225,10 @@ export class PageWorker {
         if (attempt.storageGate) await timings.time("saveStorage", () => capture.saveStorage(tab.url()));
       }
     }
-    await timings.time("drain", () => capture.drain());
+    // Read while the page still runs (text and screenshots may make it fetch more, captured with it).
+    const shown = findDocument(attempt.captured, url);
+    const read = shown && isRenderedDocumentType(shown.mime) && (!navigationError || /timeout/i.test(navigationError)) ? await this.readLoadedPage(tab, url, shown.status, timings) : null;
+    await this.endPage(capture, attempt, timings);
 
     let document = findDocument(attempt.captured, url);
     if (!document && navigationError) {
@@ -235,7 +238,7 @@ export class PageWorker {
       if (!document) return { document: null, title: "", links: [], error: navigationError };
     }
     if (!document) return { document: null, title: "", links: [], error: navigationError ?? "no document captured" };
-    if (attempt.lost.has(url) || attempt.lost.has(document.url)) {
+    if (isLost(attempt, url) || isLost(attempt, document.url)) {
       // Counting the page done would leave it out of the archive for good: retry it.
       return { document: null, title: "", links: [], error: "the page's document could not be stored" };
     }
@@ -245,24 +248,36 @@ export class PageWorker {
       // The document arrived but the page broke (browser crash, tab closed): retry rather than lose its links.
       return { document: null, title: "", links: [], error: navigationError };
     }
+    if (!read || read instanceof Error) {
+      // Without its links the crawl would silently lose everything below this page: retry it instead.
+      return { document: null, title: "", links: [], error: `could not read the page's links: ${read ? read.message : "the page was not read"}` };
+    }
+    return { document, ...read, error: null };
+  }
+
+  /** The page's title, links, text and screenshots, once it is loaded and its behaviors are over. */
+  private async readLoadedPage(tab: Page, url: string, status: number, timings: PageTimings): Promise<Pick<PageLoadResult, "title" | "links" | "extracts"> | Error> {
     try {
       const [title, links] = await timings.time("links", () => this.readPage(tab));
-      const extracts = await timings.time("extracts", () => this.takeExtracts(tab, capture, url, document.status));
-      return { document, title, links, error: null, ...(extracts ? { extracts } : {}) };
+      const extracts = await timings.time("extracts", () => this.takeExtracts(tab, url, status));
+      return { title, links, ...(extracts ? { extracts } : {}) };
     } catch (err) {
-      // Without its links the crawl would silently lose everything below this page: retry it instead.
-      return { document: null, title: "", links: [], error: `could not read the page's links: ${errorMessage(err)}` };
+      return new Error(errorMessage(err));
     }
   }
 
+  /** The page is done: nothing more of it is captured; what it cut off goes into its timings line. */
+  private async endPage(capture: PageCapture, attempt: PageAttempt, timings: PageTimings): Promise<void> {
+    timings.cutAtEnd = await timings.time("drain", () => capture.endPage());
+    if (timings.cutAtEnd.refused || timings.cutAtEnd.unfinished) logger.debug("capture", "the page's end cut off its later requests", { url: attempt.pageUrl, ...timings.cutAtEnd });
+  }
+
   /** Text and screenshots after the load wait; what they make the page load is captured with it. */
-  private async takeExtracts(tab: Page, capture: PageCapture, url: string, status: number): Promise<PageExtracts | undefined> {
+  private async takeExtracts(tab: Page, url: string, status: number): Promise<PageExtracts | undefined> {
     const wanted = this.options.extracts;
     // A 304 page shows nothing: the browser got no body to render.
     if (!wanted || status === 304 || (!wanted.text && !wanted.screenshots.length)) return undefined;
-    const extracts = await takePageExtracts(tab, wanted, url);
-    await capture.drain();
-    return extracts;
+    return takePageExtracts(tab, wanted, url);
   }
 
   /** --postLoadDelay, then the behaviors; the page is done once the network is quiet again. */
@@ -339,6 +354,11 @@ async function bounded(step: Promise<unknown> | undefined, ms: number, whatTimed
   } catch (err) {
     logger.debug("browser", errorMessage(err), details);
   }
+}
+
+/** The URL's exchange could not be stored, or was not stored yet when the page's drain deadline passed. */
+function isLost(attempt: PageAttempt, url: string): boolean {
+  return attempt.lost.has(url) || attempt.unfinished.has(url);
 }
 
 /** The windows a loaded page opened (none stays open) count as its links: their URLs are followed if in scope. */

@@ -1,0 +1,43 @@
+/**
+ * A tab's capture work under way: the exchanges being captured (with their URLs) and the whole-resource
+ * fetches after 206s running in the background. A page's end waits for it with one deadline.
+ */
+export class ExchangeWork {
+  private readonly exchanges = new Map<Promise<void>, string>();
+  private readonly refetches = new Set<Promise<void>>();
+
+  /** An exchange being captured, until its work settles. */
+  exchange(work: Promise<void>, url: string): void {
+    this.exchanges.set(work, url);
+    void work.finally(() => this.exchanges.delete(work));
+  }
+
+  /** A whole resource fetched in the background (after a 206). */
+  refetch(work: Promise<void>): void {
+    this.refetches.add(work);
+    void work.finally(() => this.refetches.delete(work));
+  }
+
+  /**
+   * Wait for the work under way now (not what starts later) for at most `deadlineMs`; the URLs of the
+   * exchanges still unsettled then (none when all settled in time).
+   */
+  async settle(deadlineMs: number): Promise<string[]> {
+    const exchanges = new Map(this.exchanges);
+    const pending = [...exchanges.keys(), ...this.refetches];
+    if (!pending.length) return [];
+    let timer: NodeJS.Timeout | undefined;
+    const inTime = await Promise.race([
+      Promise.allSettled(pending).then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), deadlineMs))),
+    ]);
+    clearTimeout(timer);
+    return inTime ? [] : [...exchanges].filter(([work]) => this.exchanges.has(work)).map(([, url]) => url);
+  }
+
+  /** Wait until no work is under way, what starts meanwhile included (a closing tab's; the caller bounds it). */
+  async all(): Promise<void> {
+    while (this.exchanges.size) await Promise.allSettled([...this.exchanges.keys()]);
+    while (this.refetches.size) await Promise.allSettled([...this.refetches]);
+  }
+}

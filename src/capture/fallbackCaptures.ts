@@ -1,0 +1,61 @@
+import type { Protocol } from "puppeteer-core";
+import { mimeTypeOf, type Exchange } from "../archive/exchange.js";
+import type { FallbackFetcher } from "../fetch/fallbackFetcher.js";
+import { logger } from "../log/logger.js";
+import type { ExchangeSink } from "../pipeline/exchangeSink.js";
+import type { ExchangeWork } from "./exchangeWork.js";
+import type { PageAttempt } from "./pageAttempt.js";
+
+/** Hands an exchange fetched outside the browser on as the page capture would; false (and logged) when it could not be stored. */
+export type StoreFetched = (exchange: Exchange, attempt: PageAttempt, failure: string) => Promise<boolean>;
+
+/**
+ * What the browser cannot hand over whole, fetched outside it (fetch/fallbackFetcher.ts) and stored as part
+ * of the page: the whole resource behind a 206, the response behind the browser's own revalidation (304), a
+ * body the browser lost.
+ */
+export class FallbackCaptures {
+  constructor(
+    private readonly sink: ExchangeSink,
+    private readonly fetcher: FallbackFetcher,
+    private readonly work: ExchangeWork,
+    private readonly store: StoreFetched,
+  ) {}
+
+  /**
+   * A 206 seen in the browser: archive the whole resource instead of the fragment, in the background;
+   * once per URL and attempt (a video makes many range requests), and not when the crawl holds it already.
+   */
+  afterPartialContent(url: string, requestHeaders: [string, string][], attempt: PageAttempt): void {
+    if (attempt.refetched.has(url)) return;
+    attempt.refetched.add(url);
+    const work = this.sink.hasStoredResponse(url).then(async (stored) => {
+      const exchange = stored ? null : await this.fetcher.wholeResource(url, requestHeaders);
+      if (exchange) await this.store(exchange, attempt, "full fetch after 206 failed");
+    });
+    this.work.refetch(work);
+  }
+
+  /**
+   * The browser revalidated its cached copy (304): unless the crawl holds the 200 already, fetch the
+   * full resource directly and store that. A page's own document is fetched to learn its type.
+   */
+  async afterRevalidation(url: string, requestHeaders: [string, string][], pageDocument: boolean, attempt: PageAttempt): Promise<{ status: number; mime: string } | null> {
+    if (!pageDocument && (await this.sink.hasStoredResponse(url))) return null;
+    const fetched = await this.fetcher.fullResponse(url, requestHeaders, pageDocument);
+    const exchange = fetched && pageDocument && attempt.isPageDocument(url) ? { ...fetched, pageDocument: true } : fetched;
+    if (!exchange || !(await this.store(exchange, attempt, "full fetch after the browser's revalidation (304) failed"))) return null;
+    return { status: exchange.status, mime: mimeTypeOf(exchange) };
+  }
+
+  /** A response whose body the browser could not give: fetched directly (GET only), else reported lost. */
+  async bodyUnavailable(request: Protocol.Network.Request, requestHeaders: [string, string][], status: number, error: string, attempt: PageAttempt): Promise<void> {
+    const exchange = request.method === "GET" ? await this.fetcher.sameResponse(request.url, requestHeaders, status) : null;
+    if (exchange && (await this.store(exchange, attempt, "direct fetch for an unavailable body failed"))) {
+      logger.debug("capture", "response body unavailable in the browser; fetched directly", { url: request.url, error });
+      return;
+    }
+    attempt.lost.add(request.url);
+    logger.warn("capture", "response body unavailable; exchange not stored", { url: request.url, method: request.method, error });
+  }
+}
