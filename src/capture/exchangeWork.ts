@@ -19,25 +19,22 @@ export class ExchangeWork {
   }
 
   /**
-   * Wait for the work under way now (not what starts later) for at most `deadlineMs`; the URLs of the
-   * exchanges still unsettled then (none when all settled in time).
+   * Wait until no work is under way (what starts meanwhile included: an exchange may start a fetch after a
+   * 206), for at most `deadlineMs`; the URLs of the exchanges still under way then (none when all settled).
+   * The caller makes sure nothing new starts (a page's end refuses its later requests).
    */
   async settle(deadlineMs: number): Promise<string[]> {
-    const exchanges = new Map(this.exchanges);
-    const pending = [...exchanges.keys(), ...this.refetches];
-    if (!pending.length) return [];
     let timer: NodeJS.Timeout | undefined;
     const inTime = await Promise.race([
-      Promise.allSettled(pending).then(() => true),
+      this.all().then(() => true),
       new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), deadlineMs))),
     ]);
     clearTimeout(timer);
-    return inTime ? [] : [...exchanges].filter(([work]) => this.exchanges.has(work)).map(([, url]) => url);
+    return inTime ? [] : [...this.exchanges.values()];
   }
 
   /** Wait until no work is under way, what starts meanwhile included (a closing tab's; the caller bounds it). */
   async all(): Promise<void> {
-    while (this.exchanges.size) await Promise.allSettled([...this.exchanges.keys()]);
-    while (this.refetches.size) await Promise.allSettled([...this.refetches]);
+    while (this.exchanges.size || this.refetches.size) await Promise.allSettled([...this.exchanges.keys(), ...this.refetches]);
   }
 }

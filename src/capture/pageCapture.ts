@@ -170,6 +170,16 @@ export class PageCapture {
     void this.cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "Aborted" }).catch(() => undefined);
   }
 
+  /**
+   * Media files the page shows but the browser has not asked for (yet): fetched whole outside the browser, as
+   * after a 206, so the archive holds them whatever the player would have done. Part of the page's drain.
+   */
+  fetchMissingMedia(urls: readonly string[]): void {
+    const attempt = this.attempt;
+    const requested = new Set(attempt.captured.map((c) => c.url));
+    for (const url of urls) if (!requested.has(url)) this.fallbacks.afterPartialContent(url, [], attempt);
+  }
+
   /** --saveStorage: the loaded page's storage goes with its document (held until now), for the origin `url` shows. */
   async saveStorage(url: string): Promise<void> {
     const gate = this.attempt.storageGate;

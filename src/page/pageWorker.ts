@@ -13,6 +13,7 @@ import { DialogGuard } from "./dialogs.js";
 import { isRenderedDocumentType } from "../capture/documentTypes.js";
 import { DEFAULT_LINK_SELECTORS, extractLinks, type LinkSelector } from "./linkExtract.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
+import { mediaSources } from "./mediaSources.js";
 import { PageTimings } from "./pageTimings.js";
 import { PopupCloser } from "./popups.js";
 import { watchServiceWorkers } from "./serviceWorkers.js";
@@ -228,6 +229,7 @@ export class PageWorker {
     // Read while the page still runs (text and screenshots may make it fetch more, captured with it).
     const shown = findDocument(attempt.captured, url);
     const read = shown && isRenderedDocumentType(shown.mime) && (!navigationError || /timeout/i.test(navigationError)) ? await this.readLoadedPage(tab, url, shown.status, timings) : null;
+    if (read && !(read instanceof Error)) capture.fetchMissingMedia(await timings.time("links", () => mediaSources(tab)));
     await this.endPage(capture, attempt, timings);
 
     let document = findDocument(attempt.captured, url);

@@ -1,0 +1,31 @@
+import type { Frame, Page } from "puppeteer-core";
+import { withTimeout } from "../util/process.js";
+
+const FRAME_DEADLINE_MS = 5_000;
+
+/** Runs in the page: the http(s) sources of its <video> and <audio> elements (a blob: or data: source is none). */
+function mediaInDocument(): string[] {
+  const found = new Set<string>();
+  for (const media of Array.from(document.querySelectorAll("video, audio")) as HTMLMediaElement[]) {
+    const sources = [media.currentSrc, media.getAttribute("src") ?? "", ...Array.from(media.querySelectorAll("source[src]")).map((s) => s.getAttribute("src") ?? "")];
+    for (const source of sources) {
+      try {
+        const url = new URL(source, document.baseURI);
+        if (source && (url.protocol === "http:" || url.protocol === "https:")) found.add(url.href);
+      } catch {
+        // not a URL
+      }
+    }
+  }
+  return [...found];
+}
+
+/**
+ * The media files a loaded page shows, in all its frames: a media element may not have asked for its file by the
+ * time the page is done (it loads on play, or later), and what is not asked for by then would never be archived.
+ */
+export async function mediaSources(tab: Page): Promise<string[]> {
+  const read = (frame: Frame) => withTimeout(frame.evaluate(mediaInDocument), FRAME_DEADLINE_MS, "media sources").catch(() => [] as string[]);
+  const perFrame = await Promise.all(tab.frames().map(read));
+  return [...new Set(perFrame.flat())];
+}
