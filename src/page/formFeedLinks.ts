@@ -19,15 +19,18 @@ export const ALL_LINK_KINDS: LinkKinds = { forms: true, feeds: true };
  * #702), but one with thousands of entries (countries, dates) would flood the queue.
  */
 export const MAX_OPTIONS_PER_SELECT = 100;
+/** Form URLs taken from one document at most (a page of a thousand item forms must not fill memory). */
+export const MAX_FORM_LINKS = 2000;
 
 /**
  * Runs in the page: for each GET form without a password field, the URL a submission without a submitter
  * goes to (the form data set as the browser builds it, in place of the action's query), then the same with
  * each other option of each single select. File inputs are left out; javascript: actions give nothing.
  */
-export function formLinksInDocument(maxOptionsPerSelect: number): string[] {
+export function formLinksInDocument(maxOptionsPerSelect: number, maxLinks: number): string[] {
   const found = new Set<string>();
   for (const form of Array.from(document.forms)) {
+    if (found.size >= maxLinks) break;
     // Attributes, not properties: a control named "action" or "method" shadows form.action / form.method.
     const method = (form.getAttribute("method") ?? "get").trim().toLowerCase();
     if (method === "post" || method === "dialog") continue;
@@ -55,7 +58,7 @@ export function formLinksInDocument(maxOptionsPerSelect: number): string[] {
       });
       const url = new URL(action.href);
       url.search = new URLSearchParams(fields).toString();
-      found.add(url.href);
+      if (found.size < maxLinks) found.add(url.href);
     };
     submitted();
     for (const select of controls) {

@@ -1,7 +1,7 @@
 import type { Frame, Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
-import { ALL_LINK_KINDS, feedLinksInDocument, formLinksInDocument, MAX_OPTIONS_PER_SELECT, type LinkKinds } from "./formFeedLinks.js";
+import { ALL_LINK_KINDS, feedLinksInDocument, formLinksInDocument, MAX_FORM_LINKS, MAX_OPTIONS_PER_SELECT, type LinkKinds } from "./formFeedLinks.js";
 
 /**
  * One --selectLinks entry (browsertrix-crawler's `selector->property` or `selector->@attribute`): the
@@ -44,7 +44,7 @@ function linksInDocument(selectors: readonly LinkSelector[]): string[] {
 async function linksInFrame(frame: Frame, selectors: readonly LinkSelector[], kinds: LinkKinds): Promise<string[]> {
   const [selected, forms, feeds] = await Promise.all([
     frame.evaluate(linksInDocument, selectors),
-    kinds.forms ? frame.evaluate(formLinksInDocument, MAX_OPTIONS_PER_SELECT) : [],
+    kinds.forms ? frame.evaluate(formLinksInDocument, MAX_OPTIONS_PER_SELECT, MAX_FORM_LINKS) : [],
     kinds.feeds ? frame.evaluate(feedLinksInDocument) : [],
   ]);
   return [...selected, ...forms, ...feeds];
