@@ -33,6 +33,8 @@ const SECONDS_ON_CI: Record<string, number> = {
   "test/dedupeOutage.e2e.test.ts": 41,
   "test/blocking.e2e.test.ts": 41,
   "test/bodyLimits.test.ts": 38,
+  // Measured alone (three crawls, two at a time), not in a full run.
+  "test/linkDiscovery.e2e.test.ts": 21,
 };
 
 export default defineConfig({

@@ -42,6 +42,20 @@ describe("--selectLinks entries (browsertrix-crawler's selector->property / sele
   });
 });
 
+describe("--extractFormLinks / --extractFeedLinks (ours)", () => {
+  it("both on by default; --no-... on the command line or false in a config file turns each off; the command line wins", () => {
+    expect(optionsFrom(["--url", "http://a.test/"]).linkKinds).toEqual({ forms: true, feeds: true });
+    expect(optionsFrom(["--url", "http://a.test/", "--no-extractFormLinks"]).linkKinds).toEqual({ forms: false, feeds: true });
+    expect(optionsFrom(["--url", "http://a.test/", "--no-extractFeedLinks"]).linkKinds).toEqual({ forms: true, feeds: false });
+    const config = join(dir, "kinds.yaml");
+    writeFileSync(config, "url: http://a.test/\nextractFormLinks: false\nextractFeedLinks: false\n");
+    expect(optionsFrom(["--config", config]).linkKinds).toEqual({ forms: false, feeds: false });
+    expect(optionsFrom(["--config", config, "--extractFormLinks"]).linkKinds).toEqual({ forms: true, feeds: false });
+    writeFileSync(config, "url: http://a.test/\nextractFeedLinks: no\n");
+    expect(() => optionsFrom(["--config", config])).toThrow(/extractFeedLinks must be true or false/);
+  });
+});
+
 describe("--customBehaviors local sources", () => {
   it("reads a file, or every .js file of a folder; anything else is an OptionsError", () => {
     const file = join(dir, "one.js");

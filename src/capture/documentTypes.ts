@@ -5,6 +5,10 @@ const RENDERED_DOCUMENT_TYPES = new Set([
   "image/svg+xml",
   "text/xml",
   "application/xml",
+  // Feeds: Chromium shows them (RSS and Atom as text); their items are read from what it shows (page/formFeedLinks.ts).
+  "application/rss+xml",
+  "application/atom+xml",
+  "application/feed+json",
 ]);
 
 export function isRenderedDocumentType(mime: string): boolean {

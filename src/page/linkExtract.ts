@@ -1,6 +1,7 @@
 import type { Frame, Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
+import { ALL_LINK_KINDS, feedLinksInDocument, formLinksInDocument, MAX_FORM_LINKS, MAX_OPTIONS_PER_SELECT, type LinkKinds } from "./formFeedLinks.js";
 
 /**
  * One --selectLinks entry (browsertrix-crawler's `selector->property` or `selector->@attribute`): the
@@ -39,13 +40,24 @@ function linksInDocument(selectors: readonly LinkSelector[]): string[] {
   return found;
 }
 
+/** One frame's links: the selected elements', then its GET forms' and feeds' (formFeedLinks.ts) when wanted. */
+async function linksInFrame(frame: Frame, selectors: readonly LinkSelector[], kinds: LinkKinds): Promise<string[]> {
+  const [selected, forms, feeds] = await Promise.all([
+    frame.evaluate(linksInDocument, selectors),
+    kinds.forms ? frame.evaluate(formLinksInDocument, MAX_OPTIONS_PER_SELECT, MAX_FORM_LINKS) : [],
+    kinds.feeds ? frame.evaluate(feedLinksInDocument) : [],
+  ]);
+  return [...selected, ...forms, ...feeds];
+}
+
 /**
- * The links of the tab's page, in every frame (as browsertrix-crawler extracts them). The top frame's
- * failure throws (the page's links would be lost); a subframe that fails or is gone gives none.
+ * The links of the tab's page, in every frame (as browsertrix-crawler extracts them), with the GET forms'
+ * and feeds' of `kinds`. The top frame's failure throws (the page's links would be lost); a subframe that
+ * fails or is gone gives none.
  */
-export async function extractLinks(tab: Page, selectors: readonly LinkSelector[]): Promise<string[]> {
+export async function extractLinks(tab: Page, selectors: readonly LinkSelector[], kinds: LinkKinds = ALL_LINK_KINDS): Promise<string[]> {
   const main = tab.mainFrame();
-  const inFrame = (frame: Frame) => withTimeout(frame.evaluate(linksInDocument, selectors), FRAME_DEADLINE_MS, "links not read in time");
+  const inFrame = (frame: Frame) => withTimeout(linksInFrame(frame, selectors, kinds), FRAME_DEADLINE_MS, "links not read in time");
   const others = tab.frames().filter((frame) => frame !== main && !frame.detached);
   const [top, ...rest] = await Promise.allSettled([inFrame(main), ...others.map(inFrame)]);
   if (top.status === "rejected") throw top.reason;

@@ -12,6 +12,7 @@ import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAt
 import { DialogGuard } from "./dialogs.js";
 import { isRenderedDocumentType } from "../capture/documentTypes.js";
 import { DEFAULT_LINK_SELECTORS, extractLinks, type LinkSelector } from "./linkExtract.js";
+import type { LinkKinds } from "./formFeedLinks.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
 import { mediaSources } from "./mediaSources.js";
 import { PageTimings } from "./pageTimings.js";
@@ -39,6 +40,8 @@ export interface PageWorkerOptions {
   limits?: BodyLimits;
   /** --selectLinks: where a page's links are read from (absent: a[href] and area[href]). */
   linkSelectors?: readonly LinkSelector[];
+  /** --extractFormLinks, --extractFeedLinks: GET forms' and feeds' links join the page's (absent: both). */
+  linkKinds?: LinkKinds;
   /** Whether the autoclick behavior may click a link to this URL (shared by the process's tabs: once each). */
   claimClick?: (url: string) => boolean;
   /** --failOnContentCheck: pages get the function that fails the crawl (contentCheck.ts). */
@@ -300,7 +303,7 @@ export class PageWorker {
 
   private async readPage(tab: Page): Promise<[string, string[]]> {
     // Independent reads of the loaded page: side by side.
-    const [title, hrefs] = await Promise.all([tab.title(), extractLinks(tab, this.options.linkSelectors ?? DEFAULT_LINK_SELECTORS)]);
+    const [title, hrefs] = await Promise.all([tab.title(), extractLinks(tab, this.options.linkSelectors ?? DEFAULT_LINK_SELECTORS, this.options.linkKinds)]);
     // Fragments kept: whether they tell pages apart is the seed scope's call (--allowHashUrls).
     const links = [...new Set(hrefs.map((h) => tryNormalizeCrawlUrl(h, undefined, true)).filter((u): u is string => u !== null))];
     return [title, links];

@@ -4,6 +4,7 @@ import { createParser } from "css-selector-parser";
 import { DEFAULT_AUTOSCROLL_MAX_ROUNDS } from "../../behaviors/autoscroll.js";
 import type { CustomBehaviorScript } from "../../behaviors/behaviors.js";
 import { DEFAULT_LINK_SELECTORS, type LinkSelector } from "../../page/linkExtract.js";
+import type { LinkKinds } from "../../page/formFeedLinks.js";
 import { readLocalBehaviors } from "../customBehaviors.js";
 import type { UserFlow } from "../../behaviors/flowRunner.js";
 import { parseUserFlow } from "../recorderFlows.js";
@@ -14,6 +15,8 @@ import { OptionsError } from "../optionsError.js";
 export interface LinkBehaviorOptions {
   /** --selectLinks (--linkSelector): the elements, in every frame, a page's links are read from. */
   selectLinks: LinkSelector[];
+  /** --extractFormLinks, --extractFeedLinks (ours, both on unless --no-...): GET forms' and feeds' links, besides --selectLinks'. */
+  linkKinds: LinkKinds;
   /** --clickSelector: what the autoclick behavior clicks. */
   clickSelector: string;
   /** --customBehaviors: behavior classes loaded into every page with the library's own. */
@@ -28,6 +31,8 @@ export interface LinkBehaviorOptions {
 
 export interface RawLinkBehaviorFlags {
   selectLinks?: string[];
+  extractFormLinks?: boolean;
+  extractFeedLinks?: boolean;
   clickSelector?: string;
   /** Local files or folders: the crawl command has fetched URL and git sources into local copies. */
   customBehaviors?: string[];
@@ -77,6 +82,7 @@ export function linkBehaviorOptions(flags: RawLinkBehaviorFlags): LinkBehaviorOp
   const userFlows = files.filter((file) => file.flow).flatMap(({ source, contents }) => parseUserFlow(contents, source));
   return {
     selectLinks: entries.length ? entries.map(parseLinkSelector) : [...DEFAULT_LINK_SELECTORS],
+    linkKinds: { forms: flags.extractFormLinks ?? true, feeds: flags.extractFeedLinks ?? true },
     clickSelector,
     customBehaviors,
     userFlows,

@@ -67,7 +67,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       behaviors: emptyTally(),
       watch: run.watch,
     };
-    const { selectLinks, clickSelector, customBehaviors, userFlows, autoscrollMaxRounds } = options.linkBehavior;
+    const { selectLinks, linkKinds, clickSelector, customBehaviors, userFlows, autoscrollMaxRounds } = options.linkBehavior;
     const claimClick = clickClaims();
     // As in browsertrix-crawler, a custom behavior is a site-specific one: it runs only with those.
     if ((customBehaviors.length || userFlows.length) && !options.behaviors.includes("siteSpecific")) {
@@ -89,6 +89,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000, clickSelector, customScripts: customBehaviors, userFlows, autoscrollMaxRounds },
         limits,
         linkSelectors: selectLinks,
+        linkKinds,
         claimClick,
         contentCheck: options.lifecycle.failOnContentCheck,
         tabWatch: run.live?.worker(i),
