@@ -1,3 +1,5 @@
+import type { CDPSession, Protocol } from "puppeteer-core";
+
 /** How long to wait for the browser to report a continued response's load as finished or failed. */
 const LOAD_OUTCOME_WAIT_MS = 10_000;
 /** Outcomes nobody asks for (requests the capture did not pause on) must not pile up. */
@@ -11,6 +13,12 @@ export class LoadOutcomes {
   /** null: finished, else the browser's error text. */
   private readonly outcomes = new Map<string, string | null>();
   private readonly waiters = new Map<string, (error: string | null) => void>();
+
+  /** Hear the tab's load outcomes. */
+  listen(cdp: CDPSession): void {
+    cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => this.settle(event.requestId, null));
+    cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => this.settle(event.requestId, event.errorText));
+  }
 
   settle(networkId: string, error: string | null): void {
     const waiter = this.waiters.get(networkId);

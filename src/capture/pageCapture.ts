@@ -94,8 +94,7 @@ export class PageCapture {
       capture.inFlight.add(work);
       void work.finally(() => capture.inFlight.delete(work));
     });
-    cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => capture.loads.settle(event.requestId, null));
-    cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => capture.loads.settle(event.requestId, event.errorText));
+    capture.loads.listen(cdp);
     await cdp.send("Network.enable");
     // Requests answered by a site's service worker never reach the network stage we capture (--serviceWorker).
     if (extras.bypassServiceWorker) await cdp.send("Network.setBypassServiceWorker", { bypass: true });
