@@ -33,6 +33,7 @@ const SECONDS_ON_CI: Record<string, number> = {
   "test/dedupeOutage.e2e.test.ts": 41,
   "test/blocking.e2e.test.ts": 41,
   "test/bodyLimits.test.ts": 38,
+  "test/webSockets.e2e.test.ts": 25,
 };
 
 export default defineConfig({

@@ -79,3 +79,20 @@ export function headerValue(headers: [string, string][], name: string): string |
 export function mimeTypeOf(exchange: Pick<Exchange, "responseHeaders">): string {
   return (headerValue(exchange.responseHeaders, "content-type") ?? "").split(";")[0].trim().toLowerCase();
 }
+
+/**
+ * A WebSocket as the browser saw it (capture/webSockets.ts): its handshake's heads (the handshake has no
+ * body) and its frames as JSON lines, one a frame, in the order the browser reported them.
+ */
+export interface WebSocketCapture {
+  /** The ws:// or wss:// URL. */
+  url: string;
+  /** When the handshake request was sent: WARC-Date of the socket's three records. */
+  date: Date;
+  requestHeaders: [string, string][];
+  status: number;
+  statusText: string;
+  responseHeaders: [string, string][];
+  /** `{ts, type, opcode, mask, payloadData}` lines (records.ts WEBSOCKET_FRAMES_CONTENT_TYPE). */
+  frames: Uint8Array;
+}

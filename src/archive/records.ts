@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { WARCRecord } from "warcio";
-import type { Exchange, ExchangeBody } from "./exchange.js";
+import { multiValueHeader, WARCRecord } from "warcio";
+import type { Exchange, ExchangeBody, WebSocketCapture } from "./exchange.js";
 import { headerValue } from "./exchange.js";
 import { requestLine, statusLine, storedResponseHeaders } from "./httpHeaders.js";
 
@@ -165,4 +165,43 @@ export function resourceRecord(targetUri: string, date: Date, contentType: strin
     },
     content.length ? [content] : [],
   );
+}
+
+/** The digest of an empty payload (a handshake's). */
+const EMPTY_PAYLOAD_DIGEST = "sha256:" + createHash("sha256").digest("hex");
+
+/** The frames of a WebSocket: JSON lines of CDP's frames (browsertrix-crawler's PR #1020 writes this type). */
+export const WEBSOCKET_FRAMES_CONTENT_TYPE = 'application/jsonl; format="cdp"';
+/** The handshake records hold headers only: the socket's data is in its resource record (as PR #1020 marks them). */
+export const WEBSOCKET_HANDSHAKE_TRUNCATED = "payloadNotAvailable";
+
+/**
+ * A WebSocket's records (iipc/warc-specifications#115, browsertrix-crawler PR #1020), all with the ws:// or
+ * wss:// URL and `WARC-Resource-Type: websocket`: a resource record of its frames as JSON lines, then its
+ * handshake as a response record (101 status line and headers) and a request record (GET and headers),
+ * both headers only and marked WARC-Truncated, pointing at the records beside them with WARC-Concurrent-To.
+ * Not HTTP captures of a payload: never a dedupe original nor a revisit.
+ */
+export function webSocketRecords(socket: WebSocketCapture): WARCRecord[] {
+  const date = socket.date.toISOString();
+  const frames = resourceRecord(socket.url, socket.date, WEBSOCKET_FRAMES_CONTENT_TYPE, socket.frames);
+  frames.warcHeaders.headers.set("WARC-Resource-Type", "websocket");
+  const framesId = frames.warcHeaders.headers.get("WARC-Record-ID")!;
+  const responseId = newRecordId();
+  const handshake = { "WARC-Truncated": WEBSOCKET_HANDSHAKE_TRUNCATED, "WARC-Resource-Type": "websocket" };
+  const response = WARCRecord.create({
+    url: socket.url, date, type: "response", warcVersion: WARC_VERSION,
+    statusline: `HTTP/1.1 ${socket.status} ${socket.statusText}`.trimEnd(),
+    httpHeaders: socket.responseHeaders,
+    warcHeaders: { "WARC-Record-ID": responseId, ...handshake, "WARC-Concurrent-To": framesId, "WARC-Payload-Digest": EMPTY_PAYLOAD_DIGEST },
+  }, []);
+  const headers = [...socket.requestHeaders];
+  if (!headerValue(headers, "host")) headers.unshift(["Host", new URL(socket.url).host]);
+  const request = WARCRecord.create({
+    url: socket.url, date, type: "request", warcVersion: WARC_VERSION,
+    statusline: requestLine({ method: "GET", url: socket.url, httpVersion: "HTTP/1.1" }),
+    httpHeaders: headers,
+    warcHeaders: { "WARC-Record-ID": newRecordId(), ...handshake, "WARC-Concurrent-To": multiValueHeader("WARC-Concurrent-To", [responseId, framesId]) },
+  }, []);
+  return [frames, response, request];
 }

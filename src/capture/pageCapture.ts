@@ -17,7 +17,7 @@ import { PageAttempt, type CapturedSummary } from "./pageAttempt.js";
 import { answerProxyChallenges, failRelayAnswer } from "./proxyAuth.js";
 import { TabBlocking } from "./requestBlocking.js";
 import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./responseBody.js";
-
+import { SocketRecorder } from "./webSockets.js"; // WebSockets
 
 /** Headers that make a page's document request conditional, and the capture a 304 would confirm. */
 export interface ConditionalRequest {
@@ -52,6 +52,7 @@ export class PageCapture {
   private readonly redirects: OriginRedirects;
   /** --blockRules, --blockAds (requestBlocking.ts); null when nothing is blocked. */
   private blocking: TabBlocking | null = null;
+  private sockets: SocketRecorder | null = null; // WebSockets: their frames, written at close or at the page's end
 
   private constructor(
     private readonly cdp: CDPSession,
@@ -94,6 +95,7 @@ export class PageCapture {
       capture.inFlight.add(work);
       void work.finally(() => capture.inFlight.delete(work));
     });
+    capture.sockets = new SocketRecorder(cdp, capture.sink); // WebSockets
     capture.loads.listen(cdp);
     await cdp.send("Network.enable");
     // Requests answered by a site's service worker never reach the network stage we capture (--serviceWorker).
@@ -117,6 +119,7 @@ export class PageCapture {
   /** Start capturing a new attempt at a page (with --refresh, its document request made conditional). */
   beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean; skipIfArchived?: boolean }): PageAttempt {
     this.attempt.endStreams();
+    this.sockets?.beginPage(); // WebSockets
     this.attempt = new PageAttempt(options.lastAttempt, url, this.extras.saveStorage);
     this.attempt.skipIfArchived = options.skipIfArchived ?? false;
     this.network.reset();
@@ -131,6 +134,7 @@ export class PageCapture {
    * fetched after a 206) is stored.
    */
   async drain(): Promise<void> {
+    await this.sockets?.endPage(); // WebSockets: open sockets are written with the frames seen so far
     this.attempt.endStreams();
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
     while (this.refetches.size) await Promise.allSettled([...this.refetches]);
@@ -143,6 +147,7 @@ export class PageCapture {
   }
 
   async detach(): Promise<void> {
+    await this.sockets?.endPage(); // WebSockets
     this.attempt.endStreams();
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
     await this.cdp.detach().catch(() => undefined);
