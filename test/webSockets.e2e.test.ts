@@ -1,13 +1,16 @@
 // WebSockets archived (iipc/warc-specifications#115, browsertrix-crawler PR #1020): a page on loopback opens two
 // sockets; one the server closes after its third message, one it keeps sending on until the page ends. Each
 // socket's frames are one resource record of JSON lines, beside its handshake's request and response records.
+// The page (and a worker of it) also try sockets to a forbidden address: a server on 127.0.0.2, which the crawler
+// is told to treat as link-local (CRAWLER_TEST_LINK_LOCAL), by address and by a name mapped to it
+// (CRAWLER_TEST_HOSTS); it must never see a connection.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocketServer, type WebSocket } from "ws";
-import { runCli, type CliResult } from "./helpers/cli.js";
+import { logLines, runCli, type CliResult } from "./helpers/cli.js";
 import { detectReplayFailure, replayPage, startReplayServer } from "./helpers/replay.js";
 import { gzipMembers, httpHeader, readWarcRecords, type RawRecord } from "./helpers/warcFile.js";
 
@@ -16,7 +19,7 @@ const BINARY_FROM_PAGE = [9, 8, 7, 0, 255];
 
 // The page answers each message of the closing socket, so the order of the frames is fixed; the open
 // socket's server starts its ticker once the page's greeting arrived.
-const PAGE = `<!doctype html><html><head><title>sockets</title><link rel="icon" href="data:,"></head><body>
+const page = (forbiddenPort: number) => `<!doctype html><html><head><title>sockets</title><link rel="icon" href="data:,"></head><body>
 <p>WS-PAGE-MARKER</p><script>
 const base = "ws://" + location.host;
 const a = new WebSocket(base + "/closing");
@@ -30,9 +33,14 @@ a.onmessage = (e) => {
 a.onclose = () => { document.title = "closed after " + n; };
 const b = new WebSocket(base + "/open");
 b.onopen = () => b.send("hello open socket");
+for (const url of ["ws://evil.test:${forbiddenPort}/by-name", "ws://127.0.0.2:${forbiddenPort}/by-address"]) new WebSocket(url);
+new Worker(URL.createObjectURL(new Blob(['new WebSocket("ws://evil.test:${forbiddenPort}/from-worker")'])));
 </script></body></html>`;
 
 let server: Server;
+let forbidden: Server;
+/** TCP connections the forbidden server accepted. */
+let forbiddenConnections = 0;
 let host: string;
 let cwd: string;
 let crawl: CliResult;
@@ -44,8 +52,13 @@ const openSent: string[] = [];
 const closingReceived: string[] = [];
 
 beforeAll(async () => {
+  forbidden = createServer((_req, res) => res.writeHead(200).end("secret"));
+  new WebSocketServer({ server: forbidden }).on("connection", (socket: WebSocket) => socket.send("secret"));
+  forbidden.on("connection", () => (forbiddenConnections += 1));
+  await new Promise<void>((r) => forbidden.listen(0, "127.0.0.2", r));
+  const forbiddenPort = (forbidden.address() as { port: number }).port;
   server = createServer((req, res) => {
-    if (req.url === "/page.html") res.writeHead(200, { "Content-Type": "text/html" }).end(PAGE);
+    if (req.url === "/page.html") res.writeHead(200, { "Content-Type": "text/html" }).end(page(forbiddenPort));
     else res.writeHead(404).end();
   });
   const sockets = new WebSocketServer({ server });
@@ -81,15 +94,17 @@ beforeAll(async () => {
   crawl = await runCli("crawl", [
     "--url", `http://${host}/page.html`, "--scopeType", "page", "--collection", "ws", "--cwd", cwd, "--generateWACZ",
     "--behaviors", "", "--postLoadDelay", "2", "--netIdleWait", "1",
-  ]);
+  ], { env: { CRAWLER_TEST_HOSTS: "evil.test=127.0.0.2", CRAWLER_TEST_LINK_LOCAL: "127.0.0.2/32" } });
   const archive = join(cwd, "collections", "ws", "archive");
   records = readdirSync(archive).flatMap((f) => readWarcRecords(join(archive, f)));
   warcHeads = readdirSync(archive).flatMap((f) => gzipMembers(readFileSync(join(archive, f))).map((m) => m.data.subarray(0, m.data.indexOf("\r\n\r\n")).toString("utf8")));
 }, 120_000);
 
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((r) => server.close(() => r()));
+  for (const s of [server, forbidden]) {
+    s.closeAllConnections();
+    await new Promise<void>((r) => s.close(() => r()));
+  }
   rmSync(cwd, { recursive: true, force: true });
 });
 
@@ -171,6 +186,17 @@ describe("WebSockets", () => {
     expect(received.map((f) => [f.type, f.opcode, f.payloadData])).toEqual(received.map((_, i) => ["recv", 1, `B-${i + 1}`]));
     // The server went on sending until the browser went away: the record stops where the page ended.
     expect(openSent.length).toBeGreaterThanOrEqual(received.length);
+  });
+
+  it("never opens a socket to an address the policy refuses, from the page or from a worker", () => {
+    expect(forbiddenConnections).toBe(0);
+    const blocked = logLines(crawl.stderr).filter((l) => l.message.startsWith("socket blocked")).map((l) => `${l.details.host as string}: ${l.details.reason as string}`);
+    expect(blocked.sort()).toEqual([
+      "127.0.0.2: not fetched: 127.0.0.2, a link-local address",
+      "evil.test: not fetched: evil.test resolves to 127.0.0.2, a link-local address",
+      "evil.test: not fetched: evil.test resolves to 127.0.0.2, a link-local address",
+    ]);
+    expect(records.filter((r) => /evil\.test|127\.0\.0\.2/.test(r.headers.get("warc-target-uri") ?? ""))).toEqual([]);
   });
 
   it("ReplayWeb.page still replays the page", async () => {
