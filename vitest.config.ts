@@ -34,6 +34,7 @@ const SECONDS_ON_CI: Record<string, number> = {
   "test/blocking.e2e.test.ts": 41,
   "test/bodyLimits.test.ts": 38,
   "test/webSockets.e2e.test.ts": 25,
+  "test/warcProtocol.e2e.test.ts": 30,
 };
 
 export default defineConfig({

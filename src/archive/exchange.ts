@@ -6,7 +6,13 @@ export interface Exchange {
   postData: Uint8Array | null;
   status: number;
   statusText: string;
+  /** The stored status and request lines' version: HTTP/1.1 (or HTTP/1.0), whatever went over the wire (h2 too). */
   httpVersion: string;
+  /**
+   * What went over the wire, as WARC-Protocol values (iipc/warc-specifications#42): the HTTP protocol (`h2`,
+   * `http/1.1`...), then the TLS version (`tls/1.3`) if any; absent or empty when not known.
+   */
+  protocols?: string[];
   responseHeaders: [string, string][];
   /** The stored body: bytes in memory, or a temp file for large bodies (deleted after writing). */
   body: ExchangeBody;

@@ -21,6 +21,24 @@ function bodyChunks(body: ExchangeBody): AsyncIterable<Uint8Array> | Iterable<Ui
   return createReadStream(body.path) as AsyncIterable<Uint8Array>;
 }
 
+/**
+ * A protocol name as WARC-Protocol writes it (iipc/warc-specifications#42): Chromium's and Node's spellings
+ * ("h2", "http/1.1", "TLS 1.3", "TLSv1.3", "QUIC") lower-cased, a TLS or SSL version as `tls/1.3`; null for
+ * what names no protocol ("", "unknown", "data", "blob"...).
+ */
+export function warcProtocolId(name: string): string | null {
+  const value = name.trim().toLowerCase();
+  const tls = /^(tls|ssl)\s*v?\s*(\d+(?:\.\d+)?)$/.exec(value);
+  if (tls) return `${tls[1]}/${tls[2]}`;
+  if (/^(http\/\d(\.\d)?|h2c?|h3(-\d+)?|spdy\/\d|quic)$/.test(value)) return value;
+  return null;
+}
+
+/** WARC-Protocol, one header a protocol (the form the proposal's discussion settled on, as Heritrix and browsertrix-crawler write it). */
+function protocolHeaders(exchange: Exchange): Record<string, string> {
+  return exchange.protocols?.length ? { "WARC-Protocol": multiValueHeader("WARC-Protocol", exchange.protocols) } : {};
+}
+
 export function responseRecord(exchange: Exchange, recordId: string, digest: string): WARCRecord {
   return WARCRecord.create(
     {
@@ -33,6 +51,7 @@ export function responseRecord(exchange: Exchange, recordId: string, digest: str
       warcHeaders: {
         "WARC-Record-ID": recordId,
         "WARC-Payload-Digest": digest,
+        ...protocolHeaders(exchange),
         ...(exchange.truncated ? { "WARC-Truncated": exchange.truncated } : {}),
         ...(exchange.jsonMetadata ? { "WARC-JSON-Metadata": exchange.jsonMetadata } : {}),
       },
@@ -65,6 +84,7 @@ export function revisitRecord(
   const warcHeaders: Record<string, string> = {
     "WARC-Record-ID": recordId,
     "WARC-Payload-Digest": target.digest,
+    ...protocolHeaders(exchange),
   };
   if (target.waczFilename) warcHeaders["WARC-Refers-To-Container"] = `file://${target.waczFilename}`;
   // A revisit of a page carries its storage too (browsertrix-crawler copies WARC-JSON-Metadata).
@@ -99,7 +119,7 @@ export function requestRecord(exchange: Exchange, concurrentTo: string): WARCRec
       warcVersion: WARC_VERSION,
       statusline: requestLine(exchange),
       httpHeaders: headers,
-      warcHeaders: { "WARC-Record-ID": newRecordId(), "WARC-Concurrent-To": concurrentTo },
+      warcHeaders: { "WARC-Record-ID": newRecordId(), "WARC-Concurrent-To": concurrentTo, ...protocolHeaders(exchange) },
     },
     exchange.postData?.length ? [exchange.postData] : [],
   );

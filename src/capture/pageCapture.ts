@@ -281,7 +281,7 @@ export class PageCapture {
       postData: await readRequestBody(this.cdp, event),
       status,
       statusText: event.responseStatusText || STATUS_CODES[status] || "",
-      httpVersion: "HTTP/1.1",
+      ...(await this.loads.protocols.of(event, !bodiless && reading !== "read")), // WARC-Protocol: h2, tls/1.3...
       responseHeaders,
       body,
       bodyDecoded: true,
