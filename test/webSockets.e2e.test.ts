@@ -4,8 +4,10 @@
 // The page (and a worker of it) also try sockets to a forbidden address: a server on 127.0.0.2, which the crawler
 // is told to treat as link-local (CRAWLER_TEST_LINK_LOCAL), by address and by a name mapped to it
 // (CRAWLER_TEST_HOSTS); it must never see a connection.
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,7 +21,7 @@ const BINARY_FROM_PAGE = [9, 8, 7, 0, 255];
 
 // The page answers each message of the closing socket, so the order of the frames is fixed; the open
 // socket's server starts its ticker once the page's greeting arrived.
-const page = (forbiddenPort: number) => `<!doctype html><html><head><title>sockets</title><link rel="icon" href="data:,"></head><body>
+const page = (forbiddenPort: number, securePort: number) => `<!doctype html><html><head><title>sockets</title><link rel="icon" href="data:,"></head><body>
 <p>WS-PAGE-MARKER</p><script>
 const base = "ws://" + location.host;
 const a = new WebSocket(base + "/closing");
@@ -33,12 +35,16 @@ a.onmessage = (e) => {
 a.onclose = () => { document.title = "closed after " + n; };
 const b = new WebSocket(base + "/open");
 b.onopen = () => b.send("hello open socket");
+new WebSocket("wss://127.0.0.1:${securePort}/secure").onmessage = (e) => e.target.send("secure " + e.data);
 for (const url of ["ws://evil.test:${forbiddenPort}/by-name", "ws://127.0.0.2:${forbiddenPort}/by-address"]) new WebSocket(url);
 new Worker(URL.createObjectURL(new Blob(['new WebSocket("ws://evil.test:${forbiddenPort}/from-worker")'])));
 </script></body></html>`;
 
 let server: Server;
 let forbidden: Server;
+/** The wss:// server (TLS, a self-signed certificate made with openssl; Chromium ignores certificate errors). */
+let secure: Server;
+let secureHost: string;
 /** TCP connections the forbidden server accepted. */
 let forbiddenConnections = 0;
 let host: string;
@@ -57,8 +63,18 @@ beforeAll(async () => {
   forbidden.on("connection", () => (forbiddenConnections += 1));
   await new Promise<void>((r) => forbidden.listen(0, "127.0.0.2", r));
   const forbiddenPort = (forbidden.address() as { port: number }).port;
+  cwd = mkdtempSync(join(tmpdir(), "crawl-websockets-"));
+  execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", join(cwd, "key.pem"),
+    "-out", join(cwd, "cert.pem"), "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
+  secure = createTlsServer({ key: readFileSync(join(cwd, "key.pem")), cert: readFileSync(join(cwd, "cert.pem")) }, (_req, res) => res.writeHead(404).end());
+  new WebSocketServer({ server: secure }).on("connection", (socket: WebSocket) => {
+    socket.send("S-1");
+    socket.once("message", () => socket.close(1000));
+  });
+  await new Promise<void>((r) => secure.listen(0, "127.0.0.1", r));
+  secureHost = `127.0.0.1:${(secure.address() as { port: number }).port}`;
   server = createServer((req, res) => {
-    if (req.url === "/page.html") res.writeHead(200, { "Content-Type": "text/html" }).end(page(forbiddenPort));
+    if (req.url === "/page.html") res.writeHead(200, { "Content-Type": "text/html" }).end(page(forbiddenPort, (secure.address() as { port: number }).port));
     else res.writeHead(404).end();
   });
   const sockets = new WebSocketServer({ server });
@@ -90,10 +106,9 @@ beforeAll(async () => {
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const address = server.address();
   host = `127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
-  cwd = mkdtempSync(join(tmpdir(), "crawl-websockets-"));
   crawl = await runCli("crawl", [
     "--url", `http://${host}/page.html`, "--scopeType", "page", "--collection", "ws", "--cwd", cwd, "--generateWACZ",
-    "--behaviors", "", "--postLoadDelay", "2", "--netIdleWait", "1",
+    "--behaviors", "", "--postLoadDelay", "2", "--netIdleWait", "1", "--extraChromeArgs=--ignore-certificate-errors",
   ], { env: { CRAWLER_TEST_HOSTS: "evil.test=127.0.0.2", CRAWLER_TEST_LINK_LOCAL: "127.0.0.2/32" } });
   const archive = join(cwd, "collections", "ws", "archive");
   records = readdirSync(archive).flatMap((f) => readWarcRecords(join(archive, f)));
@@ -101,7 +116,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const s of [server, forbidden]) {
+  for (const s of [server, forbidden, secure]) {
     s.closeAllConnections();
     await new Promise<void>((r) => s.close(() => r()));
   }
@@ -186,6 +201,15 @@ describe("WebSockets", () => {
     expect(received.map((f) => [f.type, f.opcode, f.payloadData])).toEqual(received.map((_, i) => ["recv", 1, `B-${i + 1}`]));
     // The server went on sending until the browser went away: the record stops where the page ended.
     expect(openSent.length).toBeGreaterThanOrEqual(received.length);
+    console.log(JSON.stringify({ openSocketFramesRecorded: received.length, openSocketFramesSentByServer: openSent.length }));
+  });
+
+  it("records a wss:// socket the same way (through the address policy's gate, TLS end to end)", () => {
+    const frames = records.filter((r) => r.headers.get("warc-target-uri") === `wss://${secureHost}/secure`);
+    expect(frames.map((r) => r.headers.get("warc-type"))).toEqual(["resource", "response", "request"]);
+    const lines = frames[0].payload.toString("utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Frame);
+    expect(lines.map((f) => [f.type, f.opcode, f.payloadData])).toEqual([["recv", 1, "S-1"], ["send", 1, "secure S-1"]]);
+    expect(frames[1].httpHead?.split("\r\n")[0]).toBe("HTTP/1.1 101 Switching Protocols");
   });
 
   it("never opens a socket to an address the policy refuses, from the page or from a worker", () => {
