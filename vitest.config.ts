@@ -35,6 +35,9 @@ const SECONDS_ON_CI: Record<string, number> = {
   "test/bodyLimits.test.ts": 38,
   // Measured alone (three crawls, two at a time), not in a full run.
   "test/linkDiscovery.e2e.test.ts": 21,
+  "test/webSockets.e2e.test.ts": 25,
+  "test/warcProtocol.e2e.test.ts": 30,
+  "test/pageEnd.e2e.test.ts": 140,
 };
 
 export default defineConfig({

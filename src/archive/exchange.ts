@@ -6,7 +6,13 @@ export interface Exchange {
   postData: Uint8Array | null;
   status: number;
   statusText: string;
+  /** The stored status and request lines' version: HTTP/1.1 (or HTTP/1.0), whatever went over the wire (h2 too). */
   httpVersion: string;
+  /**
+   * What went over the wire, as WARC-Protocol values (iipc/warc-specifications#42): the HTTP protocol (`h2`,
+   * `http/1.1`...), then the TLS version (`tls/1.3`) if any; absent or empty when not known.
+   */
+  protocols?: string[];
   responseHeaders: [string, string][];
   /** The stored body: bytes in memory, or a temp file for large bodies (deleted after writing). */
   body: ExchangeBody;
@@ -78,4 +84,21 @@ export function headerValue(headers: [string, string][], name: string): string |
 
 export function mimeTypeOf(exchange: Pick<Exchange, "responseHeaders">): string {
   return (headerValue(exchange.responseHeaders, "content-type") ?? "").split(";")[0].trim().toLowerCase();
+}
+
+/**
+ * A WebSocket as the browser saw it (capture/webSockets.ts): its handshake's heads (the handshake has no
+ * body) and its frames as JSON lines, one a frame, in the order the browser reported them.
+ */
+export interface WebSocketCapture {
+  /** The ws:// or wss:// URL. */
+  url: string;
+  /** When the handshake request was sent: WARC-Date of the socket's three records. */
+  date: Date;
+  requestHeaders: [string, string][];
+  status: number;
+  statusText: string;
+  responseHeaders: [string, string][];
+  /** `{ts, type, opcode, mask, payloadData}` lines (records.ts WEBSOCKET_FRAMES_CONTENT_TYPE). */
+  frames: Uint8Array;
 }

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { WARCRecord } from "warcio";
-import type { Exchange, ExchangeBody } from "./exchange.js";
+import { multiValueHeader, WARCRecord } from "warcio";
+import type { Exchange, ExchangeBody, WebSocketCapture } from "./exchange.js";
 import { headerValue } from "./exchange.js";
 import { requestLine, statusLine, storedResponseHeaders } from "./httpHeaders.js";
 
@@ -21,6 +21,24 @@ function bodyChunks(body: ExchangeBody): AsyncIterable<Uint8Array> | Iterable<Ui
   return createReadStream(body.path) as AsyncIterable<Uint8Array>;
 }
 
+/**
+ * A protocol name as WARC-Protocol writes it (iipc/warc-specifications#42): Chromium's and Node's spellings
+ * ("h2", "http/1.1", "TLS 1.3", "TLSv1.3", "QUIC") lower-cased, a TLS or SSL version as `tls/1.3`; null for
+ * what names no protocol ("", "unknown", "data", "blob"...).
+ */
+export function warcProtocolId(name: string): string | null {
+  const value = name.trim().toLowerCase();
+  const tls = /^(tls|ssl)\s*v?\s*(\d+(?:\.\d+)?)$/.exec(value);
+  if (tls) return `${tls[1]}/${tls[2]}`;
+  if (/^(http\/\d(\.\d)?|h2c?|h3(-\d+)?|spdy\/\d|quic)$/.test(value)) return value;
+  return null;
+}
+
+/** WARC-Protocol, one header a protocol (the form the proposal's discussion settled on, as Heritrix and browsertrix-crawler write it). */
+function protocolHeaders(exchange: Exchange): Record<string, string> {
+  return exchange.protocols?.length ? { "WARC-Protocol": multiValueHeader("WARC-Protocol", exchange.protocols) } : {};
+}
+
 export function responseRecord(exchange: Exchange, recordId: string, digest: string): WARCRecord {
   return WARCRecord.create(
     {
@@ -33,6 +51,7 @@ export function responseRecord(exchange: Exchange, recordId: string, digest: str
       warcHeaders: {
         "WARC-Record-ID": recordId,
         "WARC-Payload-Digest": digest,
+        ...protocolHeaders(exchange),
         ...(exchange.truncated ? { "WARC-Truncated": exchange.truncated } : {}),
         ...(exchange.jsonMetadata ? { "WARC-JSON-Metadata": exchange.jsonMetadata } : {}),
       },
@@ -65,6 +84,7 @@ export function revisitRecord(
   const warcHeaders: Record<string, string> = {
     "WARC-Record-ID": recordId,
     "WARC-Payload-Digest": target.digest,
+    ...protocolHeaders(exchange),
   };
   if (target.waczFilename) warcHeaders["WARC-Refers-To-Container"] = `file://${target.waczFilename}`;
   // A revisit of a page carries its storage too (browsertrix-crawler copies WARC-JSON-Metadata).
@@ -99,7 +119,7 @@ export function requestRecord(exchange: Exchange, concurrentTo: string): WARCRec
       warcVersion: WARC_VERSION,
       statusline: requestLine(exchange),
       httpHeaders: headers,
-      warcHeaders: { "WARC-Record-ID": newRecordId(), "WARC-Concurrent-To": concurrentTo },
+      warcHeaders: { "WARC-Record-ID": newRecordId(), "WARC-Concurrent-To": concurrentTo, ...protocolHeaders(exchange) },
     },
     exchange.postData?.length ? [exchange.postData] : [],
   );
@@ -165,4 +185,43 @@ export function resourceRecord(targetUri: string, date: Date, contentType: strin
     },
     content.length ? [content] : [],
   );
+}
+
+/** The digest of an empty payload (a handshake's). */
+const EMPTY_PAYLOAD_DIGEST = "sha256:" + createHash("sha256").digest("hex");
+
+/** The frames of a WebSocket: JSON lines of CDP's frames (browsertrix-crawler's PR #1020 writes this type). */
+export const WEBSOCKET_FRAMES_CONTENT_TYPE = 'application/jsonl; format="cdp"';
+/** The handshake records hold headers only: the socket's data is in its resource record (as PR #1020 marks them). */
+export const WEBSOCKET_HANDSHAKE_TRUNCATED = "payloadNotAvailable";
+
+/**
+ * A WebSocket's records (iipc/warc-specifications#115, browsertrix-crawler PR #1020), all with the ws:// or
+ * wss:// URL and `WARC-Resource-Type: websocket`: a resource record of its frames as JSON lines, then its
+ * handshake as a response record (101 status line and headers) and a request record (GET and headers),
+ * both headers only and marked WARC-Truncated, pointing at the records beside them with WARC-Concurrent-To.
+ * Not HTTP captures of a payload: never a dedupe original nor a revisit.
+ */
+export function webSocketRecords(socket: WebSocketCapture): WARCRecord[] {
+  const date = socket.date.toISOString();
+  const frames = resourceRecord(socket.url, socket.date, WEBSOCKET_FRAMES_CONTENT_TYPE, socket.frames);
+  frames.warcHeaders.headers.set("WARC-Resource-Type", "websocket");
+  const framesId = frames.warcHeaders.headers.get("WARC-Record-ID")!;
+  const responseId = newRecordId();
+  const handshake = { "WARC-Truncated": WEBSOCKET_HANDSHAKE_TRUNCATED, "WARC-Resource-Type": "websocket" };
+  const response = WARCRecord.create({
+    url: socket.url, date, type: "response", warcVersion: WARC_VERSION,
+    statusline: `HTTP/1.1 ${socket.status} ${socket.statusText}`.trimEnd(),
+    httpHeaders: socket.responseHeaders,
+    warcHeaders: { "WARC-Record-ID": responseId, ...handshake, "WARC-Concurrent-To": framesId, "WARC-Payload-Digest": EMPTY_PAYLOAD_DIGEST },
+  }, []);
+  const headers = [...socket.requestHeaders];
+  if (!headerValue(headers, "host")) headers.unshift(["Host", new URL(socket.url).host]);
+  const request = WARCRecord.create({
+    url: socket.url, date, type: "request", warcVersion: WARC_VERSION,
+    statusline: requestLine({ method: "GET", url: socket.url, httpVersion: "HTTP/1.1" }),
+    httpHeaders: headers,
+    warcHeaders: { "WARC-Record-ID": newRecordId(), ...handshake, "WARC-Concurrent-To": multiValueHeader("WARC-Concurrent-To", [responseId, framesId]) },
+  }, []);
+  return [frames, response, request];
 }

@@ -1,6 +1,7 @@
 import puppeteer, { type Browser } from "puppeteer-core";
 import { existsSync } from "node:fs";
 import { chromiumHostResolverArgs } from "../fetch/addressPolicy.js";
+import { socketGateArgs } from "../fetch/socketGate.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { chromiumProxyArgs } from "../proxy/activeProxies.js";
 import { withTimeout } from "../util/process.js";
@@ -48,6 +49,16 @@ export const CHROMIUM_ARGS = [
   "--use-mock-keychain",
 ];
 
+/**
+ * The crawl's proxy; without one, the address policy's gate for WebSockets (fetch/socketGate.ts), unless the
+ * caller's switches set a proxy of their own (create-login-profile --proxyServer, --extraChromeArgs).
+ */
+async function browserProxyArgs(extraArgs: readonly string[]): Promise<string[]> {
+  const proxy = chromiumProxyArgs();
+  if (proxy.length) return proxy;
+  return extraArgs.some((arg) => /^--(proxy-server|proxy-pac-url|no-proxy-server)(=|$)/.test(arg)) ? [] : socketGateArgs();
+}
+
 export interface LaunchedBrowser {
   browser: Browser;
   close(): Promise<void>;
@@ -91,7 +102,7 @@ export async function launchBrowser(options: LaunchOptions, records: BrowserReco
       executablePath: executableWithDeathSignal(options.executablePath, profileDir),
       headless: options.headless,
       userDataDir: profileDir,
-      args: [...CHROMIUM_ARGS, ...chromiumHostResolverArgs(), ...chromiumProxyArgs(), ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : []), ...(options.extraArgs ?? [])],
+      args: [...CHROMIUM_ARGS, ...chromiumHostResolverArgs(), ...(await browserProxyArgs(options.extraArgs ?? [])), ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : []), ...(options.extraArgs ?? [])],
       defaultViewport: { width: 1366, height: 900 },
       protocolTimeout: 120_000,
       // The crawler handles signals itself: it must finish writing before the browser goes away.

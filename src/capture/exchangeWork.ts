@@ -1,10 +1,10 @@
 /**
- * A tab's capture work under way: the exchanges being captured (with their URLs) and the whole-resource
- * fetches after 206s running in the background. A page's end waits for it with one deadline.
+ * A tab's capture work under way: the exchanges being captured (with their URLs) and the work running
+ * in the background (whole-resource fetches after 206s, sockets written). A page's end waits for it with one deadline.
  */
 export class ExchangeWork {
   private readonly exchanges = new Map<Promise<void>, string>();
-  private readonly refetches = new Set<Promise<void>>();
+  private readonly inBackground = new Set<Promise<void>>();
 
   /** An exchange being captured, until its work settles. */
   exchange(work: Promise<void>, url: string): void {
@@ -12,10 +12,10 @@ export class ExchangeWork {
     void work.finally(() => this.exchanges.delete(work));
   }
 
-  /** A whole resource fetched in the background (after a 206). */
-  refetch(work: Promise<void>): void {
-    this.refetches.add(work);
-    void work.finally(() => this.refetches.delete(work));
+  /** Work in the background: a whole resource fetched after a 206, a page's sockets written at its end. */
+  background(work: Promise<void>): void {
+    this.inBackground.add(work);
+    void work.finally(() => this.inBackground.delete(work));
   }
 
   /**
@@ -35,6 +35,6 @@ export class ExchangeWork {
 
   /** Wait until no work is under way, what starts meanwhile included (a closing tab's; the caller bounds it). */
   async all(): Promise<void> {
-    while (this.exchanges.size || this.refetches.size) await Promise.allSettled([...this.exchanges.keys(), ...this.refetches]);
+    while (this.exchanges.size || this.inBackground.size) await Promise.allSettled([...this.exchanges.keys(), ...this.inBackground]);
   }
 }

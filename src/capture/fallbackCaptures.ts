@@ -33,7 +33,7 @@ export class FallbackCaptures {
       const exchange = stored ? null : await this.fetcher.wholeResource(url, requestHeaders);
       if (exchange) await this.store(exchange, attempt, "full fetch after 206 failed");
     });
-    this.work.refetch(work);
+    this.work.background(work);
   }
 
   /**

@@ -1,3 +1,6 @@
+import type { CDPSession, Protocol } from "puppeteer-core";
+import { ResponseProtocols } from "./responseProtocols.js";
+
 /** How long to wait for the browser to report a continued response's load as finished or failed. */
 const LOAD_OUTCOME_WAIT_MS = 10_000;
 /** Outcomes nobody asks for (requests the capture did not pause on) must not pile up. */
@@ -5,12 +8,22 @@ const MAX_UNCLAIMED = 2000;
 
 /**
  * How each network request of a tab ended (Network.loadingFinished / loadingFailed), kept until the
- * capture asks: a body the browser handed over may still turn out cut off once the load fails.
+ * capture asks: a body the browser handed over may still turn out cut off once the load fails. And what
+ * each response came over (responseProtocols.ts).
  */
 export class LoadOutcomes {
   /** null: finished, else the browser's error text. */
   private readonly outcomes = new Map<string, string | null>();
   private readonly waiters = new Map<string, (error: string | null) => void>();
+  /** What each response came over (h2, tls/1.3...): WARC-Protocol. */
+  readonly protocols = new ResponseProtocols();
+
+  /** Hear the tab's load outcomes, and its responses' protocols. */
+  listen(cdp: CDPSession): void {
+    this.protocols.listen(cdp);
+    cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => this.settle(event.requestId, null));
+    cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => this.settle(event.requestId, event.errorText));
+  }
 
   settle(networkId: string, error: string | null): void {
     const waiter = this.waiters.get(networkId);

@@ -20,7 +20,7 @@ import { END_DRAIN_DEADLINE_MS, PageAttempt, type CapturedSummary, type CutAtEnd
 import { answerProxyChallenges, failRelayAnswer } from "./proxyAuth.js";
 import { TabBlocking } from "./requestBlocking.js";
 import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./responseBody.js";
-
+import { SocketRecorder } from "./webSockets.js"; // WebSockets
 
 /** Headers that make a page's document request conditional, and the capture a 304 would confirm. */
 export interface ConditionalRequest {
@@ -59,6 +59,7 @@ export class PageCapture {
   private readonly redirects: OriginRedirects;
   /** --blockRules, --blockAds (requestBlocking.ts); null when nothing is blocked. */
   private blocking: TabBlocking | null = null;
+  private sockets: SocketRecorder | null = null; // WebSockets: their frames, written at close or at the page's end
 
   private constructor(
     private readonly cdp: CDPSession,
@@ -102,8 +103,8 @@ export class PageCapture {
       });
       capture.work.exchange(work, event.request.url);
     });
-    cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => capture.loads.settle(event.requestId, null));
-    cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => capture.loads.settle(event.requestId, event.errorText));
+    capture.sockets = new SocketRecorder(cdp, capture.sink); // WebSockets
+    capture.loads.listen(cdp);
     await cdp.send("Network.enable");
     // Requests answered by a site's service worker never reach the network stage we capture (--serviceWorker).
     if (extras.bypassServiceWorker) await cdp.send("Network.setBypassServiceWorker", { bypass: true });
@@ -126,6 +127,7 @@ export class PageCapture {
   /** Start capturing a new attempt at a page (with --refresh, its document request made conditional). */
   beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean; skipIfArchived?: boolean }): PageAttempt {
     this.attempt.endStreams();
+    this.sockets?.beginPage(); // WebSockets
     this.attempt = new PageAttempt(options.lastAttempt, url, this.extras.saveStorage);
     this.attempt.skipIfArchived = options.skipIfArchived ?? false;
     this.network.reset();
@@ -145,6 +147,7 @@ export class PageCapture {
     const attempt = this.attempt;
     attempt.ended = true;
     attempt.endStreams();
+    if (this.sockets) this.work.background(this.sockets.endPage()); // WebSockets: written with the frames seen so far
     const unfinished = await this.work.settle(deadlineMs);
     if (unfinished.length) {
       for (const url of unfinished) attempt.unfinished.add(url);
@@ -153,15 +156,6 @@ export class PageCapture {
     }
     await withTimeout(this.cdp.send("Page.setWebLifecycleState", { state: "frozen" }), FREEZE_DEADLINE_MS, "freeze").catch(() => undefined);
     return attempt.cutAtEnd;
-  }
-
-  /**
-   * Wait until every exchange seen so far (and every whole resource fetched after a 206) is stored, for a
-   * tab about to close; its caller bounds the wait.
-   */
-  async drain(): Promise<void> {
-    this.attempt.endStreams();
-    await this.work.all();
   }
 
   /** A request (or the answer to one) of a page that is done: not captured, not sent on. */
@@ -186,7 +180,9 @@ export class PageCapture {
     if (gate) gate.done(await readPageStorage(this.cdp, url));
   }
 
+  /** The tab is closing: what is under way is stored (its caller bounds the wait), open sockets too. */
   async detach(): Promise<void> {
+    await this.sockets?.endPage(); // WebSockets
     this.attempt.endStreams();
     await this.work.all();
     await this.cdp.detach().catch(() => undefined);
@@ -320,7 +316,7 @@ export class PageCapture {
       postData: await readRequestBody(this.cdp, event),
       status,
       statusText: event.responseStatusText || STATUS_CODES[status] || "",
-      httpVersion: "HTTP/1.1",
+      ...(await this.loads.protocols.of(event, !bodiless && reading !== "read")), // WARC-Protocol: h2, tls/1.3...
       responseHeaders,
       body,
       bodyDecoded: true,

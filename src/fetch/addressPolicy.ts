@@ -201,6 +201,14 @@ export function checkAddress(url: string): Promise<AddressVerdict> {
   return current.check(url);
 }
 
+/**
+ * The addresses the crawler may connect to for `host` (a name or an address): all it resolves to, each allowed;
+ * AddressRefusedError when one is not, an ENOTFOUND error when it does not resolve.
+ */
+export function allowedAddresses(host: string): Promise<string[]> {
+  return current.resolveAllowed(host);
+}
+
 /** Throws AddressRefusedError when the crawler may not fetch `url`. */
 export async function refuseForbiddenAddress(url: string): Promise<void> {
   const verdict = await current.check(url);

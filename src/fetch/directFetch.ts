@@ -1,6 +1,8 @@
 import { STATUS_CODES } from "node:http";
-import { Agent, request, type Dispatcher } from "undici";
+import { TLSSocket } from "node:tls";
+import { Agent, buildConnector, request, type Dispatcher } from "undici";
 import { shortOfDeclaredLength, type Exchange, type ExchangeBody } from "../archive/exchange.js";
+import { warcProtocolId } from "../archive/records.js";
 import { policyLookup, refuseForbiddenAddress } from "./addressPolicy.js";
 import { proxyDispatcherFor } from "../proxy/activeProxies.js";
 import { BodySpool, defaultBodyLimits, noteCutShort, type BodyLimits } from "./bodyLimits.js";
@@ -10,6 +12,36 @@ export const DEFAULT_USER_AGENT = "Mozilla/5.0 (compatible; warc-crawler)";
 const UNCONDITIONAL_DROPS = new Set(["host", "accept-encoding", "range", "if-range", "if-none-match", "if-modified-since", "if-match", "if-unmodified-since"]);
 
 let directAgent: Dispatcher | null = null;
+/** The TLS version of the direct agent's latest connection to each origin (Node's "TLSv1.3"), for WARC-Protocol. */
+const tlsVersions = new Map<string, string>();
+
+/**
+ * The direct agent: sockets resolve and check their address themselves (what the name resolves to when
+ * connecting counts), as plainFetch's do; each TLS connection's version is noted for its origin.
+ */
+function directDispatcher(): Dispatcher {
+  const connect = buildConnector({ lookup: policyLookup });
+  return new Agent({
+    connect: (options, callback) => connect(options, (...args) => {
+      const [, socket] = args;
+      if (socket instanceof TLSSocket) {
+        const origin = `https://${options.hostname}:${options.port || "443"}`;
+        tlsVersions.delete(origin);
+        tlsVersions.set(origin, socket.getProtocol() ?? "");
+        if (tlsVersions.size > 1000) tlsVersions.delete(tlsVersions.keys().next().value!);
+      }
+      callback(...args);
+    }),
+  });
+}
+
+/** What a direct fetch went over: undici speaks HTTP/1.1; the TLS version when its own connection said it (not through a proxy). */
+function directProtocols(url: string, proxied: boolean): string[] {
+  const parsed = new URL(url);
+  const tls = parsed.protocol === "https:" && !proxied ? tlsVersions.get(`https://${parsed.hostname}:${parsed.port || "443"}`) : undefined;
+  const id = tls ? warcProtocolId(tls) : null;
+  return ["http/1.1", ...(id ? [id] : [])];
+}
 
 export interface DirectFetchOptions {
   userAgent?: string | null;
@@ -45,11 +77,11 @@ export async function directFetch(url: string, options: DirectFetchOptions = {})
   // A total deadline (connect, headers and body): idle timeouts alone let a server dripping a byte
   // now and then (or an endless stream) hold the fetch forever.
   const deadline = AbortSignal.timeout(timeout);
-  // Through a proxy the socket goes to the proxy; directly, it resolves and checks its address itself
-  // (what the name resolves to when connecting counts), as plainFetch's do.
-  directAgent ??= new Agent({ connect: { lookup: policyLookup } });
+  // Through a proxy the socket goes to the proxy; directly, see directDispatcher.
+  directAgent ??= directDispatcher();
+  const proxy = proxyDispatcherFor(url);
   const response = await request(url, {
-    dispatcher: proxyDispatcherFor(url) ?? directAgent,
+    dispatcher: proxy ?? directAgent,
     method: "GET",
     headers: requestHeaders.filter(([n]) => n !== "Host").flat(),
     headersTimeout: timeout,
@@ -99,6 +131,7 @@ export async function directFetch(url: string, options: DirectFetchOptions = {})
     status: response.statusCode,
     statusText: STATUS_CODES[response.statusCode] ?? "",
     httpVersion: "HTTP/1.1",
+    protocols: directProtocols(url, proxy !== null),
     responseHeaders,
     body,
     bodyDecoded: false,

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { payloadDigest } from "../archive/digest.js";
-import { bodySize, headerValue, type ConfirmedCapture, type Exchange, type ExchangeBody } from "../archive/exchange.js";
+import { bodySize, headerValue, type ConfirmedCapture, type Exchange, type ExchangeBody, type WebSocketCapture } from "../archive/exchange.js";
 import { storedResponseHeaders } from "../archive/httpHeaders.js";
 import {
-  newRecordId, notModifiedHead, requestRecord, responseRecord, revisitRecord, REVISIT_PROFILE_IDENTICAL, REVISIT_PROFILE_NOT_MODIFIED, type RevisitTarget,
+  newRecordId, notModifiedHead, requestRecord, responseRecord, revisitRecord, REVISIT_PROFILE_IDENTICAL, REVISIT_PROFILE_NOT_MODIFIED, webSocketRecords, type RevisitTarget,
 } from "../archive/records.js";
 import type { WarcWriter, WrittenRecord } from "../archive/warcWriter.js";
 import type { CaptureHistory } from "../dedupe/captureHistory.js";
@@ -70,6 +70,17 @@ export class CapturePipeline implements ExchangeSink {
       throw err;
     } finally {
       if (exchange.body.kind === "file") await rm(exchange.body.path, { force: true });
+    }
+  }
+
+  /** A WebSocket: its frames and handshake records, in one batch, outside claims and dedupe (like a page's text). */
+  async storeWebSocket(socket: WebSocketCapture): Promise<void> {
+    try {
+      await this.stages.writer.writeRecords(webSocketRecords(socket));
+      logger.debug("writer", "websocket stored", { url: socket.url, bytes: socket.frames.length });
+    } catch (err) {
+      if (isStorageError(err)) this.stages.stop.fatal(`cannot write to ${this.stages.archiveDir}: ${storageErrorMessage(err)}`, err);
+      throw err;
     }
   }
 

@@ -16,6 +16,9 @@ export class DiscardingSink implements ExchangeSink {
     return false;
   }
 
+  /** --dryRun writes no archive data: the socket's frames are dropped too. */
+  async storeWebSocket(): Promise<void> {}
+
   /** Nothing is written, so no page is a duplicate of anything written. */
   async isArchivedPayload(): Promise<boolean> {
     return false;

@@ -1,4 +1,4 @@
-import type { Exchange, ExchangeBody } from "../archive/exchange.js";
+import type { Exchange, ExchangeBody, WebSocketCapture } from "../archive/exchange.js";
 import type { WrittenRecord } from "../archive/warcWriter.js";
 
 /** What became of an exchange; `wacz`: the WACZ holding its records, when known. */
@@ -21,4 +21,9 @@ export interface ExchangeSink {
   hasStoredResponse(url: string): Promise<boolean>;
   /** Whether a payload of this status would be written as a revisit of an archived original (--dedupePagesMinDepth). */
   isArchivedPayload(body: ExchangeBody, status: number): Promise<boolean>;
+  /**
+   * Store a WebSocket's records (its frames and its handshake: archive/records.ts webSocketRecords), written
+   * whole or not at all; no claim, no dedupe, no index note: a socket's frames are no payload a later capture shares.
+   */
+  storeWebSocket(socket: WebSocketCapture): Promise<void>;
 }

@@ -1,0 +1,137 @@
+import { connect, createServer, isIP, type Server, type Socket } from "node:net";
+import { errorMessage, logger } from "../log/logger.js";
+import { AddressRefusedError, allowedAddresses } from "./addressPolicy.js";
+
+/**
+ * The address policy for the browser's WebSockets. Chromium never pauses a WebSocket handshake in the Fetch
+ * domain (where every other request of a tab is checked: capture/pageCapture.ts), and Network.setBlockedURLs
+ * does not stop one either (both tried on Chromium 156). So, unless the crawl has a proxy of its own, Chromium
+ * is started with proxy rules that send http and https direct and everything else (WebSockets, ws:// and
+ * wss://, whichever page or worker opens them) to this loopback SOCKS5 server, which connects only to
+ * addresses the policy allows: it resolves each name itself, as the policy does, and connects to the
+ * addresses it judged. A refused socket fails in the page as any unreachable one does.
+ */
+
+let gate: Promise<number> | null = null;
+
+/** Chromium's switches for the gate (started on first use, once a process). */
+export async function socketGateArgs(): Promise<string[]> {
+  gate ??= startGate();
+  const port = await gate;
+  // <-loopback>: Chromium would otherwise never proxy loopback and link-local hosts, the very ones checked here.
+  return [`--proxy-server=http=direct://;https=direct://;socks=socks5://127.0.0.1:${port}`, "--proxy-bypass-list=<-loopback>"];
+}
+
+async function startGate(): Promise<number> {
+  const server: Server = createServer((client) => {
+    client.on("error", () => undefined);
+    void serve(client).catch((err: unknown) => {
+      logger.debug("capture", "socket gate: connection dropped", { error: errorMessage(err) });
+      client.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  // It serves the browsers of this process and must not keep the process alive.
+  server.unref();
+  const address = server.address();
+  if (!address || typeof address === "string") throw new Error("socket gate has no port");
+  return address.port;
+}
+
+const REPLY = { succeeded: 0, notAllowed: 2, hostUnreachable: 4, refused: 5, commandNotSupported: 7, addressNotSupported: 8 } as const;
+
+/** One SOCKS5 client (RFC 1928, no authentication, CONNECT only). */
+async function serve(client: Socket): Promise<void> {
+  const input = new SocketReader(client);
+  const [version, methodCount] = await input.read(2);
+  const methods = await input.read(methodCount);
+  if (version !== 5 || !methods.includes(0)) return void client.end(Buffer.from([5, 0xff]));
+  client.write(Buffer.from([5, 0]));
+  const [, command, , addressType] = await input.read(4);
+  let host: string;
+  if (addressType === 1) host = [...(await input.read(4))].join(".");
+  else if (addressType === 3) host = (await input.read((await input.read(1))[0])).toString("latin1");
+  else if (addressType === 4) host = ipv6Text(await input.read(16));
+  else return reply(client, REPLY.addressNotSupported);
+  const port = (await input.read(2)).readUInt16BE(0);
+  if (command !== 1) return reply(client, REPLY.commandNotSupported);
+  let addresses: string[];
+  try {
+    addresses = await allowedAddresses(host);
+  } catch (err) {
+    const refused = err instanceof AddressRefusedError;
+    if (refused) logger.warn("capture", "socket blocked: not an address the crawler may fetch", { host, port, reason: errorMessage(err) });
+    return reply(client, refused ? REPLY.notAllowed : REPLY.hostUnreachable);
+  }
+  const upstream = await connectFirst(addresses, port);
+  if (!upstream) return reply(client, REPLY.refused);
+  reply(client, REPLY.succeeded, false);
+  const rest = input.rest();
+  if (rest.length) upstream.write(rest);
+  client.pipe(upstream).on("error", () => client.destroy());
+  upstream.pipe(client);
+  upstream.on("error", () => client.destroy());
+  client.on("close", () => upstream.destroy());
+}
+
+function reply(client: Socket, code: number, end = true): void {
+  const message = Buffer.from([5, code, 0, 1, 0, 0, 0, 0, 0, 0]);
+  if (end) client.end(message);
+  else client.write(message);
+}
+
+/** A socket to the first of the (allowed) addresses that answers; null if none does. */
+async function connectFirst(addresses: string[], port: number): Promise<Socket | null> {
+  for (const address of addresses) {
+    const socket = await new Promise<Socket | null>((resolve) => {
+      const s = connect({ host: address, port, family: isIP(address) });
+      s.once("connect", () => resolve(s));
+      s.once("error", () => resolve(null));
+    });
+    if (socket) return socket;
+  }
+  return null;
+}
+
+function ipv6Text(bytes: Buffer): string {
+  return Array.from({ length: 8 }, (_, i) => bytes.readUInt16BE(i * 2).toString(16)).join(":");
+}
+
+/** Reads exact byte counts from a socket whose data comes in chunks of any size. */
+class SocketReader {
+  private buffered = Buffer.alloc(0);
+  private waiting: (() => void) | null = null;
+  private ended = false;
+  private readonly onData = (chunk: Buffer) => {
+    this.buffered = Buffer.concat([this.buffered, chunk]);
+    this.waiting?.();
+  };
+
+  constructor(private readonly socket: Socket) {
+    socket.on("data", this.onData);
+    socket.once("close", () => {
+      this.ended = true;
+      this.waiting?.();
+    });
+  }
+
+  async read(n: number): Promise<Buffer> {
+    while (this.buffered.length < n) {
+      if (this.ended) throw new Error("client closed mid-handshake");
+      await new Promise<void>((resolve) => (this.waiting = resolve));
+      this.waiting = null;
+    }
+    const out = this.buffered.subarray(0, n);
+    this.buffered = this.buffered.subarray(n);
+    return out;
+  }
+
+  /** Stop reading: what arrived beyond the handshake is the tunnel's first bytes. */
+  rest(): Buffer {
+    this.socket.off("data", this.onData);
+    return this.buffered;
+  }
+}
