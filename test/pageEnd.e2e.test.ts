@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, type CliResult } from "./helpers/cli.js";
-import { DYNAMIC_PAGES, SAME_PNG, startDynamicSite, type DynamicSite } from "./helpers/dynamicSite.js";
+import { DYNAMIC_PAGES, SAME_PNG, startDynamicSite, type DynamicSite } from "../fixtures/dynamicSite.js";
 import { listedPaths } from "./helpers/pageLists.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { readWarcRecords, type RawRecord } from "./helpers/warcFile.js";
