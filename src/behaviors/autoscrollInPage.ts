@@ -36,7 +36,7 @@ interface PageTimerWatch {
   reactionsPending(): number;
   reactions(): number;
   react<T>(act: () => T): T;
-  targets(): { target: Element; root: Element | Document | null }[];
+  targets(): { target: Element; observer: IntersectionObserver; root: Element | Document | null }[];
   setTimeout(handler: () => void, ms: number): number;
   clearTimeout(id: number): void;
 }
@@ -141,6 +141,13 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
   globals.__wc_scrollAreas = areas;
   const before = shape();
   const watched = timers?.targets() ?? [];
+  // What changed where while the areas move: an observer whose targets change nothing when seen (a contents
+  // list following the reader: the change is in the list) is no lazy loader, and its targets are not visited.
+  const changed = new Set<Node>();
+  const changes = new MutationObserver((records) => records.forEach((record) => changed.add(record.target)));
+  changes.observe(document, { subtree: true, childList: true, attributes: true });
+  const visited = new Map<IntersectionObserver, { seen: number; changed: boolean }>();
+  const ignored = new Set<IntersectionObserver>();
   let scrolled = 0;
   let moves = 0;
   for (const area of [root, ...areas]) {
@@ -153,8 +160,8 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
     const stops = timers
       ? watched
           .filter(({ target }) => (area === root ? !areas.some((a) => a.contains(target)) : area.contains(target)) && target.getClientRects().length > 0)
-          .map(({ target }) => target.getBoundingClientRect().top - origin + area.scrollTop)
-          .sort((a, b) => a - b)
+          .map(({ target, observer }) => ({ target, observer, at: target.getBoundingClientRect().top - origin + area.scrollTop }))
+          .sort((a, b) => a.at - b.at)
       : null;
     let moved = false;
     const move = async (to: number): Promise<boolean> => {
@@ -169,11 +176,22 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
     };
     const going = () => moves < limits.maxMoves && Date.now() < until && area.scrollTop < end - 1;
     if (stops) {
-      // A watched element below the view is brought to its middle; those it then shows need no move of their own.
+      // A watched element below the view is brought near its top (inside an observer's margin that only
+      // counts the top of the viewport); those the view then shows need no move of their own.
       for (const stop of stops) {
         if (!going()) break;
-        if (stop < area.scrollTop + view || stop > end + view) continue;
-        if (!(await move(stop - view / 2))) break;
+        if (ignored.has(stop.observer) || stop.at < area.scrollTop + view || stop.at > end + view) continue;
+        if (!(await move(stop.at - view / 4))) break;
+        for (const record of changes.takeRecords()) changed.add(record.target);
+        const shown = stops.filter(({ at }) => at >= area.scrollTop && at < area.scrollTop + view);
+        for (const { target, observer } of shown) {
+          const tally = visited.get(observer) ?? { seen: 0, changed: false };
+          tally.seen += 1;
+          tally.changed ||= [...changed].some((node) => target.contains(node));
+          visited.set(observer, tally);
+          // Three of its targets seen, none of them changed: the rest will not be either.
+          if (tally.seen >= 3 && !tally.changed) ignored.add(observer);
+        }
       }
       if (going()) await move(end);
     } else {
@@ -181,6 +199,7 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
     }
     if (moved) scrolled += 1;
   }
+  changes.disconnect();
   // "Load more", "Show more posts", "View older": short texts only (a paragraph that mentions it is no button).
   // A bare "More" is left alone: as often a menu as a feed's button.
   const loadMore = /^(load|show|view|see|display)\s+(more|older|next)\b/i;

@@ -35,8 +35,8 @@ export interface PageTimerWatch {
   reactions(): number;
   /** Run `act` (our click) as a reaction: what its handlers start counts. */
   react<T>(act: () => T): T;
-  /** The elements IntersectionObservers watch now, with each observer's root (null: the viewport). */
-  targets(): { target: Element; root: Element | Document | null }[];
+  /** The elements IntersectionObservers watch now, with each one's observer and its root (null: the viewport). */
+  targets(): { target: Element; observer: IntersectionObserver; root: Element | Document | null }[];
   /** The browser's own setTimeout/clearTimeout: the autoscroll's and the library's waits are not the page's work. */
   setTimeout(handler: () => void, ms: number, ...args: unknown[]): number;
   clearTimeout(id?: number): void;
@@ -171,7 +171,7 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number):
     reactions: () => reactionCount,
     react: <T>(act: () => T): T => within(Date.now(), act),
     targets: () =>
-      [...observed].flatMap(([observer, targets]) => [...targets].filter((target) => target.isConnected).map((target) => ({ target, root: observer.root }))),
+      [...observed].flatMap(([observer, targets]) => [...targets].filter((target) => target.isConnected).map((target) => ({ target, observer, root: observer.root }))),
     setTimeout: (handler: () => void, ms: number, ...args: unknown[]) => nativeSet.call(global, handler, ms, ...args),
     clearTimeout: (id?: number) => nativeClear.call(global, id),
   };

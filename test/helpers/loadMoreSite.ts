@@ -7,7 +7,8 @@
  *  - `/short.html`: the page fits the viewport (items 20 px tall); the button goes away after batch 4;
  *  - `/disabled.html`: as short, but the button is disabled after batch 4;
  *  - `/stale.html`: batches 1-3 bring items, batch 4 and later none: the button stays, adding nothing;
- *  - `/div.html`: the list and its button inside a 300 px `overflow: auto` <div>; gone after batch 4;
+ *  - `/div.html`: the list and its button inside a 300 px `overflow: auto` <div> (which it fits at first, and
+ *    overflows from batch 2); the button goes away after batch 4;
  *  - `/window.html`: a window-scrolled page of 1,500 px items; the button goes away after batch 4;
  *  - `/long.html`: 120 sections, 60,000 px, that never grow, with what documentation pages run: a clock
  *    (setInterval), an animation loop (requestAnimationFrame), a 100 ms timeout loop and a scroll listener
@@ -59,9 +60,9 @@ ${body}
 /** A list and its button; `ended` is what the page does to the button after the last batch. */
 function buttonPage(name: LoadMorePage): string {
   const ended = name === "disabled" ? "more.disabled = true;" : "more.remove();";
-  const style = name === "div" ? "#box { height: 300px; overflow: auto; border: 1px solid #333; } .item { height: 60px; }" : name === "window" ? ".item { height: 1500px; }" : "";
+  const style = name === "div" ? "#box { height: 300px; overflow: auto; border: 1px solid #333; }" : name === "window" ? ".item { height: 1500px; }" : "";
   const list = `<div id="list"></div><button id="more" type="button">Load more</button>`;
-  return html(name, style, `${name === "div" ? `<div id="box"><div style="height: 400px">Above the list</div>${list}</div>` : list}
+  return html(name, style, `${name === "div" ? `<div id="box"><div style="height: 200px">Above the list</div>${list}</div>` : list}
 <script>
 const list = document.getElementById("list");
 const more = document.getElementById("more");
