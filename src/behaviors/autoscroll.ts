@@ -108,9 +108,11 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
       // Before giving up: back a viewport and to the end again (a trigger that fired late, or was missed), on
       // a page that may have missed it: one that watches elements or reacted to the step. One that did
       // neither (most long pages: a book, a manual) is left at once.
-      if (grew === false && !over() && (step.targets > 0 || waited.reactions > step.reactions)) {
+      const reacted = waited.reactions > step.reactions;
+      if (grew === false && !over() && (step.targets > 0 || reacted)) {
         const nudged = Date.now();
-        moves += await frame.evaluate(nudgeInPage);
+        // Only the areas that watch elements, unless the page reacted (a scroll listener's timeout: any area).
+        moves += await frame.evaluate(nudgeInPage, reacted);
         grew = (await waitForGrowth(frame, step.before, watch, nudged, limits.deadline, NUDGE_MIN_WAIT_MS, byElements, stop)).grew;
       }
       if (grew === "deadline") return result("deadline");

@@ -232,9 +232,10 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
 /**
  * Move each area a viewport back from its end and back again, two rendered frames apart: a feed whose
  * trigger fired late (a busy page) or whose observer missed the change gets another transition to see.
- * Returns the moves made.
+ * Every area (`all`: the page reacted to the step), or only those holding elements an IntersectionObserver
+ * watches (the window: those in no scrolling element). Returns the moves made.
  */
-export async function nudgeInPage(): Promise<number> {
+export async function nudgeInPage(all: boolean): Promise<number> {
   const globals = self as unknown as AutoscrollGlobals;
   // The page's own timers (autoscrollTimers.ts): ours are not the page's work.
   const timers = (self as unknown as Record<symbol, PageTimerWatch | undefined>)[Symbol.for("warc-crawler.autoscroll.timers")];
@@ -244,8 +245,12 @@ export async function nudgeInPage(): Promise<number> {
       requestAnimationFrame(() => requestAnimationFrame(() => ((timers ? timers.clearTimeout(timer) : window.clearTimeout(timer)), resolve())));
     });
   const root = document.scrollingElement ?? document.documentElement;
+  const areas = (globals.__wc_scrollAreas ?? []).filter((a) => a.isConnected);
+  const watched = (timers?.targets() ?? []).map(({ target }) => target);
+  const holds = (area: Element) => (area === root ? watched.some((t) => !areas.some((a) => a.contains(t))) : watched.some((t) => area.contains(t)));
   let moves = 0;
-  for (const area of [root, ...(globals.__wc_scrollAreas ?? []).filter((a) => a.isConnected)]) {
+  for (const area of [root, ...areas]) {
+    if (!all && !holds(area)) continue;
     const view = area === root ? window.innerHeight : area.clientHeight;
     const end = area.scrollHeight - view;
     if (end <= 0) continue;

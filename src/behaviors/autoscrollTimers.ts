@@ -31,7 +31,7 @@ export interface PageTimerWatch {
    * own handler. A page's clock or animation loop is no reaction: it does not hold up the autoscroll.
    */
   reactionsPending(): number;
-  /** Reaction timeouts set and observer callbacks run so far: whether the page reacted to a move at all. */
+  /** Reaction timeouts set so far: whether the page reacted to a move at all (observers: see targets()). */
   reactions(): number;
   /** Run `act` (our click) as a reaction: what its handlers start counts. */
   react<T>(act: () => T): T;
@@ -140,7 +140,6 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number):
         const reacting =
           typeof callback === "function"
             ? function (this: unknown, ...args: unknown[]) {
-                reactionCount += 1;
                 return within(Date.now(), () => (callback as (...a: unknown[]) => unknown).apply(this, args));
               }
             : callback;

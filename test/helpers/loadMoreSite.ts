@@ -102,7 +102,10 @@ document.querySelectorAll("img.seen").forEach((img) => seen.observe(img));`
 <div id="clock"></div><div id="spinner" style="width: 10px; height: 10px; background: teal"></div>
 ${sections}
 <script>
-setInterval(() => (document.getElementById("clock").textContent = new Date().toISOString()), 1000);
+// Shown at once: the clock changes the page's text, never its height (growth would be a round).
+const showTime = () => (document.getElementById("clock").textContent = new Date().toISOString());
+showTime();
+setInterval(showTime, 1000);
 let angle = 0;
 (function spin() { angle = (angle + 3) % 360; document.getElementById("spinner").style.transform = "rotate(" + angle + "deg)"; requestAnimationFrame(spin); })();
 (function tick() { setTimeout(tick, 100); })();
