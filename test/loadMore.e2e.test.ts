@@ -66,6 +66,7 @@ function behaviorOutcomes(crawl: Crawl): [string, unknown][] {
 
 let plain: Crawl;
 let clicks: Crawl;
+let busy: Crawl;
 /** The server's requests during each crawl (the two run one after the other). */
 let plainRequests: string[];
 let clickRequests: string[];
@@ -78,7 +79,9 @@ beforeAll(async () => {
   // autoclick clicks every button once (the submit button too: the page's unload is refused while behaviors run).
   clicks = await crawl("clicks", BUTTON_PAGES.map((p) => `/${p}.html`), ["--behaviors", "autoscroll,autoplay,autofetch,siteSpecific,autoclick", "--clickSelector", "button"]);
   clickRequests = site.requests.splice(0);
-  for (const c of [plain, clicks]) {
+  // The busy page's behaviors time out while the autoscroll waits on it; the next seed then takes the tab.
+  busy = await crawl("busy", ["/busy.html", "/short.html"], ["--behaviorTimeout", "2"]);
+  for (const c of [plain, clicks, busy]) {
     for (const line of logLines(c.result.stderr).filter((l) => l.message === "autoscroll ended")) console.log(JSON.stringify(line.details));
   }
 }, 900_000);
@@ -133,5 +136,19 @@ describe("long pages that never grow", () => {
     const line = autoscrollLine(plain, "/long-lazy.html");
     expect([line?.rounds, line?.end, line?.moves]).toEqual([0, "did not grow", 6]);
     expect(captured(plain).filter((t) => t.startsWith("/img/")).sort()).toEqual(SEEN_IMAGES);
+  });
+});
+
+describe("a page busy in its own script when the behaviors time out", () => {
+  it("its autoscroll ends at the deadline and logs before the page is done: nothing of it after", () => {
+    expect(busy.result.code, busy.result.stderr.slice(-3000)).toBe(0);
+    const lines = logLines(busy.result.stderr);
+    const url = `${site.url}/busy.html`;
+    expect(behaviorOutcomes(busy)).toEqual([["behaviors finished", `${site.url}/short.html`], ["behaviors timed out", url]]);
+    const ended = lines.findIndex((l) => l.message === "autoscroll ended" && l.details.url === url);
+    const crawledAt = lines.findIndex((l) => l.message === "page crawled" && l.details.url === url);
+    expect(lines[ended]?.details.end).toBe("deadline");
+    expect(crawledAt).toBeGreaterThan(ended);
+    expect(lines.filter((l) => l.context === "behaviorScript" && l.message === "autoscroll ended").map((l) => l.details.end).sort()).toEqual(["deadline", "stopped growing"]);
   });
 });

@@ -82,11 +82,19 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
   let lookedAgain = false;
   const result = (end: AutoscrollEnd): FrameAutoscroll => ({ frameUrl: frame.url(), rounds, moves, end, seconds: Math.round((Date.now() - started) / 100) / 10 });
   const over = () => stop?.aborted === true || Date.now() >= limits.deadline;
+  // Once stopped, no answer from the page is awaited (a page busy in its own script answers late): the frame
+  // ends at once, and what its last call does or throws later is dropped, not logged.
+  const stopped = new Promise<never>((_, reject) => stop?.addEventListener("abort", () => reject(new Error("stopped")), { once: true }));
+  stopped.catch(() => undefined);
+  const ask = <T>(call: Promise<T>): Promise<T> => {
+    call.catch(() => undefined);
+    return stop ? Promise.race([call, stopped]) : call;
+  };
   try {
     for (;;) {
       if (over()) return result("deadline");
       const stepStarted = Date.now();
-      const step = await frame.evaluate(scrollStepInPage, { maxMoves: MAX_MOVES_PER_STEP, budgetMs: Math.max(0, limits.deadline - Date.now()) });
+      const step = await ask(frame.evaluate(scrollStepInPage, { maxMoves: MAX_MOVES_PER_STEP, budgetMs: Math.max(0, limits.deadline - Date.now()) }));
       if (step.siteSpecific) return result("site-specific behavior");
       moves += step.moves;
       // A page no taller than its viewport, with nothing to click, is not waited on: once a poll has given
@@ -94,7 +102,7 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
       const short = rounds === 0 && !step.scrolled && !step.clicked;
       // After a click, more elements are growth too: a page that fits its viewport grows no taller.
       const byElements = step.clicked > 0;
-      const waited = await waitForGrowth(frame, step.before, watch, stepStarted, limits.deadline, short ? POLL_MS : QUIET_MS, byElements, stop);
+      const waited = await ask(waitForGrowth(frame, step.before, watch, stepStarted, limits.deadline, short ? POLL_MS : QUIET_MS, byElements, stop));
       let grew = waited.grew;
       if (short && !grew) {
         // Behaviors start as soon as the load's requests end: a feed's first batch may have arrived but not
@@ -112,8 +120,8 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
       if (grew === false && !over() && (step.targets > 0 || reacted)) {
         const nudged = Date.now();
         // Only the areas that watch elements, unless the page reacted (a scroll listener's timeout: any area).
-        moves += await frame.evaluate(nudgeInPage, reacted);
-        grew = (await waitForGrowth(frame, step.before, watch, nudged, limits.deadline, NUDGE_MIN_WAIT_MS, byElements, stop)).grew;
+        moves += await ask(frame.evaluate(nudgeInPage, reacted));
+        grew = (await ask(waitForGrowth(frame, step.before, watch, nudged, limits.deadline, NUDGE_MIN_WAIT_MS, byElements, stop))).grew;
       }
       if (grew === "deadline") return result("deadline");
       if (!grew) return result(rounds === 0 ? "did not grow" : "stopped growing");
@@ -122,6 +130,7 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
       if (rounds >= limits.maxRounds) return result("round limit");
     }
   } catch (err) {
+    if (stop?.aborted) return result("deadline");
     // Navigated away or detached: what it loaded so far is captured all the same.
     logger.debug("behaviorScript", `autoscroll stopped: ${errorMessage(err)}`, { frame: frame.url() });
     return result("frame gone");

@@ -15,7 +15,9 @@
  *    that debounces its work (a 50 ms timeout), as mdBook's and Sphinx themes' do;
  *  - `/long-lazy.html`: the same with three images an IntersectionObserver loads when they come near
  *    (their URLs built in script, nowhere in an attribute: only a scroll loads them), at 15,000, 30,000 and
- *    45,000 px: `/img/seen-N.svg`.
+ *    45,000 px: `/img/seen-N.svg`;
+ *  - `/busy.html`: 8,000 px whose scroll listener keeps the page's thread busy for 3 s on every scroll
+ *    event: the autoscroll's calls into it answer late.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -117,6 +119,15 @@ ${observer}
 `;
 }
 
+function busyPage(): string {
+  return `<!doctype html>
+<html><head><meta charset="utf-8"><title>busy</title><link rel="icon" href="data:,"></head><body>
+<div style="height: 8000px">A page busy on every scroll</div>
+<script>addEventListener("scroll", () => { const until = Date.now() + 3000; while (Date.now() < until); });</script>
+</body></html>
+`;
+}
+
 const SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="40" height="40"><rect width="40" height="40" fill="teal"/></svg>`;
 
 export async function startLoadMoreSite(): Promise<LoadMoreSite> {
@@ -141,6 +152,7 @@ export async function startLoadMoreSite(): Promise<LoadMoreSite> {
     }
     if (pageName && pageName in LOAD_MORE_PAGES) return send(200, "text/html", buttonPage(pageName as LoadMorePage));
     if (pageName === "long" || pageName === "long-lazy") return send(200, "text/html", longPage(pageName === "long-lazy"));
+    if (pageName === "busy") return send(200, "text/html", busyPage());
     if (url.pathname === "/elsewhere.html") return send(200, "text/html", "<!doctype html><p>Another page</p>");
     if (SEEN_IMAGES.includes(url.pathname)) return send(200, "image/svg+xml", SVG);
     send(404, "text/plain", "not found\n");
