@@ -105,7 +105,7 @@ export async function shapeChangeInPage(before: ScrollShape, waitMs: number, unt
  * visible "load more" button or link that does not navigate. A page is not walked a viewport at a time: each
  * area is moved only to what an IntersectionObserver watches further down (lazy images, a sentinel above a
  * footer), then to its end (a feed's trigger at the very end comes into view, a scroll listener sees the
- * end), two rendered frames after each move, so that the observers see it. In a frame without the watch
+ * end; all areas' ends at once), two rendered frames after each move, so that the observers see it. In a frame without the watch
  * (autoscrollTimers.ts), where nothing tells what the page watches, it is walked a viewport at a time.
  * Within `maxMoves` moves and `budgetMs` (the behaviors' deadline).
  */
@@ -148,8 +148,10 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
   changes.observe(document, { subtree: true, childList: true, attributes: true });
   const visited = new Map<IntersectionObserver, { seen: number; changed: boolean }>();
   const ignored = new Set<IntersectionObserver>();
-  let scrolled = 0;
+  const scrolled = new Set<Element>();
   let moves = 0;
+  // Each area's last move, to its end: made together, one rendering for all (a sidebar's end and the page's).
+  const ends: { area: Element; end: number; from: number }[] = [];
   for (const area of [root, ...areas]) {
     const view = area === root ? window.innerHeight : area.clientHeight;
     // The end as it is now: what loads meanwhile is the next round's (one growth a round, not a chase).
@@ -163,7 +165,6 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
           .map(({ target, observer }) => ({ target, observer, at: target.getBoundingClientRect().top - origin + area.scrollTop }))
           .sort((a, b) => a.at - b.at)
       : null;
-    let moved = false;
     const move = async (to: number): Promise<boolean> => {
       const from = area.scrollTop;
       area.scrollTop = Math.min(end, to);
@@ -171,7 +172,7 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
       await rendered();
       // overflow: hidden (the window of a page whose feed is in a <div>): it does not scroll.
       if (area.scrollTop <= from) return false;
-      moved = true;
+      scrolled.add(area);
       return true;
     };
     const going = () => moves < limits.maxMoves && Date.now() < until && area.scrollTop < end - 1;
@@ -193,11 +194,16 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
           if (tally.seen >= 3 && !tally.changed) ignored.add(observer);
         }
       }
-      if (going()) await move(end);
+      if (going()) ends.push({ area, end, from: area.scrollTop });
     } else {
       while (going()) if (!(await move(area.scrollTop + view))) break;
     }
-    if (moved) scrolled += 1;
+  }
+  if (ends.length) {
+    for (const { area, end } of ends) area.scrollTop = end;
+    moves += ends.length;
+    await rendered();
+    for (const { area, from } of ends) if (area.scrollTop > from) scrolled.add(area);
   }
   changes.disconnect();
   // "Load more", "Show more posts", "View older": short texts only (a paragraph that mentions it is no button).
@@ -226,7 +232,7 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
     else element.click();
     clicked += 1;
   }
-  return { before, scrolled, clicked, moves, targets: watched.length, reactions, siteSpecific: false };
+  return { before, scrolled: scrolled.size, clicked, moves, targets: watched.length, reactions, siteSpecific: false };
 }
 
 /**
@@ -248,17 +254,14 @@ export async function nudgeInPage(all: boolean): Promise<number> {
   const areas = (globals.__wc_scrollAreas ?? []).filter((a) => a.isConnected);
   const watched = (timers?.targets() ?? []).map(({ target }) => target);
   const holds = (area: Element) => (area === root ? watched.some((t) => !areas.some((a) => a.contains(t))) : watched.some((t) => area.contains(t)));
-  let moves = 0;
-  for (const area of [root, ...areas]) {
-    if (!all && !holds(area)) continue;
-    const view = area === root ? window.innerHeight : area.clientHeight;
-    const end = area.scrollHeight - view;
-    if (end <= 0) continue;
-    area.scrollTop = Math.max(0, end - view);
-    await rendered();
-    area.scrollTop = end;
-    await rendered();
-    moves += 2;
-  }
-  return moves;
+  // All of them together: back, one rendering, to the end, another.
+  const view = (area: Element) => (area === root ? window.innerHeight : area.clientHeight);
+  const end = (area: Element) => area.scrollHeight - view(area);
+  const nudged = [root, ...areas].filter((area) => (all || holds(area)) && end(area) > 0);
+  if (!nudged.length) return 0;
+  for (const area of nudged) area.scrollTop = Math.max(0, end(area) - view(area));
+  await rendered();
+  for (const area of nudged) area.scrollTop = end(area);
+  await rendered();
+  return nudged.length * 2;
 }
