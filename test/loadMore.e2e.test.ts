@@ -5,7 +5,8 @@
  * --clickSelector that picks every button. A link leaving the page and a form's submit button labelled
  * "Show more" are never pressed. And long pages that never grow are left after one move to their end (and
  * a nudge), whatever clocks and animations they run; only what an IntersectionObserver watches is visited
- * on the way. Their cost in time is bench/behaviors.ts's figure, not asserted here.
+ * on the way. Their cost in time is bench/behaviors.ts's figure, not asserted here. And a page busy in its own
+ * script when the behaviors time out: its autoscroll ends at the deadline and logs before the page is done.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

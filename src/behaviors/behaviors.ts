@@ -101,7 +101,7 @@ export function addToTally(tally: BehaviorTally, outcome: BehaviorOutcome): void
 }
 
 const READY_STATE_DEADLINE_MS = 5000;
-/** After the deadline, how long the autoscroll's last in-page call may take to return. */
+/** After the deadline, a bound on the stopped autoscroll's end (it ends at once: autoscroll.ts awaits no page). */
 const SCROLL_STOP_MS = 2000;
 
 /** The page-side functions behaviors call (CDP bindings; the library looks them up by these names). */
@@ -210,7 +210,7 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
   clearTimeout(timer);
   if (raced === "timed-out") {
     stopScrolling.abort();
-    // Each frame's last look is bounded by the deadline itself (autoscroll.ts): a moment, not a wait.
+    // Its frames end at once and log their end now, before the page is done.
     await withTimeout(Promise.allSettled(scrolling), SCROLL_STOP_MS, "still scrolling").catch(() => undefined);
   }
   if (raced === "finished" && !scrollTimedOut && !flowTimedOut) {
