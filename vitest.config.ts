@@ -22,6 +22,7 @@ const SECONDS_ON_CI: Record<string, number> = {
   "test/browsertrixBehaviors.e2e.test.ts": 63,
   "test/browsertrixBrowserMisc.e2e.test.ts": 63,
   "test/infiniteScroll.e2e.test.ts": 56,
+  "test/loadMore.e2e.test.ts": 60,
   "test/hostileUrls.e2e.test.ts": 54,
   "test/sitemapRobots.e2e.test.ts": 53,
   "test/dedupeCluster.e2e.test.ts": 51,

@@ -22,13 +22,15 @@ export interface AutoscrollLimits {
   maxRounds: number;
 }
 
-/** Why a frame's scrolling ended. */
-export type AutoscrollEnd = "stopped growing" | "round limit" | "deadline" | "nothing to scroll" | "site-specific behavior" | "frame gone";
+/** Why a frame's scrolling ended ("did not grow": its first scroll or click brought nothing). */
+export type AutoscrollEnd = "stopped growing" | "did not grow" | "round limit" | "deadline" | "nothing to scroll" | "site-specific behavior" | "frame gone";
 
 export interface FrameAutoscroll {
   frameUrl: string;
   /** Times the frame grew after a step. */
   rounds: number;
+  /** Viewport moves made, all steps and nudges together. */
+  moves: number;
   end: AutoscrollEnd;
   seconds: number;
 }
@@ -38,15 +40,17 @@ export function cutByDeadline(results: readonly FrameAutoscroll[]): boolean {
   return results.some((result) => result.end === "deadline");
 }
 
-/** Growth is over once nothing grew and no request started or ended for this long. */
+/** Once nothing a step set off is pending, requests it started must have ended this long ago (rendered). */
+const RESPONSE_SETTLE_MS = 150;
+/** A frame that never settles (not rendered, no watch): growth is over after this long of a quiet network. */
 const QUIET_MS = 500;
-/** After the nudge: quiet this long with no growth is the end. */
-const NUDGE_QUIET_MS = 200;
+/** After the nudge, in a frame that never settles: the least wait before a quiet network ends it. */
+const NUDGE_MIN_WAIT_MS = 200;
 /** A step that brought no growth in this long is the end, even if requests go on (a page that polls). */
 const MAX_GROWTH_WAIT_MS = 10_000;
 /** Each poll asks the page for up to this long whether it grew. */
 const POLL_MS = 100;
-/** Viewport moves per step, at two rendered frames each: about 1,800,000 px of a 900 px viewport. */
+/** Moves per step (a viewport's in a frame without the watch): about 1,800,000 px of a 900 px viewport. */
 const MAX_MOVES_PER_STEP = 2000;
 
 /**
@@ -58,9 +62,12 @@ export async function watchTabForAutoscroll(tab: Page): Promise<RequestWatch> {
   return RequestWatch.attach(tab);
 }
 
-/** Scroll each frame to its end (concurrently), then log and return how each one ended. */
-export async function autoscrollFrames(tab: Page, watch: RequestWatch, frames: readonly Frame[], limits: AutoscrollLimits): Promise<FrameAutoscroll[]> {
-  const results = await Promise.all(frames.map((frame) => autoscrollFrame(frame, watch, limits)));
+/**
+ * Scroll each frame to its end (concurrently), then log and return how each one ended. Once `stop` is
+ * aborted (the behaviors' deadline), no frame is asked anything more: each ends at its next look.
+ */
+export async function autoscrollFrames(tab: Page, watch: RequestWatch, frames: readonly Frame[], limits: AutoscrollLimits, stop?: AbortSignal): Promise<FrameAutoscroll[]> {
+  const results = await Promise.all(frames.map((frame) => autoscrollFrame(frame, watch, limits, stop)));
   for (const result of results) {
     if (result.end === "nothing to scroll" || result.end === "site-specific behavior") continue;
     logger.info("behaviorScript", "autoscroll ended", { url: tab.url(), ...result });
@@ -68,20 +75,35 @@ export async function autoscrollFrames(tab: Page, watch: RequestWatch, frames: r
   return results;
 }
 
-async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: AutoscrollLimits): Promise<FrameAutoscroll> {
+async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: AutoscrollLimits, stop?: AbortSignal): Promise<FrameAutoscroll> {
   const started = Date.now();
   let rounds = 0;
+  let moves = 0;
   let lookedAgain = false;
-  const result = (end: AutoscrollEnd): FrameAutoscroll => ({ frameUrl: frame.url(), rounds, end, seconds: Math.round((Date.now() - started) / 100) / 10 });
+  const result = (end: AutoscrollEnd): FrameAutoscroll => ({ frameUrl: frame.url(), rounds, moves, end, seconds: Math.round((Date.now() - started) / 100) / 10 });
+  const over = () => stop?.aborted === true || Date.now() >= limits.deadline;
+  // Once stopped, no answer from the page is awaited (a page busy in its own script answers late): the frame
+  // ends at once, and what its last call does or throws later is dropped, not logged.
+  const stopped = new Promise<never>((_, reject) => stop?.addEventListener("abort", () => reject(new Error("stopped")), { once: true }));
+  stopped.catch(() => undefined);
+  const ask = <T>(call: Promise<T>): Promise<T> => {
+    call.catch(() => undefined);
+    return stop ? Promise.race([call, stopped]) : call;
+  };
   try {
     for (;;) {
+      if (over()) return result("deadline");
       const stepStarted = Date.now();
-      const step = await frame.evaluate(scrollStepInPage, { maxMoves: MAX_MOVES_PER_STEP, budgetMs: Math.max(0, limits.deadline - Date.now()) });
+      const step = await ask(frame.evaluate(scrollStepInPage, { maxMoves: MAX_MOVES_PER_STEP, budgetMs: Math.max(0, limits.deadline - Date.now()) }));
       if (step.siteSpecific) return result("site-specific behavior");
+      moves += step.moves;
       // A page no taller than its viewport, with nothing to click, is not waited on: once a poll has given
       // its scripts a rendered frame and it is quiet (its first batch may still be on its way, or just asked for).
       const short = rounds === 0 && !step.scrolled && !step.clicked;
-      let grew = await waitForGrowth(frame, step.before, watch, stepStarted, limits.deadline, short ? POLL_MS : QUIET_MS);
+      // After a click, more elements are growth too: a page that fits its viewport grows no taller.
+      const byElements = step.clicked > 0;
+      const waited = await ask(waitForGrowth(frame, step.before, watch, stepStarted, limits.deadline, short ? POLL_MS : QUIET_MS, byElements, stop));
+      let grew = waited.grew;
       if (short && !grew) {
         // Behaviors start as soon as the load's requests end: a feed's first batch may have arrived but not
         // be rendered yet when the step looked (a <div> that was not yet scrolling). Look once more, now quiet.
@@ -91,52 +113,56 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
         }
         return result("nothing to scroll");
       }
-      if (!grew) {
-        // Before giving up: back a viewport and to the end again (a trigger that fired late, or was missed).
+      // Before giving up: back a viewport and to the end again (a trigger that fired late, or was missed), on
+      // a page that may have missed it: one that watches elements or reacted to the step. One that did
+      // neither (most long pages: a book, a manual) is left at once.
+      const reacted = waited.reactions > step.reactions;
+      if (grew === false && !over() && (step.targets > 0 || reacted)) {
         const nudged = Date.now();
-        await frame.evaluate(nudgeInPage);
-        // The nudge's transitions start any request they trigger within a frame or two: a shorter quiet
-        // suffices to see one begin (then the wait goes on until it ends).
-        grew = await waitForGrowth(frame, step.before, watch, nudged, limits.deadline, NUDGE_QUIET_MS, NUDGE_QUIET_MS);
+        // Only the areas that watch elements, unless the page reacted (a scroll listener's timeout: any area).
+        moves += await ask(frame.evaluate(nudgeInPage, reacted));
+        grew = (await ask(waitForGrowth(frame, step.before, watch, nudged, limits.deadline, NUDGE_MIN_WAIT_MS, byElements, stop))).grew;
       }
       if (grew === "deadline") return result("deadline");
-      if (!grew) return result("stopped growing");
+      if (!grew) return result(rounds === 0 ? "did not grow" : "stopped growing");
       // Growth the step did not cause (the page rendering its first batch) is no round.
       if (step.scrolled || step.clicked) rounds += 1;
       if (rounds >= limits.maxRounds) return result("round limit");
-      if (Date.now() >= limits.deadline) return result("deadline");
     }
   } catch (err) {
+    if (stop?.aborted) return result("deadline");
     // Navigated away or detached: what it loaded so far is captured all the same.
     logger.debug("behaviorScript", `autoscroll stopped: ${errorMessage(err)}`, { frame: frame.url() });
     return result("frame gone");
   }
 }
 
+/** Whether `now` has grown from `before`: taller, or (after a click) more elements. */
+function grown(now: ScrollShape, before: ScrollShape, byElements: boolean): boolean {
+  return now.page > before.page || now.areas > before.areas || (byElements && now.elements > before.elements);
+}
+
 /**
- * True once the frame has grown from `before`. False at once when nothing happened: the page settled (no
- * short timer pending, two rendered frames after the last: autoscrollInPage.ts) with no request started
- * since `since` (the step's start) nor in flight (most pages, once scrolled to their end). Otherwise false
- * once it has not grown after `minWaitMs` and the network has been quiet for `quietMs` (a request that
- * ended may still be rendered), or after MAX_GROWTH_WAIT_MS whatever the network does.
+ * Whether the frame grows from `before`, and the page's reaction count when the wait ended. Not once the
+ * page has settled (nothing it set off in reaction to the step pending, two rendered frames after the last:
+ * autoscrollInPage.ts) with no request started since `since` (the step's start) nor in flight, or with
+ * those requests ended RESPONSE_SETTLE_MS ago. In a frame that never settles: not once it has not grown
+ * after `minWaitMs` and the network has been quiet for QUIET_MS; and never after MAX_GROWTH_WAIT_MS.
  */
-async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWatch, since: number, deadline: number, minWaitMs: number, quietMs = QUIET_MS): Promise<boolean | "deadline"> {
+async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWatch, since: number, deadline: number, minWaitMs: number, byElements: boolean, stop?: AbortSignal): Promise<{ grew: boolean | "deadline"; reactions: number }> {
   const started = Date.now();
   let seen = before;
-  // Once something did happen, the wait is the quiet one: asking again whether the page settled is no use.
-  let mayEndEarly = true;
+  let reactions = 0;
   for (;;) {
+    if (stop?.aborted) return { grew: "deadline", reactions };
     // Waits in the page for a change from what was last seen (a shrink is a change, not growth).
-    const poll = await frame.evaluate(shapeChangeInPage, seen, Math.max(0, Math.min(POLL_MS, deadline - Date.now())), mayEndEarly);
-    const now = poll.shape;
-    if (now.page > before.page || now.areas > before.areas) return true;
-    seen = now;
-    if (Date.now() >= deadline) return "deadline";
-    if (mayEndEarly && poll.settled) {
-      if (!watch.activeSince(since)) return false;
-      mayEndEarly = false;
-    }
+    const poll = await frame.evaluate(shapeChangeInPage, seen, Math.max(0, Math.min(POLL_MS, deadline - Date.now())), true);
+    reactions = poll.reactions;
+    if (grown(poll.shape, before, byElements)) return { grew: true, reactions };
+    seen = poll.shape;
+    if (Date.now() >= deadline) return { grew: "deadline", reactions };
+    if (poll.settled && (!watch.activeSince(since) || watch.quietFor(RESPONSE_SETTLE_MS))) return { grew: false, reactions };
     const waited = Date.now() - started;
-    if ((waited >= minWaitMs && watch.quietFor(quietMs)) || waited >= MAX_GROWTH_WAIT_MS) return false;
+    if ((waited >= minWaitMs && watch.quietFor(QUIET_MS)) || waited >= MAX_GROWTH_WAIT_MS) return { grew: false, reactions };
   }
 }

@@ -9,6 +9,8 @@ export interface ScrollShape {
   page: number;
   /** The scroll heights of the scrolling elements the last step found, summed. */
   areas: number;
+  /** Elements in the document: a "load more" on a page that fits its viewport adds content, not height. */
+  elements: number;
 }
 
 /** What one step did. */
@@ -19,13 +21,22 @@ export interface ScrollStep {
   scrolled: number;
   /** "Load more" buttons clicked. */
   clicked: number;
+  /** Viewport moves made (each followed by two rendered frames). */
+  moves: number;
+  /** Elements IntersectionObservers watch in the frame: a page that may react to a scroll it missed. */
+  targets: number;
+  /** The page's reaction count (autoscrollTimers.ts) when the step began. */
+  reactions: number;
   /** browsertrix-behaviors runs a site-specific behavior in this frame: it scrolls the way that site needs. */
   siteSpecific: boolean;
 }
 
 /** The timer watch autoscrollTimers.ts leaves in the page (a type only: nothing is imported into the page). */
 interface PageTimerWatch {
-  pending(): number;
+  reactionsPending(): number;
+  reactions(): number;
+  react<T>(act: () => T): T;
+  targets(): { target: Element; observer: IntersectionObserver; root: Element | Document | null }[];
   setTimeout(handler: () => void, ms: number): number;
   clearTimeout(id: number): void;
 }
@@ -40,11 +51,13 @@ interface AutoscrollGlobals {
 export interface ShapePoll {
   shape: ScrollShape;
   /**
-   * The page had nothing left to do at some moment of the poll: no short timeout pending (autoscrollTimers.ts)
-   * and two rendered frames since the poll began and since the last one fired (what an observer or a
-   * timer's work sets off has run by then). False in a frame without the timer watch.
+   * The page had nothing left to do at some moment of the poll: no timeout set in reaction to our scroll or
+   * click pending (autoscrollTimers.ts) and two rendered frames since the poll began and since the last one
+   * fired (what an observer or a timer's work sets off has run by then). False in a frame without the watch.
    */
   settled: boolean;
+  /** The page's reaction count (autoscrollTimers.ts); 0 in a frame without the watch. */
+  reactions: number;
 }
 
 /**
@@ -58,12 +71,13 @@ export async function shapeChangeInPage(before: ScrollShape, waitMs: number, unt
   const shape = (): ScrollShape => ({
     page: (document.scrollingElement ?? document.documentElement).scrollHeight,
     areas: (globals.__wc_scrollAreas ?? []).reduce((sum, area) => sum + (area.isConnected ? area.scrollHeight : 0), 0),
+    elements: document.getElementsByTagName("*").length,
   });
   const began = Date.now();
   const until = began + waitMs;
   let frames = 0;
   let done = false;
-  // The frame count since which the page has had no timer pending. Rendered frames only, not time: a frame
+  // The frame count since which the page has had no reaction pending. Rendered frames only, not time: a frame
   // that is not rendered (or renders under 20 frames a second) does not settle, and its wait is the quiet one.
   let quietFrom: number | null = null;
   const tick = () => {
@@ -74,11 +88,11 @@ export async function shapeChangeInPage(before: ScrollShape, waitMs: number, unt
   try {
     for (;;) {
       const now = shape();
-      const changed = now.page !== before.page || now.areas !== before.areas;
-      if (!timers || timers.pending() > 0) quietFrom = null;
+      const changed = now.page !== before.page || now.areas !== before.areas || now.elements !== before.elements;
+      if (!timers || timers.reactionsPending() > 0) quietFrom = null;
       else quietFrom ??= frames;
       const settled = quietFrom !== null && frames - quietFrom >= 2;
-      if (changed || (untilSettled && settled) || Date.now() >= until) return { shape: now, settled: settled && !changed };
+      if (changed || (untilSettled && settled) || Date.now() >= until) return { shape: now, settled: settled && !changed, reactions: timers?.reactions() ?? 0 };
       await new Promise((resolve) => setTimer(() => resolve(undefined), 10));
     }
   } finally {
@@ -87,10 +101,13 @@ export async function shapeChangeInPage(before: ScrollShape, waitMs: number, unt
 }
 
 /**
- * One step: scroll the window and every scrolling element from where it is to its end, a viewport at a time
- * with two rendered frames between moves (so IntersectionObservers see every part pass by, and a sentinel at
- * the end comes into view rather than being jumped over); then click each visible "load more" button or link
- * that does not navigate. Within `maxMoves` viewport moves and `budgetMs` (the behaviors' deadline).
+ * One step: scroll the window and every scrolling element from where it is to its end, then click each
+ * visible "load more" button or link that does not navigate. A page is not walked a viewport at a time: each
+ * area is moved only to what an IntersectionObserver watches further down (lazy images, a sentinel above a
+ * footer), then to its end (a feed's trigger at the very end comes into view, a scroll listener sees the
+ * end; all areas' ends at once), two rendered frames after each move, so that the observers see it. In a frame without the watch
+ * (autoscrollTimers.ts), where nothing tells what the page watches, it is walked a viewport at a time.
+ * Within `maxMoves` moves and `budgetMs` (the behaviors' deadline).
  */
 export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: number }): Promise<ScrollStep> {
   const until = Date.now() + limits.budgetMs;
@@ -98,14 +115,16 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
   const shape = (): ScrollShape => ({
     page: (document.scrollingElement ?? document.documentElement).scrollHeight,
     areas: (globals.__wc_scrollAreas ?? []).reduce((sum, area) => sum + (area.isConnected ? area.scrollHeight : 0), 0),
+    elements: document.getElementsByTagName("*").length,
   });
+  // The page's own timers and observers (autoscrollTimers.ts): ours are not the page's work.
+  const timers = (self as unknown as Record<symbol, PageTimerWatch | undefined>)[Symbol.for("warc-crawler.autoscroll.timers")];
+  const reactions = timers?.reactions() ?? 0;
   // The library picks its site-specific behavior when its run() starts; picking it here first, whichever
   // starts first, is the same pick (it keeps the first one).
   globals.__bx_behaviors?.selectMainBehavior?.();
-  if (globals.__bx_behaviors?.mainBehavior) return { before: shape(), scrolled: 0, clicked: 0, siteSpecific: true };
+  if (globals.__bx_behaviors?.mainBehavior) return { before: shape(), scrolled: 0, clicked: 0, moves: 0, targets: 0, reactions, siteSpecific: true };
   // requestAnimationFrame alone never fires in a frame that is not rendered: the timer caps the wait.
-  // The page's own timers (autoscrollTimers.ts): ours are not the page's work.
-  const timers = (self as unknown as Record<symbol, PageTimerWatch | undefined>)[Symbol.for("warc-crawler.autoscroll.timers")];
   const rendered = () =>
     new Promise<void>((resolve) => {
       const timer = timers ? timers.setTimeout(resolve, 100) : window.setTimeout(resolve, 100);
@@ -121,24 +140,72 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
   }
   globals.__wc_scrollAreas = areas;
   const before = shape();
-  let scrolled = 0;
+  const watched = timers?.targets() ?? [];
+  // What changed where while the areas move: an observer whose targets change nothing when seen (a contents
+  // list following the reader: the change is in the list) is no lazy loader, and its targets are not visited.
+  const changed = new Set<Node>();
+  const changes = new MutationObserver((records) => records.forEach((record) => changed.add(record.target)));
+  changes.observe(document, { subtree: true, childList: true, attributes: true });
+  const visited = new Map<IntersectionObserver, { seen: number; changed: boolean }>();
+  const ignored = new Set<IntersectionObserver>();
+  const scrolled = new Set<Element>();
   let moves = 0;
+  // Each area's last move, to its end: made together, one rendering for all (a sidebar's end and the page's).
+  const ends: { area: Element; end: number; from: number }[] = [];
   for (const area of [root, ...areas]) {
     const view = area === root ? window.innerHeight : area.clientHeight;
     // The end as it is now: what loads meanwhile is the next round's (one growth a round, not a chase).
     const end = area.scrollHeight - view;
-    let moved = false;
-    while (moves < limits.maxMoves && Date.now() < until && area.scrollTop < end - 1) {
+    // Where this area's watched elements are, in its scroll coordinates, top down: those inside it (whatever
+    // their observer's root), or for the window those in no scrolling element.
+    const origin = area === root ? 0 : area.getBoundingClientRect().top + area.clientTop;
+    const stops = timers
+      ? watched
+          .filter(({ target }) => (area === root ? !areas.some((a) => a.contains(target)) : area.contains(target)) && target.getClientRects().length > 0)
+          .map(({ target, observer }) => ({ target, observer, at: target.getBoundingClientRect().top - origin + area.scrollTop }))
+          .sort((a, b) => a.at - b.at)
+      : null;
+    const move = async (to: number): Promise<boolean> => {
       const from = area.scrollTop;
-      area.scrollTop = Math.min(end, from + view);
+      area.scrollTop = Math.min(end, to);
       moves += 1;
       await rendered();
       // overflow: hidden (the window of a page whose feed is in a <div>): it does not scroll.
-      if (area.scrollTop <= from) break;
-      moved = true;
+      if (area.scrollTop <= from) return false;
+      scrolled.add(area);
+      return true;
+    };
+    const going = () => moves < limits.maxMoves && Date.now() < until && area.scrollTop < end - 1;
+    if (stops) {
+      // A watched element below the view is brought near its top (inside an observer's margin that only
+      // counts the top of the viewport); those the view then shows need no move of their own.
+      for (const stop of stops) {
+        if (!going()) break;
+        if (ignored.has(stop.observer) || stop.at < area.scrollTop + view || stop.at > end + view) continue;
+        if (!(await move(stop.at - view / 4))) break;
+        for (const record of changes.takeRecords()) changed.add(record.target);
+        const shown = stops.filter(({ at }) => at >= area.scrollTop && at < area.scrollTop + view);
+        for (const { target, observer } of shown) {
+          const tally = visited.get(observer) ?? { seen: 0, changed: false };
+          tally.seen += 1;
+          tally.changed ||= [...changed].some((node) => target.contains(node));
+          visited.set(observer, tally);
+          // Three of its targets seen, none of them changed: the rest will not be either.
+          if (tally.seen >= 3 && !tally.changed) ignored.add(observer);
+        }
+      }
+      if (going()) ends.push({ area, end, from: area.scrollTop });
+    } else {
+      while (going()) if (!(await move(area.scrollTop + view))) break;
     }
-    if (moved) scrolled += 1;
   }
+  if (ends.length) {
+    for (const { area, end } of ends) area.scrollTop = end;
+    moves += ends.length;
+    await rendered();
+    for (const { area, from } of ends) if (area.scrollTop > from) scrolled.add(area);
+  }
+  changes.disconnect();
   // "Load more", "Show more posts", "View older": short texts only (a paragraph that mentions it is no button).
   // A bare "More" is left alone: as often a menu as a feed's button.
   const loadMore = /^(load|show|view|see|display)\s+(more|older|next)\b/i;
@@ -150,7 +217,7 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
       if (!href || href.startsWith("#") || /^\s*javascript:/i.test(href)) return false;
       return element.href.split("#")[0] !== here;
     }
-    // A submit button in a form posts the form: a navigation.
+    // A submit button posts its form (a button in a form is one unless its type says otherwise): a navigation.
     return (element instanceof HTMLButtonElement || element instanceof HTMLInputElement) && element.form !== null && element.type === "submit";
   };
   let clicked = 0;
@@ -158,19 +225,23 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
     if (clicked >= 10) break;
     const label = (element instanceof HTMLInputElement ? element.value : element.innerText || element.getAttribute("aria-label") || "").replace(/\s+/g, " ").trim();
     if (!label || label.length > 40 || !loadMore.test(label)) continue;
-    if (!element.getClientRects().length || (element as HTMLButtonElement).disabled || navigates(element)) continue;
+    if (!element.getClientRects().length || (element as HTMLButtonElement).disabled || element.getAttribute("aria-disabled") === "true" || navigates(element)) continue;
     element.scrollIntoView({ block: "center" });
-    element.click();
+    // As a reaction: the timeouts its handlers set are waited for, as a scroll listener's are.
+    if (timers) timers.react(() => element.click());
+    else element.click();
     clicked += 1;
   }
-  return { before, scrolled, clicked, siteSpecific: false };
+  return { before, scrolled: scrolled.size, clicked, moves, targets: watched.length, reactions, siteSpecific: false };
 }
 
 /**
  * Move each area a viewport back from its end and back again, two rendered frames apart: a feed whose
  * trigger fired late (a busy page) or whose observer missed the change gets another transition to see.
+ * Every area (`all`: the page reacted to the step), or only those holding elements an IntersectionObserver
+ * watches (the window: those in no scrolling element). Returns the moves made.
  */
-export async function nudgeInPage(): Promise<void> {
+export async function nudgeInPage(all: boolean): Promise<number> {
   const globals = self as unknown as AutoscrollGlobals;
   // The page's own timers (autoscrollTimers.ts): ours are not the page's work.
   const timers = (self as unknown as Record<symbol, PageTimerWatch | undefined>)[Symbol.for("warc-crawler.autoscroll.timers")];
@@ -180,13 +251,17 @@ export async function nudgeInPage(): Promise<void> {
       requestAnimationFrame(() => requestAnimationFrame(() => ((timers ? timers.clearTimeout(timer) : window.clearTimeout(timer)), resolve())));
     });
   const root = document.scrollingElement ?? document.documentElement;
-  for (const area of [root, ...(globals.__wc_scrollAreas ?? []).filter((a) => a.isConnected)]) {
-    const view = area === root ? window.innerHeight : area.clientHeight;
-    const end = area.scrollHeight - view;
-    if (end <= 0) continue;
-    area.scrollTop = Math.max(0, end - view);
-    await rendered();
-    area.scrollTop = end;
-    await rendered();
-  }
+  const areas = (globals.__wc_scrollAreas ?? []).filter((a) => a.isConnected);
+  const watched = (timers?.targets() ?? []).map(({ target }) => target);
+  const holds = (area: Element) => (area === root ? watched.some((t) => !areas.some((a) => a.contains(t))) : watched.some((t) => area.contains(t)));
+  // All of them together: back, one rendering, to the end, another.
+  const view = (area: Element) => (area === root ? window.innerHeight : area.clientHeight);
+  const end = (area: Element) => area.scrollHeight - view(area);
+  const nudged = [root, ...areas].filter((area) => (all || holds(area)) && end(area) > 0);
+  if (!nudged.length) return 0;
+  for (const area of nudged) area.scrollTop = Math.max(0, end(area) - view(area));
+  await rendered();
+  for (const area of nudged) area.scrollTop = end(area);
+  await rendered();
+  return nudged.length * 2;
 }

@@ -101,6 +101,8 @@ export function addToTally(tally: BehaviorTally, outcome: BehaviorOutcome): void
 }
 
 const READY_STATE_DEADLINE_MS = 5000;
+/** After the deadline, a bound on the stopped autoscroll's end (it ends at once: autoscroll.ts awaits no page). */
+const SCROLL_STOP_MS = 2000;
 
 /** The page-side functions behaviors call (CDP bindings; the library looks them up by these names). */
 const LOG_BINDING = "__bx_log";
@@ -186,8 +188,10 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
   // A matching flow is the page's site-specific behavior: as there, it takes the autoscroll's place.
   const autoscroll = flow ? undefined : autoscrollTabs.get(tab);
   let scrollTimedOut = false;
+  // At the deadline the autoscroll is stopped and awaited: nothing of it may run on once the page is done.
+  const stopScrolling = new AbortController();
   const scrolling = autoscroll
-    ? [autoscrollFrames(tab, autoscroll.watch, frames, { deadline: started + timeoutMs, maxRounds: autoscroll.maxRounds }).then((results) => {
+    ? [autoscrollFrames(tab, autoscroll.watch, frames, { deadline: started + timeoutMs, maxRounds: autoscroll.maxRounds }, stopScrolling.signal).then((results) => {
         scrollTimedOut = cutByDeadline(results);
         // Our autoscroll (autoscroll.ts), under the name the library's (turned off) had, for the page timings.
         eachMs.Autoscroll = Date.now() - started;
@@ -204,6 +208,11 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
   // An endless feed's scrolling ends at the deadline itself: timed out, whichever settles first.
   let raced = await Promise.race([runs.then(() => "finished" as const), deadline]);
   clearTimeout(timer);
+  if (raced === "timed-out") {
+    stopScrolling.abort();
+    // Its frames end at once and log their end now, before the page is done.
+    await withTimeout(Promise.allSettled(scrolling), SCROLL_STOP_MS, "still scrolling").catch(() => undefined);
+  }
   if (raced === "finished" && !scrollTimedOut && !flowTimedOut) {
     const sweepStarted = Date.now();
     const left = started + timeoutMs - sweepStarted;
