@@ -3,9 +3,10 @@
  * line per site with the seconds of each run, their ratio (new / old, of the medians), the CPU seconds of
  * each crawl's process tree (crawler + Chromium, from /usr/bin/time), and the requests that reached the
  * site's server.
- *   node dist/bench/noBehaviors.js [--old /work/wt/old] [--rounds 3] [--sites fixture,rust] [--limit 60]
+ *   node dist/bench/noBehaviors.js [--old /work/wt/old] [--new <checkout>] [--rounds 3] [--sites fixture,rust] [--limit 60]
  *     [--workers 4] [--phases] [--cpuProf]
- * --old (or $OLD_BUILD): a checkout of the older build, built (its dist/src/cli/crawl.js is run).
+ * --old (or $OLD_BUILD): a checkout of the older build, built (its dist/src/cli/crawl.js is run); --new: the
+ * same for the newer one (default: this build).
  * Sites: "fixture" (fixtures/site, the test site), "rust" (Debian's rust-doc std docs,
  * /usr/share/doc/rust-doc/html, served as nginx would: skipped when not installed), "generated" (60
  * generated pages, bench/lib/generatedSite.ts). Each crawl: --behaviors "" --limit 60 --workers 4
@@ -30,6 +31,7 @@ const RUST_DOCS = "/usr/share/doc/rust-doc/html";
 const { values } = parseArgs({
   options: {
     old: { type: "string", default: process.env.OLD_BUILD ?? "/work/wt/old" },
+    new: { type: "string" },
     rounds: { type: "string", default: "3" },
     sites: { type: "string", default: "fixture,rust" },
     limit: { type: "string", default: "60" },
@@ -40,7 +42,7 @@ const { values } = parseArgs({
 });
 const builds = {
   old: join(resolve(values.old), "dist", "src", "cli", "crawl.js"),
-  new: fileURLToPath(new URL("../src/cli/crawl.js", import.meta.url)),
+  new: values.new ? join(resolve(values.new), "dist", "src", "cli", "crawl.js") : fileURLToPath(new URL("../src/cli/crawl.js", import.meta.url)),
 };
 if (!existsSync(builds.old)) throw new Error(`no old build at ${builds.old} (build it, or give --old)`);
 type Build = keyof typeof builds;

@@ -180,13 +180,14 @@ describe("crawl of the fixture site", () => {
   });
 });
 
-describe("assets shared by pages (no-cache + ETag), with the browser's HTTP cache disabled", () => {
-  it("are fetched from the network by every page that uses them, never revalidated, and stored once as their 200", () => {
-    // The fixture's assets are no-cache + ETag: with a cache, later pages would revalidate them (304).
-    // The cache is off, so every page's load of them goes through the capture as a 200.
-    expect(site.requests.filter((r) => r.status === 304).map((r) => r.url)).toEqual([]);
+describe("assets shared by pages (no-cache + ETag), with the browser's HTTP cache on", () => {
+  it("are fetched whole once per tab at most, revalidated by later pages, yet stored once as their 200 and never as a 304", () => {
+    // The fixture's assets are no-cache + ETag: later pages of the crawl revalidate them (304) instead of
+    // fetching them again, and the crawl, which holds their 200 already, fetches nothing more.
+    expect(site.requests.filter((r) => r.status === 304).length).toBeGreaterThan(0);
     const styleLoads = site.requests.filter((r) => r.url === "/site/css/style.css" && r.status === 200).length;
-    expect(styleLoads).toBeGreaterThan(1);
+    expect(styleLoads).toBeGreaterThanOrEqual(1);
+    expect(styleLoads).toBeLessThanOrEqual(2); // --workers 2: each tab's first load may be its own
     const responses = records.filter((r) => ["response", "revisit"].includes(r.headers.get("warc-type")!));
     expect(responses.filter((r) => httpStatus(r) === 304).map((r) => r.headers.get("warc-target-uri"))).toEqual([]);
     for (const path of EXPECTED_RESOURCE_PATHS) {

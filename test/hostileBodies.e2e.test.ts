@@ -306,7 +306,8 @@ describe.concurrent("Chromium's HTTP cache", () => {
     });
     expect(crawl.code, crawl.stderr.slice(-3000)).toBe(0);
     expect(crawledPages(crawl).sort()).toEqual(["/hostile/bodies/after-cache-a.html", "/hostile/bodies/after-cache-b.html", "/hostile/bodies/cache-a.html", "/hostile/bodies/cache-b.html"]);
-    // Page a: the browser's 200 (body read failed), the direct fetch's 503; page b: from the network again.
+    // Page a: the browser's 200 (body read failed), the direct fetch's 503; page b: the browser's cache serves it
+    // (no request), and the crawl, which holds no capture of it, fetches it whole: the third hit.
     expect(site.hits.get("/hostile/bodies/cached.js")).toBe(3);
     const stored = responsesOf(crawl, "/hostile/bodies/cached.js");
     expect(stored.map(httpStatus)).toEqual([200]);

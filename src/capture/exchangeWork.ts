@@ -12,6 +12,11 @@ export class ExchangeWork {
     void work.finally(() => this.exchanges.delete(work));
   }
 
+  /** Settles once the exchanges being captured now have settled (not those that start later). */
+  exchangesSettled(): Promise<unknown> {
+    return Promise.allSettled([...this.exchanges.keys()]);
+  }
+
   /** Work in the background: a whole resource fetched after a 206, a page's sockets written at its end. */
   background(work: Promise<void>): void {
     this.inBackground.add(work);

@@ -12,7 +12,7 @@ export type StoreFetched = (exchange: Exchange, attempt: PageAttempt, failure: s
 /**
  * What the browser cannot hand over whole, fetched outside it (fetch/fallbackFetcher.ts) and stored as part
  * of the page: the whole resource behind a 206, the response behind the browser's own revalidation (304), a
- * body the browser lost.
+ * body the browser lost, a response its cache served that the crawl holds no capture of.
  */
 export class FallbackCaptures {
   constructor(
@@ -24,16 +24,26 @@ export class FallbackCaptures {
 
   /**
    * A 206 seen in the browser: archive the whole resource instead of the fragment, in the background;
-   * once per URL and attempt (a video makes many range requests), and not when the crawl holds it already.
+   * once per URL and attempt (a video makes many range requests), and not when the crawl holds it already
+   * (asked `after` the given work: see afterCacheHit).
    */
-  afterPartialContent(url: string, requestHeaders: [string, string][], attempt: PageAttempt): void {
+  afterPartialContent(url: string, requestHeaders: [string, string][], attempt: PageAttempt, after?: Promise<unknown>): void {
     if (attempt.refetched.has(url)) return;
     attempt.refetched.add(url);
-    const work = this.sink.hasStoredResponse(url).then(async (stored) => {
+    const work = (after ?? Promise.resolve()).then(() => this.sink.hasStoredResponse(url)).then(async (stored) => {
       const exchange = stored ? null : await this.fetcher.wholeResource(url, requestHeaders);
-      if (exchange) await this.store(exchange, attempt, "full fetch after 206 failed");
+      if (exchange) await this.store(exchange, attempt, "full fetch of a resource the browser did not hand over whole failed");
     });
     this.work.background(work);
+  }
+
+  /**
+   * A 200 the browser served from its HTTP cache (cacheHits.ts): fetched whole as after a 206 if the crawl
+   * holds no capture of it (its first capture lost, or its attempt's exchanges not kept). Asked once the
+   * exchanges under way are stored: the capture of this very URL may be one of them.
+   */
+  afterCacheHit(url: string, attempt: PageAttempt): void {
+    this.afterPartialContent(url, [], attempt, this.work.exchangesSettled());
   }
 
   /**

@@ -9,6 +9,7 @@ import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { withTimeout } from "../util/process.js";
 import { isBrowserInternal } from "./browserInternal.js";
+import { watchCacheHits } from "./cacheHits.js";
 import { isLoginPage, NO_EXTRAS, OriginRedirects, rateLimitRuleMatched, readPageStorage, type CaptureExtras } from "./captureExtras.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { NetworkActivity } from "./loadWait.js";
@@ -108,9 +109,7 @@ export class PageCapture {
     await cdp.send("Network.enable");
     // Requests answered by a site's service worker never reach the network stage we capture (--serviceWorker).
     if (extras.bypassServiceWorker) await cdp.send("Network.setBypassServiceWorker", { bypass: true });
-    // Nothing is served from the browser's HTTP cache: a response cached but not captured (its capture
-    // lost, or written by an earlier page whose attempt failed) would never reach the capture again.
-    await cdp.send("Network.setCacheDisabled", { cacheDisabled: true });
+    watchCacheHits(cdp, () => capture.attempt, capture.fallbacks); // the HTTP cache stays on: its hits never pause here
     capture.blocking = await TabBlocking.start(cdp, capture.mainFrameId);
     await cdp.send("Fetch.enable", {
       handleAuthRequests: answerProxyChallenges(cdp),

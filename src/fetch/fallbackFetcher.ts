@@ -48,7 +48,7 @@ export class FallbackFetcher {
       await discardBody(exchange);
       return null;
     } catch (err) {
-      logger.warn("capture", "full fetch after 206 failed", { url, error: errorMessage(err) });
+      logger.warn("capture", "full fetch of a resource failed", { url, error: errorMessage(err) });
       return null;
     }
   }
