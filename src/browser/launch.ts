@@ -105,6 +105,9 @@ export async function launchBrowser(options: LaunchOptions, records: BrowserReco
       args: [...CHROMIUM_ARGS, ...chromiumHostResolverArgs(), ...(await browserProxyArgs(options.extraArgs ?? [])), ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : []), ...(options.extraArgs ?? [])],
       defaultViewport: { width: 1366, height: 900 },
       protocolTimeout: 120_000,
+      // No Audits domain: nothing reads its issues, and a page can raise thousands (the rust std docs: an
+      // accessibility issue per <summary> element, 5,800 a page), each a CDP message to parse.
+      issuesEnabled: false,
       // The crawler handles signals itself: it must finish writing before the browser goes away.
       handleSIGINT: false,
       handleSIGTERM: false,
