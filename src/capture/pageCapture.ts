@@ -7,7 +7,6 @@ import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
-import { withTimeout } from "../util/process.js";
 import { isBrowserInternal } from "./browserInternal.js";
 import { watchCacheHits } from "./cacheHits.js";
 import { isLoginPage, NO_EXTRAS, OriginRedirects, rateLimitRuleMatched, readPageStorage, type CaptureExtras } from "./captureExtras.js";
@@ -18,6 +17,7 @@ import { ExchangeWork } from "./exchangeWork.js";
 import { FallbackCaptures } from "./fallbackCaptures.js";
 import { LoadOutcomes } from "./loadOutcomes.js";
 import { END_DRAIN_DEADLINE_MS, PageAttempt, type CapturedSummary, type CutAtEnd } from "./pageAttempt.js";
+import { PageScripts } from "./pageScripts.js";
 import { answerProxyChallenges, failRelayAnswer } from "./proxyAuth.js";
 import { TabBlocking } from "./requestBlocking.js";
 import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./responseBody.js";
@@ -30,9 +30,6 @@ export interface ConditionalRequest {
 }
 
 export { PageAttempt, type CapturedSummary, type CutAtEnd, type RateLimitAnswer } from "./pageAttempt.js";
-
-/** A browser that does not confirm freezing a page within this is not waited for (the page's requests are refused all the same). */
-const FREEZE_DEADLINE_MS = 2000;
 
 /**
  * Captures every HTTP exchange of one browser tab through the CDP Fetch domain at the response stage:
@@ -55,6 +52,8 @@ export class PageCapture {
   /** The tab's requests in flight, for the network-idle wait. */
   readonly network: NetworkActivity;
   private readonly live: LiveStreams;
+  /** The tab's scripts, stopped at a page's end (pageScripts.ts). */
+  readonly scripts: PageScripts;
   /** What the browser cannot hand over whole, fetched outside it. */
   private readonly fallbacks: FallbackCaptures;
   private readonly redirects: OriginRedirects;
@@ -74,6 +73,7 @@ export class PageCapture {
     this.redirects = new OriginRedirects(extras.originOverride);
     this.network = new NetworkActivity(cdp);
     this.live = new LiveStreams(cdp);
+    this.scripts = new PageScripts(cdp);
     this.fallbacks = new FallbackCaptures(sink, fetcher, this.work, (exchange, attempt, failure) => this.storeFetched(exchange, attempt, failure));
   }
 
@@ -139,8 +139,8 @@ export class PageCapture {
    * The page is done (its load, behaviors and quiet wait are over): nothing more of it is captured. What it
    * requests from now on is refused, open body streams are cut once idle, and what is already in flight has
    * one deadline to be stored (what did not make it is in the attempt: unfinished, not in the archive yet).
-   * Then its scripts are frozen: a page that polls or ticks starts nothing new, no behavior of it runs on.
-   * (Frozen first, the browser would hold back the ends of loads already in flight.)
+   * Then its scripts are stopped: a page that polls or ticks starts nothing new, no behavior of it runs on.
+   * (Stopped first, the browser would hold back the ends of loads already in flight.)
    */
   async endPage(deadlineMs = END_DRAIN_DEADLINE_MS): Promise<CutAtEnd> {
     const attempt = this.attempt;
@@ -153,7 +153,7 @@ export class PageCapture {
       attempt.cutAtEnd.unfinished = unfinished.length;
       logger.warn("capture", "exchanges still being stored when the page's drain deadline passed", { page: attempt.pageUrl, urls: unfinished.slice(0, 10), count: unfinished.length });
     }
-    await withTimeout(this.cdp.send("Page.setWebLifecycleState", { state: "frozen" }), FREEZE_DEADLINE_MS, "freeze").catch(() => undefined);
+    await this.scripts.stop();
     return attempt.cutAtEnd;
   }
 

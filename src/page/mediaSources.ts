@@ -3,10 +3,12 @@ import { withTimeout } from "../util/process.js";
 
 const FRAME_DEADLINE_MS = 5_000;
 
-/** Runs in the page: the http(s) sources of its <video> and <audio> elements (a blob: or data: source is none). */
+/** Runs in the page: the http(s) sources of its <video> and <audio> elements that load by themselves (a blob: or data: source is none). */
 function mediaInDocument(): string[] {
   const found = new Set<string>();
   for (const media of Array.from(document.querySelectorAll("video, audio")) as HTMLMediaElement[]) {
+    // preload="none" without autoplay: the page itself never loads it (the autoplay behavior plays it).
+    if (media.preload === "none" && !media.autoplay) continue;
     const sources = [media.currentSrc, media.getAttribute("src") ?? "", ...Array.from(media.querySelectorAll("source[src]")).map((s) => s.getAttribute("src") ?? "")];
     for (const source of sources) {
       try {
@@ -21,8 +23,8 @@ function mediaInDocument(): string[] {
 }
 
 /**
- * The media files a loaded page shows, in all its frames: a media element may not have asked for its file by the
- * time the page is done (it loads on play, or later), and what is not asked for by then would never be archived.
+ * The media files a loaded page loads by itself, in all its frames: a media element may not have asked for its file
+ * by the time the page is done (it loads later), and what is not asked for by then would never be archived.
  */
 export async function mediaSources(tab: Page): Promise<string[]> {
   const read = (frame: Frame) => withTimeout(frame.evaluate(mediaInDocument), FRAME_DEADLINE_MS, "media sources").catch(() => [] as string[]);

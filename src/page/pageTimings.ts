@@ -19,7 +19,7 @@ export const PAGE_PHASES = [
   "netIdleAfterBehaviors",
   /** --saveStorage: reading the page's storage. */
   "saveStorage",
-  /** The page's end: its scripts frozen, what is in flight stored (bodies still arriving, fetches after a 206). */
+  /** The page's end: what is in flight stored, then its scripts stopped (bodies still arriving, fetches after a 206). */
   "drain",
   /** The page's title and links. */
   "links",
