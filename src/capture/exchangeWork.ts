@@ -38,6 +38,15 @@ export class ExchangeWork {
     return inTime ? [] : [...this.exchanges.values()];
   }
 
+  /** Wait for the work under way now (not what starts meanwhile), for at most `deadlineMs`. */
+  async settleCurrent(deadlineMs: number): Promise<void> {
+    const pending = [...this.exchanges.keys(), ...this.inBackground];
+    if (!pending.length) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled(pending), new Promise<void>((resolve) => (timer = setTimeout(resolve, deadlineMs)))]);
+    clearTimeout(timer);
+  }
+
   /** Wait until no work is under way, what starts meanwhile included (a closing tab's; the caller bounds it). */
   async all(): Promise<void> {
     while (this.exchanges.size || this.inBackground.size) await Promise.allSettled([...this.exchanges.keys(), ...this.inBackground]);

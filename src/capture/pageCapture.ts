@@ -28,25 +28,22 @@ export interface ConditionalRequest {
   headers: Record<string, string>;
   confirms: ConfirmedCapture;
 }
-
 export { PageAttempt, type CapturedSummary, type CutAtEnd, type RateLimitAnswer } from "./pageAttempt.js";
 
 /**
  * Captures every HTTP exchange of one browser tab through the CDP Fetch domain at the response stage:
  * the browser pauses each response, we read its body, hand the exchange to the sink (the capture
  * pipeline) and let the response continue. What the browser cannot hand over whole (a 206 fragment, a
- * revalidated cached copy, a body it lost) is fetched outside the browser by the FallbackFetcher and
- * handed to the same sink.
+ * revalidated cached copy, a body it lost) is fetched outside the browser and handed to the same sink.
  */
 export class PageCapture {
-  /** Exchanges being captured, fetches of whole resources behind 206s. */
+  /** Exchanges being captured, work in the background: what a page's end drains. */
   private readonly work = new ExchangeWork();
   private attempt = new PageAttempt(false);
   /** Conditional headers to add to the next document request for a URL (--refresh). */
   private readonly conditional = new Map<string, ConditionalRequest>();
   /** Document requests we really made conditional, by request id: only their 304s mean "not modified". */
   private readonly sentConditional = new Map<string, ConfirmedCapture>();
-  /** How each network request ended, until the capture asks. */
   private readonly loads = new LoadOutcomes();
 
   /** The tab's requests in flight, for the network-idle wait. */
@@ -133,6 +130,12 @@ export class PageCapture {
     this.conditional.clear();
     if (options.conditional) this.conditional.set(url, options.conditional);
     return this.attempt;
+  }
+
+  /** The page is done but still read: open streams cut once idle, what is in flight now reaches it first. */
+  async settle(deadlineMs = END_DRAIN_DEADLINE_MS): Promise<void> {
+    this.attempt.endStreams();
+    await this.work.settleCurrent(deadlineMs);
   }
 
   /**
@@ -368,6 +371,7 @@ export class PageCapture {
       return;
     }
     if (await this.blocking?.atRequest(event, this.attempt.pageUrl || null)) return;
+    if (this.attempt.ended) return this.refuseAfterEnd(event, this.attempt); // paused before the page's end: not sent
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
     if (!pending && !target) return this.continue(event.requestId);
     if (target) this.redirects.sent(event.requestId, event.request.url, target);

@@ -99,7 +99,6 @@ export interface LoadOptions {
   skipIfArchived?: boolean;
 }
 
-
 /**
  * One browser tab that loads pages one at a time; its capture hands everything they fetch to the
  * exchange sink (the capture pipeline).
@@ -236,7 +235,8 @@ export class PageWorker {
         if (attempt.storageGate) await timings.time("saveStorage", () => capture.saveStorage(tab.url()));
       }
     }
-    // Read while the page still runs (text and screenshots may make it fetch more, captured with it).
+    // Read while the page runs (text, screenshots may fetch more), once what is in flight has reached it.
+    await timings.time("drain", () => capture.settle());
     const shown = findDocument(attempt.captured, url);
     const read = shown && isRenderedDocumentType(shown.mime) && (!navigationError || /timeout/i.test(navigationError)) ? await this.readLoadedPage(tab, url, shown.status, timings) : null;
     if (read && !(read instanceof Error)) capture.fetchMissingMedia(await timings.time("links", () => mediaSources(tab)));
