@@ -29,26 +29,26 @@ export class ExchangeWork {
    * The caller makes sure nothing new starts (a page's end refuses its later requests).
    */
   async settle(deadlineMs: number): Promise<string[]> {
-    let timer: NodeJS.Timeout | undefined;
-    const inTime = await Promise.race([
-      this.all().then(() => true),
-      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), deadlineMs))),
-    ]);
-    clearTimeout(timer);
-    return inTime ? [] : [...this.exchanges.values()];
+    return (await settledWithin(this.all(), deadlineMs)) ? [] : [...this.exchanges.values()];
   }
 
   /** Wait for the work under way now (not what starts meanwhile), for at most `deadlineMs`. */
   async settleCurrent(deadlineMs: number): Promise<void> {
     const pending = [...this.exchanges.keys(), ...this.inBackground];
-    if (!pending.length) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled(pending), new Promise<void>((resolve) => (timer = setTimeout(resolve, deadlineMs)))]);
-    clearTimeout(timer);
+    if (pending.length) await settledWithin(Promise.allSettled(pending), deadlineMs);
   }
 
   /** Wait until no work is under way, what starts meanwhile included (a closing tab's; the caller bounds it). */
   async all(): Promise<void> {
     while (this.exchanges.size || this.inBackground.size) await Promise.allSettled([...this.exchanges.keys(), ...this.inBackground]);
   }
+}
+
+/** Whether `work` settled within `deadlineMs` (it goes on either way). */
+async function settledWithin(work: Promise<unknown>, deadlineMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), deadlineMs)));
+  const inTime = await Promise.race([work.then(() => true), deadline]);
+  clearTimeout(timer);
+  return inTime;
 }

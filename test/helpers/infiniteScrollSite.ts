@@ -22,7 +22,7 @@
  *    1x and 2x candidates (`/img/srcset-N-1x.svg`, `-2x.svg`): the browser loads one, autofetch the other.
  */
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { listenOnLoopback } from "../../fixtures/loopback.js";
 
 export const BATCH_HEIGHT_PX = 3000;
 export const WINDOW_FEEDS = { "feed-5": 5, "feed-20": 20, "feed-100": 100 } as const;
@@ -204,15 +204,6 @@ export async function startInfiniteScrollSite(): Promise<InfiniteScrollSite> {
     send(404, "text/plain", "not found\n");
   });
   server.keepAliveTimeout = 2_000;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  const { url, close } = await listenOnLoopback(server);
+  return { url, requests, close };
 }

@@ -20,7 +20,7 @@
  *    event: the autoscroll's calls into it answer late.
  */
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { listenOnLoopback } from "../../fixtures/loopback.js";
 
 /** Each button page: its batches, and the batches that bring items. */
 export const LOAD_MORE_PAGES = { short: 4, disabled: 4, stale: 4, div: 4, window: 4 } as const;
@@ -158,15 +158,6 @@ export async function startLoadMoreSite(): Promise<LoadMoreSite> {
     send(404, "text/plain", "not found\n");
   });
   server.keepAliveTimeout = 2_000;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  const { url, close } = await listenOnLoopback(server);
+  return { url, requests, close };
 }
