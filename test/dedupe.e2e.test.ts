@@ -164,18 +164,23 @@ describe("dedupe across two crawls of the same site", () => {
 describe("dedupe keeps exact counts through interruptions and outages", () => {
   it("a crawl interrupted and continued does not double-count", async () => {
     const args = crawlArgs("C");
-    await new Promise<void>((resolve) => {
+    const interrupted = await new Promise<number | null>((resolve) => {
       const child = spawn(process.execPath, ["dist/src/cli/crawl.js", ...args], { stdio: ["ignore", "ignore", "pipe"] });
       let seen = 0;
       child.stderr.on("data", (d: Buffer) => {
         seen += d.toString().split('"page crawled"').length - 1;
-        if (seen >= 4) child.kill("SIGINT");
+        // One signal: a graceful stop that packages what it has (a second one would stop at once, unpackaged).
+        if (seen >= 4 && !child.killed) child.kill("SIGINT");
       });
-      child.on("exit", () => resolve());
+      child.on("exit", (code) => resolve(code));
     });
+    expect(interrupted).toBe(11);
     expect(await redis.client.sismember("uncommittedcrawls", "C")).toBe(1);
     const second = await runCli("crawl", args);
     expect(second.code, second.stderr.slice(-1500)).toBe(0);
+    // The continuation crawled what the interrupted run had left, and only that.
+    expect(second.stderr.split('"page crawled"').length - 1 + 4).toBeLessThanOrEqual(SITE_PAGES.length);
+    expect(second.stderr.split('"page crawled"').length - 1).toBeGreaterThan(0);
     const merged = [...recordsOf("A"), ...recordsOf("B")];
     expect(await redis.client.hgetall("h:C:counts")).toEqual(expectedCounts("C", merged));
     // The interrupted run's WACZ stays as packaged; the continuation is the next one.

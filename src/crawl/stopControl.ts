@@ -113,7 +113,11 @@ export class StopControl {
 
   /** `work`, unless in-flight pages are abandoned first: then it rejects at once. */
   untilAbandoned<T>(work: Promise<T>): Promise<T> {
-    if (this.immediate) return Promise.reject(new Error("stopped: the page was abandoned"));
+    if (this.immediate) {
+      // The work has already started: its own failure (a tab closed under it) must not go unhandled.
+      work.catch(() => undefined);
+      return Promise.reject(new Error("stopped: the page was abandoned"));
+    }
     return new Promise<T>((resolve, reject) => {
       const abandon = () => reject(new Error("stopped: the page was abandoned"));
       this.abandonListeners.add(abandon);
