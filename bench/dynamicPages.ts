@@ -41,6 +41,7 @@ const pages = lines.filter((l) => l.message === PAGE_TIMINGS_MESSAGE).map((l) =>
   behaviorsSeconds: (l.details!.ms!.behaviors ?? 0) / 1000,
   drainSeconds: (l.details!.ms!.drain ?? 0) / 1000,
   cutAtEnd: l.details!.cutAtEnd,
+  ms: l.details!.ms,
 }));
 const documentRequests = (path: string) => site.requests.filter((r) => r.path === path).length;
 console.log(JSON.stringify({

@@ -2,7 +2,7 @@ import type { Frame, Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { nudgeInPage, scrollStepInPage, shapeChangeInPage, type ScrollShape } from "./autoscrollInPage.js";
 import { timerWatchScript } from "./autoscrollTimers.js";
-import { RequestWatch } from "./requestWatch.js";
+import { RequestWatch, type IgnoredPaths } from "./requestWatch.js";
 
 /**
  * Our autoscroll behavior, run in place of browsertrix-behaviors' one (which tests whether a page scrolls by
@@ -22,8 +22,11 @@ export interface AutoscrollLimits {
   maxRounds: number;
 }
 
-/** Why a frame's scrolling ended ("did not grow": its first scroll or click brought nothing). */
-export type AutoscrollEnd = "stopped growing" | "did not grow" | "round limit" | "deadline" | "nothing to scroll" | "site-specific behavior" | "frame gone";
+/**
+ * Why a frame's scrolling ended ("did not grow": its first scroll or click brought nothing; "grows by itself":
+ * it grew again while left alone, as a ticker does: scrolling it would never end).
+ */
+export type AutoscrollEnd = "stopped growing" | "did not grow" | "grows by itself" | "round limit" | "deadline" | "nothing to scroll" | "site-specific behavior" | "frame gone";
 
 export interface FrameAutoscroll {
   frameUrl: string;
@@ -50,6 +53,8 @@ const NUDGE_MIN_WAIT_MS = 200;
 const MAX_GROWTH_WAIT_MS = 10_000;
 /** Each poll asks the page for up to this long whether it grew. */
 const POLL_MS = 100;
+/** After growth nothing of the step's caused, the frame is left alone this long at least, at most the second. */
+const STILL_MS = [500, 3000] as const;
 /** Moves per step (a viewport's in a frame without the watch): about 1,800,000 px of a 900 px viewport. */
 const MAX_MOVES_PER_STEP = 2000;
 
@@ -102,7 +107,7 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
       const short = rounds === 0 && !step.scrolled && !step.clicked;
       // After a click, more elements are growth too: a page that fits its viewport grows no taller.
       const byElements = step.clicked > 0;
-      const waited = await ask(waitForGrowth(frame, step.before, watch, stepStarted, limits.deadline, short ? POLL_MS : QUIET_MS, byElements, stop));
+      const waited = await ask(waitForGrowth(frame, step.before, watch, { since: stepStarted, movedAt: Date.now(), reactions: step.reactions }, limits.deadline, short ? POLL_MS : QUIET_MS, byElements, stop));
       let grew = waited.grew;
       if (short && !grew) {
         // Behaviors start as soon as the load's requests end: a feed's first batch may have arrived but not
@@ -121,10 +126,20 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
         const nudged = Date.now();
         // Only the areas that watch elements, unless the page reacted (a scroll listener's timeout: any area).
         moves += await ask(frame.evaluate(nudgeInPage, reacted));
-        grew = (await ask(waitForGrowth(frame, step.before, watch, nudged, limits.deadline, NUDGE_MIN_WAIT_MS, byElements, stop))).grew;
+        const again = await ask(waitForGrowth(frame, step.before, watch, { since: nudged, movedAt: Date.now(), reactions: waited.reactions }, limits.deadline, NUDGE_MIN_WAIT_MS, byElements, stop));
+        grew = again.grew;
+        waited.caused = again.caused;
+        waited.shape = again.shape;
       }
       if (grew === "deadline") return result("deadline");
       if (!grew) return result(rounds === 0 ? "did not grow" : "stopped growing");
+      if (!waited.caused) {
+        // Grown with no reaction to the step (no timeout, observer or request of the page's in reaction, no
+        // request but its polls): a clock's doing, or a first batch rendering late. Left alone a while (as long
+        // as that growth took, within STILL_MS): a page that grows again untouched is never done growing.
+        const stillMs = Math.min(STILL_MS[1], Math.max(STILL_MS[0], 1.5 * (Date.now() - stepStarted)));
+        if (await ask(growsUntouched(frame, waited.shape, Math.min(limits.deadline, Date.now() + stillMs)))) return result("grows by itself");
+      }
       // Growth the step did not cause (the page rendering its first batch) is no round.
       if (step.scrolled || step.clicked) rounds += 1;
       if (rounds >= limits.maxRounds) return result("round limit");
@@ -142,27 +157,59 @@ function grown(now: ScrollShape, before: ScrollShape, byElements: boolean): bool
   return now.page > before.page || now.areas > before.areas || (byElements && now.elements > before.elements);
 }
 
+/** Whether the frame grows taller than `from` before `until`, nothing moved meanwhile. */
+async function growsUntouched(frame: Frame, from: ScrollShape, until: number): Promise<boolean> {
+  let seen = from;
+  while (Date.now() < until) {
+    const poll = await frame.evaluate(shapeChangeInPage, seen, until - Date.now(), false);
+    if (grown(poll.shape, from, false)) return true;
+    seen = poll.shape;
+  }
+  return false;
+}
+
+interface GrowthWait {
+  grew: boolean | "deadline";
+  /** The page's reaction count when the wait ended. */
+  reactions: number;
+  /** Whether the growth can be the step's doing: the page reacted, or requested what no clock of it does. */
+  caused: boolean;
+  /** The frame's shape when the wait ended. */
+  shape: ScrollShape;
+}
+
 /**
  * Whether the frame grows from `before`, and the page's reaction count when the wait ended. Not once the
  * page has settled (nothing it set off in reaction to the step pending, two rendered frames after the last:
  * autoscrollInPage.ts) with no request started since `since` (the step's start) nor in flight, or with
  * those requests ended RESPONSE_SETTLE_MS ago. In a frame that never settles: not once it has not grown
  * after `minWaitMs` and the network has been quiet for QUIET_MS; and never after MAX_GROWTH_WAIT_MS.
+ * The page's background paths (polls, beacons: autoscrollTimers.ts) are no activity: a page that polls
+ * settles as one that does not.
  */
-async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWatch, since: number, deadline: number, minWaitMs: number, byElements: boolean, stop?: AbortSignal): Promise<{ grew: boolean | "deadline"; reactions: number }> {
+async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWatch, from: { since: number; movedAt: number; reactions: number }, deadline: number, minWaitMs: number, byElements: boolean, stop?: AbortSignal): Promise<GrowthWait> {
   const started = Date.now();
   let seen = before;
-  let reactions = 0;
+  let reactions = from.reactions;
+  let clocked: IgnoredPaths = new Set();
+  const ended = (grew: boolean | "deadline"): GrowthWait => ({
+    grew,
+    reactions,
+    caused: reactions > from.reactions || watch.activeSince(from.since, clocked),
+    shape: seen,
+  });
   for (;;) {
-    if (stop?.aborted) return { grew: "deadline", reactions };
+    if (stop?.aborted) return ended("deadline");
     // Waits in the page for a change from what was last seen (a shrink is a change, not growth).
-    const poll = await frame.evaluate(shapeChangeInPage, seen, Math.max(0, Math.min(POLL_MS, deadline - Date.now())), true);
+    const poll = await frame.evaluate(shapeChangeInPage, seen, Math.max(0, Math.min(POLL_MS, deadline - Date.now())), true, from.movedAt);
     reactions = poll.reactions;
-    if (grown(poll.shape, before, byElements)) return { grew: true, reactions };
     seen = poll.shape;
-    if (Date.now() >= deadline) return { grew: "deadline", reactions };
-    if (poll.settled && (!watch.activeSince(since) || watch.quietFor(RESPONSE_SETTLE_MS))) return { grew: false, reactions };
+    const background = new Set(poll.background);
+    clocked = new Set(poll.clocked);
+    if (grown(poll.shape, before, byElements)) return ended(true);
+    if (Date.now() >= deadline) return ended("deadline");
+    if (poll.settled && (!watch.activeSince(from.since, background) || watch.quietFor(RESPONSE_SETTLE_MS, background))) return ended(false);
     const waited = Date.now() - started;
-    if ((waited >= minWaitMs && watch.quietFor(QUIET_MS)) || waited >= MAX_GROWTH_WAIT_MS) return { grew: false, reactions };
+    if ((waited >= minWaitMs && watch.quietFor(QUIET_MS, background)) || waited >= MAX_GROWTH_WAIT_MS) return ended(false);
   }
 }

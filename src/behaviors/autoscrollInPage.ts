@@ -35,6 +35,9 @@ export interface ScrollStep {
 interface PageTimerWatch {
   reactionsPending(): number;
   reactions(): number;
+  background(): string[];
+  clocked(): string[];
+  clocksFiredSince(since: number): boolean;
   react<T>(act: () => T): T;
   targets(): { target: Element; observer: IntersectionObserver; root: Element | Document | null }[];
   setTimeout(handler: () => void, ms: number): number;
@@ -58,13 +61,18 @@ export interface ShapePoll {
   settled: boolean;
   /** The page's reaction count (autoscrollTimers.ts); 0 in a frame without the watch. */
   reactions: number;
+  /** The page's background paths (autoscrollTimers.ts: polls, beacons); none in a frame without the watch. */
+  background: string[];
+  /** The paths the page's clocks request (autoscrollTimers.ts): no request of them is the step's doing. */
+  clocked: string[];
 }
 
 /**
  * Poll the shape (briefly: no rendering needed) until it differs from `before`, the page has settled (if
- * `untilSettled`), or `waitMs` has passed.
+ * `untilSettled`), or `waitMs` has passed. Settled also needs each short interval of the page (a clock that
+ * may be watching the scroll position) to have fired since `clocksSince` (epoch ms; 0: not asked).
  */
-export async function shapeChangeInPage(before: ScrollShape, waitMs: number, untilSettled: boolean): Promise<ShapePoll> {
+export async function shapeChangeInPage(before: ScrollShape, waitMs: number, untilSettled: boolean, clocksSince = 0): Promise<ShapePoll> {
   const globals = self as unknown as AutoscrollGlobals;
   const timers = (self as unknown as Record<symbol, PageTimerWatch | undefined>)[Symbol.for("warc-crawler.autoscroll.timers")];
   const setTimer = timers ? timers.setTimeout : (handler: () => void, ms: number) => window.setTimeout(handler, ms);
@@ -89,10 +97,10 @@ export async function shapeChangeInPage(before: ScrollShape, waitMs: number, unt
     for (;;) {
       const now = shape();
       const changed = now.page !== before.page || now.areas !== before.areas || now.elements !== before.elements;
-      if (!timers || timers.reactionsPending() > 0) quietFrom = null;
+      if (!timers || timers.reactionsPending() > 0 || !timers.clocksFiredSince(clocksSince)) quietFrom = null;
       else quietFrom ??= frames;
       const settled = quietFrom !== null && frames - quietFrom >= 2;
-      if (changed || (untilSettled && settled) || Date.now() >= until) return { shape: now, settled: settled && !changed, reactions: timers?.reactions() ?? 0 };
+      if (changed || (untilSettled && settled) || Date.now() >= until) return { shape: now, settled: settled && !changed, reactions: timers?.reactions() ?? 0, background: timers?.background() ?? [], clocked: timers?.clocked() ?? [] };
       await new Promise((resolve) => setTimer(() => resolve(undefined), 10));
     }
   } finally {

@@ -7,6 +7,10 @@
  * elements IntersectionObservers watch (lazy images, a feed's sentinel): the places a scroll has to show,
  * so that it need not walk a long page a viewport at a time.
  *
+ * And which requests the page makes by itself: a path fetched by a clock (an interval, a timeout not set in
+ * reaction) again and again and never in reaction to a scroll or click is a poll or a beacon, whose traffic
+ * says nothing about a feed loading more (requests the page sends in reaction count as reactions).
+ *
  * Installed in every document of the tab before the page's own scripts (a library that keeps its own
  * reference to setTimeout, as lodash's debounce does, gets the watched one). Only timeouts are watched,
  * and only short ones: an interval or a long timeout is a clock, not a reaction to the scrolling.
@@ -21,6 +25,14 @@ export const SHORT_TIMEOUT_MS = 500;
 /** A reaction's timers keep counting as one for this long after our move or click (a debounce that re-arms). */
 export const REACTION_CHAIN_MS = 2000;
 
+/**
+ * A path a clock requests twice with no scroll in between (and never in reaction) is the page's background
+ * traffic: a poll asks again whether or not anything moved, a clock that checks where the reader is (an
+ * older infinite scroll) asks for the next batch after a scroll.
+ */
+/** Intervals this short may be a clock watching the scroll position: a wait lets each fire once. */
+export const WATCHING_CLOCK_MS = 300;
+
 /** What the watch leaves in the page, under Symbol.for(TIMER_WATCH_KEY) of the frame's global. */
 export interface PageTimerWatch {
   /** Short timeouts scheduled and neither fired nor cleared. */
@@ -33,6 +45,15 @@ export interface PageTimerWatch {
   reactionsPending(): number;
   /** Reaction timeouts set so far: whether the page reacted to a move at all (observers: see targets()). */
   reactions(): number;
+  /**
+   * The page's background paths (origin + path, as requestKey() in requestWatch.ts): each requested by a
+   * clock (fetch, XMLHttpRequest, sendBeacon) twice with no scroll in between, and never in reaction.
+   */
+  background(): string[];
+  /** The paths clocks request and none in reaction: background or not, requests the page makes by itself. */
+  clocked(): string[];
+  /** Every interval of WATCHING_CLOCK_MS or less has fired since `since` (epoch ms). */
+  clocksFiredSince(since: number): boolean;
   /** Run `act` (our click) as a reaction: what its handlers start counts. */
   react<T>(act: () => T): T;
   /** The elements IntersectionObservers watch now, with each one's observer and its root (null: the viewport). */
@@ -47,19 +68,23 @@ export const TIMER_WATCH_KEY = "warc-crawler.autoscroll.timers";
 
 /**
  * Evaluated in each new document (puppeteer serializes it): self-contained, no outer names. Wraps
- * setTimeout/clearTimeout (and clearInterval: it clears timeouts too) of the frame's global, and
- * IntersectionObserver (its callback, observe, unobserve, disconnect); every call goes on to the browser's
- * own, with the same arguments, `this` and return value.
+ * setTimeout/setInterval/clearTimeout/clearInterval of the frame's global, IntersectionObserver (its
+ * callback, observe, unobserve, disconnect), fetch, XMLHttpRequest's open and send, and sendBeacon; every
+ * call goes on to the browser's own, with the same arguments, `this` and return value.
  */
-export function timerWatchInPage(key: string, shortMs: number, chainMs: number): void {
+export function timerWatchInPage(key: string, shortMs: number, chainMs: number, watchingClockMs: number): void {
   type SetTimeout = (handler: unknown, delay?: number, ...args: unknown[]) => number;
   type ClearTimer = (id?: number) => void;
   interface TimerGlobal {
     setTimeout: SetTimeout;
+    setInterval: SetTimeout;
     clearTimeout: ClearTimer;
     clearInterval: ClearTimer;
     IntersectionObserver?: typeof IntersectionObserver;
     addEventListener: typeof addEventListener;
+    fetch?: typeof fetch;
+    XMLHttpRequest?: typeof XMLHttpRequest;
+    navigator?: Navigator;
   }
   const symbol = Symbol.for(key);
   const global = self as unknown as TimerGlobal & Record<symbol, unknown>;
@@ -74,20 +99,43 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number):
   // dispatched: its listeners and the animation frames they ask for run in the task that dispatches it.
   let reaction: number | null = null;
   let scrolling: number | null = null;
+  let lastScroll = 0;
+  // Whether the running code is a clock's: an interval's handler, or a timeout's not set in reaction.
+  let clock = false;
   const within = <T>(origin: number, act: () => T): T => {
     const outer = reaction;
+    const outerClock = clock;
     reaction = origin;
+    clock = false;
     try {
       return act();
     } finally {
       reaction = outer;
+      clock = outerClock;
     }
+  };
+  const ticking = <T>(act: () => T): T => {
+    const outer = reaction;
+    const outerClock = clock;
+    reaction = null;
+    clock = true;
+    try {
+      return act();
+    } finally {
+      reaction = outer;
+      clock = outerClock;
+    }
+  };
+  const reacting = () => {
+    const origin = reaction ?? scrolling;
+    return origin !== null && Date.now() - origin < chainMs ? origin : null;
   };
   // Capturing at the window, added before any of the page's: first to see every scroll event, of the
   // document and of each element.
   global.addEventListener(
     "scroll",
     () => {
+      lastScroll = Date.now();
       if (scrolling !== null) return;
       scrolling = Date.now();
       nativeSet.call(global, () => (scrolling = null), 0);
@@ -98,19 +146,22 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number):
   // Function.prototype.toString's "[native code]", which bot-detection scripts look at).
   global.setTimeout = new Proxy(nativeSet, {
     apply(target, thisArg, [handler, delay, ...args]: unknown[]) {
-      // A string handler (eval'd) or a long delay: passed on as it is, not watched.
-      if (typeof handler !== "function" || !(Number(delay ?? 0) <= shortMs)) return Reflect.apply(target, thisArg, [handler, delay, ...args]);
-      const origin = reaction ?? scrolling;
-      const reacts = origin !== null && Date.now() - origin < chainMs;
+      // A string handler (eval'd): passed on as it is, not watched.
+      if (typeof handler !== "function") return Reflect.apply(target, thisArg, [handler, delay, ...args]);
+      const origin = reacting();
+      const reacts = origin !== null;
+      // A long delay is no pending work, but its handler is a clock's unless set in reaction.
+      const short = Number(delay ?? 0) <= shortMs;
       const id: number = Reflect.apply(target, thisArg, [
         function (this: unknown) {
           pending.delete(id);
           reactionTimers.delete(id);
           const run = () => (handler as (...a: unknown[]) => unknown).apply(this, args);
-          return reacts ? within(origin, run) : run();
+          return origin !== null ? within(origin, run) : ticking(run);
         },
         delay,
       ]);
+      if (!short) return id;
       pending.add(id);
       if (reacts) {
         reactionTimers.add(id);
@@ -125,10 +176,28 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number):
         if (args[0] !== undefined) {
           pending.delete(args[0] as number);
           reactionTimers.delete(args[0] as number);
+          shortClocks.delete(args[0] as number);
         }
         return Reflect.apply(target, thisArg, args);
       },
     });
+  // An interval is a clock whoever set it. Short ones: when each last fired.
+  const shortClocks = new Map<number, number>();
+  global.setInterval = new Proxy(global.setInterval, {
+    apply(target, thisArg, [handler, delay, ...args]: unknown[]) {
+      if (typeof handler !== "function") return Reflect.apply(target, thisArg, [handler, delay, ...args]);
+      const watching = Number(delay ?? 0) <= watchingClockMs;
+      const id: number = Reflect.apply(target, thisArg, [
+        function (this: unknown) {
+          if (watching) shortClocks.set(id, Date.now());
+          return ticking(() => (handler as (...a: unknown[]) => unknown).apply(this, args));
+        },
+        delay,
+      ]);
+      if (watching) shortClocks.set(id, Date.now());
+      return id;
+    },
+  });
   global.clearTimeout = forgetting(nativeClear);
   global.clearInterval = forgetting(nativeClearInterval);
   // What IntersectionObservers watch: the lazy images and sentinels a scroll has to bring into view.
@@ -164,8 +233,57 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number):
     tracking("unobserve", (observer, target) => observed.get(observer)?.delete(target as Element));
     tracking("disconnect", (observer) => observed.delete(observer));
   }
+  // Who asks for what: per path, the requests a clock made, and whether any was made in reaction.
+  const clockRequests = new Map<string, { last: number; unscrolledRepeats: number }>();
+  const reactedPaths = new Set<string>();
+  const requested = (url: unknown) => {
+    try {
+      const origin = reacting();
+      if (origin === null && !clock) return;
+      const target = new URL(url instanceof Request ? url.url : String(url), location.href);
+      const path = target.origin + target.pathname;
+      if (origin !== null) {
+        reactedPaths.add(path);
+        reactionCount += 1;
+      } else {
+        const seen = clockRequests.get(path);
+        if (seen) {
+          if (lastScroll < seen.last) seen.unscrolledRepeats += 1;
+          seen.last = Date.now();
+        } else if (clockRequests.size < 500) {
+          clockRequests.set(path, { last: Date.now(), unscrolledRepeats: 0 });
+        }
+      }
+    } catch {
+      // Not a URL the browser would fetch either: it fails in the page as it would have.
+    }
+  };
+  const noting = <F extends (...args: never[]) => unknown>(native: F, urlOf: (thisArg: unknown, args: unknown[]) => unknown): F =>
+    new Proxy(native, {
+      apply(target, thisArg, args: unknown[]) {
+        requested(urlOf(thisArg, args));
+        return Reflect.apply(target, thisArg, args);
+      },
+    });
+  if (global.fetch) global.fetch = noting(global.fetch, (_, args) => args[0]);
+  const navigatorProto = global.navigator ? Object.getPrototypeOf(global.navigator) as Navigator : null;
+  if (navigatorProto?.sendBeacon) navigatorProto.sendBeacon = noting(navigatorProto.sendBeacon, (_, args) => args[0]);
+  const xhrProto = global.XMLHttpRequest?.prototype;
+  if (xhrProto) {
+    const opened = new WeakMap<object, unknown>();
+    xhrProto.open = new Proxy(xhrProto.open, {
+      apply(target, thisArg: object, args: unknown[]) {
+        opened.set(thisArg, args[1]);
+        return Reflect.apply(target, thisArg, args);
+      },
+    });
+    xhrProto.send = noting(xhrProto.send, (thisArg) => opened.get(thisArg as object));
+  }
   const watch = {
     pending: () => pending.size,
+    clocksFiredSince: (since: number) => [...shortClocks.values()].every((fired) => fired >= since),
+    clocked: () => [...clockRequests.keys()].filter((path) => !reactedPaths.has(path)),
+    background: () => [...clockRequests].filter(([path, { unscrolledRepeats }]) => unscrolledRepeats > 0 && !reactedPaths.has(path)).map(([path]) => path),
     reactionsPending: () => reactionTimers.size,
     reactions: () => reactionCount,
     react: <T>(act: () => T): T => within(Date.now(), act),
@@ -179,7 +297,7 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number):
 
 /** The script installing the watch, for Page.evaluateOnNewDocument. */
 export function timerWatchScript(): string {
-  return `(${timerWatchInPage.toString()})(${JSON.stringify(TIMER_WATCH_KEY)}, ${SHORT_TIMEOUT_MS}, ${REACTION_CHAIN_MS});`;
+  return `(${timerWatchInPage.toString()})(${JSON.stringify(TIMER_WATCH_KEY)}, ${SHORT_TIMEOUT_MS}, ${REACTION_CHAIN_MS}, ${WATCHING_CLOCK_MS});`;
 }
 
 /**

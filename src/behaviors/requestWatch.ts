@@ -2,33 +2,61 @@ import type { HTTPRequest, Page } from "puppeteer-core";
 
 /** A request in flight longer than this is a stream or long poll, not a batch being loaded. */
 const STREAM_MS = 5000;
+/** Paths whose last request is older than this are forgotten (once many are known): no wait looks further back. */
+const FORGET_MS = 15_000;
+
+/** The path a request is known by, here and in the page's own watch (autoscrollTimers.ts): origin + path. */
+export function requestKey(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return parsed.origin + parsed.pathname;
+  } catch {
+    return url;
+  }
+}
+
+/** Paths whose requests a wait does not count (the page's background traffic: polls, beacons). */
+export type IgnoredPaths = ReadonlySet<string>;
+const NONE: IgnoredPaths = new Set();
 
 /**
  * Whether a tab's network has been quiet for a while, as the autoscroll behavior asks between its polls:
  * a feed is done growing only once no request it started is still on its way. Read from puppeteer's own
  * request events, so it needs nothing from the page's capture; attached once per tab, so it knows the
- * requests a page started before its behaviors did.
+ * requests a page started before its behaviors did. Kept per path, so that a wait can leave out the
+ * paths a page keeps polling by itself.
  */
 export class RequestWatch {
-  private readonly inFlight = new Map<HTTPRequest, number>();
-  private lastActivity = Date.now();
-  private lastStart = 0;
+  private readonly inFlight = new Map<HTTPRequest, { started: number; key: string }>();
+  /** Per path: when a request of it last started, and when one last started or ended. */
+  private readonly recent = new Map<string, { start: number; activity: number }>();
   private readonly onStart = (request: HTTPRequest) => {
     // Streams never end: an EventSource would keep the feed "loading" until the timeout.
     if (request.resourceType() === "eventsource") return;
-    if (this.inFlight.size >= 500) this.forgetStreams(Date.now());
-    this.inFlight.set(request, Date.now());
-    this.lastActivity = this.lastStart = Date.now();
+    // A new document of the tab: what the last page left in flight (its end refuses requests, not always
+    // with an event) is not this one's. (A pushState or hash change makes no request: nothing is forgotten.)
+    if (request.isNavigationRequest() && request.frame() === this.tab.mainFrame()) this.forgetAll();
+    const now = Date.now();
+    if (this.inFlight.size >= 500) this.forgetStreams(now);
+    if (this.recent.size >= 1000) this.forgetOld(now);
+    const key = requestKey(request.url());
+    this.inFlight.set(request, { started: now, key });
+    this.recent.set(key, { start: now, activity: now });
   };
   private readonly onEnd = (request: HTTPRequest) => {
-    if (this.inFlight.delete(request)) this.lastActivity = Date.now();
+    const entry = this.inFlight.get(request);
+    if (!entry) return;
+    this.inFlight.delete(request);
+    const seen = this.recent.get(entry.key);
+    if (seen) seen.activity = Date.now();
+    else this.recent.set(entry.key, { start: entry.started, activity: Date.now() });
   };
 
-  private constructor() {}
+  private constructor(private readonly tab: Page) {}
 
   /** Watch the tab for the rest of its life (its listeners go with it). */
   static attach(tab: Page): RequestWatch {
-    const watch = new RequestWatch();
+    const watch = new RequestWatch(tab);
     tab.on("request", watch.onStart);
     tab.on("requestfinished", watch.onEnd);
     tab.on("requestfailed", watch.onEnd);
@@ -36,27 +64,43 @@ export class RequestWatch {
   }
 
   /**
-   * No request started or ended in the last `ms`, and none is in flight. A request older than `streamMs`
-   * counts as a stream (a long poll, a media download) rather than as something the feed waits for.
+   * No request started or ended in the last `ms`, and none is in flight, `ignore`'s paths aside. A request
+   * older than `streamMs` counts as a stream (a long poll, a media download) rather than as something the
+   * feed waits for.
    */
-  quietFor(ms: number, streamMs = STREAM_MS): boolean {
+  quietFor(ms: number, ignore: IgnoredPaths = NONE, streamMs = STREAM_MS): boolean {
     const now = Date.now();
-    for (const started of this.inFlight.values()) if (now - started < streamMs) return false;
-    return now - this.lastActivity >= ms;
+    if (this.youngInFlight(now, ignore, streamMs)) return false;
+    for (const [key, { activity }] of this.recent) if (now - activity < ms && !ignore.has(key)) return false;
+    return true;
   }
 
   /**
    * A request started at or after `since` (epoch ms, as the events reached us: a request the page started
-   * a moment before counts too), or one is in flight (streams aside, as above).
+   * a moment before counts too), or one is in flight (streams and `ignore`'s paths aside, as above).
    */
-  activeSince(since: number, streamMs = STREAM_MS): boolean {
-    const now = Date.now();
-    for (const started of this.inFlight.values()) if (now - started < streamMs) return true;
-    return this.lastStart >= since;
+  activeSince(since: number, ignore: IgnoredPaths = NONE, streamMs = STREAM_MS): boolean {
+    if (this.youngInFlight(Date.now(), ignore, streamMs)) return true;
+    for (const [key, { start }] of this.recent) if (start >= since && !ignore.has(key)) return true;
+    return false;
+  }
+
+  private youngInFlight(now: number, ignore: IgnoredPaths, streamMs: number): boolean {
+    for (const { started, key } of this.inFlight.values()) if (now - started < streamMs && !ignore.has(key)) return true;
+    return false;
+  }
+
+  private forgetAll(): void {
+    this.inFlight.clear();
+    this.recent.clear();
   }
 
   /** Requests that never reported an end (a page left mid-request) are not kept for the tab's life. */
   private forgetStreams(now: number): void {
-    for (const [request, started] of this.inFlight) if (now - started >= STREAM_MS) this.inFlight.delete(request);
+    for (const [request, { started }] of this.inFlight) if (now - started >= STREAM_MS) this.inFlight.delete(request);
+  }
+
+  private forgetOld(now: number): void {
+    for (const [key, { activity }] of this.recent) if (now - activity >= FORGET_MS) this.recent.delete(key);
   }
 }
