@@ -51,6 +51,8 @@ const QUIET_MS = 500;
 const NUDGE_MIN_WAIT_MS = 200;
 /** A step that brought no growth in this long is the end, even if requests go on (a page that polls). */
 const MAX_GROWTH_WAIT_MS = 10_000;
+/** A wait's end waits for the page's background requests then unanswered up to this long. */
+const BACKGROUND_END_MS = 2000;
 /** Each poll asks the page for up to this long whether it grew. */
 const POLL_MS = 100;
 /** After growth nothing of the step's caused, the frame is left alone this long at least, at most the second. */
@@ -208,8 +210,24 @@ async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWa
     clocked = new Set(poll.clocked);
     if (grown(poll.shape, before, byElements)) return ended(true);
     if (Date.now() >= deadline) return ended("deadline");
-    if (poll.settled && (!watch.activeSince(from.since, background) || watch.quietFor(RESPONSE_SETTLE_MS, background))) return ended(false);
     const waited = Date.now() - started;
-    if ((waited >= minWaitMs && watch.quietFor(QUIET_MS, background)) || waited >= MAX_GROWTH_WAIT_MS) return ended(false);
+    const done =
+      (poll.settled && (!watch.activeSince(from.since, background) || watch.quietFor(RESPONSE_SETTLE_MS, background))) ||
+      (waited >= minWaitMs && watch.quietFor(QUIET_MS, background)) ||
+      waited >= MAX_GROWTH_WAIT_MS;
+    if (!done) continue;
+    // Not waited for, the page's background requests; but one on its way now may be what the page grows by
+    // (a clock that fetched twice on its own is taken for a poll): those are answered first, and the page is
+    // looked at once more.
+    if (background.size && watch.unansweredOf(background, Date.now())) {
+      const limit = Math.min(deadline, Date.now() + BACKGROUND_END_MS);
+      const now = Date.now();
+      while (watch.unansweredOf(background, now) && Date.now() < limit && !stop?.aborted) await new Promise((resolve) => setTimeout(resolve, 20));
+      const last = await frame.evaluate(shapeChangeInPage, seen, Math.max(0, Math.min(POLL_MS, deadline - Date.now())), true, from.movedAt);
+      seen = last.shape;
+      reactions = last.reactions;
+      if (grown(last.shape, before, byElements)) return ended(true);
+    }
+    return ended(false);
   }
 }

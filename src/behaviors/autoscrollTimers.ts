@@ -126,7 +126,9 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number, 
       clock = outerClock;
     }
   };
+  // A clock's code is no reaction, even while a scroll event is being handled (a hidden tab's timers run late).
   const reacting = () => {
+    if (clock) return null;
     const origin = reaction ?? scrolling;
     return origin !== null && Date.now() - origin < chainMs ? origin : null;
   };

@@ -2,6 +2,8 @@ import type { HTTPRequest, Page } from "puppeteer-core";
 
 /** A request in flight longer than this is a stream or long poll, not a batch being loaded. */
 const STREAM_MS = 5000;
+/** An answered request whose end is not reported counts as in flight this long after its answer. */
+const ANSWERED_MS = 1000;
 /** Paths whose last request is older than this are forgotten (once many are known): no wait looks further back. */
 const FORGET_MS = 15_000;
 
@@ -27,7 +29,7 @@ const NONE: IgnoredPaths = new Set();
  * paths a page keeps polling by itself.
  */
 export class RequestWatch {
-  private readonly inFlight = new Map<HTTPRequest, { started: number; key: string }>();
+  private readonly inFlight = new Map<HTTPRequest, { started: number; key: string; answered?: number }>();
   /** Per path: when a request of it last started, and when one last started or ended. */
   private readonly recent = new Map<string, { start: number; activity: number }>();
   private readonly onStart = (request: HTTPRequest) => {
@@ -52,6 +54,18 @@ export class RequestWatch {
     else this.recent.set(entry.key, { start: entry.started, activity: Date.now() });
   };
 
+  /**
+   * Answered: its body is on its way. A body the page never reads (a poll's, a beacon's) is never reported
+   * finished while the page lives, so an answered request counts as in flight only for ANSWERED_MS more.
+   */
+  private readonly onAnswer = (request: HTTPRequest) => {
+    const entry = this.inFlight.get(request);
+    if (!entry) return;
+    entry.answered = Date.now();
+    const seen = this.recent.get(entry.key);
+    if (seen) seen.activity = entry.answered;
+  };
+
   private constructor(private readonly tab: Page) {}
 
   /** Watch the tab for the rest of its life (its listeners go with it). */
@@ -60,6 +74,7 @@ export class RequestWatch {
     tab.on("request", watch.onStart);
     tab.on("requestfinished", watch.onEnd);
     tab.on("requestfailed", watch.onEnd);
+    tab.on("response", (response) => watch.onAnswer(response.request()));
     return watch;
   }
 
@@ -85,9 +100,20 @@ export class RequestWatch {
     return false;
   }
 
-  private youngInFlight(now: number, ignore: IgnoredPaths, streamMs: number): boolean {
-    for (const { started, key } of this.inFlight.values()) if (now - started < streamMs && !ignore.has(key)) return true;
+  /** Whether a request of `paths` that started before `before` (epoch ms) is still unanswered (streams aside). */
+  unansweredOf(paths: IgnoredPaths, before: number, streamMs = STREAM_MS): boolean {
+    const now = Date.now();
+    for (const entry of this.inFlight.values()) if (entry.started < before && entry.answered === undefined && now - entry.started < streamMs && paths.has(entry.key)) return true;
     return false;
+  }
+
+  private youngInFlight(now: number, ignore: IgnoredPaths, streamMs: number): boolean {
+    for (const entry of this.inFlight.values()) if (this.pending(entry, now, streamMs) && !ignore.has(entry.key)) return true;
+    return false;
+  }
+
+  private pending(entry: { started: number; answered?: number }, now: number, streamMs: number): boolean {
+    return now - entry.started < streamMs && (entry.answered === undefined || now - entry.answered < ANSWERED_MS);
   }
 
   private forgetAll(): void {
