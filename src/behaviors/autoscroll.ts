@@ -223,7 +223,8 @@ async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWa
       const limit = Math.min(deadline, Date.now() + BACKGROUND_END_MS);
       const now = Date.now();
       while (watch.unansweredOf(background, now) && Date.now() < limit && !stop?.aborted) await new Promise((resolve) => setTimeout(resolve, 20));
-      const last = await frame.evaluate(shapeChangeInPage, seen, Math.max(0, Math.min(POLL_MS, deadline - Date.now())), true, from.movedAt);
+      // Given the time to render an answer (read, parsed, added), not only two frames.
+      const last = await frame.evaluate(shapeChangeInPage, seen, Math.max(0, Math.min(2 * POLL_MS, deadline - Date.now())), false);
       seen = last.shape;
       reactions = last.reactions;
       if (grown(last.shape, before, byElements)) return ended(true);

@@ -1,3 +1,4 @@
+import type { ConfirmedCapture } from "../archive/exchange.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { StorageGate } from "./captureExtras.js";
 import { StreamCutoff } from "./responseBody.js";
@@ -61,6 +62,8 @@ export class PageAttempt {
   readonly truncated = new Set<string>();
   /** Set once the page is done (PageCapture.endPage): nothing more of it is captured. */
   ended = false;
+  /** When the page's last request was sent on (epoch ms). */
+  lastSentAt = 0;
   /** What the page's end cut off (for its timings line). */
   readonly cutAtEnd: CutAtEnd = { refused: 0, unfinished: 0 };
   /** URLs whose exchange was still being stored at the drain's deadline: not known to be in the archive. */
@@ -108,4 +111,19 @@ export class PageAttempt {
   isPageDocument(url: string): boolean {
     return this.documentChain.has(url);
   }
+}
+
+/** Headers that make a page's document request conditional, and the capture a 304 would confirm. */
+export interface ConditionalRequest {
+  headers: Record<string, string>;
+  confirms: ConfirmedCapture;
+}
+
+/** A request sent on this long ago has reached its server (on loopback; a page's end waits out the rest). */
+const SENT_REACHES_MS = 50;
+
+/** Once `attempt` has ended, its requests already sent on have had time to reach their server. */
+export async function sentRequestsArrived(attempt: PageAttempt): Promise<void> {
+  const left = attempt.lastSentAt + SENT_REACHES_MS - Date.now();
+  if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
 }

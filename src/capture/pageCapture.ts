@@ -16,19 +16,14 @@ import { LiveStreams } from "./streamingBody.js";
 import { ExchangeWork } from "./exchangeWork.js";
 import { FallbackCaptures } from "./fallbackCaptures.js";
 import { LoadOutcomes } from "./loadOutcomes.js";
-import { END_DRAIN_DEADLINE_MS, PageAttempt, type CapturedSummary, type CutAtEnd } from "./pageAttempt.js";
+import { END_DRAIN_DEADLINE_MS, PageAttempt, sentRequestsArrived, type CapturedSummary, type ConditionalRequest, type CutAtEnd } from "./pageAttempt.js";
 import { PageScripts } from "./pageScripts.js";
 import { answerProxyChallenges, failRelayAnswer } from "./proxyAuth.js";
 import { TabBlocking } from "./requestBlocking.js";
 import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./responseBody.js";
 import { SocketRecorder } from "./webSockets.js"; // WebSockets
 
-/** Headers that make a page's document request conditional, and the capture a 304 would confirm. */
-export interface ConditionalRequest {
-  headers: Record<string, string>;
-  confirms: ConfirmedCapture;
-}
-export { PageAttempt, type CapturedSummary, type CutAtEnd, type RateLimitAnswer } from "./pageAttempt.js";
+export { PageAttempt, type CapturedSummary, type ConditionalRequest, type CutAtEnd, type RateLimitAnswer } from "./pageAttempt.js";
 
 /**
  * Captures every HTTP exchange of one browser tab through the CDP Fetch domain at the response stage:
@@ -149,6 +144,7 @@ export class PageCapture {
     const attempt = this.attempt;
     attempt.ended = true;
     attempt.endStreams();
+    await sentRequestsArrived(attempt); // what was sent just before reaches its server before the page is done
     if (this.sockets) this.work.background(this.sockets.endPage()); // WebSockets: written with the frames seen so far
     const unfinished = await this.work.settle(deadlineMs);
     if (unfinished.length) {
@@ -373,6 +369,7 @@ export class PageCapture {
     if (await this.blocking?.atRequest(event, this.attempt.pageUrl || null)) return;
     if (this.attempt.ended) return this.refuseAfterEnd(event, this.attempt); // paused before the page's end: not sent
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
+    this.attempt.lastSentAt = Date.now();
     if (!pending && !target) return this.continue(event.requestId);
     if (target) this.redirects.sent(event.requestId, event.request.url, target);
     if (pending) this.conditional.delete(event.request.url);

@@ -171,14 +171,14 @@ export class PageWorker {
     this.behaviorOutcome = undefined;
     this.behaviorLinks = new Set();
     this.dialogs?.beginPage();
-    const attempt = capture.beginPage(url, { conditional, lastAttempt, skipIfArchived });
     if (capture.scripts.stopped) {
       // The last page's end stopped the tab's scripts, its document still there: it goes first (scripts
-      // still stopped, so it cannot fetch meanwhile), then scripts run again for this page. A tab that
-      // cannot do either fails the attempt (a fresh tab is opened for the retry).
+      // still stopped, so it cannot fetch meanwhile; its ended attempt refuses what it would), then scripts
+      // run again for this page. A tab that cannot do either fails the attempt (a fresh tab for the retry).
       await tab.goto("about:blank", { timeout: this.options.pageLoadTimeoutMs });
       await capture.scripts.allow();
     }
+    const attempt = capture.beginPage(url, { conditional, lastAttempt, skipIfArchived });
     popups.beginPage();
     this.contentCheck?.beginPage();
     const timings = new PageTimings();
