@@ -68,7 +68,7 @@ export class LiveStreams {
   }
 
   /**
-   * Hand the response on to the page. Chromium holds back the data and the end of a fetch() answer marked
+   * Hand the response on to the page. Chromium holds back the data and the end of a script's fetch answer marked
    * `Cache-Control: no-store` until the page reads its body (measured: a poll nobody reads gets one
    * dataReceived once all of it is in, then never loadingFinished, so it would be cut at the page's end as
    * unfinished): the page is handed `no-cache` in its place (neither may be reused without asking the server
@@ -77,7 +77,7 @@ export class LiveStreams {
   private continueToPage(event: Protocol.Fetch.RequestPausedEvent): Promise<unknown> {
     const headers = event.responseHeaders ?? [];
     const noStore = (h: Protocol.Fetch.HeaderEntry) => h.name.toLowerCase() === "cache-control" && /\bno-store\b/i.test(h.value);
-    // The Fetch domain calls a fetch() "XHR" (the Network domain "Fetch").
+    // The Fetch domain calls a script's fetch "XHR" (the Network domain "Fetch").
     if (!["Fetch", "XHR"].includes(event.resourceType) || !headers.some(noStore)) return this.cdp.send("Fetch.continueRequest", { requestId: event.requestId });
     return this.cdp.send("Fetch.continueResponse", {
       requestId: event.requestId,
