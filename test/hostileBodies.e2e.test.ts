@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dedupeKeys } from "../src/dedupe/indexKeys.js";
 import { logLines, NO_BEHAVIORS, type CliResult } from "./helpers/cli.js";
 import { startFaultySite, type FaultySite } from "./helpers/faultySite.js";
-import { CACHED_SCRIPT, GZIP_BOMB_DECODED, HUGE_BODY_DEFAULT_MB, hugeBodyPrefix, wholeGets } from "./helpers/hostile/bodies.js";
+import { CACHED_SCRIPT, GZIP_BOMB_DECODED, GZIP_BOMB_ONCE_DECODED, HUGE_BODY_DEFAULT_MB, hugeBodyPrefix, wholeGets } from "./helpers/hostile/bodies.js";
 import { ENDLESS_FIRST_CHUNK, SSE_FIRST_EVENT, STREAM_PAGES, streamLinkPaths, streamPagePath } from "./helpers/hostile/streams.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { httpHeader, httpStatus, readWarcRecords, type RawRecord } from "./helpers/warcFile.js";
@@ -319,18 +319,30 @@ describe.concurrent("Chromium's HTTP cache", () => {
 describe("a gzip bomb (a script of ~300 KB decoding to 300 MiB)", () => {
   let crawl: MeasuredCrawl;
   beforeAll(async () => {
-    crawl = await measuredCrawl("bomb", ["--url", `${site.url}/hostile/bodies/bomb.html`, ...NO_BEHAVIORS, "--scopeType", "prefix", "--maxPageRetries", "0"]);
+    crawl = await measuredCrawl("bomb", ["--url", `${site.url}/hostile/bodies/bomb.html`, "--url", `${site.url}/hostile/bodies/bomb-once.html`, ...NO_BEHAVIORS, "--scopeType", "prefix", "--maxPageRetries", "0"]);
   }, 400_000);
 
   it("takes the streaming path: the page is crawled on its first attempt with the script stored whole, decoded", () => {
     expect(crawl.code, crawl.stderr.slice(-3000)).toBe(0);
     expect(crawl.stats).toMatchObject({ failed: 0, failedAttempts: 0, status: "done" });
-    expect(crawledPages(crawl).sort()).toEqual(["/hostile/bodies/after-bomb.html", "/hostile/bodies/bomb.html"]);
+    expect(crawledPages(crawl).sort()).toEqual(["/hostile/bodies/after-bomb-once.html", "/hostile/bodies/after-bomb.html", "/hostile/bodies/bomb-once.html", "/hostile/bodies/bomb.html"]);
     const [record, ...more] = responsesOf(crawl, "/hostile/bodies/bomb.js");
     expect(more).toEqual([]);
     expect(record.headers.get("warc-truncated")).toBeUndefined();
     expect(record.payload.length).toBe(GZIP_BOMB_DECODED);
     expect(httpHeader(record, "x-orig-content-encoding")).toBe("gzip");
+    expect(bodyFilesLeft(crawl)).toEqual([]);
+  });
+
+  it("is decoded outside the browser (fetched a second time); when that second answer differs, the browser's stream is read on", () => {
+    // The browser's request, then the crawler's own: decoded in Node rather than handed over through CDP.
+    expect(site.hits.get("/hostile/bodies/bomb.js")).toBe(2);
+    expect(site.hits.get("/hostile/bodies/bomb-once.js")).toBe(2);
+    const [record, ...more] = responsesOf(crawl, "/hostile/bodies/bomb-once.js");
+    expect(more).toEqual([]);
+    expect(record.headers.get("warc-truncated")).toBeUndefined();
+    expect(record.payload.length).toBe(GZIP_BOMB_ONCE_DECODED);
+    expect(httpStatus(record)).toBe(200);
     expect(bodyFilesLeft(crawl)).toEqual([]);
   });
 });

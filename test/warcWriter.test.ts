@@ -1,7 +1,8 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
+import { WARCSerializer } from "warcio/node";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Exchange } from "../src/archive/exchange.js";
 import { storedResponseHeaders } from "../src/archive/httpHeaders.js";
@@ -84,6 +85,30 @@ describe("WARC writer", () => {
       if (w.type === "response") expect(w.payloadDigest).toBe(sha256(record.payload));
     }
     expect(written[0].date).toBe("2026-01-02T03:04:05.678Z");
+  });
+});
+
+describe("WARC writer, a body in a temp file", () => {
+  it("writes it as one gzip member, byte for byte what warcio writes for the same body in memory", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "warc-writer-"));
+    dirs.push(dir);
+    // Past warcio's in-memory size, many read chunks, and bytes that are not all alike.
+    const bytes = Buffer.alloc(5_000_000);
+    for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 7 + (i >> 12)) % 256;
+    const path = join(dir, "body");
+    writeFileSync(path, bytes);
+    const inMemory = { ...exchange("http://a.test/big", ""), body: { kind: "bytes", bytes } } satisfies Exchange;
+    const inFile = { ...inMemory, body: { kind: "file", path, size: bytes.length } } satisfies Exchange;
+    const digest = await payloadDigest(inMemory.body);
+    expect(await payloadDigest(inFile.body)).toBe(digest);
+    const id = newRecordId();
+    const writer = new WarcWriter({ dir: join(dir, "warc"), filenamePrefix: "rec-file", rolloverSize: 1e9, owner: "test", warcinfo: { software: "test" } });
+    const [written] = await writer.writeRecords([responseRecord(inFile, id, digest)]);
+    await writer.close();
+    const member = readFileSync(join(dir, "warc", written.filename)).subarray(written.offset, written.offset + written.length);
+    expect(gzipMembers(member)).toHaveLength(1);
+    const expected = await WARCSerializer.serialize(responseRecord(inMemory, id, digest), { gzip: false });
+    expect(gunzipSync(member).equals(Buffer.from(expected))).toBe(true);
   });
 });
 

@@ -5,6 +5,7 @@ import type { ExchangeBody } from "./exchange.js";
 /** sha256 digest written exactly as in WARC-Payload-Digest: "sha256:<hex>". */
 export async function payloadDigest(body: ExchangeBody): Promise<string> {
   const hash = createHash("sha256");
+  if (body.kind === "file" && body.digest) return body.digest;
   if (body.kind === "bytes") {
     hash.update(body.bytes);
   } else {

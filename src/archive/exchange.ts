@@ -62,7 +62,8 @@ export interface ConfirmedCapture {
 
 export type ExchangeBody =
   | { kind: "bytes"; bytes: Uint8Array }
-  | { kind: "file"; path: string; size: number };
+  /** `digest`: its WARC-Payload-Digest when computed as the file was written (not read again for it). */
+  | { kind: "file"; path: string; size: number; digest?: string };
 
 export function bodySize(body: ExchangeBody): number {
   return body.kind === "bytes" ? body.bytes.length : body.size;

@@ -3,6 +3,7 @@ import { createReadStream } from "node:fs";
 import { multiValueHeader, WARCRecord } from "warcio";
 import type { Exchange, ExchangeBody, WebSocketCapture } from "./exchange.js";
 import { headerValue } from "./exchange.js";
+import { setFilePayload } from "./fileRecord.js";
 import { requestLine, statusLine, storedResponseHeaders } from "./httpHeaders.js";
 
 /** The WARC record formats this crawler writes; the one place their headers are decided. */
@@ -18,7 +19,11 @@ export function newRecordId(): string {
 
 function bodyChunks(body: ExchangeBody): AsyncIterable<Uint8Array> | Iterable<Uint8Array> {
   if (body.kind === "bytes") return body.bytes.length ? [body.bytes] : [];
-  return createReadStream(body.path) as AsyncIterable<Uint8Array>;
+  // Opened when read, not now: a record never serialized this way (fileRecord.ts) holds no open file.
+  const path = body.path;
+  return (async function* () {
+    yield* createReadStream(path) as AsyncIterable<Uint8Array>;
+  })();
 }
 
 /**
@@ -40,7 +45,7 @@ function protocolHeaders(exchange: Exchange): Record<string, string> {
 }
 
 export function responseRecord(exchange: Exchange, recordId: string, digest: string): WARCRecord {
-  return WARCRecord.create(
+  const record = WARCRecord.create(
     {
       url: exchange.url,
       date: exchange.date.toISOString(),
@@ -58,6 +63,8 @@ export function responseRecord(exchange: Exchange, recordId: string, digest: str
     },
     bodyChunks(exchange.body),
   );
+  if (exchange.body.kind === "file") setFilePayload(record, exchange.body.path);
+  return record;
 }
 
 /** What a revisit points back to: the original capture's URL, date and payload digest. */

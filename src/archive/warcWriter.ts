@@ -4,6 +4,7 @@ import { open, rm, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { WARCRecord } from "warcio";
 import { WARCSerializer } from "warcio/node";
+import { filePayloadOf, gzippedFileRecord } from "./fileRecord.js";
 import { warcinfoRecord } from "./records.js";
 import { timestampDigits } from "./warcDate.js";
 
@@ -181,7 +182,8 @@ export class WarcWriter {
   /** Write one record at `size`; on failure cut it off again (disk full or gone mid-record). */
   private async append(record: WARCRecord): Promise<WrittenRecord> {
     const offset = this.size;
-    const serializer = new WARCSerializer(record, { gzip: true, maxMemSize: this.options.maxMemSize ?? 4_000_000 });
+    const payloadFile = filePayloadOf(record);
+    const serializer = payloadFile ? gzippedFileRecord(record, payloadFile) : new WARCSerializer(record, { gzip: true, maxMemSize: this.options.maxMemSize ?? 4_000_000 });
     const chunks: Uint8Array[] = [];
     let pending = 0;
     let length = 0;

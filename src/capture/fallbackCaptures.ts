@@ -1,10 +1,12 @@
 import type { Protocol } from "puppeteer-core";
-import { mimeTypeOf, type Exchange } from "../archive/exchange.js";
+import { headerValue, mimeTypeOf, type Exchange } from "../archive/exchange.js";
+import { decodable } from "../fetch/contentDecoding.js";
 import type { FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import type { ExchangeWork } from "./exchangeWork.js";
 import type { PageAttempt } from "./pageAttempt.js";
+import type { DirectDecode } from "./responseBody.js";
 
 /** Hands an exchange fetched outside the browser on as the page capture would; false (and logged) when it could not be stored. */
 export type StoreFetched = (exchange: Exchange, attempt: PageAttempt, failure: string) => Promise<boolean>;
@@ -56,6 +58,16 @@ export class FallbackCaptures {
     const exchange = fetched && pageDocument && attempt.isPageDocument(url) ? { ...fetched, pageDocument: true } : fetched;
     if (!exchange || !(await this.store(exchange, attempt, "full fetch after the browser's revalidation (304) failed"))) return null;
     return { status: exchange.status, mime: mimeTypeOf(exchange) };
+  }
+
+  /**
+   * For a compressed answer to a GET, streamed: its body fetched again and decoded outside the browser
+   * (responseBody.ts decides when), if Node can undo its Content-Encoding.
+   */
+  directDecoder(request: Protocol.Network.Request, requestHeaders: [string, string][], status: number, responseHeaders: [string, string][]): DirectDecode | undefined {
+    const encoding = headerValue(responseHeaders, "content-encoding");
+    if (request.method !== "GET" || request.hasPostData || !encoding || !decodable(encoding)) return undefined;
+    return () => this.fetcher.decodedBody(request.url, requestHeaders, status, encoding);
   }
 
   /** A response whose body the browser could not give: fetched directly (GET only), else reported lost. */

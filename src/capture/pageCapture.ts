@@ -272,7 +272,7 @@ export class PageCapture {
         started = true;
       };
       const declaredLength = responseHeaders.some(([n]) => n.toLowerCase() === "content-length");
-      const control: StreamControl = { limits: this.limits, onChunk, cutoff: archiveOnly || declaredLength ? attempt.downloads : attempt.streams };
+      const control: StreamControl = { limits: this.limits, onChunk, cutoff: archiveOnly || declaredLength ? attempt.downloads : attempt.streams, decodeDirectly: this.fallbacks.directDecoder(request, requestHeaders, status, responseHeaders) };
       const streamed = (reading === "live" && !archiveOnly ? await this.live.read(event, control) : null)
         ?? (await streamResponseBody(this.cdp, event, responseHeaders, archiveOnly, control));
       body = streamed.body;

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import type { CDPSession, Protocol } from "puppeteer-core";
-import type { ExchangeBody } from "../archive/exchange.js";
+import { bodySize, type ExchangeBody } from "../archive/exchange.js";
 import { BodySpool, type BodyLimits } from "../fetch/bodyLimits.js";
 import { errorMessage, logger } from "../log/logger.js";
 
@@ -74,7 +74,21 @@ export interface StreamControl {
   onChunk(): void;
   /** Cuts the reading once the page has ended and the stream has gone idle or outlived its grace. */
   cutoff: StreamCutoff;
+  /** For a compressed body: the body fetched again and decoded outside the browser, null if that failed. */
+  decodeDirectly?: DirectDecode;
 }
+
+/** A compressed body decoded outside the browser, whole or cut at the size cap; null: read it through CDP. */
+export type DirectDecode = () => Promise<{ body: ExchangeBody; truncated: "length" | null } | null>;
+
+/**
+ * Decoded bytes read through CDP after which a compressed body that decodes to this many times its declared
+ * length (or more, or of no declared length) is decoded outside the browser instead: CDP hands over about
+ * 30 MB a second (base64, a megabyte a call), zlib about ten times that, and the bytes fetched again are
+ * a fraction of those decoded.
+ */
+const DIRECT_DECODE_AFTER = 16 * 1024 * 1024;
+const DIRECT_DECODE_RATIO = 4;
 
 /** How a streamed body ended short: cut off by the network, cut at the size cap, or still open when the page ended. */
 export type StreamEnd = "disconnect" | "length" | "time" | null;
@@ -105,8 +119,19 @@ export async function streamResponseBody(
   let end: StreamEnd = null;
   let body: ExchangeBody;
   try {
-    end = await readStream(cdp, stream, spool, control, event.request.url);
-    body = await spool.finish();
+    const declared = Number(responseHeaders.find(([n]) => n.toLowerCase() === "content-length")?.[1] ?? NaN);
+    const switchAt = control.decodeDirectly ? Math.max(DIRECT_DECODE_AFTER, declared * DIRECT_DECODE_RATIO || 0) : Infinity;
+    const read = await readStream(cdp, stream, spool, control, event.request.url, switchAt);
+    const direct = read === "decode directly" ? await control.decodeDirectly!() : null;
+    if (direct) {
+      await spool.discard();
+      body = direct.body;
+      end = direct.truncated;
+      logger.debug("capture", "compressed body decoded outside the browser", { url: event.request.url, size: bodySize(body) });
+    } else {
+      end = read === "decode directly" ? await readStream(cdp, stream, spool, control, event.request.url, Infinity) as StreamEnd : read;
+      body = await spool.finish();
+    }
   } catch (err) {
     await spool.discard();
     await cdp.send("IO.close", { handle: stream }).catch(() => undefined);
@@ -116,7 +141,7 @@ export async function streamResponseBody(
   await cdp.send("IO.close", { handle: stream }).catch(() => undefined);
   if (archiveOnly || end === "length" || end === "time") {
     await abort();
-  } else if (spool.size <= MAX_FULFILL_SIZE) {
+  } else if (bodySize(body) <= MAX_FULFILL_SIZE) {
     const bodyForPage = body.kind === "bytes" ? Buffer.from(body.bytes) : await readFile(body.path);
     const headers = responseHeaders
       .filter(([n]) => !["content-encoding", "content-length", "transfer-encoding"].includes(n.toLowerCase()))
@@ -130,14 +155,16 @@ export async function streamResponseBody(
       })
       .catch(() => undefined);
   } else {
-    logger.warn("capture", "body too large to hand back to the page; archived only", { url: event.request.url, size: spool.size });
+    logger.warn("capture", "body too large to hand back to the page; archived only", { url: event.request.url, size: bodySize(body) });
     await abort();
   }
   return { body, end };
 }
 
-async function readStream(cdp: CDPSession, stream: string, spool: BodySpool, control: StreamControl, url: string): Promise<StreamEnd> {
+/** Read until the stream ends, or until `switchAt` bytes were read ("decode directly": the stream stays open). */
+async function readStream(cdp: CDPSession, stream: string, spool: BodySpool, control: StreamControl, url: string, switchAt: number): Promise<StreamEnd | "decode directly"> {
   for (;;) {
+    if (spool.size >= switchAt) return "decode directly";
     const cut = control.cutoff.whenToCut();
     let chunk: Protocol.IO.ReadResponse | null;
     try {

@@ -54,7 +54,7 @@ export class LiveStreams {
       this.open.delete(networkId);
       return null;
     }
-    await this.cdp.send("Fetch.continueRequest", { requestId: event.requestId }).catch(() => undefined);
+    await this.continueToPage(event).catch(() => undefined);
     const spool = new BodySpool(control.limits);
     try {
       const end = await this.collect(stream, spool, control);
@@ -65,6 +65,26 @@ export class LiveStreams {
     } finally {
       this.open.delete(networkId);
     }
+  }
+
+  /**
+   * Hand the response on to the page. Chromium holds back the data and the end of a script's fetch answer marked
+   * `Cache-Control: no-store` until the page reads its body (measured: a poll nobody reads gets one
+   * dataReceived once all of it is in, then never loadingFinished, so it would be cut at the page's end as
+   * unfinished): the page is handed `no-cache` in its place (neither may be reused without asking the server
+   * again), and then Chromium reports the end of the body as for any other. The archive keeps the header as sent.
+   */
+  private continueToPage(event: Protocol.Fetch.RequestPausedEvent): Promise<unknown> {
+    const headers = event.responseHeaders ?? [];
+    const noStore = (h: Protocol.Fetch.HeaderEntry) => h.name.toLowerCase() === "cache-control" && /\bno-store\b/i.test(h.value);
+    // The Fetch domain calls a script's fetch "XHR" (the Network domain "Fetch").
+    if (!["Fetch", "XHR"].includes(event.resourceType) || !headers.some(noStore)) return this.cdp.send("Fetch.continueRequest", { requestId: event.requestId });
+    return this.cdp.send("Fetch.continueResponse", {
+      requestId: event.requestId,
+      responseCode: event.responseStatusCode,
+      responsePhrase: event.responseStatusText,
+      responseHeaders: headers.map((h) => (noStore(h) ? { name: h.name, value: h.value.replace(/\bno-store\b/gi, "no-cache") } : h)),
+    });
   }
 
   private async collect(stream: OpenStream, spool: BodySpool, control: StreamControl): Promise<StreamEnd> {

@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -52,6 +52,8 @@ export class BodySpool {
   overLimit = false;
   private failure: Error | null = null;
   private releasedSize = 0;
+  // A body in a file gets its payload digest as its bytes come: it is not read back for it.
+  private readonly hash = createHash("sha256");
 
   constructor(private readonly limits: BodyLimits) {}
 
@@ -76,7 +78,10 @@ export class BodySpool {
         this.failure ??= err;
       });
       this.file = { path, stream };
-      for (const c of this.chunks.splice(0)) stream.write(c);
+      for (const c of this.chunks.splice(0)) {
+        this.hash.update(c);
+        stream.write(c);
+      }
     }
     if (!this.file) {
       this.chunks.push(bytes);
@@ -84,6 +89,7 @@ export class BodySpool {
     }
     if (this.failure) throw this.failure;
     const stream = this.file.stream;
+    this.hash.update(bytes);
     if (!stream.write(bytes)) {
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -112,7 +118,7 @@ export class BodySpool {
     if (this.failure) throw this.failure;
     await new Promise<void>((resolve, reject) => stream.end((err?: Error | null) => (err ? reject(err) : resolve())));
     if (this.failure) throw this.failure;
-    return { kind: "file", path: this.file.path, size: this.size };
+    return { kind: "file", path: this.file.path, size: this.size, digest: "sha256:" + this.hash.digest("hex") };
   }
 
   /** Drop what was received (the temp file removed). */

@@ -1,11 +1,12 @@
 import { STATUS_CODES } from "node:http";
 import { TLSSocket } from "node:tls";
 import { Agent, buildConnector, request, type Dispatcher } from "undici";
-import { shortOfDeclaredLength, type Exchange, type ExchangeBody } from "../archive/exchange.js";
+import { headerValue, shortOfDeclaredLength, type Exchange, type ExchangeBody } from "../archive/exchange.js";
 import { warcProtocolId } from "../archive/records.js";
 import { policyLookup, refuseForbiddenAddress } from "./addressPolicy.js";
 import { proxyDispatcherFor } from "../proxy/activeProxies.js";
 import { BodySpool, defaultBodyLimits, noteCutShort, type BodyLimits } from "./bodyLimits.js";
+import { decoded } from "./contentDecoding.js";
 
 /** User-Agent of the crawler's own fetches when --userAgent is not given. */
 export const DEFAULT_USER_AGENT = "Mozilla/5.0 (compatible; warc-crawler)";
@@ -50,12 +51,17 @@ export interface DirectFetchOptions {
   timeoutMs?: number;
   /** Size cap and storage limits of the body (default: only --maxResourceSize's default). */
   limits?: BodyLimits;
+  /**
+   * Undo the Content-Encoding as the body comes (as the browser would): the body stands in for one the
+   * browser received, whose capture notes it if it is cut short (here it is not).
+   */
+  decode?: boolean;
 }
 
 /**
  * Fetch a URL outside the browser (non-HTML pages the browser would only download, full bodies behind a
  * 206). undici hands over the body with transfer-encoding removed and content-encoding kept, exactly
- * the WARC payload; redirects are not followed, they are captured as they are.
+ * the WARC payload (unless `decode`); redirects are not followed, they are captured as they are.
  */
 export async function directFetch(url: string, options: DirectFetchOptions = {}): Promise<Exchange> {
   await refuseForbiddenAddress(url);
@@ -100,7 +106,8 @@ export async function directFetch(url: string, options: DirectFetchOptions = {})
   let body: ExchangeBody;
   try {
     try {
-      for await (const chunk of response.body as AsyncIterable<Buffer>) {
+      const source = options.decode ? decoded(response.body, headerValue(responseHeaders, "content-encoding")) : response.body;
+      for await (const chunk of source as AsyncIterable<Buffer>) {
         if (!(await spool.add(chunk))) break;
       }
     } catch (err) {
@@ -120,8 +127,9 @@ export async function directFetch(url: string, options: DirectFetchOptions = {})
     throw err;
   }
   const size = spool.size;
-  if (!truncated && shortOfDeclaredLength(responseHeaders, size, false)) truncated = "disconnect";
-  if (truncated === "length" || truncated === "time") noteCutShort(limits, url, truncated, size);
+  const bodyDecoded = options.decode ?? false;
+  if (!truncated && shortOfDeclaredLength(responseHeaders, size, bodyDecoded)) truncated = "disconnect";
+  if ((truncated === "length" || truncated === "time") && !bodyDecoded) noteCutShort(limits, url, truncated, size);
 
   return {
     url,
@@ -134,10 +142,10 @@ export async function directFetch(url: string, options: DirectFetchOptions = {})
     protocols: directProtocols(url, proxy !== null),
     responseHeaders,
     body,
-    bodyDecoded: false,
+    bodyDecoded,
     date,
     resourceType: "Direct",
-    // undici hands over the body as sent (content-encoding kept), so Content-Length always applies.
+    // undici hands over the body as sent (content-encoding kept unless decoded here).
     ...(truncated ? { truncated } : {}),
   };
 }

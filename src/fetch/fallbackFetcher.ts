@@ -1,5 +1,5 @@
 import { rm } from "node:fs/promises";
-import type { Exchange } from "../archive/exchange.js";
+import { headerValue, type Exchange, type ExchangeBody } from "../archive/exchange.js";
 import { blockedOutsideBrowser } from "../block/blocking.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { BodyLimits } from "./bodyLimits.js";
@@ -31,10 +31,10 @@ export interface FallbackFetcherOptions {
 export class FallbackFetcher {
   constructor(private readonly options: FallbackFetcherOptions) {}
 
-  private async fetch(url: string, headers?: [string, string][], timeoutMs = this.options.timeoutMs ?? DEFAULT_FALLBACK_DEADLINE_MS): Promise<Exchange> {
+  private async fetch(url: string, headers?: [string, string][], timeoutMs = this.options.timeoutMs ?? DEFAULT_FALLBACK_DEADLINE_MS, decode = false): Promise<Exchange> {
     const own = (this.options.headers ?? []).filter(([name]) => !headers?.some(([given]) => given.toLowerCase() === name.toLowerCase()));
     const target = this.options.target?.(url) ?? null;
-    const exchange = await directFetch(target ?? url, { userAgent: this.options.userAgent, headers: [...own, ...(headers ?? [])], timeoutMs, limits: this.options.limits });
+    const exchange = await directFetch(target ?? url, { userAgent: this.options.userAgent, headers: [...own, ...(headers ?? [])], timeoutMs, limits: this.options.limits, decode });
     // Redirects are not followed: the exchange is the answer for the URL asked for.
     return target ? { ...exchange, url } : exchange;
   }
@@ -75,6 +75,28 @@ export class FallbackFetcher {
       return null;
     } catch (err) {
       logger.warn("capture", "direct fetch for an unavailable body failed", { url, error: errorMessage(err) });
+      return null;
+    }
+  }
+
+  /**
+   * A compressed body the browser is handing over decoded, slowly (through CDP, a megabyte a call: a gzip
+   * bomb's 300 MiB takes seconds), fetched again and decoded here: the body, whole or cut at the size cap
+   * ("length"); null when the answer is not the same (status, Content-Encoding) or did not come whole.
+   */
+  async decodedBody(url: string, requestHeaders: [string, string][], status: number, contentEncoding: string): Promise<{ body: ExchangeBody; truncated: "length" | null } | null> {
+    if (blockedOutsideBrowser(url)) return null;
+    try {
+      const exchange = await this.fetch(url, requestHeaders, undefined, true);
+      const encoding = (headerValue(exchange.responseHeaders, "content-encoding") ?? "").trim().toLowerCase();
+      if (exchange.status === status && encoding === contentEncoding.trim().toLowerCase() && (!exchange.truncated || exchange.truncated === "length")) {
+        return { body: exchange.body, truncated: exchange.truncated ?? null };
+      }
+      await discardBody(exchange);
+      logger.debug("capture", "direct fetch to decode a body got another answer; read through the browser", { url, browserStatus: status, status: exchange.status, encoding, truncated: exchange.truncated });
+      return null;
+    } catch (err) {
+      logger.debug("capture", "direct fetch to decode a body failed; read through the browser", { url, error: errorMessage(err) });
       return null;
     }
   }

@@ -1,7 +1,7 @@
 import { Readable, Transform, type TransformCallback } from "node:stream";
-import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { Agent, request, type Dispatcher } from "undici";
 import { policyLookup, refuseForbiddenAddress } from "./addressPolicy.js";
+import { decoded, forward } from "./contentDecoding.js";
 import { DEFAULT_USER_AGENT } from "./directFetch.js";
 import { proxyDispatcherFor } from "../proxy/activeProxies.js";
 
@@ -106,27 +106,7 @@ export function discard(body: Readable): void {
   body.resume();
 }
 
-function decoded(body: Readable, contentEncoding: string | undefined): Readable {
-  const codings = (contentEncoding ?? "").split(",").map((c) => c.trim().toLowerCase()).filter((c) => c && c !== "identity");
-  let stream = body;
-  // Codings are listed in the order applied: undo the last first.
-  for (const coding of codings.reverse()) {
-    const decoder = coding === "gzip" || coding === "x-gzip" ? createGunzip()
-      : coding === "deflate" ? createInflate()
-      : coding === "br" ? createBrotliDecompress()
-      : null;
-    if (!decoder) throw new Error(`unsupported Content-Encoding: ${coding}`);
-    stream = forward(stream, decoder);
-  }
-  return stream;
-}
-
-/** Pipe into `next`, passing errors along (pipe alone would leave `next` waiting forever). */
-export function forward<T extends NodeJS.ReadWriteStream & Readable>(from: Readable, next: T): T {
-  from.on("error", (err) => next.destroy(err));
-  from.pipe(next);
-  return next;
-}
+export { forward };
 
 /** Fail the stream with BodyTooLargeError once more than `maxBytes` passed. */
 export function capped(body: Readable, maxBytes: number): Readable {

@@ -172,9 +172,9 @@ export class PageWorker {
     this.behaviorLinks = new Set();
     this.dialogs?.beginPage();
     if (capture.scripts.stopped) {
-      // The last page's end stopped the tab's scripts, its document still there: it goes first (scripts
-      // still stopped, so it cannot fetch meanwhile; its ended attempt refuses what it would), then scripts
-      // run again for this page. A tab that cannot do either fails the attempt (a fresh tab for the retry).
+      // The last page's end stopped the tab's scripts, its document still there: it goes first (it cannot fetch
+      // meanwhile; what it sent just before its end is refused by its attempt, still the tab's), then scripts run
+      // again for this page. A tab that cannot do either fails the attempt (a fresh tab is opened for the retry).
       await tab.goto("about:blank", { timeout: this.options.pageLoadTimeoutMs });
       await capture.scripts.allow();
     }
@@ -334,6 +334,8 @@ export class PageWorker {
     this.dialogs = null;
     this.contentCheck = null;
     await bounded(popups?.detach(), TAB_CLOSE_DEADLINE_MS, "popup watch did not detach", { worker: this.id });
+    // An ended page's scripts run again, unpaused, once the capture's session lets go of the tab: it goes first.
+    if (capture?.scripts.stopped) await bounded(tab?.goto("about:blank"), TAB_CLOSE_DEADLINE_MS, "ended page did not leave its tab", { worker: this.id });
     // Chromium may never confirm closing a tab that shows an error page (puppeteer's close() then waits
     // forever): the close command is sent either way, so move on after a deadline.
     await bounded(capture?.detach(), CAPTURE_DRAIN_DEADLINE_MS, "capture of the old tab did not drain", { worker: this.id });
@@ -361,11 +363,7 @@ const CAPTURE_DRAIN_DEADLINE_MS = 30_000;
 /** Wait for a cleanup step, but never longer than `ms`; failures and timeouts are logged, not thrown. */
 async function bounded(step: Promise<unknown> | undefined, ms: number, whatTimedOut: string, details: Record<string, unknown>): Promise<void> {
   if (!step) return;
-  try {
-    await withTimeout(step, ms, `${whatTimedOut} within ${ms / 1000}s`);
-  } catch (err) {
-    logger.debug("browser", errorMessage(err), details);
-  }
+  await withTimeout(step, ms, `${whatTimedOut} within ${ms / 1000}s`).catch((err: unknown) => logger.debug("browser", errorMessage(err), details));
 }
 
 /** The URL's exchange could not be stored, or was not stored yet when the page's drain deadline passed. */

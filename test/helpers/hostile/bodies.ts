@@ -12,6 +12,8 @@ export function hugeBodyPrefix(length: number): Buffer {
 export const HUGE_BODY_DEFAULT_MB = 3072;
 /** The gzip bomb's decoded size (its compressed size is about a thousandth of it). */
 export const GZIP_BOMB_DECODED = 300 * 1024 * 1024;
+/** The bomb whose second answer is a 503 (bomb-once.js): read through the browser after all (gzipped past 100 KB: streamed). */
+export const GZIP_BOMB_ONCE_DECODED = 120 * 1024 * 1024;
 /** The hits key counting whole (non-range) GETs of a path: `${path} (whole)`. */
 export const wholeGets = (site: Pick<HostileSiteInfo, "hits">, path: string) => site.hits.get(`${path} (whole)`) ?? 0;
 
@@ -56,10 +58,12 @@ function hugeBody(req: IncomingMessage, res: ServerResponse, site: HostileSiteIn
   sendPattern(res, start, last - start + 1);
 }
 
-let bomb: Promise<Buffer> | null = null;
-/** A script that decodes to 300 MiB: a comment of spaces, gzipped (about 300 KB); made once. */
-function gzipBomb(): Promise<Buffer> {
-  bomb ??= new Promise((resolve, reject) => {
+const bombs = new Map<number, Promise<Buffer>>();
+/** A script that decodes to `decoded` bytes: a comment of spaces, gzipped (about a thousandth of it); made once. */
+function gzipBomb(decoded: number): Promise<Buffer> {
+  const made = bombs.get(decoded);
+  if (made) return made;
+  const bomb = new Promise<Buffer>((resolve, reject) => {
     const gzip = createGzip({ level: 9 });
     const parts: Buffer[] = [];
     gzip.on("data", (d: Buffer) => parts.push(d));
@@ -68,7 +72,7 @@ function gzipBomb(): Promise<Buffer> {
     const head = Buffer.from("/* a comment of 300 MiB */ document.title = 'bomb';\n//");
     const spaces = Buffer.alloc(1024 * 1024, 0x20);
     gzip.write(head);
-    let left = GZIP_BOMB_DECODED - head.length;
+    let left = decoded - head.length;
     const pump = () => {
       while (left > 0) {
         const n = Math.min(left, spaces.length);
@@ -79,6 +83,7 @@ function gzipBomb(): Promise<Buffer> {
     };
     pump();
   });
+  bombs.set(decoded, bomb);
   return bomb;
 }
 
@@ -102,7 +107,18 @@ export const bodiesRoutes: HostileRoutes = {
     res.writeHead(200, { "content-type": "text/html" }).end(page("bomb", `<script src="/hostile/bodies/bomb.js"></script>`));
   },
   "/hostile/bodies/bomb.js": (_req, res) => {
-    void gzipBomb().then((gz) => {
+    void gzipBomb(GZIP_BOMB_DECODED).then((gz) => {
+      res.writeHead(200, { "content-type": "application/javascript", "content-encoding": "gzip", "content-length": String(gz.length) }).end(gz);
+    });
+  },
+  // A bomb whose second answer (the crawler's own fetch, to decode it outside the browser) is a 503: its
+  // body is then read through the browser after all.
+  "/hostile/bodies/bomb-once.html": (_req, res) => {
+    res.writeHead(200, { "content-type": "text/html" }).end(page("bomb-once", `<script src="/hostile/bodies/bomb-once.js"></script>`));
+  },
+  "/hostile/bodies/bomb-once.js": (_req, res, site) => {
+    if ((site.hits.get("/hostile/bodies/bomb-once.js") ?? 0) > 1) return void res.writeHead(503, { "content-type": "text/plain" }).end("busy");
+    void gzipBomb(GZIP_BOMB_ONCE_DECODED).then((gz) => {
       res.writeHead(200, { "content-type": "application/javascript", "content-encoding": "gzip", "content-length": String(gz.length) }).end(gz);
     });
   },
@@ -123,7 +139,7 @@ export const bodiesRoutes: HostileRoutes = {
     res.writeHead(200, { "content-type": "application/javascript", "cache-control": "max-age=3600" }).end(CACHED_SCRIPT);
   },
   ...Object.fromEntries(
-    ["huge", "video", "bomb", "cache-a", "cache-b"].map((name) => [`/hostile/bodies/after-${name}.html`, (_req: IncomingMessage, res: ServerResponse) => {
+    ["huge", "video", "bomb", "bomb-once", "cache-a", "cache-b"].map((name) => [`/hostile/bodies/after-${name}.html`, (_req: IncomingMessage, res: ServerResponse) => {
       res.writeHead(200, { "content-type": "text/html" }).end(page(`after-${name}`, "").replace(/<ul>.*<\/ul>/, ""));
     }] as const),
   ),
