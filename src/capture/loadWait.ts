@@ -28,6 +28,11 @@ export class NetworkActivity {
     if (this.inFlight.delete(requestId)) this.touch();
   }
 
+  /** No request in flight (streams aside), and none started or ended in the last `ms`. */
+  quietFor(ms: number): boolean {
+    return this.inFlight.size === 0 && Date.now() - this.lastActivity >= ms;
+  }
+
   private touch(): void {
     this.lastActivity = Date.now();
     for (const listener of this.listeners) listener();

@@ -172,10 +172,10 @@ export class PageWorker {
     this.behaviorLinks = new Set();
     this.dialogs?.beginPage();
     if (capture.scripts.stopped) {
-      // The last page's end stopped the tab's scripts, its document still there: it goes first (it cannot fetch
-      // meanwhile; what it sent just before its end is refused by its attempt, still the tab's), then scripts run
-      // again for this page. A tab that cannot do either fails the attempt (a fresh tab is opened for the retry).
-      await tab.goto("about:blank", { timeout: this.options.pageLoadTimeoutMs });
+      // The last page's end stopped the tab's scripts. If it still sends requests (refused), it goes to about:blank
+      // first, or it could send one once scripts run again; a quiet one stays (about:blank swaps the renderer: ~0.1 s
+      // a page). A tab that cannot do either fails the attempt (a fresh tab is opened for the retry).
+      if (!capture.network.quietFor(QUIET_ENDED_PAGE_MS)) await tab.goto("about:blank", { timeout: this.options.pageLoadTimeoutMs });
       await capture.scripts.allow();
     }
     const attempt = capture.beginPage(url, { conditional, lastAttempt, skipIfArchived });
@@ -349,6 +349,8 @@ export class PageWorker {
 }
 
 const TAB_CLOSE_DEADLINE_MS = 5000;
+/** An ended page that started or ended no request in this long is left for the next page in place. */
+const QUIET_ENDED_PAGE_MS = 400;
 /**
  * How long the network must have been quiet after the load before behaviors start: none, they start once
  * no request is in flight. The wait after them asks for the full quiet time (loadWait.ts), and what the
