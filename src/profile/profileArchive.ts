@@ -6,7 +6,10 @@
 import { chmodSync, closeSync, openSync, renameSync, rmSync, type Stats } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { create, extract, list, type ReadEntry } from "tar";
+import type { ReadEntry } from "tar";
+
+/** tar, loaded on first use: most crawls use no profile and do not pay for it at start-up. */
+const tar = () => import("tar");
 
 /** Chromium's lock files (symlinks naming the host and pid that held the profile): never carried over. */
 const SINGLETON = /^Singleton/;
@@ -43,7 +46,7 @@ export async function packProfile(dir: string, file: string): Promise<void> {
   // Created 0600 before a byte is written: the cookies are never readable by others, even for a moment.
   closeSync(openSync(partial, "w", 0o600));
   try {
-    await create({ gzip: true, file: partial, cwd: dir, portable: true, filter: (path: string, _entry: Stats | ReadEntry) => keptInArchive(path) }, ["."]);
+    await (await tar()).create({ gzip: true, file: partial, cwd: dir, portable: true, filter: (path: string, _entry: Stats | ReadEntry) => keptInArchive(path) }, ["."]);
     chmodSync(partial, 0o600);
     renameSync(partial, file);
   } catch (err) {
@@ -88,7 +91,7 @@ export async function unpackProfile(file: string, dir: string, maxBytes = MAX_UN
     return true;
   };
   try {
-    await extract({ file, cwd: dir, strict: true, filter, preservePaths: false, unlink: true });
+    await (await tar()).extract({ file, cwd: dir, strict: true, filter, preservePaths: false, unlink: true });
   } catch (err) {
     throw new Error(`not a readable tar.gz profile: ${err instanceof Error ? err.message : String(err)}`);
   }
@@ -100,7 +103,7 @@ export async function unpackProfile(file: string, dir: string, maxBytes = MAX_UN
 /** The names in a profile archive, as stored (`./Default/Cookies`...). */
 export async function listProfile(file: string): Promise<string[]> {
   const names: string[] = [];
-  await list({ file, onReadEntry: (entry: ReadEntry) => names.push(entry.path) });
+  await (await tar()).list({ file, onReadEntry: (entry: ReadEntry) => names.push(entry.path) });
   return names;
 }
 
@@ -118,7 +121,7 @@ export async function readProfileInfo(file: string): Promise<ProfileInfo | null>
   const chunks: Buffer[] = [];
   let found = false;
   let entries = 0;
-  await list({
+  await (await tar()).list({
     file,
     strict: true,
     filter: (path: string) => {

@@ -1,4 +1,4 @@
-import { socksDispatcher } from "fetch-socks";
+import { createRequire } from "node:module";
 import { ProxyAgent, type Dispatcher } from "undici";
 import type { ProxyDef } from "./proxySettings.js";
 
@@ -36,6 +36,8 @@ export function proxyDispatcher(endpoint: ProxyEndpoint): Dispatcher {
     const token = endpoint.username || endpoint.password ? `Basic ${Buffer.from(`${endpoint.username}:${endpoint.password}`).toString("base64")}` : undefined;
     return new ProxyAgent({ uri: endpointUrl(endpoint, false), proxyTunnel: false, ...(token ? { token } : {}) });
   }
+  // Loaded on first use: a crawl without a SOCKS proxy does not pay for it at start-up.
+  const { socksDispatcher } = createRequire(import.meta.url)("fetch-socks") as typeof import("fetch-socks");
   return socksDispatcher({
     type: endpoint.kind === "socks4" ? 4 : 5,
     host: endpoint.host,

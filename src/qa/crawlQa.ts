@@ -3,7 +3,6 @@ import type { RawCrawlFlags } from "../config/crawlOptions.js";
 import type { OutputOptions } from "../config/groups/outputOptions.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { QaSummary } from "./pageResult.js";
-import { runQa } from "./qaRun.js";
 
 /**
  * `crawl --qa` needs what QA compares with: a WACZ, each page's viewport screenshot (urn:view:) and text
@@ -38,6 +37,8 @@ export async function checkCrawl(waczPaths: string[], settings: CrawlQaSettings)
     return null;
   }
   try {
+    // Loaded only when a crawl asks for its QA (its image and text comparisons are not a crawl's start-up cost).
+    const { runQa } = await import("./qaRun.js");
     const summary = await runQa({
       source: waczPaths,
       outputDir: settings.collectionDir,
