@@ -17,6 +17,7 @@ const SECONDS_ON_CI: Record<string, number> = {
   "test/browsertrixPageLoad.e2e.test.ts": 74,
   "test/browsertrixCompat.e2e.test.ts": 71,
   "test/browsertrixState.e2e.test.ts": 70,
+  "test/backgroundActivity.e2e.test.ts": 70,
   "test/proxy.e2e.test.ts": 66,
   "test/indexer.e2e.test.ts": 65,
   "test/browsertrixBehaviors.e2e.test.ts": 63,
