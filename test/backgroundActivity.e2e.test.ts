@@ -80,8 +80,10 @@ describe("the autoscroll on pages busy by themselves", () => {
     for (const page of FEEDS) {
       const scroll = autoscrollOf(page);
       expect(scroll.end, page).toBe("stopped growing");
-      // The first batch comes with the load, each next one with a round.
-      expect(scroll.rounds, page).toBe(FEED_BATCHES - 1);
+      // The first batch comes with the load, each next one with a round, but for one the feed may load by
+      // itself while the window still shows its end (growth no scroll caused is no round).
+      expect(scroll.rounds, page).toBeGreaterThanOrEqual(FEED_BATCHES - 2);
+      expect(scroll.rounds, page).toBeLessThanOrEqual(FEED_BATCHES - 1);
     }
     for (let batch = 1; batch <= FEED_BATCHES; batch++) expect(archived.has(`${site.url}/feed-data?page=${batch}`), `batch ${batch}`).toBe(true);
     // Both feeds asked for every batch (and past the last, for one that is empty).

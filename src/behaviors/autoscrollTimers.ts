@@ -102,30 +102,18 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number, 
   let lastScroll = 0;
   // Whether the running code is a clock's: an interval's handler, or a timeout's not set in reaction.
   let clock = false;
-  const within = <T>(origin: number, act: () => T): T => {
-    const outer = reaction;
-    const outerClock = clock;
-    reaction = origin;
-    clock = false;
+  // Runs `act` as a reaction begun at `origin`, or (origin null) as a clock's code.
+  const runAs = <T>(origin: number | null, act: () => T): T => {
+    const [outer, outerClock] = [reaction, clock];
+    [reaction, clock] = [origin, origin === null];
     try {
       return act();
     } finally {
-      reaction = outer;
-      clock = outerClock;
+      [reaction, clock] = [outer, outerClock];
     }
   };
-  const ticking = <T>(act: () => T): T => {
-    const outer = reaction;
-    const outerClock = clock;
-    reaction = null;
-    clock = true;
-    try {
-      return act();
-    } finally {
-      reaction = outer;
-      clock = outerClock;
-    }
-  };
+  const within = <T>(origin: number, act: () => T): T => runAs(origin, act);
+  const ticking = <T>(act: () => T): T => runAs(null, act);
   // A clock's code is no reaction, even while a scroll event is being handled (a hidden tab's timers run late).
   const reacting = () => {
     if (clock) return null;
@@ -236,7 +224,10 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number, 
     tracking("disconnect", (observer) => observed.delete(observer));
   }
   // Who asks for what: per path, the requests a clock made, and whether any was made in reaction.
-  const clockRequests = new Map<string, { last: number; unscrolledRepeats: number }>();
+  const clockRequests = new Map<string, { last: number; at: number; unscrolledRepeats: number }>();
+  // Where the window is scrolled to: a scroll whose event the browser has not dispatched yet (a busy or hidden
+  // tab renders late) has moved it all the same.
+  const scrolledTo = () => (document.scrollingElement ?? document.documentElement)?.scrollTop ?? 0;
   const reactedPaths = new Set<string>();
   const requested = (url: unknown) => {
     try {
@@ -250,10 +241,12 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number, 
       } else {
         const seen = clockRequests.get(path);
         if (seen) {
-          if (lastScroll < seen.last) seen.unscrolledRepeats += 1;
+          const at = scrolledTo();
+          if (lastScroll < seen.last && at === seen.at) seen.unscrolledRepeats += 1;
           seen.last = Date.now();
+          seen.at = at;
         } else if (clockRequests.size < 500) {
-          clockRequests.set(path, { last: Date.now(), unscrolledRepeats: 0 });
+          clockRequests.set(path, { last: Date.now(), at: scrolledTo(), unscrolledRepeats: 0 });
         }
       }
     } catch {
