@@ -17,7 +17,7 @@ import { ExchangeWork } from "./exchangeWork.js";
 import { FallbackCaptures } from "./fallbackCaptures.js";
 import { LoadOutcomes } from "./loadOutcomes.js";
 import { END_DRAIN_DEADLINE_MS, PageAttempt, sentRequestsArrived, type CapturedSummary, type ConditionalRequest, type CutAtEnd } from "./pageAttempt.js";
-import { PageScripts } from "./pageScripts.js";
+import { PageScripts, QUIET_AT_END_MS } from "./pageScripts.js";
 import { answerProxyChallenges, failRelayAnswer } from "./proxyAuth.js";
 import { TabBlocking } from "./requestBlocking.js";
 import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./responseBody.js";
@@ -152,7 +152,7 @@ export class PageCapture {
       attempt.cutAtEnd.unfinished = unfinished.length;
       logger.warn("capture", "exchanges still being stored when the page's drain deadline passed", { page: attempt.pageUrl, urls: unfinished.slice(0, 10), count: unfinished.length });
     }
-    await this.scripts.stop();
+    await this.scripts.stop(this.network.quietFor(QUIET_AT_END_MS) && attempt.cutAtEnd.refused === 0);
     return attempt.cutAtEnd;
   }
 

@@ -1,6 +1,8 @@
 import type { CDPSession } from "puppeteer-core";
 import { withTimeout } from "../util/process.js";
 
+/** A page that started or ended no request in this long before its scripts stopped was quiet. */
+export const QUIET_AT_END_MS = 400;
 /** A browser that does not confirm within this is not waited for (a page's requests are refused all the same). */
 const SCRIPTS_DEADLINE_MS = 2000;
 
@@ -12,11 +14,18 @@ const SCRIPTS_DEADLINE_MS = 2000;
 export class PageScripts {
   /** Stopped by a page's end, whose document still shows. */
   stopped = false;
+  /**
+   * That page was quiet when it ended (no request for QUIET_AT_END_MS, none refused): the next page may
+   * replace it in place. One that was still sending requests goes to about:blank first, or it could send one
+   * once scripts run again, before the next page replaces it (about:blank swaps the renderer: ~0.1 s a page).
+   */
+  endedQuiet = false;
 
   constructor(private readonly cdp: CDPSession) {}
 
-  async stop(): Promise<void> {
+  async stop(quiet: boolean): Promise<void> {
     this.stopped = true;
+    this.endedQuiet = quiet;
     await withTimeout(this.cdp.send("Emulation.setScriptExecutionDisabled", { value: true }), SCRIPTS_DEADLINE_MS, "stop scripts").catch(() => undefined);
   }
 

@@ -172,10 +172,9 @@ export class PageWorker {
     this.behaviorLinks = new Set();
     this.dialogs?.beginPage();
     if (capture.scripts.stopped) {
-      // The last page's end stopped the tab's scripts. If it still sends requests (refused), it goes to about:blank
-      // first, or it could send one once scripts run again; a quiet one stays (about:blank swaps the renderer: ~0.1 s
-      // a page). A tab that cannot do either fails the attempt (a fresh tab is opened for the retry).
-      if (!capture.network.quietFor(QUIET_ENDED_PAGE_MS)) await tab.goto("about:blank", { timeout: this.options.pageLoadTimeoutMs });
+      // The last page's end stopped the tab's scripts. Unless it was quiet then, it goes to about:blank first
+      // (pageScripts.ts). A tab that cannot do either fails the attempt (a fresh tab is opened for the retry).
+      if (!capture.scripts.endedQuiet) await tab.goto("about:blank", { timeout: this.options.pageLoadTimeoutMs });
       await capture.scripts.allow();
     }
     const attempt = capture.beginPage(url, { conditional, lastAttempt, skipIfArchived });
@@ -334,12 +333,14 @@ export class PageWorker {
     this.dialogs = null;
     this.contentCheck = null;
     await bounded(popups?.detach(), TAB_CLOSE_DEADLINE_MS, "popup watch did not detach", { worker: this.id });
-    // An ended page's scripts run again, unpaused, once the capture's session lets go of the tab: it goes first.
-    if (capture?.scripts.stopped) await bounded(tab?.goto("about:blank"), TAB_CLOSE_DEADLINE_MS, "ended page did not leave its tab", { worker: this.id });
-    // Chromium may never confirm closing a tab that shows an error page (puppeteer's close() then waits
-    // forever): the close command is sent either way, so move on after a deadline.
+    // An ended page's scripts would run again, unheld, once the capture's session lets go of the tab (a poll
+    // reached its server as the crawl ended, also after going to about:blank first): its tab closes first, its
+    // drain already done. Chromium may never confirm closing a tab that shows an error page (puppeteer's close()
+    // then waits forever): the close command is sent either way, so move on after a deadline.
+    const ended = capture?.scripts.stopped === true;
+    if (ended) await bounded(tab?.close(), TAB_CLOSE_DEADLINE_MS, "tab did not confirm closing", { worker: this.id });
     await bounded(capture?.detach(), CAPTURE_DRAIN_DEADLINE_MS, "capture of the old tab did not drain", { worker: this.id });
-    await bounded(tab?.close(), TAB_CLOSE_DEADLINE_MS, "tab did not confirm closing", { worker: this.id });
+    if (!ended) await bounded(tab?.close(), TAB_CLOSE_DEADLINE_MS, "tab did not confirm closing", { worker: this.id });
   }
 
   async close(): Promise<void> {
@@ -349,8 +350,6 @@ export class PageWorker {
 }
 
 const TAB_CLOSE_DEADLINE_MS = 5000;
-/** An ended page that started or ended no request in this long is left for the next page in place. */
-const QUIET_ENDED_PAGE_MS = 400;
 /**
  * How long the network must have been quiet after the load before behaviors start: none, they start once
  * no request is in flight. The wait after them asks for the full quiet time (loadWait.ts), and what the
