@@ -41,6 +41,12 @@ export interface Exchange {
   pageDocument?: boolean;
   /** WARC-JSON-Metadata of its response record (browsertrix-crawler's: --saveStorage's {"storage": ...}). */
   jsonMetadata?: string;
+  /**
+   * The body as the server sent it, when `body` is the crawler's rewrite of it (an HLS or DASH manifest cut
+   * to the one rendition replay asks for: capture/adaptiveStreams.ts): kept beside the response in a
+   * metadata record (archive/records.ts originalBodyRecord).
+   */
+  originalBody?: Uint8Array;
 }
 
 export type TruncationReason = "disconnect" | "length" | "time";

@@ -67,6 +67,36 @@ export function responseRecord(exchange: Exchange, recordId: string, digest: str
   return record;
 }
 
+/** The Content-Type of a record holding a whole HTTP response (status line, headers, body). */
+export const HTTP_RESPONSE_CONTENT_TYPE = "application/http; msgtype=response";
+
+/**
+ * The server's own response, when the one stored as the `response` record is the crawler's rewrite of it (an
+ * HLS or DASH manifest cut to one rendition): a `metadata` record of the whole HTTP response as it came,
+ * with the response's URL and a WARC-Refers-To naming it. Replay indexes no metadata record, so replay
+ * serves the rewritten response, and the original stays in the archive for anyone who needs the bytes served.
+ */
+export function originalResponseRecord(exchange: Exchange & { originalBody: Uint8Array }, refersTo: string): WARCRecord {
+  const original: Exchange = { ...exchange, body: { kind: "bytes", bytes: exchange.originalBody } };
+  const head = [statusLine(original), ...storedResponseHeaders(original).map(([name, value]) => `${name}: ${value}`)].join("\r\n");
+  const content = Buffer.concat([Buffer.from(`${head}\r\n\r\n`), exchange.originalBody]);
+  return WARCRecord.create(
+    {
+      url: exchange.url,
+      date: exchange.date.toISOString(),
+      type: "metadata",
+      warcVersion: WARC_VERSION,
+      warcHeaders: {
+        "WARC-Record-ID": newRecordId(),
+        "WARC-Refers-To": refersTo,
+        "Content-Type": HTTP_RESPONSE_CONTENT_TYPE,
+        "WARC-Payload-Digest": "sha256:" + createHash("sha256").update(exchange.originalBody).digest("hex"),
+      },
+    },
+    [content],
+  );
+}
+
 /** What a revisit points back to: the original capture's URL, date and payload digest. */
 export interface RevisitTarget {
   url: string;

@@ -6,6 +6,7 @@ import { withTimeout } from "../util/process.js";
 import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS, watchTabForAutoscroll } from "./autoscroll.js";
 import { withUnwatchedTimers } from "./autoscrollTimers.js";
 import { driveLibraryBehaviors, sweepAutofetch } from "./libraryBehaviors.js";
+import { pressPlayControls } from "./mediaStart.js";
 import type { RequestWatch } from "./requestWatch.js";
 import { flowFor, runUserFlow, type UserFlow } from "./flowRunner.js";
 
@@ -113,6 +114,8 @@ let libraryScript: string | null = null;
 
 /** Tabs whose pages get our autoscroll (in place of the library's): its round limit, the tab's requests. */
 const autoscrollTabs = new WeakMap<Page, { maxRounds: number; watch: RequestWatch }>();
+/** Tabs whose pages get the autoplay: their players that wait for a click are pressed first. */
+const mediaTabs = new WeakSet<Page>();
 /** Tabs whose pages may run recorder flows: the flows. */
 const flowTabs = new WeakMap<Page, readonly UserFlow[]>();
 
@@ -139,6 +142,7 @@ export async function installBehaviors(tab: Page, settings: BehaviorSettings, ho
   });
   // As in browsertrix-crawler, a flow is a site-specific behavior: it runs only with those.
   if (settings.userFlows?.length && settings.enabled.includes("siteSpecific")) flowTabs.set(tab, settings.userFlows);
+  if (settings.enabled.includes("autoplay")) mediaTabs.add(tab);
   if (settings.enabled.includes("autoscroll")) {
     autoscrollTabs.set(tab, { maxRounds: settings.autoscrollMaxRounds ?? DEFAULT_AUTOSCROLL_MAX_ROUNDS, watch: await watchTabForAutoscroll(tab) });
   }
@@ -179,7 +183,9 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
   const started = Date.now();
   const frames = tab.frames().filter((frame) => /^https?:/.test(frame.url()));
   const eachMs: Record<string, number> = {};
+  const playing = mediaTabs.has(tab);
   const libraryRuns = frames.map(async (frame) => {
+    if (playing) await frame.evaluate(pressPlayControls).catch(() => 0); // players that wait for a click (mediaStart.ts)
     const times = await frame.evaluate(driveLibraryBehaviors);
     if (frame === tab.mainFrame()) Object.assign(eachMs, times);
   });

@@ -6,7 +6,8 @@
  * to do. Here:
  * - autofetch is done as soon as the fetches it queued at its start have ended (none: at once); those it
  *   queues later, for content the page adds, go on and the crawler's network-idle wait covers them;
- * - autoplay waits the library's 500 ms for media to start playing only on a page that has media;
+ * - autoplay waits the library's 500 ms for media to start playing only on a page that has media, and a stream
+ *   player (MediaSource) only until it has its first data, not to its end: the capture fetches the stream whole;
  * - everything else (site-specific and custom behaviors) is awaited as run() does. The library's autoscroll
  *   is off: ours (autoscroll.ts) runs beside this.
  * The library's internals it relies on are those of browsertrix-behaviors 0.8.4 (package.json pins it);
@@ -66,9 +67,27 @@ export async function driveLibraryBehaviors(): Promise<Record<string, number> | 
   const finished = (behavior: LibraryBehavior): Promise<unknown> => {
     if (behavior === autofetch && autofetch.numPending === 0 && autofetch.pendingQueue?.length === 0) return Promise.resolve();
     if (nameOf(behavior) === "Autoplay" && !hasMedia(document)) return behavior.done();
-    if (nameOf(behavior) === "Autoplay") return new Promise<void>((resolve) => wait(resolve, 500)).then(() => behavior.done());
+    if (nameOf(behavior) === "Autoplay") return new Promise<void>((resolve) => wait(resolve, 500)).then(() => Promise.race([behavior.done(), streamsStarted()]));
     return behavior.done();
   };
+  // The library's autoplay waits for a stream player (MediaSource, a blob: source) to play to its end. The
+  // capture fetches an HLS or DASH stream's every segment itself (capture/adaptiveStreams.ts): once each
+  // such player has its first data (or failed), up to STREAM_START_MS, the autoplay has done its part.
+  const mediaOf = (root: ParentNode): HTMLMediaElement[] => [
+    ...Array.from(root.querySelectorAll<HTMLMediaElement>("video, audio")),
+    ...Array.from(root.querySelectorAll("*")).flatMap((el) => (el.shadowRoot ? mediaOf(el.shadowRoot) : [])),
+  ];
+  const STREAM_START_MS = 6000;
+  const HAVE_FUTURE_DATA = 3;
+  const streamsStarted = () => new Promise<void>((resolve) => {
+    const since = performance.now();
+    const check = () => {
+      const waiting = mediaOf(document).filter((m) => m.currentSrc.startsWith("blob:") && !m.error && !m.ended && m.readyState < HAVE_FUTURE_DATA);
+      if ((!waiting.length && performance.now() - since >= 1000) || performance.now() - since >= STREAM_START_MS) resolve();
+      else wait(check, 250);
+    };
+    check();
+  });
   const times: Record<string, number> = {};
   await Promise.allSettled(behaviors.map(async (behavior) => {
     await finished(behavior).catch(() => undefined);

@@ -1,11 +1,11 @@
 import type { Protocol } from "puppeteer-core";
 import { headerValue, mimeTypeOf, type Exchange } from "../archive/exchange.js";
 import { decodable } from "../fetch/contentDecoding.js";
-import type { FallbackFetcher } from "../fetch/fallbackFetcher.js";
+import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import type { ExchangeWork } from "./exchangeWork.js";
-import type { PageAttempt } from "./pageAttempt.js";
+import type { CapturedSummary, PageAttempt } from "./pageAttempt.js";
 import type { DirectDecode } from "./responseBody.js";
 
 /** Hands an exchange fetched outside the browser on as the page capture would; false (and logged) when it could not be stored. */
@@ -68,6 +68,19 @@ export class FallbackCaptures {
     const encoding = headerValue(responseHeaders, "content-encoding");
     if (request.method !== "GET" || request.hasPostData || !encoding || !decodable(encoding)) return undefined;
     return () => this.fetcher.decodedBody(request.url, requestHeaders, status, encoding);
+  }
+
+  /** The page URL fetched outside the browser (it would not render it, a download say); null if that failed too. */
+  async page(url: string, timeoutMs: number, navigationError: string, attempt: PageAttempt, rateLimitStatusCodes: readonly number[]): Promise<CapturedSummary | null> {
+    const fetched = await this.fetcher.page(url, timeoutMs, navigationError);
+    if (fetched && rateLimitStatusCodes.includes(fetched.status)) {
+      attempt.rateLimited = { url, status: fetched.status, retryAfter: headerValue(fetched.responseHeaders, "retry-after") ?? null };
+      await discardBody(fetched);
+      return null;
+    }
+    const exchange = fetched ? { ...fetched, pageDocument: true } : null;
+    if (!exchange || !(await this.store(exchange, attempt, "direct fetch of the page could not be stored"))) return null;
+    return { url, status: exchange.status, mime: mimeTypeOf(exchange), resourceType: "Direct", location: null, date: exchange.date };
   }
 
   /** A response whose body the browser could not give: fetched directly (GET only), else reported lost. */

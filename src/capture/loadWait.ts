@@ -12,7 +12,11 @@ export class NetworkActivity {
   private readonly listeners = new Set<() => void>();
 
   constructor(cdp: CDPSession) {
-    cdp.on("Network.requestWillBeSent", (event: Protocol.Network.RequestWillBeSentEvent) => this.started(event.requestId));
+    // blob: and data: never go over the network, and a media element's MediaSource blob: never "finishes":
+    // counted, every page with an MSE player (HLS, DASH) waited out the whole idle cap, twice.
+    cdp.on("Network.requestWillBeSent", (event: Protocol.Network.RequestWillBeSentEvent) => {
+      if (/^https?:/i.test(event.request.url)) this.started(event.requestId);
+    });
     cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => this.ended(event.requestId));
     cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => this.ended(event.requestId));
   }

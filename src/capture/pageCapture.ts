@@ -1,6 +1,6 @@
 import { STATUS_CODES } from "node:http";
 import type { CDPSession, Page, Protocol } from "puppeteer-core";
-import { bodySize, headerValue, mimeTypeOf, shortOfDeclaredLength, type ConfirmedCapture, type Exchange, type ExchangeBody, type TruncationReason } from "../archive/exchange.js";
+import { bodySize, headerValue, shortOfDeclaredLength, type ConfirmedCapture, type Exchange, type ExchangeBody, type TruncationReason } from "../archive/exchange.js";
 import { checkAddress } from "../fetch/addressPolicy.js";
 import { noteCutShort, type BodyLimits } from "../fetch/bodyLimits.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
@@ -19,6 +19,7 @@ import { LoadOutcomes } from "./loadOutcomes.js";
 import { END_DRAIN_DEADLINE_MS, PageAttempt, sentRequestsArrived, type CapturedSummary, type ConditionalRequest, type CutAtEnd } from "./pageAttempt.js";
 import { PageScripts, QUIET_AT_END_MS } from "./pageScripts.js";
 import { answerProxyChallenges, failRelayAnswer } from "./proxyAuth.js";
+import { AdaptiveStreams, type ManifestAnswer } from "./adaptiveStreams.js";
 import { TabBlocking } from "./requestBlocking.js";
 import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./responseBody.js";
 import { SocketRecorder } from "./webSockets.js"; // WebSockets
@@ -48,6 +49,7 @@ export class PageCapture {
   readonly scripts: PageScripts;
   /** What the browser cannot hand over whole, fetched outside it. */
   private readonly fallbacks: FallbackCaptures;
+  private readonly streams: AdaptiveStreams; // HLS and DASH: one rendition served and stored, all its files fetched
   private readonly redirects: OriginRedirects;
   /** --blockRules, --blockAds (requestBlocking.ts); null when nothing is blocked. */
   private blocking: TabBlocking | null = null;
@@ -67,6 +69,7 @@ export class PageCapture {
     this.live = new LiveStreams(cdp);
     this.scripts = new PageScripts(cdp);
     this.fallbacks = new FallbackCaptures(sink, fetcher, this.work, (exchange, attempt, failure) => this.storeFetched(exchange, attempt, failure));
+    this.streams = new AdaptiveStreams(cdp, sink, fetcher, this.work, (exchange, attempt, failure) => this.storeFetched(exchange, attempt, failure), limits);
   }
 
   static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, rateLimitStatusCodes: readonly number[] = [], extras = NO_EXTRAS): Promise<PageCapture> {
@@ -119,6 +122,7 @@ export class PageCapture {
   beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean; skipIfArchived?: boolean }): PageAttempt {
     this.attempt.endStreams();
     this.sockets?.beginPage(); // WebSockets
+    this.streams.beginPage();
     this.attempt = new PageAttempt(options.lastAttempt, url, this.extras.saveStorage);
     this.attempt.skipIfArchived = options.skipIfArchived ?? false;
     this.network.reset();
@@ -152,6 +156,7 @@ export class PageCapture {
       attempt.cutAtEnd.unfinished = unfinished.length;
       logger.warn("capture", "exchanges still being stored when the page's drain deadline passed", { page: attempt.pageUrl, urls: unfinished.slice(0, 10), count: unfinished.length });
     }
+    this.streams.report(attempt);
     await this.scripts.stop(this.network.quietFor(QUIET_AT_END_MS) && attempt.cutAtEnd.refused === 0);
     return attempt.cutAtEnd;
   }
@@ -187,16 +192,8 @@ export class PageCapture {
   }
 
   /** The page URL fetched outside the browser (it would not render it, a download say); null if that failed too. */
-  async fetchPageDirectly(url: string, timeoutMs: number, navigationError: string): Promise<CapturedSummary | null> {
-    const fetched = await this.fetcher.page(url, timeoutMs, navigationError);
-    if (fetched && this.rateLimitStatusCodes.includes(fetched.status)) {
-      this.attempt.rateLimited = { url, status: fetched.status, retryAfter: headerValue(fetched.responseHeaders, "retry-after") ?? null };
-      await discardBody(fetched);
-      return null;
-    }
-    const exchange = fetched ? { ...fetched, pageDocument: true } : null;
-    if (!exchange || !(await this.storeFetched(exchange, this.attempt, "direct fetch of the page could not be stored"))) return null;
-    return { url, status: exchange.status, mime: mimeTypeOf(exchange), resourceType: "Direct", location: null, date: exchange.date };
+  fetchPageDirectly(url: string, timeoutMs: number, navigationError: string): Promise<CapturedSummary | null> {
+    return this.fallbacks.page(url, timeoutMs, navigationError, this.attempt, this.rateLimitStatusCodes);
   }
 
   private async onPaused(event: Protocol.Fetch.RequestPausedEvent, attempt: PageAttempt): Promise<void> {
@@ -258,6 +255,7 @@ export class PageCapture {
     let body: ExchangeBody;
     let cutOff = false;
     let cutShort: "length" | "time" | null = null;
+    let manifest: ManifestAnswer | null = null; // an HLS or DASH manifest cut to one rendition
     // Bodies the browser never hands over (a redirect's, 204, 304, HEAD): stored empty, not "short".
     const bodiless = (status >= 300 && status < 400 && location) || status === 204 || status === 304 || request.method === "HEAD";
     const reading = bodyReading(responseHeaders, event.resourceType);
@@ -290,12 +288,16 @@ export class PageCapture {
       body = read;
       const matched = body.kind === "bytes" ? rateLimitRuleMatched(this.extras.rateLimitOnMatch, mime, status, body.bytes) : null;
       if (matched) return this.rateLimitedByText(event, attempt, status, matched.regex, responseHeaders);
+      manifest = body.kind === "bytes" && !archiveOnly ? await this.streams.answer(request.url, mime, body.bytes, requestHeaders, attempt) : null;
       if (archiveOnly) {
         await this.abort(requestId);
       } else if (ownDocument && attempt.skipIfArchived && (await this.sink.isArchivedPayload(read, status))) {
         // --dedupePagesMinDepth: archived already. Stored (a revisit), but not rendered: nothing more is fetched.
         attempt.duplicate = true;
         await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "BlockedByResponse" }).catch(() => undefined);
+      } else if (manifest) {
+        await this.streams.serve(this.cdp, event, manifest); // the player gets the rendition the archive will hold
+        body = { kind: "bytes", bytes: manifest.body };
       } else {
         // A connection that drops mid-body still hands over the part received; the browser's load fails.
         const outcome = this.loads.of(event.networkId ?? requestId);
@@ -304,7 +306,7 @@ export class PageCapture {
         cutOff = error !== null && CUT_OFF_ERRORS.test(error);
       }
     }
-    const truncated: TruncationReason | null = cutShort ?? (cutOff || (!bodiless && shortOfDeclaredLength(responseHeaders, bodySize(body), true)) ? "disconnect" : null);
+    const truncated: TruncationReason | null = cutShort ?? (cutOff || (!bodiless && shortOfDeclaredLength(responseHeaders, manifest?.originalBody.length ?? bodySize(body), true)) ? "disconnect" : null);
     if (cutShort) noteCutShort(this.limits, request.url, cutShort, bodySize(body));
 
     await this.handOn({
@@ -323,6 +325,7 @@ export class PageCapture {
       confirms,
       ...(truncated ? { truncated } : {}),
       ...(ownDocument ? { pageDocument: true } : {}),
+      ...(manifest ? { jsonMetadata: manifest.jsonMetadata, originalBody: manifest.originalBody } : {}),
     }, attempt);
   }
 

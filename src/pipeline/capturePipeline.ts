@@ -4,7 +4,7 @@ import { payloadDigest } from "../archive/digest.js";
 import { bodySize, headerValue, type ConfirmedCapture, type Exchange, type ExchangeBody, type WebSocketCapture } from "../archive/exchange.js";
 import { storedResponseHeaders } from "../archive/httpHeaders.js";
 import {
-  newRecordId, notModifiedHead, requestRecord, responseRecord, revisitRecord, REVISIT_PROFILE_IDENTICAL, REVISIT_PROFILE_NOT_MODIFIED, webSocketRecords, type RevisitTarget,
+  newRecordId, notModifiedHead, originalResponseRecord, requestRecord, responseRecord, revisitRecord, REVISIT_PROFILE_IDENTICAL, REVISIT_PROFILE_NOT_MODIFIED, webSocketRecords, type RevisitTarget,
 } from "../archive/records.js";
 import type { WarcWriter, WrittenRecord } from "../archive/warcWriter.js";
 import type { CaptureHistory } from "../dedupe/captureHistory.js";
@@ -154,7 +154,9 @@ export class CapturePipeline implements ExchangeSink {
           })
         : responseRecord(exchange, recordId, digest);
       const dependsOn = decision.kind === "revisit" ? decision.original : null;
-      const [record, request] = await writer.writeRecords([main, requestRecord(exchange, recordId)], (file) => this.recordDependency(dependsOn, file));
+      // A manifest stored rewritten keeps the server's bytes beside it (archive/records.ts originalResponseRecord).
+      const original = exchange.originalBody ? [originalResponseRecord({ ...exchange, originalBody: exchange.originalBody }, recordId)] : [];
+      const [record, request] = await writer.writeRecords([main, requestRecord(exchange, recordId), ...original], (file) => this.recordDependency(dependsOn, file));
       const placement = this.placementOf(record);
       if (decision.kind === "revisit") await this.noteRevisit(decision.original, placement);
       else await this.noteResponse(digest, placement, decision.indexable);

@@ -55,7 +55,7 @@ export const BTX_LOG_CONTEXTS = [
 ];
 
 /** The contexts this crawler logs under that browsertrix-crawler does not have. */
-export const OWN_LOG_CONTEXTS = ["crawl", "page", "capture", "stats", "history", "log"];
+export const OWN_LOG_CONTEXTS = ["crawl", "page", "capture", "stats", "history", "log", "media"];
 
 /** browsertrix-crawler's default --logExcludeContext (noisy contexts). */
 export const DEFAULT_EXCLUDE_LOG_CONTEXTS = ["recorderNetwork", "jsError", "screencast"];
