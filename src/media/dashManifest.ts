@@ -7,6 +7,11 @@ import { fetchableUrl, uniqueUrls, type StreamListing } from "./streamListing.js
  * per adaptation set), a SegmentBase representation's single file.
  */
 export function listDash(text: string, url: string): StreamListing {
+  const live = /<MPD[^>]*\btype\s*=\s*["']dynamic["']/.test(text);
+  // mpd-parser expands every segment eagerly: a template that repeats "until the end" of a live stream begun
+  // in 1970, or of a static one said to last a century, would make millions of URLs (Node aborts, uncatchable).
+  const bound = segmentBound(text, live);
+  if (bound > MAX_LISTED_SEGMENTS) throw new Error(`lists ${Number.isFinite(bound) ? `about ${Math.round(bound)}` : "an unbounded number of"} segments (at most ${MAX_LISTED_SEGMENTS} are listed)`);
   const manifest = parse(text, { manifestUri: url });
   const groups = Object.values(manifest.mediaGroups).flatMap((byGroup) => Object.values(byGroup).flatMap((byName) => Object.values(byName)));
   const playlists: DashPlaylist[] = [...manifest.playlists, ...groups.flatMap((rendition) => rendition.playlists ?? [])];
@@ -29,7 +34,41 @@ export function listDash(text: string, url: string): StreamListing {
     files: uniqueUrls(files),
     segments: uniqueUrls(segments),
     // A dynamic MPD lists only the stream's current window (mpd-parser keeps no `type`).
-    live: /<MPD[^>]*\btype\s*=\s*["']dynamic["']/.test(text),
+    live,
     encryption: [...encryption],
   };
+}
+
+/** The most segments a manifest may list for the crawler to fetch itself: 55 hours of 2-second segments. */
+export const MAX_LISTED_SEGMENTS = 100_000;
+
+/**
+ * How many segments mpd-parser would make of this MPD, at most (Infinity when that depends on the clock): a
+ * SegmentTemplate with a @duration makes the presentation's length over it (a live one, as many as have
+ * passed since its start); a SegmentTimeline makes each <S> 1 + @r (a negative @r: until the end).
+ */
+function segmentBound(text: string, live: boolean): number {
+  const seconds = isoSeconds(/<MPD[^>]*\bmediaPresentationDuration\s*=\s*["']([^"']+)["']/.exec(text)?.[1]);
+  let bound = 0;
+  for (const [, attributes = ""] of text.matchAll(/<SegmentTemplate\b([^>]*)>/g)) {
+    const duration = Number(/\bduration\s*=\s*["'](\d+(?:\.\d+)?)["']/.exec(attributes)?.[1] ?? 0);
+    const timescale = Number(/\btimescale\s*=\s*["'](\d+)["']/.exec(attributes)?.[1] ?? 1);
+    if (!duration) continue;
+    if (live || seconds === null) return Infinity;
+    bound += (seconds * timescale) / duration;
+  }
+  for (const [, repeat] of text.matchAll(/<S\b[^>]*?\br\s*=\s*["'](-?\d+)["']/g)) {
+    const r = Number(repeat);
+    if (r < 0) return Infinity;
+    bound += r + 1;
+  }
+  return bound + (text.match(/<S\b/g) ?? []).length;
+}
+
+/** An ISO 8601 duration (PT1H2M3.5S, P1DT2H) in seconds; null when absent or unreadable. */
+function isoSeconds(value: string | undefined): number | null {
+  const match = value ? /^P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?$/.exec(value.trim()) : null;
+  if (!match) return null;
+  const [, days = "0", hours = "0", minutes = "0", secs = "0"] = match;
+  return Number(days) * 86400 + Number(hours) * 3600 + Number(minutes) * 60 + Number(secs);
 }
