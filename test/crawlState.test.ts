@@ -168,7 +168,7 @@ describe("crawl state in Redis", () => {
   it("claims an exchange once per status and URL", async () => {
     const claims = new ExchangeClaims(redis.client, new Membership(redis.client, "c5", "p1"));
     expect(await claims.claim({ status: 200, method: "GET", url: "http://a.test/x" })).toEqual({ claimed: true });
-    expect(await claims.claim({ status: 200, method: "GET", url: "http://a.test/x" })).toEqual({ claimed: false, storedIn: null });
+    expect(await claims.claim({ status: 200, method: "GET", url: "http://a.test/x" })).toEqual({ claimed: false, storedIn: null, pending: true });
     expect(await claims.claim({ status: 404, method: "GET", url: "http://a.test/x" })).toEqual({ claimed: true });
     // Once stored, a claim says which WACZ holds the exchange.
     await claims.confirm({ status: 200, method: "GET", url: "http://a.test/x" }, "c5.wacz");

@@ -1,5 +1,5 @@
 import type { Protocol } from "puppeteer-core";
-import { headerValue, mimeTypeOf, type Exchange } from "../archive/exchange.js";
+import { bodySize, headerValue, mimeTypeOf, type Exchange } from "../archive/exchange.js";
 import { decodable } from "../fetch/contentDecoding.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { logger } from "../log/logger.js";
@@ -34,7 +34,10 @@ export class FallbackCaptures {
     attempt.refetched.add(url);
     const work = (after ?? Promise.resolve()).then(() => this.sink.hasStoredResponse(url)).then(async (stored) => {
       const exchange = stored ? null : await this.fetcher.wholeResource(url, requestHeaders);
-      if (exchange) await this.store(exchange, attempt, "full fetch of a resource the browser did not hand over whole failed");
+      if (!exchange || !(await this.store(exchange, attempt, "full fetch of a resource the browser did not hand over whole failed"))) return;
+      // A progressive video or audio file (the browser asks for those in ranges): the page's line for it.
+      const mime = mimeTypeOf(exchange);
+      if (/^(video|audio)\//.test(mime)) logger.info("media", "media file captured whole", { page: attempt.pageUrl, url, mime, bytes: bodySize(exchange.body), ...(exchange.truncated ? { truncated: exchange.truncated } : {}) });
     });
     this.work.background(work);
   }

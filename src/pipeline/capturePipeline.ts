@@ -16,10 +16,14 @@ import { historyNote, responseNote, revisitNote } from "../dedupe/notes/indexNot
 import { digitsToWarcDate, warcDateToDigits } from "../archive/warcDate.js";
 import type { CaptureRecord } from "../dedupe/indexKeys.js";
 import { errorMessage, logger } from "../log/logger.js";
-import type { ExchangeClaims, ExchangeIdentity } from "../state/exchangeClaims.js";
+import type { ClaimResult, ExchangeClaims, ExchangeIdentity } from "../state/exchangeClaims.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import type { ExchangeSink, StoreOutcome } from "./exchangeSink.js";
 import type { WaczPlan } from "./waczPlan.js";
+
+/** How long an exchange another tab or process is writing is waited for before it is stored here too (a large body takes seconds). */
+const PENDING_CLAIM_WAIT_MS = 60_000;
+const PENDING_CLAIM_POLL_MS = 50;
 
 /** A written record as the index notes need it, with its WARC file (whose WACZ is resolved when a note is written). */
 type WrittenPlacement = Omit<RecordPlacement, "wacz"> & { filename: string };
@@ -104,7 +108,12 @@ export class CapturePipeline implements ExchangeSink {
     if (exchange.truncated === "disconnect") return this.writeTruncated(exchange);
 
     const claim = exchangeIdentity(exchange);
-    const claimed = await this.stages.claims.claim(claim);
+    const claimed = await this.settledClaim(claim);
+    if (claimed === null) {
+      // Still being written by a live process after a long wait: stored here too (twice at worst, never lost).
+      logger.debug("writer", "exchange still being written elsewhere; stored here too", { url: exchange.url });
+      return this.writeOutcome(exchange);
+    }
     if (!claimed.claimed) {
       // Stored already. A page is listed in the WACZ holding its document, and that must be one of
       // this writer's own still open (a page taken over from a stalled process whose WACZ has it, say,
@@ -120,6 +129,21 @@ export class CapturePipeline implements ExchangeSink {
     } catch (err) {
       await this.stages.claims.unclaim(claim).catch(() => undefined);
       throw err;
+    }
+  }
+
+  /**
+   * The exchange's claim once no write of it is under way: another tab or process writing it now does not
+   * mean it is stored (its write may fail and release the claim, and then it is this one's to store).
+   * Null when it is still being written after PENDING_CLAIM_WAIT_MS.
+   */
+  private async settledClaim(claim: ExchangeIdentity): Promise<ClaimResult | null> {
+    const deadline = Date.now() + PENDING_CLAIM_WAIT_MS;
+    for (;;) {
+      const claimed = await this.stages.claims.claim(claim);
+      if (claimed.claimed || !claimed.pending) return claimed;
+      if (Date.now() >= deadline) return null;
+      await new Promise((resolve) => setTimeout(resolve, PENDING_CLAIM_POLL_MS));
     }
   }
 

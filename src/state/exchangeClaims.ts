@@ -12,8 +12,12 @@ export interface ExchangeIdentity {
 
 const STORED = "stored";
 
-/** A claim: this process may store the exchange, or it is stored (in `storedIn`, when the claim says which WACZ). */
-export type ClaimResult = { claimed: true } | { claimed: false; storedIn: string | null };
+/**
+ * A claim: this process may store the exchange; or it is stored (in `storedIn`, when the claim says which
+ * WACZ); or it is `pending`: a live process (this one too: another tab) is writing it right now, and it is
+ * stored only once that write succeeds (if it fails, the claim is released and may be taken again).
+ */
+export type ClaimResult = { claimed: true } | { claimed: false; storedIn: string | null; pending?: true };
 
 /** Field of a stored exchange in the claims hash: "<status> <method> <url>[ <request body digest>]". */
 function exchangeField({ status, method, url, requestDigest }: ExchangeIdentity): string {
@@ -64,6 +68,7 @@ export class ExchangeClaims {
     const { keys, processId, heartbeatPrefix } = this.membership;
     const result = (await this.redis.eval(CLAIM_LUA, 2, keys.storedExchanges, keys.fenced, exchangeField(exchange), processId, heartbeatPrefix)) as number | string;
     if (result === 1) return { claimed: true };
+    if (result === "mine" || result === "busy") return { claimed: false, storedIn: null, pending: true };
     const storedIn = typeof result === "string" && result.startsWith(`${STORED} `) ? result.slice(STORED.length + 1) : null;
     return { claimed: false, storedIn };
   }
