@@ -1,4 +1,5 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -53,6 +54,37 @@ describe("stored response headers", () => {
 });
 
 describe("WARC writer", () => {
+  it("a file that cannot be closed cleanly at rollover does not fail the write that filled it (issue 28, item 11)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "warc-writer-close-"));
+    dirs.push(dir);
+    const failures: string[] = [];
+    const closed: string[] = [];
+    const writer = new WarcWriter({
+      dir, filenamePrefix: "rec-close", rolloverSize: 1500, owner: "test", warcinfo: { software: "test" },
+      // The WACZ plan cannot be told (its Redis is down, say) when the first file fills up.
+      onFileClosed: async (filename) => {
+        closed.push(filename);
+        if (closed.length === 1) throw new Error("Connection is closed.");
+      },
+      onCloseFailed: (filename, err) => failures.push(`${filename}: ${(err as Error).message}`),
+    });
+    const first = exchange("http://a.test/fills-the-file", randomBytes(3000).toString("base64")); // incompressible
+    const id = newRecordId();
+    const written = await writer.writeRecords([responseRecord(first, id, await payloadDigest(first.body)), requestRecord(first, id)]);
+    expect(written.map((r) => r.type)).toEqual(["response", "request"]);
+    expect(failures).toEqual([`${written[0]!.filename}: Connection is closed.`]);
+    const second = exchange("http://a.test/next", "y".repeat(10));
+    const next = newRecordId();
+    const [nextRecord] = await writer.writeRecords([responseRecord(second, next, await payloadDigest(second.body)), requestRecord(second, next)]);
+    await writer.close();
+    // The next record went into a new file; the first file is whole, closed and has no open marker.
+    expect(nextRecord!.filename).not.toBe(written[0]!.filename);
+    expect(closed).toEqual([written[0]!.filename, nextRecord!.filename]);
+    expect(readdirSync(dir).sort()).toEqual([written[0]!.filename, nextRecord!.filename].sort());
+    const records = readWarcRecords(join(dir, written[0]!.filename));
+    expect(records.map((r) => r.headers.get("warc-type"))).toEqual(["warcinfo", "response", "request"]);
+  });
+
   it("rolls over to a new file past --rolloverSize, each file opening with warcinfo, records adjacent", async () => {
     const dir = mkdtempSync(join(tmpdir(), "warc-writer-"));
     dirs.push(dir);

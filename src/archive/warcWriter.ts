@@ -45,6 +45,12 @@ export interface WarcWriterOptions {
   /** Awaited before the file's first record is written (e.g. to assign it to a WACZ). */
   onFileOpened?: (filename: string) => Promise<void>;
   onFileClosed?: (filename: string, size: number) => Promise<void>;
+  /**
+   * A file filled to the rollover size could not be closed cleanly (its sync, close or onFileClosed failed).
+   * The write that filled it succeeded and stands (its records are in the file): told here, not to that
+   * write's caller, who would otherwise release its claims and write the records again elsewhere.
+   */
+  onCloseFailed?: (filename: string, err: unknown) => void;
   /** Awaited after a file whose first record could not be written was removed (nothing of it remains). */
   onFileDiscarded?: (filename: string) => Promise<void>;
   /** How bytes reach the file; tests inject short writes here. */
@@ -112,7 +118,10 @@ export class WarcWriter {
       await this.markComplete().catch(() => undefined);
       throw err;
     }
-    if (this.size >= this.options.rolloverSize) await this.closeCurrent();
+    if (this.size >= this.options.rolloverSize) {
+      const filename = this.filename;
+      await this.closeCurrent().catch((err: unknown) => this.options.onCloseFailed?.(filename, err));
+    }
     return written;
   }
 
@@ -228,17 +237,30 @@ export class WarcWriter {
     return bytesWritten;
   }
 
+  /**
+   * Close the current file: synced, closed, its marker removed, onFileClosed told. Whatever fails, the
+   * handles are closed and onFileClosed runs (the file holds whole records up to `size`); then the first
+   * failure is thrown. A file that could not be synced keeps its marker: a repair checks it.
+   */
   private async closeCurrent(): Promise<void> {
     const handle = this.handle;
     if (!handle) return;
-    await this.cutDirtyTail();
+    const { filename, size, marker } = this;
+    let failure: unknown = null;
+    const noting = (err: unknown) => void (failure ??= err);
+    try {
+      await this.cutDirtyTail();
+      await handle.sync();
+    } catch (err) {
+      noting(err);
+    }
     this.handle = null;
-    await handle.sync();
-    await handle.close();
-    await this.marker?.close();
     this.marker = null;
-    await rm(join(this.options.dir, openMarkerName(this.filename)), { force: true });
-    await this.options.onFileClosed?.(this.filename, this.size);
+    await handle.close().catch(noting);
+    await marker?.close().catch(noting);
+    if (!failure) await rm(join(this.options.dir, openMarkerName(filename)), { force: true }).catch(noting);
+    await this.options.onFileClosed?.(filename, size)?.catch(noting);
+    if (failure) throw failure;
   }
 
   /** Finish pending writes and close the current file. */

@@ -8,10 +8,11 @@ import { DependencyTracker } from "../dedupe/dependencies.js";
 import { NoteBacklog } from "../dedupe/notes/noteBacklog.js";
 import { IndexNoteWriter } from "../dedupe/notes/indexNotes.js";
 import { noteJournalPath } from "../dedupe/notes/noteJournal.js";
-import { logger } from "../log/logger.js";
+import { errorMessage, logger } from "../log/logger.js";
 import { ExchangeClaims } from "../state/exchangeClaims.js";
 import type { Liveness } from "../state/membership/fencing.js";
 import type { Membership } from "../state/membership/membership.js";
+import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import { SOFTWARE } from "../version.js";
 import { CapturePipeline } from "./capturePipeline.js";
 import { PageResourceRecorder } from "./pageResources.js";
@@ -77,6 +78,11 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
     warcinfo: warcinfoFields(settings),
     onFileOpened: async (filename) => void (await plan.assignWarc(filename)),
     onFileClosed: (filename, size) => plan.warcClosed(filename, size),
+    // Its records stand; a disk that cannot sync or close a file will fail the next writes too: stop then.
+    onCloseFailed: (filename, err) => {
+      if (isStorageError(err)) inputs.stop.fatal(`cannot close ${filename} in ${archiveDir}: ${storageErrorMessage(err)}`, err);
+      else logger.warn("writer", "a full WARC file could not be closed cleanly; its records stand", { filename, error: errorMessage(err) });
+    },
     onFileDiscarded: (filename) => plan.unassignWarc(filename),
   });
   const dependencies = new DependencyTracker(stateRedis, membership.keys, settings.crawlId);
