@@ -54,6 +54,40 @@ describe("stored response headers", () => {
 });
 
 describe("WARC writer", () => {
+  it("records count as written only once a sync covers them, one sync for the batches written meanwhile (issue 28, item 9)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "warc-writer-sync-"));
+    dirs.push(dir);
+    let open = (): void => undefined;
+    let gate = new Promise<void>((resolve) => (open = resolve));
+    let syncs = 0;
+    const writer = new WarcWriter({
+      dir, filenamePrefix: "rec-sync", rolloverSize: 1e9, owner: "test", warcinfo: { software: "test" },
+      syncFile: async (handle) => {
+        syncs += 1;
+        await gate;
+        await handle.datasync();
+      },
+    });
+    const resolved: string[] = [];
+    const writes = [0, 1, 2, 3].map(async (i) => {
+      const ex = exchange(`http://a.test/${i}`, `body ${i}`);
+      const id = newRecordId();
+      await writer.writeRecords([responseRecord(ex, id, await payloadDigest(ex.body)), requestRecord(ex, id)]);
+      resolved.push(ex.url);
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // All four batches are in the file, none counts as written: the first sync is held.
+    expect(resolved).toEqual([]);
+    expect(syncs).toBe(1);
+    gate = Promise.resolve();
+    open();
+    await Promise.all(writes);
+    // The held sync covered the first batch; the three written while it ran shared one more.
+    expect(syncs).toBe(2);
+    expect(resolved.sort()).toEqual([0, 1, 2, 3].map((i) => `http://a.test/${i}`));
+    await writer.close();
+  });
+
   it("a file that cannot be closed cleanly at rollover does not fail the write that filled it (issue 28, item 11)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "warc-writer-close-"));
     dirs.push(dir);

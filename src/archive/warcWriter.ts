@@ -53,8 +53,16 @@ export interface WarcWriterOptions {
   onCloseFailed?: (filename: string, err: unknown) => void;
   /** Awaited after a file whose first record could not be written was removed (nothing of it remains). */
   onFileDiscarded?: (filename: string) => Promise<void>;
+  /**
+   * Records count as written only once they are on disk (fdatasync), so that nothing (a claim, a dedupe
+   * original, a page list) says a record is stored that a host crash would take away. Batches written
+   * while a sync runs share the next one (group commit: bench/durableWrites.ts). Default on.
+   */
+  durable?: boolean;
   /** How bytes reach the file; tests inject short writes here. */
   writeAt?: WriteAt;
+  /** How a file is synced (fdatasync); tests and the benchmark count or hold syncs here. */
+  syncFile?: (handle: FileHandle) => Promise<void>;
 }
 
 /** Write `chunks` at byte `position` of the file; resolves with how many bytes were really written. */
@@ -75,6 +83,11 @@ export class WarcWriter {
   private filename = "";
   /** End of the last whole record: where the next record is written. */
   private size = 0;
+  /** How far the current file is known to be on disk, and the sync under way (see synced()). */
+  private syncedUpTo = 0;
+  private syncing: Promise<void> | null = null;
+  /** Counts cut-backs of the current file: a sync begun before one cannot vouch for what was written after. */
+  private cuts = 0;
   /** Bytes past `size` may be on disk (a failed write whose truncate failed too): cut them first. */
   private dirtyTail = false;
   private readonly uniqueTag: string;
@@ -96,7 +109,31 @@ export class WarcWriter {
   writeRecords(records: WARCRecord[], beforeAppend?: (filename: string) => Promise<void>): Promise<WrittenRecord[]> {
     const result = this.queue.then(() => this.writeNow(records, beforeAppend));
     this.queue = result.catch(() => undefined);
-    return result;
+    if (this.options.durable === false) return result;
+    // Synced outside the queue: the next batches are written while this sync runs, and share the next one.
+    return result.then(async (written) => {
+      const last = written[written.length - 1];
+      if (last) await this.synced(last.filename, last.offset + last.length);
+      return written;
+    });
+  }
+
+  /** Resolves once `filename` is on disk up to `end`: one fdatasync for every batch waiting meanwhile. */
+  private async synced(filename: string, end: number): Promise<void> {
+    for (;;) {
+      // A file no longer written to was synced as it closed (closeCurrent).
+      if (filename !== this.filename || !this.handle || this.syncedUpTo >= end) return;
+      if (!this.syncing) {
+        const handle = this.handle;
+        const upTo = this.size;
+        const cuts = this.cuts;
+        this.syncing = (this.options.syncFile ?? ((h: FileHandle) => h.datasync()))(handle).then(() => {
+          // Bytes cut back meanwhile (a failed batch) were replaced by others this sync may not have seen.
+          if (this.handle === handle && this.cuts === cuts) this.syncedUpTo = Math.max(this.syncedUpTo, upTo);
+        }).finally(() => (this.syncing = null));
+      }
+      await this.syncing;
+    }
   }
 
   private async writeNow(records: WARCRecord[], beforeAppend?: (filename: string) => Promise<void>): Promise<WrittenRecord[]> {
@@ -137,6 +174,7 @@ export class WarcWriter {
       }
     }
     this.size = 0;
+    this.syncedUpTo = 0;
     this.dirtyTail = false;
     try {
       this.marker = await open(join(this.options.dir, openMarkerName(this.filename)), "w");
@@ -169,6 +207,8 @@ export class WarcWriter {
 
   /** Cut the file back to `size` after a failed write; if even that fails, the next write tries first. */
   private async cutBack(): Promise<void> {
+    this.cuts += 1;
+    this.syncedUpTo = Math.min(this.syncedUpTo, this.size);
     try {
       await this.handle!.truncate(this.size);
       this.dirtyTail = false;
