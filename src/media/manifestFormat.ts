@@ -13,10 +13,13 @@ export const MAX_MANIFEST_BYTES = 4_000_000;
 export function manifestFormat(url: string, mime: string, body: Uint8Array): StreamFormat | null {
   if (!body.length || body.length > MAX_MANIFEST_BYTES) return null;
   const type = mime.toLowerCase();
+  const path = pathOf(url);
+  // Every body the browser hands over passes here: only a likely manifest is decoded.
+  const claimed = HLS_TYPES.has(type) || path.endsWith(".m3u8") ? "hls" : DASH_TYPES.has(type) || path.endsWith(".mpd") ? "dash" : null;
+  if (!claimed) return null;
   const start = new TextDecoder().decode(body.subarray(0, 512)).replace(/^\uFEFF/, "").trimStart();
-  if (HLS_TYPES.has(type) || (pathOf(url).endsWith(".m3u8") && start.startsWith("#EXTM3U"))) return start.startsWith("#EXTM3U") ? "hls" : null;
-  if (DASH_TYPES.has(type) || pathOf(url).endsWith(".mpd")) return /<MPD[\s>]/.test(start) ? "dash" : null;
-  return null;
+  if (claimed === "hls") return start.startsWith("#EXTM3U") ? "hls" : null;
+  return /<MPD[\s>]/.test(start) ? "dash" : null;
 }
 
 function pathOf(url: string): string {
