@@ -17,7 +17,7 @@ export function manifestFormat(url: string, mime: string, body: Uint8Array): Str
   // Every body the browser hands over passes here: only a likely manifest is decoded.
   const claimed = HLS_TYPES.has(type) || path.endsWith(".m3u8") ? "hls" : DASH_TYPES.has(type) || path.endsWith(".mpd") ? "dash" : null;
   if (!claimed) return null;
-  const start = new TextDecoder().decode(body.subarray(0, 512)).replace(/^\uFEFF/, "").trimStart();
+  const start = new TextDecoder().decode(body.subarray(0, 4096)).replace(/^\uFEFF/, "").trimStart();
   if (claimed === "hls") return start.startsWith("#EXTM3U") ? "hls" : null;
   return /<MPD[\s>]/.test(start) ? "dash" : null;
 }
