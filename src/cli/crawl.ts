@@ -6,7 +6,8 @@ import { OptionsError, type RawCrawlFlags } from "../config/crawlOptions.js";
 import { applyConfig, readConfigFile } from "../config/configFile.js";
 import { addBrowsertrixNames, compatWarnings, foldDottedFlags, setAsideUnimplementedValues } from "../config/browsertrix/flags.js";
 import { withCrawlArgs } from "../config/browsertrix/crawlArgs.js";
-import { configToSave } from "../config/savedConfig.js";
+import { configToSave, restoreWithheld, WITHHELD_KEY } from "../config/savedConfig.js";
+import { hideSecretsFromProcessList, registerSecretsIn } from "../log/secrets.js";
 import { SCOPE_TYPES } from "../scope/seedScope.js";
 import { ExitCode } from "../lifecycle/exitCodes.js";
 import { runCrawlCommand } from "../crawl/crawlCommand.js";
@@ -134,8 +135,8 @@ export function buildCrawlProgram(): Command {
     .option("--saveStorage", "store each page's localStorage and sessionStorage in the WARC-JSON-Metadata of its document's response record")
     .option("--rateLimitOnMatch <rules...>", "a page whose HTML/JSON/JS text matches <regex>, or <regex>:<status> with that status, is rate-limited as by --rateLimitStatusCodes; repeatable (default: src=\"/_Incapsula_Resource?:200)", collect)
     .option("--waitOnDone", "once the crawl is finished, wait for SIGINT or SIGTERM before exiting (with the crawl's exit code)")
-    .option("--debugAccessBrowser", "serve the browser's DevTools protocol (CDP) on port 9222 of every interface, for debugging")
-    .option("--debugAccessRedis", "the embedded redis-server listens on every interface without protected mode, for debugging")
+    .option("--debugAccessBrowser", "serve the browser's DevTools protocol (CDP) on port 9222, for debugging: on 127.0.0.1, or every interface in a container (/.dockerenv, /run/.containerenv); env DEBUG_ACCESS_HOST=address (0.0.0.0: every interface) chooses. Whoever reaches it controls the browser")
+    .option("--debugAccessRedis", "the embedded redis-server listens where --debugAccessBrowser does, for debugging, with a password made up for the run: the redis:// URL to connect with is printed once on stderr (in no file)")
     // Blocking (src/config/groups/blockOptions.ts, src/block/)
     .option("--blockRules <rules...>", "block requests of the pages (resources, frames; never the page itself) that a rule matches: a URL regex, or a rule's JSON {\"url\", \"inFrameUrl\", \"frameTextMatch\", \"type\": \"block\"|\"allowOnly\"} (in --config, a list of mappings); repeatable. Blocked requests are not sent nor archived; they are counted and listed in reports/blocked.jsonl", collect)
     .option("--blockMessage <html>", "shown in a frame whose document a --blockRules rule blocked (not archived)")
@@ -162,10 +163,16 @@ export function crawlFlags(program: Command, argv: string[], from: "node" | "use
   program.parse(foldDottedFlags(args), { from: "user" });
   const configFile = program.opts<RawCrawlFlags>().config;
   // A state file (--saveState) is a config with a `state:` section: the crawl resumes from it.
-  const { state: savedState, ...config } = configFile ? readConfigFile(configFile) : {};
+  const { state: savedState, [WITHHELD_KEY]: withheld, ...config } = configFile ? readConfigFile(configFile) : {};
   if (configFile) applyConfig(program, config, configFile);
+  // A state file left out the values holding secrets: they come again from where they came from.
+  restoreWithheld(program, withheld);
   setAsideUnimplementedValues(program, env);
-  return { ...program.opts<RawCrawlFlags>(), savedState, configToSave: configToSave(program, config) };
+  const flags = program.opts<RawCrawlFlags>();
+  // The seeds are the archive's own content (their URLs are in every record): not scrubbed from logs.
+  const { url: _url, seeds: _seeds, ...others } = flags as Record<string, unknown>;
+  registerSecretsIn(others, env);
+  return { ...flags, savedState, configToSave: configToSave(program, config, configFile ?? null, withheld) };
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -184,6 +191,7 @@ async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  hideSecretsFromProcessList(argv);
   for (const warning of compatWarnings(program)) process.stderr.write(`crawl: warning: ${warning}\n`);
 
   return runCrawlCommand(flags);

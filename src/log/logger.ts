@@ -1,5 +1,6 @@
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import { dirname } from "node:path";
+import { scrubSecrets } from "./secrets.js";
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
@@ -99,6 +100,16 @@ export class Logger {
   error(context: string, message: string, details?: LogDetails): void {
     this.write("error", context, message, details);
   }
+  /**
+   * Show a secret to the person running the crawl (a password it made up, a token for a page it serves):
+   * on stderr only, never in the log file nor to the line hook (Redis).
+   */
+  toOperator(context: string, message: string): void {
+    const line = JSON.stringify({ timestamp: new Date().toISOString(), logLevel: "info", context, message, details: {} }) + "\n";
+    this.beforeStderrWrite?.();
+    process.stderr.write(this.view ? `${message}\n` : line);
+  }
+
   /** An info entry that a person watching the terminal sees too (the crawl started, finished, a WACZ written). */
   milestone(context: string, message: string, details?: LogDetails, summary?: string): void {
     this.write("info", context, message, details, { summary });
@@ -107,7 +118,11 @@ export class Logger {
   private write(level: LogLevel, context: string, message: string, details?: LogDetails, milestone: Milestone | null = null): void {
     if (LEVEL_ORDER[level] < LEVEL_ORDER[this.minLevel]) return;
     if ((this.contexts && !this.contexts.has(context)) || this.excludedContexts.has(context)) return;
-    const entry: LogEntry = { timestamp: new Date().toISOString(), logLevel: level, context, message, details: details ?? {} };
+    const raw: LogEntry = { timestamp: new Date().toISOString(), logLevel: level, context, message, details: details ?? {} };
+    // Nothing the crawl was given as a secret is written, wherever a message or detail quotes it.
+    const json = JSON.stringify(raw);
+    const scrubbed = scrubSecrets(json);
+    const entry = scrubbed === json ? raw : parsedOr(scrubbed, { ...raw, message: scrubSecrets(message), details: {} });
     const line = JSON.stringify(entry) + "\n";
     this.lineHook?.(entry, line.slice(0, -1));
     if (this.view) {
@@ -117,6 +132,14 @@ export class Logger {
       process.stderr.write(line);
     }
     this.file?.write(line);
+  }
+}
+
+function parsedOr(json: string, fallback: LogEntry): LogEntry {
+  try {
+    return JSON.parse(json) as LogEntry;
+  } catch {
+    return fallback;
   }
 }
 
