@@ -123,7 +123,7 @@ export function buildCrawlProgram(): Command {
     .option("--overwrite", "delete the collection's folder (<cwd>/collections/<name>) before crawling")
     .option("--dryRun", "write no archive data (no WARC, no WACZ): only the pages lists and the logs")
     .option("--rateLimitInterruptCount <n>", "interrupt the crawl (exit code 18) after this many rate-limit answers, each within the back-off of the one before; -1 = never", "-1")
-    .option("--screencastPort <port>", "serve a page watching the crawl live on this port (127.0.0.1; SCREENCAST_HOST=address to listen elsewhere): each worker's tab, its URL, the progress figures and recent warnings; 0 = none", "0")
+    .option("--screencastPort <port>", "serve a page watching the crawl live on this port (127.0.0.1; SCREENCAST_HOST=address to listen elsewhere, where its URL then holds a secret token, printed once on stderr): each worker's tab, its URL, the progress figures and recent warnings; 0 = none", "0")
     .option("--screencastRedis", "publish this process's workers' frames through the crawl Redis, so that the live view (--screencastPort) of any process of the crawl shows the workers of all of them")
     .option("--healthCheckPort <port>", "serve GET /healthz on this port: 200 while healthy, 503 once as many page attempts in a row as --workers have failed; 0 = none", "0")
     // Dedupe flags (src/config/groups/dedupeFlagOptions.ts)
