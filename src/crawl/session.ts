@@ -93,7 +93,7 @@ async function openStateRedis(redisStoreUrl: string | null, dataDir: string, ser
     const everywhere = embedded.host === "0.0.0.0" || embedded.host === "::";
     logger.warn("redis", `--debugAccessRedis: the embedded redis-server listens on ${everywhere ? "every interface" : embedded.host} port ${embedded.port}, with a password (printed once on stderr, in no file)`);
     const reachAt = everywhere ? hostname() : embedded.host.includes(":") ? `[${embedded.host}]` : embedded.host;
-    logger.toOperator("redis", `--debugAccessRedis: connect with redis-cli -u redis://:${embedded.password}@${reachAt}:${embedded.port}/0`);
+    logger.toOperator("redis", `--debugAccessRedis: connect with redis-cli -u redis://default:${embedded.password}@${reachAt}:${embedded.port}/0`);
   }
   try {
     return { redis: await connectRedis(url, "embedded redis-server", { giveUp: serverGone }), embedded };

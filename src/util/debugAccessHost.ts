@@ -1,8 +1,12 @@
 import { existsSync } from "node:fs";
 
-/** Whether this process runs in a container (Docker writes /.dockerenv, Podman /run/.containerenv). */
-export function inContainer(): boolean {
-  return existsSync("/.dockerenv") || existsSync("/run/.containerenv");
+/**
+ * Whether this process runs in a container (Docker writes /.dockerenv, Podman /run/.containerenv).
+ * CRAWLER_TEST_CONTAINER_MARKERS (paths, `:`-separated) replaces those files, for tests run in a container.
+ */
+export function inContainer(env: NodeJS.ProcessEnv = process.env): boolean {
+  const markers = env.CRAWLER_TEST_CONTAINER_MARKERS?.split(":") ?? ["/.dockerenv", "/run/.containerenv"];
+  return markers.some((marker) => marker !== "" && existsSync(marker));
 }
 
 /**
@@ -12,10 +16,5 @@ export function inContainer(): boolean {
  * network nobody meant to open the browser or the crawl state to.
  */
 export function debugAccessHost(env: NodeJS.ProcessEnv = process.env): string {
-  return env.DEBUG_ACCESS_HOST?.trim() || (inContainer() ? "0.0.0.0" : "127.0.0.1");
-}
-
-/** Whether an address is loopback only (127.0.0.0/8, ::1, localhost). */
-export function isLoopbackHost(host: string): boolean {
-  return /^127\./.test(host) || host === "::1" || host === "[::1]" || host.toLowerCase() === "localhost";
+  return env.DEBUG_ACCESS_HOST?.trim() || (inContainer(env) ? "0.0.0.0" : "127.0.0.1");
 }
