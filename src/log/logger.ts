@@ -123,7 +123,7 @@ export class Logger {
     const json = JSON.stringify(raw);
     const scrubbed = scrubSecrets(json);
     const entry = scrubbed === json ? raw : parsedOr(scrubbed, { ...raw, message: scrubSecrets(message), details: {} });
-    const line = JSON.stringify(entry) + "\n";
+    const line = (entry === raw ? json : JSON.stringify(entry)) + "\n";
     this.lineHook?.(entry, line.slice(0, -1));
     if (this.view) {
       this.view.show(entry, milestone);
