@@ -7,7 +7,7 @@ import { applyConfig, readConfigFile } from "../config/configFile.js";
 import { addBrowsertrixNames, compatWarnings, foldDottedFlags, setAsideUnimplementedValues } from "../config/browsertrix/flags.js";
 import { withCrawlArgs } from "../config/browsertrix/crawlArgs.js";
 import { configToSave, restoreWithheld, WITHHELD_KEY } from "../config/savedConfig.js";
-import { hideSecretsFromProcessList, registerSecretsIn } from "../log/secrets.js";
+import { hideSecretsFromProcessList, registerSecretsIn, scrubSecrets } from "../log/secrets.js";
 import { SCOPE_TYPES } from "../scope/seedScope.js";
 import { ExitCode } from "../lifecycle/exitCodes.js";
 import { runCrawlCommand } from "../crawl/crawlCommand.js";
@@ -186,7 +186,7 @@ async function main(argv: string[]): Promise<number> {
       return err.exitCode === 0 ? 0 : ExitCode.BadUsage;
     }
     if (err instanceof OptionsError) {
-      process.stderr.write(`crawl: ${err.message}\n`);
+      process.stderr.write(`crawl: ${scrubSecrets(err.message)}\n`);
       return ExitCode.BadUsage;
     }
     throw err;
@@ -202,7 +202,7 @@ if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.me
   main(process.argv).then(
     (code) => process.exit(code),
     (err: unknown) => {
-      process.stderr.write(`crawl: ${errorMessage(err)}\n`);
+      process.stderr.write(`crawl: ${scrubSecrets(errorMessage(err))}\n`);
       process.exit(ExitCode.Failed);
     },
   );
