@@ -118,12 +118,13 @@ export class Logger {
   private write(level: LogLevel, context: string, message: string, details?: LogDetails, milestone: Milestone | null = null): void {
     if (LEVEL_ORDER[level] < LEVEL_ORDER[this.minLevel]) return;
     if ((this.contexts && !this.contexts.has(context)) || this.excludedContexts.has(context)) return;
-    const raw: LogEntry = { timestamp: new Date().toISOString(), logLevel: level, context, message, details: details ?? {} };
-    // Nothing the crawl was given as a secret is written, wherever a message or detail quotes it.
-    const json = JSON.stringify(raw);
-    const scrubbed = scrubSecrets(json);
-    const entry = scrubbed === json ? raw : parsedOr(scrubbed, { ...raw, message: scrubSecrets(message), details: {} });
-    const line = (entry === raw ? json : JSON.stringify(entry)) + "\n";
+    // Nothing the crawl was given as a secret is written, wherever a message or detail quotes it (the
+    // timestamp, level and context are ours: never touched, however short a secret).
+    const said = JSON.stringify([message, details ?? {}]);
+    const scrubbed = scrubSecrets(said);
+    const [shownMessage, shownDetails] = scrubbed === said ? [message, details ?? {}] : parsedOr(scrubbed, [scrubSecrets(message), {}]);
+    const entry: LogEntry = { timestamp: new Date().toISOString(), logLevel: level, context, message: shownMessage, details: shownDetails };
+    const line = JSON.stringify(entry) + "\n";
     this.lineHook?.(entry, line.slice(0, -1));
     if (this.view) {
       this.view.show(entry, milestone);
@@ -135,9 +136,9 @@ export class Logger {
   }
 }
 
-function parsedOr(json: string, fallback: LogEntry): LogEntry {
+function parsedOr(json: string, fallback: [string, LogDetails]): [string, LogDetails] {
   try {
-    return JSON.parse(json) as LogEntry;
+    return JSON.parse(json) as [string, LogDetails];
   } catch {
     return fallback;
   }
