@@ -80,9 +80,15 @@ export class EmbeddedRedis {
     this.password = options.password ?? (options.debugAccess ? randomBytes(24).toString("hex") : null);
   }
 
-  /** The URL the crawler connects with (loopback), the password in it. */
+  /** Where the crawler connects: the address listened on, or loopback when that is every interface. */
+  private get connectHost(): string {
+    return this.host === "0.0.0.0" || this.host === "::" ? "127.0.0.1" : this.host;
+  }
+
+  /** The URL the crawler connects with, the password in it. */
   get url(): string {
-    return `redis://${this.password ? `:${this.password}@` : ""}127.0.0.1:${this.port}/0`;
+    const host = this.connectHost.includes(":") ? `[${this.connectHost}]` : this.connectHost;
+    return `redis://${this.password ? `:${this.password}@` : ""}${host}:${this.port}/0`;
   }
 
   private get stateFile(): string {
@@ -179,7 +185,7 @@ export class EmbeddedRedis {
   private async waitForPing(): Promise<void> {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
-      const client = new Redis(this.port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...(this.password ? { password: this.password } : {}) });
+      const client = new Redis(this.port, this.connectHost, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...(this.password ? { password: this.password } : {}) });
       client.on("error", () => {});
       try {
         await client.connect();
