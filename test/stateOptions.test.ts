@@ -62,7 +62,7 @@ describe("what a state file keeps of the command line", () => {
     try {
       const config = join(dir, "crawl.yaml");
       writeFileSync(config, [
-        "seeds: [http://a.test/]",
+        "seeds: [http://a.test/, {url: 'http://b.test/search?key=cats', auth: 'u:seed-auth-pw'}]",
         "redisStoreUrl: redis://:s3cret-pw@127.0.0.1:6390/0",
         "proxyServer: socks5://u:pr0xy-pw@127.0.0.1:1080",
         "customBehaviors: [git+https://ghp_loneToken123@github.example/x.git]",
@@ -74,9 +74,10 @@ describe("what a state file keeps of the command line", () => {
       const program = () => buildCrawlProgram().exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
       const saved = crawlFlags(program(), ["--config", config, "--limit", "5"], "user", {}).configToSave;
       const text = JSON.stringify(saved);
-      for (const secret of ["s3cret-pw", "pr0xy-pw", "ghp_loneToken123", "abcdef0123"]) expect(text).not.toContain(secret);
+      for (const secret of ["s3cret-pw", "pr0xy-pw", "ghp_loneToken123", "abcdef0123", "seed-auth-pw"]) expect(text).not.toContain(secret);
+      // A seed's own query is the page's address: kept (its per-seed auth is not).
       expect(saved).toEqual({
-        seeds: ["http://a.test/"], loginUrl: "https://a.test/login?next=/home", workers: 2, limit: "5",
+        seeds: ["http://a.test/", { url: "http://b.test/search?key=cats" }], loginUrl: "https://a.test/login?next=/home", workers: 2, limit: "5",
         secretsWithheld: { keys: ["redisStoreUrl", "proxyServer", "customBehaviors", "seedFile"], config },
       });
 

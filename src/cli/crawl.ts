@@ -7,7 +7,7 @@ import { applyConfig, readConfigFile } from "../config/configFile.js";
 import { addBrowsertrixNames, compatWarnings, foldDottedFlags, setAsideUnimplementedValues } from "../config/browsertrix/flags.js";
 import { withCrawlArgs } from "../config/browsertrix/crawlArgs.js";
 import { configToSave, restoreWithheld, WITHHELD_KEY } from "../config/savedConfig.js";
-import { hideSecretsFromProcessList, registerSecretsIn, scrubSecrets } from "../log/secrets.js";
+import { hideSecretsFromProcessList, registerSecrets, registerSecretsIn, scrubSecrets } from "../log/secrets.js";
 import { SCOPE_TYPES } from "../scope/seedScope.js";
 import { ExitCode } from "../lifecycle/exitCodes.js";
 import { runCrawlCommand } from "../crawl/crawlCommand.js";
@@ -172,6 +172,9 @@ export function crawlFlags(program: Command, argv: string[], from: "node" | "use
   // The seeds are the archive's own content (their URLs are in every record): not scrubbed from logs.
   const { url: _url, seeds: _seeds, ...others } = flags as Record<string, unknown>;
   registerSecretsIn(others, env);
+  // browsertrix-crawler's per-seed `auth` (user:password), not used here but never to be written either.
+  const seedAuth = (Array.isArray(_seeds) ? _seeds : []).map((seed: unknown) => (seed !== null && typeof seed === "object" && "auth" in seed ? String(seed.auth) : ""));
+  registerSecrets(seedAuth.filter(Boolean));
   return { ...flags, savedState, configToSave: configToSave(program, config, configFile ?? null, withheld) };
 }
 

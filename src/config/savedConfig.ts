@@ -8,6 +8,12 @@ import { logger } from "../log/logger.js";
 
 /** Options about the command itself: never written into a state file. */
 const NOT_SAVED = new Set(["config", "version", "help"]);
+/**
+ * The seeds are the archive's content, not settings: kept whatever their query says (`?key=` may be a page's
+ * own), as their URLs are in the state's queue and in every record anyway; only browsertrix-crawler's per-seed
+ * `auth` is dropped.
+ */
+const SEED_KEYS = new Set(["url", "seeds"]);
 
 /**
  * The key of a state file naming the values left out of it because they hold a secret, and the --config
@@ -36,7 +42,7 @@ export function configToSave(program: Command, config: Record<string, unknown>, 
   const withheld: WithheldSecrets = { keys: [...(previous?.keys ?? [])], config: previous?.config ?? null };
   for (const [key, value] of Object.entries(config)) {
     const kept = key === "seeds" ? withoutSeedAuth(value) : value;
-    if (holdsSecret(kept)) {
+    if (!SEED_KEYS.has(key) && holdsSecret(kept)) {
       if (!withheld.keys.includes(key)) withheld.keys.push(key);
       if (configFile && configFile !== "stdin") withheld.config = resolve(configFile);
     } else {
@@ -56,7 +62,7 @@ export function configToSave(program: Command, config: Record<string, unknown>, 
     if (source !== "cli" && source !== "env") continue;
     for (const key of keysOf.get(name) ?? []) delete saved[key];
     const value = program.getOptionValue(name) as unknown;
-    if (holdsSecret(value)) {
+    if (!SEED_KEYS.has(name) && holdsSecret(value)) {
       if (!withheld.keys.includes(name)) withheld.keys.push(name);
       continue;
     }
