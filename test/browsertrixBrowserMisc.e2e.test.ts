@@ -312,7 +312,7 @@ describe("--waitOnDone, a failed crawl", () => {
 });
 
 describe("--debugAccessBrowser and --debugAccessRedis", () => {
-  it("while the crawl runs, the browser's DevTools protocol answers on 127.0.0.1:9222 and the embedded redis-server takes clients without protected mode", async () => {
+  it("while the crawl runs, the browser's DevTools protocol answers on 127.0.0.1:9222 and the embedded redis-server takes clients with the password it printed", async () => {
     const server = await site({ "/": html("slow page") });
     // DEBUG_ACCESS_HOST keeps both on loopback (set for every test in vitest.config.ts too).
     const crawlRun = startCrawl("debug-access", ["--url", `${server.origin}/`, "--scopeType", "page", "--postLoadDelay", "8", "--debugAccessBrowser", "--debugAccessRedis", "--logging", "stats,debug"], { DEBUG_ACCESS_HOST: "127.0.0.1" });
@@ -326,13 +326,13 @@ describe("--debugAccessBrowser and --debugAccessRedis", () => {
       const version = (await getJson("http://127.0.0.1:9222/json/version")) as { Browser: string };
       expect(version.Browser).toMatch(/Chrom/);
 
-      const line = logLines(crawlRun.stderr()).find((l) => l.message.startsWith("--debugAccessRedis"));
-      const port = Number(/port (\d+)/.exec(line?.message ?? "")?.[1]);
-      expect(port).toBeGreaterThan(0);
-      const redis = new Redis({ host: "127.0.0.1", port, lazyConnect: true, maxRetriesPerRequest: 1 });
+      // The opened server wants the password printed once on stderr (test/debugAccessDoors.e2e.test.ts checks who else gets in).
+      const line = logLines(crawlRun.stderr()).find((l) => l.message.startsWith("--debugAccessRedis: connect with"));
+      const url = /redis:\/\/[^\s"]+/.exec(line?.message ?? "")?.[0] ?? "";
+      expect(url).toMatch(/^redis:\/\/default:[0-9a-f]{48}@127\.0\.0\.1:\d+\/0$/);
+      const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
       try {
         await redis.connect();
-        expect(await redis.config("GET", "protected-mode")).toEqual(["protected-mode", "no"]);
         expect(await redis.config("GET", "bind")).toEqual(["bind", "127.0.0.1"]);
       } finally {
         redis.disconnect();

@@ -1,4 +1,9 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { dump } from "js-yaml";
 import { describe, expect, it } from "vitest";
+import { forgetSecrets, registerSecrets, scrubSecrets, secretsOf } from "../src/log/secrets.js";
 import { OptionsError } from "../src/config/optionsError.js";
 import { savedCrawlState, stateOptions } from "../src/config/groups/stateOptions.js";
 
@@ -45,6 +50,60 @@ describe("what a state file keeps of the command line", () => {
     const program = buildCrawlProgram().exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
     const flags = crawlFlags(program, ["--url", "http://a.test/", "--limit", "5", "--redisStoreUrl", "redis://:s3cret@127.0.0.1:6390/0",
       "--redisDedupeUrl", "redis://127.0.0.1:6391/0"], "user", {});
-    expect(flags.configToSave).toEqual({ url: ["http://a.test/"], limit: "5", redisDedupeUrl: "redis://127.0.0.1:6391/0" });
+    expect(flags.configToSave).toEqual({
+      url: ["http://a.test/"], limit: "5", redisDedupeUrl: "redis://127.0.0.1:6391/0",
+      secretsWithheld: { keys: ["redisStoreUrl"], config: null },
+    });
+  });
+
+  it("no secret of the --config file either: passwords, a token before @, credential query parameters; a resume reads them from that file again", async () => {
+    const { buildCrawlProgram, crawlFlags } = await import("../src/cli/crawl.js");
+    const dir = mkdtempSync(join(tmpdir(), "saved-config-"));
+    try {
+      const config = join(dir, "crawl.yaml");
+      writeFileSync(config, [
+        "seeds: [http://a.test/, {url: 'http://b.test/search?key=cats', auth: 'u:seed-auth-pw'}]",
+        "redisStoreUrl: redis://:s3cret-pw@127.0.0.1:6390/0",
+        "proxyServer: socks5://u:pr0xy-pw@127.0.0.1:1080",
+        "customBehaviors: [git+https://ghp_loneToken123@github.example/x.git]",
+        "seedFile: https://bucket.s3.example/seeds.txt?X-Amz-Signature=abcdef0123&X-Amz-Expires=300",
+        "loginUrl: https://a.test/login?next=/home",
+        "workers: 2",
+        "",
+      ].join("\n"));
+      const program = () => buildCrawlProgram().exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+      const saved = crawlFlags(program(), ["--config", config, "--limit", "5"], "user", {}).configToSave;
+      const text = JSON.stringify(saved);
+      for (const secret of ["s3cret-pw", "pr0xy-pw", "ghp_loneToken123", "abcdef0123", "seed-auth-pw"]) expect(text).not.toContain(secret);
+      // A seed's own query is the page's address: kept (its per-seed auth is not).
+      expect(saved).toEqual({
+        seeds: ["http://a.test/", { url: "http://b.test/search?key=cats" }], loginUrl: "https://a.test/login?next=/home", workers: 2, limit: "5",
+        secretsWithheld: { keys: ["redisStoreUrl", "proxyServer", "customBehaviors", "seedFile"], config },
+      });
+
+      // Resumed from that state file: the withheld settings come back from crawl.yaml, the others from the state file.
+      const stateFile = join(dir, "state.yaml");
+      writeFileSync(stateFile, dump({ ...saved, state: { finished: [], queued: [] } }));
+      const resumed = crawlFlags(program(), ["--config", stateFile], "user", {});
+      expect(resumed).toMatchObject({ redisStoreUrl: "redis://:s3cret-pw@127.0.0.1:6390/0", proxyServer: "socks5://u:pr0xy-pw@127.0.0.1:1080", workers: "2", limit: "5" });
+      // Saved again by the resumed crawl: still withheld, still pointing at crawl.yaml.
+      expect(JSON.stringify(resumed.configToSave)).not.toContain("s3cret-pw");
+      expect(resumed.configToSave.secretsWithheld).toEqual({ keys: ["redisStoreUrl", "proxyServer", "customBehaviors", "seedFile"], config });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("secrets in settings", () => {
+  it("are found in URLs and scrubbed from text written, in every form", () => {
+    expect(secretsOf("redis://:pw-1@h:1/0 http://bob:pw-2@h socks5://u:p%40ss3@h https://tok4@h ssh://root@h")).toEqual(["pw-1", "pw-2", "p@ss3", "tok4"]);
+    expect(secretsOf("https://s3/x?X-Amz-Signature=sig5&X-Amz-Credential=cred6&page=2&api_key=k7&sig=s8&keyword=cats&monkey=no")).toEqual(["sig5", "cred6", "k7", "s8"]);
+    registerSecrets(["tok-\"9\\", "p@ss-10"]);
+    try {
+      expect(scrubSecrets(JSON.stringify({ a: "x tok-\"9\\ y", b: "p%40ss-10", c: "http://u:other-pw@h/" }))).toBe(JSON.stringify({ a: "x *** y", b: "***", c: "http://u:***@h/" }));
+    } finally {
+      forgetSecrets();
+    }
   });
 });

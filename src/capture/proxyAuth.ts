@@ -34,6 +34,18 @@ export function answerProxyChallenges(cdp: CDPSession): boolean {
 }
 
 /**
+ * A tab that is not captured (create-login-profile's): answer its proxy's challenges all the same. Chromium
+ * raises them only for requests its Fetch domain pauses, so each request pauses and goes on unchanged.
+ */
+export async function answerProxyChallengesOf(cdp: CDPSession): Promise<void> {
+  if (!answerProxyChallenges(cdp)) return;
+  cdp.on("Fetch.requestPaused", (event: Protocol.Fetch.RequestPausedEvent) => {
+    void cdp.send("Fetch.continueRequest", { requestId: event.requestId }).catch(() => undefined);
+  });
+  await cdp.send("Fetch.enable", { handleAuthRequests: true, patterns: [{ urlPattern: "*", requestStage: "Request" }] });
+}
+
+/**
  * A paused response that is the relay's answer to a request it could not forward (proxyFailure.ts): fail
  * it in the tab as a network error, so nothing of it is archived. With `pageAttempt` (a main-frame
  * document), a page document failing so fails the attempt. Returns whether it was one.

@@ -6,7 +6,8 @@ import { OptionsError, type RawCrawlFlags } from "../config/crawlOptions.js";
 import { applyConfig, readConfigFile } from "../config/configFile.js";
 import { addBrowsertrixNames, compatWarnings, foldDottedFlags, setAsideUnimplementedValues } from "../config/browsertrix/flags.js";
 import { withCrawlArgs } from "../config/browsertrix/crawlArgs.js";
-import { configToSave } from "../config/savedConfig.js";
+import { configToSave, restoreWithheld, WITHHELD_KEY } from "../config/savedConfig.js";
+import { hideSecretsFromProcessList, registerSecrets, registerSecretsIn, scrubSecrets } from "../log/secrets.js";
 import { SCOPE_TYPES } from "../scope/seedScope.js";
 import { ExitCode } from "../lifecycle/exitCodes.js";
 import { runCrawlCommand } from "../crawl/crawlCommand.js";
@@ -122,7 +123,7 @@ export function buildCrawlProgram(): Command {
     .option("--overwrite", "delete the collection's folder (<cwd>/collections/<name>) before crawling")
     .option("--dryRun", "write no archive data (no WARC, no WACZ): only the pages lists and the logs")
     .option("--rateLimitInterruptCount <n>", "interrupt the crawl (exit code 18) after this many rate-limit answers, each within the back-off of the one before; -1 = never", "-1")
-    .option("--screencastPort <port>", "serve a page watching the crawl live on this port (127.0.0.1; SCREENCAST_HOST=address to listen elsewhere): each worker's tab, its URL, the progress figures and recent warnings; 0 = none", "0")
+    .option("--screencastPort <port>", "serve a page watching the crawl live on this port (127.0.0.1; SCREENCAST_HOST=address to listen elsewhere, where its URL then holds a secret token, printed once on stderr): each worker's tab, its URL, the progress figures and recent warnings; 0 = none", "0")
     .option("--screencastRedis", "publish this process's workers' frames through the crawl Redis, so that the live view (--screencastPort) of any process of the crawl shows the workers of all of them")
     .option("--healthCheckPort <port>", "serve GET /healthz on this port: 200 while healthy, 503 once as many page attempts in a row as --workers have failed; 0 = none", "0")
     // Dedupe flags (src/config/groups/dedupeFlagOptions.ts)
@@ -134,8 +135,8 @@ export function buildCrawlProgram(): Command {
     .option("--saveStorage", "store each page's localStorage and sessionStorage in the WARC-JSON-Metadata of its document's response record")
     .option("--rateLimitOnMatch <rules...>", "a page whose HTML/JSON/JS text matches <regex>, or <regex>:<status> with that status, is rate-limited as by --rateLimitStatusCodes; repeatable (default: src=\"/_Incapsula_Resource?:200)", collect)
     .option("--waitOnDone", "once the crawl is finished, wait for SIGINT or SIGTERM before exiting (with the crawl's exit code)")
-    .option("--debugAccessBrowser", "serve the browser's DevTools protocol (CDP) on port 9222 of every interface, for debugging")
-    .option("--debugAccessRedis", "the embedded redis-server listens on every interface without protected mode, for debugging")
+    .option("--debugAccessBrowser", "serve the browser's DevTools protocol (CDP) on port 9222, for debugging: on 127.0.0.1, or every interface in a container (/.dockerenv, /run/.containerenv); env DEBUG_ACCESS_HOST=address (0.0.0.0: every interface) chooses. Whoever reaches it controls the browser")
+    .option("--debugAccessRedis", "the embedded redis-server listens where --debugAccessBrowser does, for debugging, with a password made up for the run: the redis:// URL to connect with is printed once on stderr (in no file)")
     // Blocking (src/config/groups/blockOptions.ts, src/block/)
     .option("--blockRules <rules...>", "block requests of the pages (resources, frames; never the page itself) that a rule matches: a URL regex, or a rule's JSON {\"url\", \"inFrameUrl\", \"frameTextMatch\", \"type\": \"block\"|\"allowOnly\"} (in --config, a list of mappings); repeatable. Blocked requests are not sent nor archived; they are counted and listed in reports/blocked.jsonl", collect)
     .option("--blockMessage <html>", "shown in a frame whose document a --blockRules rule blocked (not archived)")
@@ -162,10 +163,19 @@ export function crawlFlags(program: Command, argv: string[], from: "node" | "use
   program.parse(foldDottedFlags(args), { from: "user" });
   const configFile = program.opts<RawCrawlFlags>().config;
   // A state file (--saveState) is a config with a `state:` section: the crawl resumes from it.
-  const { state: savedState, ...config } = configFile ? readConfigFile(configFile) : {};
+  const { state: savedState, [WITHHELD_KEY]: withheld, ...config } = configFile ? readConfigFile(configFile) : {};
   if (configFile) applyConfig(program, config, configFile);
+  // A state file left out the values holding secrets: they come again from where they came from.
+  restoreWithheld(program, withheld);
   setAsideUnimplementedValues(program, env);
-  return { ...program.opts<RawCrawlFlags>(), savedState, configToSave: configToSave(program, config) };
+  const flags = program.opts<RawCrawlFlags>();
+  // The seeds are the archive's own content (their URLs are in every record): not scrubbed from logs.
+  const { url: _url, seeds: _seeds, ...others } = flags as Record<string, unknown>;
+  registerSecretsIn(others, env);
+  // browsertrix-crawler's per-seed `auth` (user:password), not used here but never to be written either.
+  const seedAuth = (Array.isArray(_seeds) ? _seeds : []).map((seed: unknown) => (seed !== null && typeof seed === "object" && "auth" in seed ? String(seed.auth) : ""));
+  registerSecrets(seedAuth.filter(Boolean));
+  return { ...flags, savedState, configToSave: configToSave(program, config, configFile ?? null, withheld) };
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -179,11 +189,12 @@ async function main(argv: string[]): Promise<number> {
       return err.exitCode === 0 ? 0 : ExitCode.BadUsage;
     }
     if (err instanceof OptionsError) {
-      process.stderr.write(`crawl: ${err.message}\n`);
+      process.stderr.write(`crawl: ${scrubSecrets(err.message)}\n`);
       return ExitCode.BadUsage;
     }
     throw err;
   }
+  hideSecretsFromProcessList(argv);
   for (const warning of compatWarnings(program)) process.stderr.write(`crawl: warning: ${warning}\n`);
 
   return runCrawlCommand(flags);
@@ -194,7 +205,7 @@ if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.me
   main(process.argv).then(
     (code) => process.exit(code),
     (err: unknown) => {
-      process.stderr.write(`crawl: ${errorMessage(err)}\n`);
+      process.stderr.write(`crawl: ${scrubSecrets(errorMessage(err))}\n`);
       process.exit(ExitCode.Failed);
     },
   );

@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { Command, CommanderError, Option } from "commander";
 import { ExitCode } from "../lifecycle/exitCodes.js";
 import { errorMessage, logger } from "../log/logger.js";
+import { hideSecretsFromProcessList, registerSecrets, registerSecretsIn } from "../log/secrets.js";
 import { runLoginProfileCommand } from "../profile/loginCommand.js";
 import { DEFAULT_INTERACTIVE_PORT, LoginProfileOptionsError, resolveLoginProfileOptions, type LoginProfileOptions, type RawLoginProfileFlags } from "../profile/loginProfileOptions.js";
 import { VERSION } from "../version.js";
@@ -30,7 +31,7 @@ export function buildLoginProfileProgram(): Command {
     .option("--profile <path|url>", "start from this profile (tar.gz path or http(s) URL) and save it extended with the new login")
     .option("--windowSize <width,height>", "the browser's window and viewport size", "1366,900")
     .option("--cookieDays <days>", "before saving, make every cookie (session cookies too) expire this many days later; 0 = keep them as they are (session cookies are then lost)", "7")
-    .option("--proxyServer <url>", "send the browser's traffic through this proxy (Chromium's --proxy-server; loopback is never proxied)")
+    .option("--proxyServer <url>", "send the browser's traffic through this proxy: http://, https:// or socks5:// (user:password@ for credentials, kept in this process: Chromium goes through a loopback relay); default: env PROXY_SERVER; loopback is never proxied")
     .option("--port <[address:]port>", `interactive: the page listens on this port of 127.0.0.1, or of the address given (e.g. 0.0.0.0:9223 in a container)`, String(DEFAULT_INTERACTIVE_PORT))
     .option("--browserPath <path>", "Chromium executable (default: env BROWSER_BIN, else /usr/bin/chromium)")
     .allowExcessArguments(false)
@@ -77,6 +78,10 @@ async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  // The proxy's and the login's passwords: never in a log line, nor in `ps` (this process's title).
+  registerSecretsIn({ proxyServer: options.proxyServer }, process.env);
+  if (options.password) registerSecrets([options.password]);
+  hideSecretsFromProcessList(argv);
   if (!options.automated) return runLoginProfileCommand(options, null);
   if ((options.user === null || options.password === null) && !process.stdin.isTTY) {
     process.stderr.write("create-login-profile: --automated needs --user and --password (or a terminal to ask for them)\n");

@@ -93,9 +93,18 @@ async function cloneBehaviors(source: string, dir: string): Promise<string> {
   const branch = url.searchParams.get("branch") ?? "";
   const subPath = url.searchParams.get("path") ?? "";
   url.search = "";
+  // Credentials in the URL (user:password@, a token@) go to git as a header in its environment: on its
+  // command line (and git-remote-https's) every local user would read them, and the clone would keep them.
+  const gitConfig = gitConfigPairs(gitProxyEnv(url.href));
+  if (url.username || url.password) {
+    const basic = Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString("base64");
+    gitConfig.push(["http.extraHeader", `Authorization: Basic ${basic}`]);
+    url.username = "";
+    url.password = "";
+  }
   const args = ["clone", "--depth", "1", ...(branch ? ["--branch", branch, "--single-branch"] : []), "--", url.href, dir];
   try {
-    await promisify(execFile)("git", args, { timeout: CLONE_TIMEOUT_MS, env: { ...process.env, GIT_TERMINAL_PROMPT: "0", ...gitProxyEnv(url.href) } });
+    await promisify(execFile)("git", args, { timeout: CLONE_TIMEOUT_MS, env: { ...process.env, GIT_TERMINAL_PROMPT: "0", ...gitConfigEnv(gitConfig) } });
   } catch (err) {
     const message = errorMessage(err).split("\n").filter((l) => /fatal|error/i.test(l)).pop() ?? errorMessage(err).split("\n")[0];
     throw new OptionsError(`--customBehaviors ${source} cannot be cloned: ${message.trim()}`);
@@ -103,6 +112,22 @@ async function cloneBehaviors(source: string, dir: string): Promise<string> {
   const path = resolve(dir, subPath);
   if (!path.startsWith(resolve(dir))) throw new OptionsError(`--customBehaviors ${source}: path= must stay inside the repository`);
   return path;
+}
+
+/** The GIT_CONFIG_KEY_n/VALUE_n pairs of a git environment. */
+function gitConfigPairs(env: Record<string, string>): [string, string][] {
+  const count = Number(env.GIT_CONFIG_COUNT ?? 0);
+  return Array.from({ length: count }, (_, i): [string, string] => [env[`GIT_CONFIG_KEY_${i}`] ?? "", env[`GIT_CONFIG_VALUE_${i}`] ?? ""]);
+}
+
+function gitConfigEnv(pairs: [string, string][]): Record<string, string> {
+  if (pairs.length === 0) return {};
+  const env: Record<string, string> = { GIT_CONFIG_COUNT: String(pairs.length) };
+  pairs.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
+  return env;
 }
 
 /**

@@ -10,6 +10,7 @@ import { waitForStopSignal } from "../lifecycle/waitOnDone.js";
 import { RedisUnreachableError } from "../redis/connect.js";
 import { DedupeIndexUnavailableError } from "../dedupe/retry.js";
 import { errorMessage, logger } from "../log/logger.js";
+import { scrubSecrets } from "../log/secrets.js";
 import { TerminalDisplay } from "../log/terminal.js";
 import { AddressRefusedError, checkAddress, policyLookup } from "../fetch/addressPolicy.js";
 import { openCrawlProfile, ProfileSourceError, settleSavedProfile, type CrawlProfile } from "../profile/crawlProfile.js";
@@ -27,7 +28,7 @@ export async function runCrawlCommand(flags: RawCrawlFlags): Promise<number> {
     await startProxies(proxySettings(flags), { allowed: async (url) => (await checkAddress(url)).allowed, lookup: policyLookup });
   } catch (err) {
     if (!(err instanceof ProxyConfigError || err instanceof ProxyStartError)) throw err;
-    process.stderr.write(`crawl: ${err.message}\n`);
+    process.stderr.write(`crawl: ${scrubSecrets(err.message)}\n`);
     return err instanceof ProxyConfigError ? ExitCode.BadUsage : ExitCode.ProxyError;
   }
   try {
@@ -64,7 +65,7 @@ async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {
   } catch (err) {
     profile?.dispose();
     if (err instanceof OptionsError) {
-      process.stderr.write(`crawl: ${err.message}\n`);
+      process.stderr.write(`crawl: ${scrubSecrets(err.message)}\n`);
       return ExitCode.BadUsage;
     }
     throw err;
@@ -74,7 +75,7 @@ async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {
   } catch (err) {
     profile?.dispose();
     if (!(err instanceof ProxyStartError)) throw err;
-    process.stderr.write(`crawl: ${err.message}\n`);
+    process.stderr.write(`crawl: ${scrubSecrets(err.message)}\n`);
     return ExitCode.ProxyError;
   }
   logger.setLevel(options.logLevel);
@@ -109,7 +110,7 @@ async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {
   try {
     const outcome = await runCrawl(options, stop);
     if (options.profile.saveProfile) settleSavedProfile(options.profile.saveProfile, outcome.exitCode === ExitCode.Finished && !outcome.failure);
-    if (outcome.failure) process.stderr.write(`crawl: ${outcome.failure}\n`);
+    if (outcome.failure) process.stderr.write(`crawl: ${scrubSecrets(outcome.failure)}\n`);
     // --qa: after the crawl, on its own WACZ files; the exit code stays the crawl's.
     const qa = options.output.qa;
     if (qa && stop.reason !== "signal") await checkCrawl(outcome.waczPaths, { qa, collectionDir: collectionPaths(options.cwd, options.collection).root, executablePath: options.browserPath, pageLoadTimeoutSeconds: options.pageLoadTimeout });
@@ -120,7 +121,7 @@ async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {
     // After a fatal error (the embedded Redis died...), what failed next is a consequence: say the cause.
     const message = stop.fatalError ?? errorMessage(err);
     logger.error("crawl", errorMessage(err));
-    process.stderr.write(`crawl: ${message}\n`);
+    process.stderr.write(`crawl: ${scrubSecrets(message)}\n`);
     if (stop.outOfSpace) return ExitCode.OutOfSpace;
     // A seed on an address the crawler may not fetch is known before anything is fetched: bad input.
     if (err instanceof AddressRefusedError) return ExitCode.BadUsage;

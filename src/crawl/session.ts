@@ -1,11 +1,13 @@
 import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import type { Redis } from "ioredis";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import { connectDedupeIndex } from "../dedupe/connectIndex.js";
 import { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import type { DedupeRedis } from "../dedupe/layout.js";
 import { logger } from "../log/logger.js";
-import { connectRedis, connectionUrl } from "../redis/connect.js";
+import { connectRedis, connectionUrl, redactUrl } from "../redis/connect.js";
+import { registerSecrets } from "../log/secrets.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
 import { CrawlState } from "../state/crawlState.js";
 import { Liveness } from "../state/membership/fencing.js";
@@ -83,9 +85,16 @@ async function openStateRedis(redisStoreUrl: string | null, dataDir: string, ser
   if (redisStoreUrl && debugAccess) logger.warn("redis", "--debugAccessRedis changes nothing with --redisStoreUrl: there is no embedded redis-server to open up");
   if (redisStoreUrl) return { redis: await connectRedis(redisStoreUrl, "crawl-state Redis (--redisStoreUrl)"), embedded: null };
   const embedded = new EmbeddedRedis({ dataDir, persist: true, debugAccess });
+  // Never in a log file nor a state file: the password of an opened server is for the operator's eyes only.
+  if (embedded.password) registerSecrets([embedded.password]);
   const url = await embedded.start();
-  logger.info("redis", "embedded redis-server started", { url, dataDir });
-  if (debugAccess) logger.warn("redis", `--debugAccessRedis: the embedded redis-server listens on ${process.env.DEBUG_ACCESS_HOST || "every interface"} port ${embedded.port} without protected mode`);
+  logger.info("redis", "embedded redis-server started", { url: redactUrl(url), dataDir });
+  if (debugAccess) {
+    const everywhere = embedded.host === "0.0.0.0" || embedded.host === "::";
+    logger.warn("redis", `--debugAccessRedis: the embedded redis-server listens on ${everywhere ? "every interface" : embedded.host} port ${embedded.port}, with a password (printed once on stderr, in no file)`);
+    const reachAt = everywhere ? hostname() : embedded.host.includes(":") ? `[${embedded.host}]` : embedded.host;
+    logger.toOperator("redis", `--debugAccessRedis: connect with redis-cli -u redis://default:${embedded.password}@${reachAt}:${embedded.port}/0`);
+  }
   try {
     return { redis: await connectRedis(url, "embedded redis-server", { giveUp: serverGone }), embedded };
   } catch (err) {

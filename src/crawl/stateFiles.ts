@@ -1,4 +1,4 @@
-import { mkdir, unlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { dump } from "js-yaml";
 import type { CrawlOptions } from "../config/crawlOptions.js";
@@ -106,7 +106,9 @@ export class StateFiles {
     await mkdir(dir, { recursive: true });
     const stamp = timestampDigits(new Date());
     const file = join(dir, `${stamp}-${options.crawlId}.yaml`);
-    await writeFile(file, dump({ ...options.state.configToSave, state }, { lineWidth: -1 }));
+    // Its owner's only: it holds the crawl's URLs and settings (values holding secrets are left out of it).
+    await writeFile(file, dump({ ...options.state.configToSave, state }, { lineWidth: -1 }), { mode: 0o600 });
+    await chmod(file, 0o600);
     logger.info("state", "crawl state saved", { file, finished: state.finished.length, queued: state.queued.length, pending: state.pending.length, failed: state.failed.length });
     if (!this.written.includes(file)) this.written.push(file);
     while (this.written.length > options.state.saveStateHistory) {

@@ -1,5 +1,6 @@
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import { dirname } from "node:path";
+import { scrubSecrets } from "./secrets.js";
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
@@ -99,6 +100,16 @@ export class Logger {
   error(context: string, message: string, details?: LogDetails): void {
     this.write("error", context, message, details);
   }
+  /**
+   * Show a secret to the person running the crawl (a password it made up, a token for a page it serves):
+   * on stderr only, never in the log file nor to the line hook (Redis).
+   */
+  toOperator(context: string, message: string): void {
+    const line = JSON.stringify({ timestamp: new Date().toISOString(), logLevel: "info", context, message, details: {} }) + "\n";
+    this.beforeStderrWrite?.();
+    process.stderr.write(this.view ? `${message}\n` : line);
+  }
+
   /** An info entry that a person watching the terminal sees too (the crawl started, finished, a WACZ written). */
   milestone(context: string, message: string, details?: LogDetails, summary?: string): void {
     this.write("info", context, message, details, { summary });
@@ -107,7 +118,12 @@ export class Logger {
   private write(level: LogLevel, context: string, message: string, details?: LogDetails, milestone: Milestone | null = null): void {
     if (LEVEL_ORDER[level] < LEVEL_ORDER[this.minLevel]) return;
     if ((this.contexts && !this.contexts.has(context)) || this.excludedContexts.has(context)) return;
-    const entry: LogEntry = { timestamp: new Date().toISOString(), logLevel: level, context, message, details: details ?? {} };
+    // Nothing the crawl was given as a secret is written, wherever a message or detail quotes it (the
+    // timestamp, level and context are ours: never touched, however short a secret).
+    const said = JSON.stringify([message, details ?? {}]);
+    const scrubbed = scrubSecrets(said);
+    const [shownMessage, shownDetails] = scrubbed === said ? [message, details ?? {}] : parsedOr(scrubbed, [scrubSecrets(message), {}]);
+    const entry: LogEntry = { timestamp: new Date().toISOString(), logLevel: level, context, message: shownMessage, details: shownDetails };
     const line = JSON.stringify(entry) + "\n";
     this.lineHook?.(entry, line.slice(0, -1));
     if (this.view) {
@@ -117,6 +133,14 @@ export class Logger {
       process.stderr.write(line);
     }
     this.file?.write(line);
+  }
+}
+
+function parsedOr(json: string, fallback: [string, LogDetails]): [string, LogDetails] {
+  try {
+    return JSON.parse(json) as [string, LogDetails];
+  } catch {
+    return fallback;
   }
 }
 

@@ -2,6 +2,9 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, CDPSession, Page, Protocol } from "puppeteer-core";
 import { launchBrowser, type LaunchedBrowser } from "../browser/launch.js";
+import { answerProxyChallengesOf } from "../capture/proxyAuth.js";
+import { startProxies, stopProxies } from "../proxy/activeProxies.js";
+import { proxySettings } from "../proxy/proxySettings.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { openCrawlProfile, unpackInto, type CrawlProfile } from "./crawlProfile.js";
 import type { LoginProfileOptions } from "./loginProfileOptions.js";
@@ -30,8 +33,10 @@ export class LoginBrowser {
     const { width, height } = options.windowSize;
     // CHROME_FLAGS reach this browser too, as in browsertrix-crawler (split at spaces, as there).
     const extraArgs = [...(process.env.CHROME_FLAGS ?? "").split(" ").filter(Boolean), `--window-size=${width},${height}`];
-    // Proxies of the crawl are another part of the project (src/proxy/); here the switch is handed to Chromium as it is.
-    if (options.proxyServer) extraArgs.push(`--proxy-server=${options.proxyServer}`, "--proxy-bypass-list=<-loopback>");
+    // Chromium goes through the crawl's loopback relay (launchBrowser gives it the switch), which alone
+    // holds the proxy's credentials: a --proxy-server with user:password@ would show them to `ps` (and
+    // Chromium ignores them there).
+    if (options.proxyServer) await startProxies(proxySettings({ proxyServer: options.proxyServer }, {}), undefined, { relayAlways: true });
     let launched: LaunchedBrowser;
     try {
       launched = await launchBrowser({
@@ -48,12 +53,15 @@ export class LoginBrowser {
       });
     } catch (err) {
       base?.dispose();
+      await stopProxies();
       throw err;
     }
     const [existing] = await launched.browser.pages();
     const page = existing ?? (await launched.browser.newPage());
     await page.setViewport({ width, height });
     const cdp = await page.createCDPSession();
+    // The relay's challenges, answered with its own credentials (the one tab: the site's windows open in it).
+    await answerProxyChallengesOf(cdp);
     return new LoginBrowser(launched.browser, page, cdp, launched, options, base, saveTo);
   }
 
@@ -72,6 +80,7 @@ export class LoginBrowser {
       await this.launched.close();
     } finally {
       this.base?.dispose();
+      await stopProxies();
     }
     return this.options.filename;
   }
@@ -79,8 +88,12 @@ export class LoginBrowser {
   /** Close without saving. */
   async discard(): Promise<void> {
     this.saveTo.file = null;
-    await this.launched.close();
-    this.base?.dispose();
+    try {
+      await this.launched.close();
+    } finally {
+      this.base?.dispose();
+      await stopProxies();
+    }
   }
 
   /** Every cookie of the browser expires `days` from now. Values are never logged: they are the login. */

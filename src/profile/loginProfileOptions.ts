@@ -112,7 +112,8 @@ export function resolveLoginProfileOptions(flags: RawLoginProfileFlags, env: Nod
     profile: flags.profile?.trim() || null,
     windowSize: parseWindowSize(flags.windowSize),
     cookieDays: number("cookieDays", flags.cookieDays, 7, 0),
-    proxyServer: flags.proxyServer?.trim() || null,
+    // As the crawl: PROXY_SERVER when the flag is not given (a password there stays off the command line).
+    proxyServer: flags.proxyServer?.trim() || env.PROXY_SERVER?.trim() || null,
     listen: parseListen(flags.port),
     browserPath: flags.browserPath ?? env.BROWSER_BIN ?? "/usr/bin/chromium",
   };

@@ -49,10 +49,11 @@ export interface TargetPolicy {
 }
 
 /**
- * Start the proxies of `settings` (none: every fetch is direct). Throws ProxyStartError, after
+ * Start the proxies of `settings` (none: every fetch is direct); with `relayAlways`, Chromium goes through
+ * the loopback relay even to a single proxy it could be given directly (create-login-profile). Throws ProxyStartError, after
  * closing what it opened, when an ssh tunnel cannot be opened or a proxy does not accept connections.
  */
-export async function startProxies(settings: ProxySettings | null, policy?: TargetPolicy): Promise<void> {
+export async function startProxies(settings: ProxySettings | null, policy?: TargetPolicy, how: { relayAlways?: boolean } = {}): Promise<void> {
   await stopProxies();
   if (!settings) return;
   const state: Active = { settings, live: new Map(), tunnels: [], relay: null, chromiumArgs: [], browserCredentials: new Map() };
@@ -60,7 +61,8 @@ export async function startProxies(settings: ProxySettings | null, policy?: Targ
     for (const proxy of proxiesInUse(settings)) state.live.set(proxy, await startOne(proxy, state));
     const single = settings.routes.length === 0 ? settings.fallback : null;
     const singleLive = single ? state.live.get(single) : null;
-    const needsRelay = !singleLive || (singleLive.endpoint.kind.startsWith("socks") && Boolean(singleLive.endpoint.username || singleLive.endpoint.password));
+    // relayAlways: Chromium then never holds the upstream's credentials at all, only the relay's own.
+    const needsRelay = how.relayAlways || !singleLive || (singleLive.endpoint.kind.startsWith("socks") && Boolean(singleLive.endpoint.username || singleLive.endpoint.password));
     let browserProxy: ProxyEndpoint;
     if (needsRelay) {
       state.relay = await startBrowserRelay({

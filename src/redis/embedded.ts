@@ -1,10 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { freePort } from "./freePort.js";
 import { isPidAlive } from "../util/process.js";
 import { bootId, pidNamespace, processStartTime } from "../util/procfs.js";
+import { debugAccessHost } from "../util/debugAccessHost.js";
 
 /** The exit code of the launcher when another redis-server holds the data folder's lock. */
 const LOCKED_EXIT = 75;
@@ -54,10 +56,13 @@ export interface EmbeddedRedisOptions {
   /** Listen on this port (e.g. to restart a server where its clients expect it); default: a free one. */
   port?: number;
   /**
-   * --debugAccessRedis: listen on every interface (DEBUG_ACCESS_HOST narrows it; the test suite sets
-   * 127.0.0.1) without protected mode, so a debugger elsewhere can connect, as browsertrix-crawler allows.
+   * --debugAccessRedis: listen where DEBUG_ACCESS_HOST says (default: every interface in a container,
+   * loopback elsewhere; see util/debugAccessHost.ts), so a debugger can connect, as browsertrix-crawler
+   * allows; always with a password then (`password`, or one made up here).
    */
   debugAccess?: boolean;
+  /** Clients must AUTH with this (given to redis-server on its standard input, never on its command line). */
+  password?: string;
 }
 
 /** A redis-server child process on a free loopback port; the crawler's default and the tests' Redis. */
@@ -65,11 +70,25 @@ export class EmbeddedRedis {
   private child: ChildProcess | null = null;
   private exitListeners: ((message: string) => void)[] = [];
   port = 0;
+  /** Where it listens. */
+  readonly host: string;
+  /** The password clients give; null: none (loopback only, protected mode). */
+  readonly password: string | null;
 
-  constructor(private readonly options: EmbeddedRedisOptions) {}
+  constructor(private readonly options: EmbeddedRedisOptions) {
+    this.host = options.debugAccess ? debugAccessHost() : "127.0.0.1";
+    this.password = options.password ?? (options.debugAccess ? randomBytes(24).toString("hex") : null);
+  }
 
+  /** Where the crawler connects: the address listened on, or loopback when that is every interface. */
+  private get connectHost(): string {
+    return this.host === "0.0.0.0" || this.host === "::" ? "127.0.0.1" : this.host;
+  }
+
+  /** The URL the crawler connects with, the password in it. */
   get url(): string {
-    return `redis://127.0.0.1:${this.port}/0`;
+    const host = this.connectHost.includes(":") ? `[${this.connectHost}]` : this.connectHost;
+    return `redis://${this.password ? `:${this.password}@` : ""}${host}:${this.port}/0`;
   }
 
   private get stateFile(): string {
@@ -90,19 +109,24 @@ export class EmbeddedRedis {
       this.port = this.options.port ?? (await freePort());
       const args = [
         "--port", String(this.port),
-        "--bind", this.options.debugAccess ? process.env.DEBUG_ACCESS_HOST || "0.0.0.0" : "127.0.0.1",
+        "--bind", this.host,
         "--dir", this.options.dataDir,
         "--save", "",
         "--appendonly", persist ? "yes" : "no",
         "--appendfsync", "everysec",
-        "--protected-mode", this.options.debugAccess ? "no" : "yes",
+        "--protected-mode", "yes",
         "--daemonize", "no",
         "--loglevel", "warning",
         "--logfile", "",
       ];
       // Own process group: a Ctrl-C meant for the crawler must not stop its Redis before the crawler has
       // saved its state. If the crawler dies, the parent-death signal stops the server (see LAUNCHER).
-      const child = spawn("/bin/sh", ["-c", LAUNCHER, "redis-launcher", this.lockFile, binary, ...args], { stdio: ["ignore", "ignore", "pipe"], detached: true });
+      // `-` first: redis-server reads more configuration from its standard input, where the password goes
+      // (a command line is there for every local user to read).
+      const stdinConfig = this.password ? ["-"] : [];
+      const child = spawn("/bin/sh", ["-c", LAUNCHER, "redis-launcher", this.lockFile, binary, ...stdinConfig, ...args], { stdio: [this.password ? "pipe" : "ignore", "ignore", "pipe"], detached: true });
+      if (this.password) child.stdin?.end(`requirepass ${this.password}\n`);
+      child.stdin?.on("error", () => undefined);
       let stderr = "";
       child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
       const spawnError = new Promise<Error>((resolve) => child.once("error", resolve));
@@ -161,7 +185,7 @@ export class EmbeddedRedis {
   private async waitForPing(): Promise<void> {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
-      const client = new Redis(this.port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      const client = new Redis(this.port, this.connectHost, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...(this.password ? { password: this.password } : {}) });
       client.on("error", () => {});
       try {
         await client.connect();
@@ -201,13 +225,24 @@ export class EmbeddedRedis {
     if (serverAlive) {
       const client = new Redis(leftover.port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
       client.on("error", () => {});
+      let asked = false;
       try {
         await client.connect();
-        await client.call("SHUTDOWN", "SAVE").catch(() => undefined);
+        asked = await client.call("SHUTDOWN", "SAVE").then(() => true, (err: unknown) => !/NOAUTH|WRONGPASS/i.test(String(err)));
       } catch {
         // not a Redis we can talk to: the lock still keeps a second server off this folder
+        asked = true;
       } finally {
         client.disconnect();
+      }
+      // A server with a password (--debugAccessRedis) whose crawler died: its password went with it.
+      // SIGTERM makes redis-server write its append-only file and exit, as SHUTDOWN SAVE does.
+      if (!asked) {
+        try {
+          process.kill(leftover.pid, "SIGTERM");
+        } catch {
+          // gone meanwhile
+        }
       }
       for (let i = 0; i < 100 && sameProcess(leftover.pid, leftover.startTime); i++) await new Promise((r) => setTimeout(r, 50));
     }

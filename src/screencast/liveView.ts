@@ -7,6 +7,12 @@ import { LiveViewServer } from "./liveViewServer.js";
 import { RedisCast, type CastChannels } from "./redisCast.js";
 import { ViewerHub } from "./viewerHub.js";
 import { FRAME_SIZE, WorkerFrames, type LiveWorker } from "./workerFrames.js";
+import { registerSecrets } from "../log/secrets.js";
+
+/** CRAWLER_TEST_LIVE_VIEW_OFF_LOOPBACK=1: the live view on a 127.0.0.x address acts as it would off loopback (tests never leave loopback). */
+function offLoopbackForTests(): boolean {
+  return process.env.CRAWLER_TEST_LIVE_VIEW_OFF_LOOPBACK === "1";
+}
 
 export type { LiveWorker } from "./workerFrames.js";
 export { NO_LIVE_WORKER } from "./workerFrames.js";
@@ -48,8 +54,12 @@ export class LiveView {
   static async start(port: number, workers: number): Promise<LiveView> {
     const view = new LiveView(workers);
     if (port) {
-      view.server = await LiveViewServer.start(port, view.hub);
+      view.server = await LiveViewServer.start(port, view.hub, undefined, { offLoopback: offLoopbackForTests() });
+      const { token } = view.server;
+      // The token is for the operator's eyes: on stderr once, never in the log file (where it shows as ***).
+      if (token) registerSecrets([token]);
       logger.milestone("crawl", `watch the crawl at ${view.server.url}`, { port: view.server.port, host: view.server.host });
+      if (token) logger.toOperator("crawl", `watch the crawl at ${view.server.url} (the link holds a secret token: whoever has it sees the crawled pages)`);
     }
     return view;
   }
