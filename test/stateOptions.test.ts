@@ -88,7 +88,7 @@ describe("what a state file keeps of the command line", () => {
       expect(resumed).toMatchObject({ redisStoreUrl: "redis://:s3cret-pw@127.0.0.1:6390/0", proxyServer: "socks5://u:pr0xy-pw@127.0.0.1:1080", workers: "2", limit: "5" });
       // Saved again by the resumed crawl: still withheld, still pointing at crawl.yaml.
       expect(JSON.stringify(resumed.configToSave)).not.toContain("s3cret-pw");
-      expect(resumed.configToSave.secretsWithheld).toEqual({ keys: ["redisStoreUrl", "proxyServer", "customBehaviors", "seedFile"], config });
+      expect(resumed.configToSave?.secretsWithheld).toEqual({ keys: ["redisStoreUrl", "proxyServer", "customBehaviors", "seedFile"], config });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
