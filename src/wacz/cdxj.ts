@@ -32,6 +32,15 @@ class StreamingCDXIndexer extends CDXIndexer {
     super({ format: "cdxj" });
   }
 
+  /**
+   * warcio indexes metadata records unless they hold WARC fields. Ours hold the server's own bytes of a
+   * response stored rewritten (archive/records.ts originalResponseRecord), under the same URL and second:
+   * listed, a replay could pick it instead of the response (ReplayWeb.page did, for a DASH manifest).
+   */
+  override filterRecord(record: WARCRecord): boolean {
+    return record.warcType !== "metadata" && super.filterRecord(record);
+  }
+
   override async *iterRecords(
     parser: WARCParser,
     filename: string,
