@@ -40,6 +40,9 @@ const SECONDS_ON_CI: Record<string, number> = {
   "test/webSockets.e2e.test.ts": 25,
   "test/warcProtocol.e2e.test.ts": 30,
   "test/pageEnd.e2e.test.ts": 140,
+  // Alone on a loaded machine (load average 9), with the media capture of issue 27: 81 s (215 s before it, when
+  // its live page waited out the 90 s behavior timeout).
+  "test/media.e2e.test.ts": 85,
 };
 
 export default defineConfig({

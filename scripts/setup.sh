@@ -17,6 +17,7 @@ command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)
 command -v tinyproxy >/dev/null 2>&1 || need_apt+=(tinyproxy)
 command -v microsocks >/dev/null 2>&1 || need_apt+=(microsocks)
 command -v ss >/dev/null 2>&1 || need_apt+=(iproute2)
+command -v ffmpeg >/dev/null 2>&1 || need_apt+=(ffmpeg)   # the media site's clips and streams (fixtures/mediaFiles.ts)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} with apt-get" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

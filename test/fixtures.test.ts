@@ -3,7 +3,9 @@
  *  - the fixture website server (fixtures/server.ts) and the consistency of
  *    its manifest (fixtures/site-manifest.ts) with the served files;
  *  - the ReplayWeb.page replay harness (test/helpers/replay.ts), validated
- *    with hand-built minimal WACZ files (single and multi-WACZ JSON).
+ *    with hand-built minimal WACZ files (single and multi-WACZ JSON);
+ *  - the media site (fixtures/mediaSite.ts): its catalog, content types, ranges,
+ *    live window, and players that pick 320x180 live.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile, spawn } from "node:child_process";
@@ -18,6 +20,7 @@ import { gunzipSync } from "node:zlib";
 import puppeteer from "puppeteer-core";
 import { CDXIndexer, WARCRecord, WARCSerializer } from "warcio";
 import yazl from "yazl";
+import { DRM_KEY_LINE, livePlaylist, startMediaSite, type MediaSite } from "../fixtures/mediaSite.js";
 import { findFixturesRoot, startFixtureServer, type FixtureServer } from "../fixtures/server.js";
 import {
   DUPLICATE_PAYLOAD_PATHS,
@@ -590,4 +593,83 @@ describe("replay harness (ReplayWeb.page)", () => {
     expect(detectReplayFailure(result.text)).not.toBeNull();
     expect(detectReplayFailure("HANDMADE-WACZ-MARKER")).toBeNull();
   });
+});
+
+describe("media site (fixtures/mediaSite.ts)", () => {
+  let media: MediaSite;
+  beforeAll(async () => {
+    media = await startMediaSite();
+  }, 120_000);
+  afterAll(async () => {
+    await media?.close();
+  });
+
+  it("serves every path of its catalog with the stream's content type, progressive files whole and in ranges", async () => {
+    const { hls, hlsPoster, dash, encrypted, live, progressive } = media.catalog;
+    const typed: [string[], string][] = [
+      [[hls.master, hlsPoster.master, hls.low.playlist, hls.high.playlist, hls.audio.playlist, hls.subtitles.playlist, encrypted.master, encrypted.playlist, live.playlist], "application/vnd.apple.mpegurl"],
+      [[hls.low.init, ...hls.high.segments, ...hlsPoster.low.segments, ...dash.high.segments, dash.low.init, live.init, ...encrypted.segments], "video/mp4"],
+      [[hls.audio.init, ...hls.audio.segments, dash.audio.init, ...dash.audio.segments], "audio/mp4"],
+      [hls.subtitles.segments, "text/vtt; charset=utf-8"],
+      [[dash.mpd], "application/dash+xml"],
+    ];
+    for (const [paths, contentType] of typed) {
+      for (const p of paths) {
+        const res = await rawGet(media.url + p);
+        expect([p, res.status, res.headers["content-type"]]).toEqual([p, 200, contentType]);
+      }
+    }
+    for (const file of Object.values(progressive)) {
+      const whole = await rawGet(media.url + file.path);
+      expect([whole.status, whole.headers["content-type"], sha256(whole.body)]).toEqual([200, file.contentType, file.sha256]);
+      const part = await rawGet(media.url + file.path, { Range: "bytes=100-199" });
+      expect([part.status, part.headers["content-range"], part.body.equals(file.bytes.subarray(100, 200))]).toEqual([206, `bytes 100-199/${file.bytes.length}`, true]);
+    }
+    expect(media.requests.at(-1)).toEqual({ path: progressive.m4a.path, range: "bytes=100-199" });
+  });
+
+  it("lists two video renditions, an audio and a subtitles group in the HLS master, and three Representations in the MPD", async () => {
+    const master = (await rawGet(media.url + media.catalog.hls.master)).body.toString("utf8");
+    expect(master.match(/RESOLUTION=\d+x\d+/g)).toEqual(["RESOLUTION=320x180", "RESOLUTION=640x360"]);
+    expect(master).toContain('TYPE=AUDIO,GROUP-ID="aud"');
+    expect(master).toContain('TYPE=SUBTITLES,GROUP-ID="subs"');
+    const { low, high, audio } = media.catalog.dash;
+    expect([low, high, audio].map((r) => [r.id, r.width, r.height, r.segments.length])).toEqual([["0", 320, 180, 6], ["1", 640, 360, 6], ["2", null, null, 6]]);
+    expect(media.catalog.hls.high.segments).toHaveLength(6);
+    expect((await rawGet(media.url + media.catalog.encrypted.playlist)).body.toString("utf8")).toContain(DRM_KEY_LINE);
+  });
+
+  it("moves the live window every 2 s, with a discontinuity where the looped clip starts again", async () => {
+    const segments = (text: string) => text.split("\n").filter((l) => l.startsWith("seg-"));
+    expect(segments(livePlaylist(0, 6).text)).toEqual(["seg-0.m4s", "seg-1.m4s", "seg-2.m4s"]);
+    const crossing = livePlaylist(9_000, 6).text;
+    expect(segments(crossing)).toEqual(["seg-4.m4s", "seg-5.m4s", "seg-6.m4s"]);
+    expect(crossing).toContain("#EXT-X-DISCONTINUITY-SEQUENCE:0");
+    expect(crossing).toContain("seg-5.m4s\n#EXT-X-DISCONTINUITY\n#EXTINF");
+    expect(livePlaylist(12_000, 6).text).toContain("#EXT-X-MEDIA-SEQUENCE:6\n#EXT-X-DISCONTINUITY-SEQUENCE:1\n");
+    expect(livePlaylist(12_000, 6).text).not.toContain("#EXT-X-DISCONTINUITY\n");
+    const served = (await rawGet(media.url + media.catalog.live.playlist)).body.toString("utf8");
+    expect(served).not.toContain("#EXT-X-ENDLIST");
+    const last = Number(/seg-(\d+)\.m4s\s*$/.exec(served)?.[1]);
+    expect((await rawGet(media.url + media.catalog.live.segmentPath(last))).status).toBe(200);
+    expect((await rawGet(media.url + media.catalog.live.segmentPath(last + 5))).status).toBe(404);
+  });
+
+  it("its players start at 320x180 live, as many sites configure them (hls.js capped at the player's size, dash.js by its portal)", async () => {
+    const browser = await puppeteer.launch({ executablePath: process.env.BROWSER_BIN ?? "/usr/bin/chromium", headless: true, args: [...BROWSER_ARGS] });
+    try {
+      for (const pagePath of [media.catalog.pages.hls, media.catalog.pages.dash]) {
+        const page = await browser.newPage();
+        const from = media.requests.length;
+        await page.goto(media.url + pagePath, { waitUntil: "load" });
+        await page.waitForFunction(() => (document.querySelector("video")?.currentTime ?? 0) > 1, { timeout: 30_000 });
+        const fetched = media.requests.slice(from).map((r) => r.path);
+        const [low, high] = pagePath === media.catalog.pages.hls ? [media.catalog.hls.low.init, media.catalog.hls.high.init] : [media.catalog.dash.low.init, media.catalog.dash.high.init];
+        expect([pagePath, fetched.includes(low), fetched.includes(high)]).toEqual([pagePath, true, false]);
+        await page.close();
+      }
+    } finally {
+      await closeBrowser(browser);
+    }
+  }, 90_000);
 });
