@@ -234,6 +234,35 @@ describe("an encrypted stream (FairPlay SAMPLE-AES)", () => {
   });
 });
 
+describe("the page log: one line per stream and per progressive file, saying what the archive got", () => {
+  const mediaLines = () => logLines(crawl.stderr).filter((l) => l.context === "media");
+  const streamLine = (manifest: string) => mediaLines().find((l) => l.message === "stream captured" && l.details.manifest === `${siteUrl}${manifest}`)?.details;
+
+  it("HLS, DASH and the poster's stream: the kept rendition, every file stored, complete", () => {
+    const hlsFiles = hlsReplaySet(catalog.hls).filter((p) => !p.endsWith(".m3u8")).length;
+    expect(streamLine(catalog.hls.master)).toMatchObject({ page: `${siteUrl}${catalog.pages.hls}`, format: "hls", rendition: "640x360", files: hlsFiles, stored: hlsFiles, complete: true });
+    expect(streamLine(catalog.hlsPoster.master)).toMatchObject({ page: `${siteUrl}${catalog.pages.poster}`, rendition: "640x360", files: hlsFiles, stored: hlsFiles, complete: true });
+    const dash = streamLine(catalog.dash.mpd);
+    expect(dash).toMatchObject({ format: "dash", rendition: "640x360", segments: catalog.dash.high.segments.length + catalog.dash.audio.segments.length, files: 14, stored: 14, complete: true });
+  });
+
+  it("the live stream is marked live, cut at its page's end", () => {
+    expect(streamLine(catalog.live.playlist)).toMatchObject({ format: "hls", live: true, complete: false });
+  });
+
+  it("the FairPlay stream is reported encrypted", () => {
+    const warning = mediaLines().find((l) => l.message.startsWith("encrypted stream") && l.details.manifest === `${siteUrl}${catalog.encrypted.master}`);
+    expect(warning?.details.encryption).toBe("SAMPLE-AES com.apple.streamingkeydelivery");
+    expect(streamLine(catalog.encrypted.master)).toMatchObject({ encrypted: ["SAMPLE-AES com.apple.streamingkeydelivery"] });
+  });
+
+  it("each progressive file the browser asked for in ranges: fetched whole, its size", () => {
+    const files = mediaLines().filter((l) => l.message === "media file captured whole").map((l) => [String(l.details.url).slice(siteUrl.length), l.details.bytes]);
+    expect(files).toContainEqual([catalog.progressive.mp4.path, catalog.progressive.mp4.bytes.length]);
+    expect(files).toContainEqual([catalog.progressive.webm.path, catalog.progressive.webm.bytes.length]);
+  });
+});
+
 describe.concurrent("replay in ReplayWeb.page: each player plays to its end, nothing is missing from the archive", () => {
   let server: ReplayServer;
   beforeAll(async () => {
