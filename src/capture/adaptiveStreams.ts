@@ -185,7 +185,11 @@ export class AdaptiveStreams {
       state.owners.set(playlist, stream);
       this.fetchPlaylist(stream, playlist, attempt);
     }
-    for (const file of listing.files) {
+    // Init segments and keys first, then media segments from the last: the player fetches from the start, so
+    // the two meet once (what the player has loaded by then is left to its own capture) instead of racing.
+    const segments = new Set(listing.segments);
+    const ordered = [...listing.files.filter((file) => !segments.has(file)), ...listing.files.filter((file) => segments.has(file)).reverse()];
+    for (const file of ordered) {
       if (stream.files.has(file)) continue;
       stream.files.add(file);
       stream.queue.push(file);
