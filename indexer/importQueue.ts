@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import { keysOf, type DedupeRedis, ownerScript } from "../src/dedupe/index.js";
 import type { ImportResource } from "./sources.js";
 
@@ -60,6 +61,39 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('LPUSH', KEYS[3], json)
 return 1
 `);
+
+// Requeue an entry whose lease still holds the token of an importer proven dead (its process is gone).
+// KEYS: lease, pending, queue; ARGV: name, token
+const REQUEUE_DEAD_LUA = `
+if redis.call('GET', KEYS[1]) ~= ARGV[2] then return 0 end
+local json = redis.call('HGET', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[1])
+if not json then return 0 end
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('LPUSH', KEYS[3], json)
+return 1
+`;
+
+/** An importer's id: "<host>-<pid>-<run>"; its lease tokens are "<id>:<take>". */
+export function newImporterId(): string {
+  return `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+}
+
+/**
+ * Whether the importer whose token a lease holds is provably dead: it ran on this host and its process is
+ * gone. (Mistaking a live one for dead is harmless: its entry is imported twice, idempotently, and its
+ * token no longer releases it.) Anything else waits for the lease to expire.
+ */
+export function leaseOwnerIsDead(token: string): boolean {
+  const owner = /^(.*)-(\d+)-[0-9a-f]{8}:/.exec(token);
+  if (!owner || owner[1] !== hostname() || Number(owner[2]) === process.pid) return false;
+  try {
+    process.kill(Number(owner[2]), 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}
 
 /** One taken entry: the resource and the token its lease holds. */
 export interface Lease {
@@ -130,12 +164,15 @@ export class ImportQueue {
     )) === 1;
   }
 
-  /** Requeue entries whose importer's lease expired (it died mid-import). */
+  /** Requeue entries whose importer's lease expired, or whose importer is proven dead (it died mid-import). */
   async recoverExpired(): Promise<string[]> {
     const recovered: string[] = [];
     for (const name of await this.redis.hkeys(this.keys.importPending)) {
-      // Atomic: only one importer requeues it, and only while its lease is gone.
-      const requeued = await this.redis.eval(REQUEUE_LUA, 3, this.keys.importLease(name), this.keys.importPending, this.keys.importQueue, name);
+      // Atomic: only one importer requeues it, and only while its lease is gone (or still the dead one's).
+      const lease = this.keys.importLease(name);
+      let requeued = await this.redis.eval(REQUEUE_LUA, 3, lease, this.keys.importPending, this.keys.importQueue, name);
+      const token = requeued === 1 ? null : await this.redis.get(lease);
+      if (token && leaseOwnerIsDead(token)) requeued = await this.redis.eval(REQUEUE_DEAD_LUA, 3, lease, this.keys.importPending, this.keys.importQueue, name, token);
       if (requeued === 1) recovered.push(name);
     }
     return recovered;

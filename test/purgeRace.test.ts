@@ -72,8 +72,9 @@ async function raceRounds(layoutName: string): Promise<void> {
     await commitCrawl(view, purged);
     const racing = committers.map((_, i) => `r${round}c${i}`);
     for (const [i, crawlId] of racing.entries()) await writeCrawl(view, crawlId, 200_000 + round * 5000 + i * 400, 1000 + Math.floor(random() * 1500));
-    // Within the first milliseconds of the purge: where its rebuild reads and replaces allhashes.
-    const delays = racing.map(() => Math.floor(random() * 8));
+    // Commits merge in small pages (many calls), started at random moments around the purge's start.
+    const delays = racing.map(() => Math.floor(random() * 20));
+    const purgeDelay = Math.floor(random() * 20);
 
     // A running crawl's lookups of the purged crawl's payloads, from before the purge to its end.
     let purgeDone = false;
@@ -87,10 +88,10 @@ async function raceRounds(layoutName: string): Promise<void> {
       }
     })();
     await Promise.all([
-      purgeCrawls(purger, [purged]).finally(() => (purgeDone = true)),
+      sleep(purgeDelay).then(() => purgeCrawls(purger, [purged])).finally(() => (purgeDone = true)),
       ...racing.map(async (crawlId, i) => {
         await sleep(delays[i]!);
-        await commitCrawl(committers[i]!, crawlId);
+        await commitCrawl(committers[i]!, crawlId, 200);
       }),
     ]);
     await lookups;
@@ -103,14 +104,16 @@ async function raceRounds(layoutName: string): Promise<void> {
     const allhashes = (index["allhashes"] ?? {}) as Record<string, string>;
     const sums: Record<string, number> = {};
     const holds = (crawlId: string, hashDigest: string) => Object.hasOwn((index[`h:${crawlId}`] ?? {}) as object, hashDigest);
+    const problems: string[] = [];
     for (const crawlId of committed) {
       for (const hashDigest of Object.keys((index[`h:${crawlId}`] ?? {}) as object)) {
         const holder = allhashes[hashDigest];
-        expect(holder, `${context}: ${crawlId}'s ${hashDigest} in allhashes (delays ${delays.join(", ")} ms)`).toBeDefined();
-        if (!committed.includes(holder!) || !holds(holder!, hashDigest)) expect.fail(`${context}: ${hashDigest} names ${holder}, which does not hold it`);
+        if (holder === undefined) problems.push(`${crawlId}'s ${hashDigest} is not in allhashes`);
+        else if (!committed.includes(holder) || !holds(holder, hashDigest)) problems.push(`${hashDigest} names ${holder}, which does not hold it`);
       }
       for (const [field, value] of Object.entries(index[`h:${crawlId}:counts`] as Record<string, string>)) sums[field] = (sums[field] ?? 0) + Number(value);
     }
+    expect(problems.slice(0, 5), `${context} (purge after ${purgeDelay} ms, commits after ${delays.join(", ")} ms): ${problems.length} problems`).toEqual([]);
     const allcounts = index["allcounts"] as Record<string, string>;
     for (const [field, sum] of Object.entries(sums)) expect(Number(allcounts[field]), `${context}: allcounts ${field}`).toBe(sum);
     expect(Object.values(allhashes), context).not.toContain(purged);

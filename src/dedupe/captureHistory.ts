@@ -114,11 +114,11 @@ export async function listCaptures(redis: DedupeRedis, url: string): Promise<Kno
   return captures.sort((a, b) => (a.date.slice(0, 14) === b.date.slice(0, 14) ? b.date.localeCompare(a.date) : b.date.slice(0, 14).localeCompare(a.date.slice(0, 14))));
 }
 
-/** Point allurls at a committed crawl's captures where they are the newest (idempotent). */
-export async function mergeCrawlUrls(redis: DedupeRedis, crawlId: string): Promise<void> {
+/** Point allurls (or the one a purge is rebuilding) at a committed crawl's captures where they are the newest (idempotent). */
+export async function mergeCrawlUrls(redis: DedupeRedis, crawlId: string, into: "live" | "rebuild" = "live"): Promise<void> {
   const dedupeKeys = keysOf(redis);
   let cursor = "0";
   do {
-    cursor = (await redis.eval(MERGE_URLS_LUA(redis), 1, dedupeKeys.allUrls, crawlId, cursor)) as string;
+    cursor = (await redis.eval(MERGE_URLS_LUA(redis), 1, into === "live" ? dedupeKeys.allUrls : dedupeKeys.rebuildUrls, crawlId, cursor)) as string;
   } while (cursor !== "0");
 }
