@@ -2,11 +2,10 @@
 // A young generation of 8 MB instead of 16: the importer's per-line garbage dies young either way, so
 // a bigger one only adds RSS (about 8 MB less peak RSS, same CPU; smaller costs CPU): see bench/indexer.ts.
 import { Command, CommanderError } from "commander";
-import { cancelCrawl, CancelRefusedError, commitCrawl, connectDedupeIndex } from "../src/dedupe/index.js";
+import { cancelCrawl, CancelRefusedError, commitCrawl, connectDedupeIndex, holderId } from "../src/dedupe/index.js";
 import { errorMessage, logger } from "../src/log/logger.js";
 import { VERSION } from "../src/version.js";
 import { RemovalRefusedError } from "./removal.js";
-import { newImporterId } from "./importQueue.js";
 import { runImport } from "./runImport.js";
 import { SourceError } from "./sources.js";
 
@@ -84,7 +83,7 @@ async function main(argv: string[]): Promise<number> {
       sourceCrawlId: flags.sourceCrawlId,
       remove: Boolean(flags.remove),
       force: Boolean(flags.force),
-      importerId: newImporterId(),
+      importerId: holderId(),
       history: Boolean(flags.history),
     });
     if (summary.failed.length) {

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
-import { keysOf, type DedupeRedis, ownerScript } from "../src/dedupe/index.js";
+import { holderIsDead, keysOf, type DedupeRedis, ownerScript } from "../src/dedupe/index.js";
 import type { ImportResource } from "./sources.js";
 
 // Queue the resources (JSON, ARGV) not imported (src:d), not queued (src:q) and not being imported
@@ -73,27 +72,6 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('LPUSH', KEYS[3], json)
 return 1
 `;
-
-/** An importer's id: "<host>-<pid>-<run>"; its lease tokens are "<id>:<take>". */
-export function newImporterId(): string {
-  return `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
-}
-
-/**
- * Whether the importer whose token a lease holds is provably dead: it ran on this host and its process is
- * gone. (Mistaking a live one for dead is harmless: its entry is imported twice, idempotently, and its
- * token no longer releases it.) Anything else waits for the lease to expire.
- */
-export function leaseOwnerIsDead(token: string): boolean {
-  const owner = /^(.*)-(\d+)-[0-9a-f]{8}:/.exec(token);
-  if (!owner || owner[1] !== hostname() || Number(owner[2]) === process.pid) return false;
-  try {
-    process.kill(Number(owner[2]), 0);
-    return false;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "ESRCH";
-  }
-}
 
 /** One taken entry: the resource and the token its lease holds. */
 export interface Lease {
@@ -172,7 +150,9 @@ export class ImportQueue {
       const lease = this.keys.importLease(name);
       let requeued = await this.redis.eval(REQUEUE_LUA, 3, lease, this.keys.importPending, this.keys.importQueue, name);
       const token = requeued === 1 ? null : await this.redis.get(lease);
-      if (token && leaseOwnerIsDead(token)) requeued = await this.redis.eval(REQUEUE_DEAD_LUA, 3, lease, this.keys.importPending, this.keys.importQueue, name, token);
+      // Its importer ran here and its process is gone: no need to wait for the lease to expire (a live one
+      // mistaken for dead only imports the entry twice, idempotently; its token no longer releases it).
+      if (token && holderIsDead(token)) requeued = await this.redis.eval(REQUEUE_DEAD_LUA, 3, lease, this.keys.importPending, this.keys.importQueue, name, token);
       if (requeued === 1) recovered.push(name);
     }
     return recovered;

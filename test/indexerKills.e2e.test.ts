@@ -73,11 +73,15 @@ function runIndexer(args: string[], anchors: string[], kill?: KillPoint): Promis
   return new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal, stderr, ms: performance.now() - started, anchors: seen })));
 }
 
-/** Every key of the index but the time of the last run, as plain values (hashes and sets sorted). */
+/**
+ * Every key of the index as plain values (hashes and sets sorted), but two that are history, not content:
+ * the time of the last run, and mergeepoch, how many times a rebuild of allhashes started or ended (a
+ * killed purge's rerun starts one more; commits compare it, src/dedupe/mergeLease.ts).
+ */
 async function dump(redis: Redis): Promise<Record<string, unknown>> {
   const state: Record<string, unknown> = {};
   for (const key of (await redis.keys("*")).sort()) {
-    if (key === "last_update_ts") continue;
+    if (key === "last_update_ts" || key === "mergeepoch") continue;
     const type = await redis.type(key);
     if (type === "hash") state[key] = Object.fromEntries(Object.entries(await redis.hgetall(key)).sort(([a], [b]) => a.localeCompare(b)));
     else if (type === "set") state[key] = (await redis.smembers(key)).sort();
@@ -98,27 +102,35 @@ async function restore(redis: Redis, saved: Map<string, Buffer>): Promise<void> 
   for (const [key, value] of saved) await redis.restore(key, 0, value);
 }
 
+/** What a killed run left unfinished: entries pending or queued, conservedSize not counted, a purge recorded. */
+async function unfinishedWork(redis: Redis): Promise<string[]> {
+  const [pending, queued, conserve, purging] = await Promise.all([redis.hlen("pending:q"), redis.llen("src:q"), redis.hlen("src:conserve"), redis.scard("purging")]);
+  return Object.entries({ pending, queued, conserve, purging }).filter(([, n]) => n > 0).map(([what]) => what);
+}
+
 /**
  * One trial: 1-5 runs SIGKILLed at seeded points (an anchor of the clean run's log, then a delay within
- * how long the clean run took from there), then two reruns side by side, both exit 0.
+ * how long the clean run took from there to `end`), then two reruns side by side, both exit 0.
  */
-async function killTrial(seed: number, args: string[], clean: RunResult, anchors: string[]): Promise<{ plan: KillPoint[]; killed: number }> {
+async function killTrial(seed: number, args: string[], clean: RunResult, anchors: string[], end: string): Promise<{ plan: KillPoint[]; killed: number; leftUnfinished: number }> {
   const random = prng(seed);
   const kills = 1 + Math.floor(random() * 5);
   const plan: KillPoint[] = [];
   let killed = 0;
+  let leftUnfinished = 0;
   for (let i = 0; i < kills; i++) {
-    const choices = [null, ...anchors.filter((a) => clean.anchors[a] !== undefined)];
+    const choices = [null, ...anchors.filter((a) => clean.anchors[a] !== undefined && a !== end)];
     const anchor = choices[Math.floor(random() * choices.length)]!;
-    const window = clean.ms - (anchor === null ? 0 : clean.anchors[anchor]!);
+    const window = clean.anchors[end]! - (anchor === null ? 0 : clean.anchors[anchor]!);
     const point = { anchor, delayMs: Math.round(random() * window) };
     plan.push(point);
     const run = await runIndexer(args, anchors, point);
     if (run.signal === "SIGKILL") killed += 1;
+    if ((await unfinishedWork(target.client)).length) leftUnfinished += 1;
   }
   const reruns = await Promise.all([runIndexer(args, []), runIndexer(args, [])]);
   for (const rerun of reruns) expect(rerun.code, `seed ${seed}, kills ${JSON.stringify(plan)}: ${rerun.stderr.slice(-1500)}`).toBe(0);
-  return { plan, killed };
+  return { plan, killed, leftUnfinished };
 }
 
 function resourceOf(file: string, crawlId: string) {
@@ -162,8 +174,9 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-const IMPORT_ANCHORS = ['"import started"', '"WACZ imported"'];
-const PURGE_ANCHORS = ['"import started"', "no longer in the manifest"];
+// Kill points: after one of these log lines, within how long the clean run took from there to the last one.
+const IMPORT_ANCHORS = ['"import started"', '"WACZ imported"', '"import finished"'];
+const PURGE_ANCHORS = ['"import started"', "no longer in the manifest", '"purged removed crawls"'];
 
 describe("an import killed at random points", () => {
   it(`then run twice more leaves the clean run's index, key for key (${TRIALS} seeded trials from ${BASE_SEED})`, async () => {
@@ -179,14 +192,17 @@ describe("an import killed at random points", () => {
     expect(holders.has("C")).toBe(true);
 
     let killedRuns = 0;
+    let unfinished = 0;
     for (let trial = 0; trial < TRIALS; trial++) {
       const seed = BASE_SEED + trial;
       await target.client.flushdb();
-      const { plan, killed } = await killTrial(seed, ["--sourceUrl", fullManifest], clean, IMPORT_ANCHORS);
+      const { plan, killed, leftUnfinished } = await killTrial(seed, ["--sourceUrl", fullManifest], clean, IMPORT_ANCHORS, '"import finished"');
       killedRuns += killed;
+      unfinished += leftUnfinished;
       expect(await dump(target.client), `seed ${seed}, kills ${JSON.stringify(plan)}`).toEqual(cleanIndex);
     }
-    expect(killedRuns).toBeGreaterThan(0);
+    console.log(`import kill trials: ${TRIALS} from seed ${BASE_SEED}, ${killedRuns} runs killed, ${unfinished} left work unfinished`);
+    expect(unfinished).toBeGreaterThan(0);
   }, 300_000);
 });
 
@@ -203,17 +219,20 @@ describe("a purge (--remove) killed at random points", () => {
     expect(Object.keys(cleanPurge).filter((key) => key.includes("C"))).toEqual([]);
 
     let killedRuns = 0;
+    let unfinished = 0;
     for (let trial = 0; trial < TRIALS; trial++) {
       const seed = BASE_SEED + 1000 + trial;
       await restore(target.client, beforePurge);
-      const { plan, killed } = await killTrial(seed, ["--sourceUrl", keptManifest, "--remove"], clean, PURGE_ANCHORS);
+      const { plan, killed, leftUnfinished } = await killTrial(seed, ["--sourceUrl", keptManifest, "--remove"], clean, PURGE_ANCHORS, '"purged removed crawls"');
       killedRuns += killed;
+      unfinished += leftUnfinished;
       expect(await dump(target.client), `seed ${seed}, kills ${JSON.stringify(plan)}`).toEqual(cleanPurge);
       // C comes back with the full manifest: imported again, as in the first import.
       const again = await runIndexer(["--sourceUrl", fullManifest], []);
       expect(again.code, again.stderr.slice(-1500)).toBe(0);
       expect(await dump(target.client), `seed ${seed}: C imported again`).toEqual(imported);
     }
-    expect(killedRuns).toBeGreaterThan(0);
+    console.log(`purge kill trials: ${TRIALS} from seed ${BASE_SEED + 1000}, ${killedRuns} runs killed, ${unfinished} left a purge or import unfinished`);
+    expect(unfinished).toBeGreaterThan(0);
   }, 300_000);
 });

@@ -26,6 +26,27 @@ const RENEW_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.ca
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A lease holder's id: "<host>-<pid>-<run>" (import leases add ":<take>"). */
+export function holderId(): string {
+  return `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+}
+
+/**
+ * Whether the holder of a lease token is provably dead: it ran on this host and its process is gone.
+ * (Mistaking a live holder for dead must be harmless where this is used: its token no longer fits.)
+ * Anything else waits for the lease to expire.
+ */
+export function holderIsDead(token: string): boolean {
+  const holder = /^(.*)-(\d+)-[0-9a-f]{8}(:|$)/.exec(token);
+  if (!holder || holder[1] !== hostname() || Number(holder[2]) === process.pid) return false;
+  try {
+    process.kill(Number(holder[2]), 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}
+
 /** Wait until no rebuild holds the lease; returns the epoch to check at commit. */
 export async function epochWhenNoRebuild(redis: DedupeRedis, onWait?: () => void): Promise<string> {
   const keys = keysOf(redis);
@@ -51,8 +72,13 @@ export class MergeLease {
 
   static async acquire(redis: DedupeRedis): Promise<MergeLease> {
     const keys = keysOf(redis);
-    const token = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
-    while ((await redis.set(keys.mergeLease, token, "PX", LEASE_MS, "NX")) !== "OK") await sleep(POLL_MS);
+    const token = holderId();
+    while ((await redis.set(keys.mergeLease, token, "PX", LEASE_MS, "NX")) !== "OK") {
+      // A killed purger's lease is taken back at once when provably dead (its rebuild is redone from the start).
+      const held = await redis.get(keys.mergeLease);
+      if (held && holderIsDead(held)) await redis.eval(RELEASE_LUA, 1, keys.mergeLease, held);
+      else await sleep(POLL_MS);
+    }
     const lease = new MergeLease(redis, token);
     lease.renewal = setInterval(() => {
       void redis.eval(RENEW_LUA, 1, keys.mergeLease, token, LEASE_MS).then(
