@@ -17,7 +17,8 @@ import { runCli, NO_BEHAVIORS } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { sha256 } from "./helpers/warcFile.js";
 
-const BASE_SEED = Number(process.env.INDEXER_KILL_SEED ?? 2028);
+// A new base seed each run (so CI runs try many), printed in the test names and failure messages.
+const BASE_SEED = Number(process.env.INDEXER_KILL_SEED ?? Math.floor(Math.random() * 1_000_000));
 const TRIALS = Number(process.env.INDEXER_KILL_TRIALS ?? 4);
 
 let site: FixtureServer;
