@@ -2,23 +2,26 @@
 // each seeded round, crawls commit from their own connections at random moments while another crawl is
 // purged, and a running crawl keeps looking payloads up. After every round each committed crawl has every
 // hash in allhashes, naming a committed crawl that holds it; allcounts is the sum of the committed crawls'
-// counts; and no lookup answered with the crawl being purged once it had left allcrawls.
+// counts; and no lookup answered with the crawl being purged once it had left allcrawls. The sharded
+// layout runs on one node and, fewer rounds, on a real 3-node Redis Cluster.
 // Replay a round: PURGE_RACE_SEED=<seed> PURGE_RACE_ROUNDS=1 npx vitest run test/purgeRace.test.ts
-import { Redis } from "ioredis";
+import { Cluster, Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
+import { startLocalCluster } from "../bench/lib/localCluster.js";
 import { commitCrawl } from "../src/dedupe/commit.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
+import { connectDedupeIndex } from "../src/dedupe/connectIndex.js";
 import { createShardedLayout, loadLayout, type DedupeRedis } from "../src/dedupe/layout.js";
 import { purgeCrawls } from "../src/dedupe/purge.js";
-import { singleLayoutView } from "./helpers/dedupeCluster.js";
+import { resetCluster, singleLayoutView } from "./helpers/dedupeCluster.js";
 import { usePrivateRedis } from "./helpers/redis.js";
 
 // A new base seed each run (so CI runs try many), printed in the test names and failure messages.
 const BASE_SEED = Number(process.env.PURGE_RACE_SEED ?? Math.floor(Math.random() * 1_000_000));
-const ROUNDS = Number(process.env.PURGE_RACE_ROUNDS ?? 12);
+const ROUNDS = Number(process.env.PURGE_RACE_ROUNDS ?? 8);
 
 const redis = usePrivateRedis();
-const clients: Redis[] = [];
+const clients: DedupeRedis[] = [];
 afterAll(() => clients.forEach((c) => c.disconnect()));
 
 function prng(seed: number): () => number {
@@ -32,8 +35,8 @@ function prng(seed: number): () => number {
   };
 }
 
-/** A connection of its own, as another process would have, with the index's layout loaded. */
-async function connect(): Promise<DedupeRedis> {
+/** A connection of its own to the test's redis-server, as another process would have, with the index's layout loaded. */
+async function connectSingle(): Promise<DedupeRedis> {
   const client = new Redis(redis.url);
   clients.push(client);
   await loadLayout(client, false);
@@ -56,7 +59,7 @@ async function writeCrawl(client: DedupeRedis, crawlId: string, from: number, co
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function raceRounds(layoutName: string): Promise<void> {
+async function raceRounds(layoutName: string, rounds: number, connect: () => Promise<DedupeRedis> = connectSingle): Promise<void> {
   const [purger, looker, ...committers] = await Promise.all([connect(), connect(), connect(), connect()]);
   const view = await connect();
   // Committed crawls make the rebuild long enough to race with.
@@ -64,7 +67,7 @@ async function raceRounds(layoutName: string): Promise<void> {
     await writeCrawl(view, `base${i}`, i * 1500, 2000);
     await commitCrawl(view, `base${i}`);
   }
-  for (let round = 0; round < ROUNDS; round++) {
+  for (let round = 0; round < rounds; round++) {
     const seed = BASE_SEED + round;
     const random = prng(seed);
     const context = `${layoutName}, seed ${seed}`;
@@ -83,7 +86,7 @@ async function raceRounds(layoutName: string): Promise<void> {
     const running = new DedupeIndex(looker, "running");
     const lookups = (async () => {
       while (!purgeDone) {
-        const gone = (await view.sismember(layoutName === "sharded" ? "{dd}allcrawls" : "allcrawls", purged)) === 0;
+        const gone = (await view.sismember(layoutName === "single" ? "allcrawls" : "{dd}allcrawls", purged)) === 0;
         const found = await running.lookup(digest(100_000 + round * 10 + Math.floor(random() * 300)));
         if (gone && found?.crawlId === purged) wrongAnswers.push(`${found.crawlId} after it left allcrawls`);
       }
@@ -123,11 +126,28 @@ async function raceRounds(layoutName: string): Promise<void> {
 
 describe("a purge racing commits", () => {
   it(`single-node layout: no committed crawl loses its entries (${ROUNDS} seeded rounds from ${BASE_SEED})`, async () => {
-    await raceRounds("single");
-  }, 60_000);
+    await raceRounds("single", ROUNDS);
+  }, 90_000);
 
   it(`sharded layout: the same (${ROUNDS} seeded rounds from ${BASE_SEED})`, async () => {
     await createShardedLayout(redis.client, 2);
-    await raceRounds("sharded");
-  }, 60_000);
+    await raceRounds("sharded", ROUNDS);
+  }, 90_000);
+
+  it(`on a 3-node Redis Cluster: the same (${Math.ceil(ROUNDS / 3)} seeded rounds from ${BASE_SEED})`, async () => {
+    const cluster = await startLocalCluster(3);
+    try {
+      const first = await connectDedupeIndex(cluster.url, "test cluster");
+      clients.push(first);
+      await resetCluster(first as Cluster, 2);
+      await raceRounds("cluster", Math.ceil(ROUNDS / 3), async () => {
+        const client = await connectDedupeIndex(cluster.url, "test cluster");
+        clients.push(client);
+        return client;
+      });
+    } finally {
+      clients.splice(0).forEach((c) => c.disconnect());
+      await cluster.stop();
+    }
+  }, 120_000);
 });

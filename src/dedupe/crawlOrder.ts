@@ -1,7 +1,7 @@
 // Which crawl allhashes names for a payload that several crawls hold, decided the same way whatever order
 // their WACZ files are imported in, however often an importer is killed, and however many share the work:
-// the crawl first in crawlorder (the order of the crawls in the latest manifest imported), a crawl without
-// a rank (committed by a crawler) before every ranked one, equal ranks by crawl id. An import
+// the crawl first in crawlorder (the order of the crawls in the manifests imported, see rankCrawls), a crawl
+// without a rank (committed by a crawler) before every ranked one, equal ranks by crawl id. An import
 // writes allhashes only where no crawl holds a payload yet and hands the others back (heldDigests); those
 // whose holder comes after the importing crawl are taken over here, each only while the holder read is
 // still there (a compare-and-set), so two importers racing for one digest end with the first in order.
@@ -10,8 +10,9 @@ import type { Buffer } from "node:buffer";
 import { keysOf, type DedupeRedis } from "./layout.js";
 import { luaScript, runScript } from "./shardSlots.js";
 
-// The manifest's crawls first, in its order, then the other ranked crawls in their order: one script (a
-// kill leaves the old order or the new). The same manifest again changes nothing.
+// The crawls ranked before that the manifest does not list, in their order, then the manifest's crawls in
+// its order: one script (a kill leaves the old order or the new). The same manifest again changes nothing;
+// single WACZ files imported one run after another rank in the order they were imported.
 const RANK_LUA = `
 local flat = redis.call('HGETALL', KEYS[1])
 local others = {}
@@ -19,8 +20,8 @@ local listed = {}
 for i = 1, #ARGV do listed[ARGV[i]] = true end
 for i = 1, #flat, 2 do if not listed[flat[i]] then others[#others + 1] = {flat[i], tonumber(flat[i + 1])} end end
 table.sort(others, function(a, b) if a[2] ~= b[2] then return a[2] < b[2] end return a[1] < b[1] end)
-for i = 1, #ARGV do redis.call('HSET', KEYS[1], ARGV[i], i) end
-for i, entry in ipairs(others) do redis.call('HSET', KEYS[1], entry[1], #ARGV + i) end
+for i, entry in ipairs(others) do redis.call('HSET', KEYS[1], entry[1], i) end
+for i = 1, #ARGV do redis.call('HSET', KEYS[1], ARGV[i], #others + i) end
 return #ARGV + #others
 `;
 
@@ -54,9 +55,9 @@ export interface HeldDigest {
 }
 
 /**
- * crawlorder after a manifest: its crawls first, in its order (a crawl purged and listed again takes its
- * place again), then the crawls ranked before that it does not list. A manifest that reorders crawls
- * already imported moves no payload they hold (a purge's rebuild would): keep manifests in one order.
+ * crawlorder after a manifest: the crawls ranked before that it does not list, then its crawls in its order
+ * (a crawl purged and listed again takes its place again). A manifest that reorders crawls already imported
+ * moves no payload they hold (a purge's rebuild would): keep a collection's manifest in one order.
  */
 export async function rankCrawls(redis: DedupeRedis, crawlIds: string[]): Promise<void> {
   await redis.eval(RANK_LUA, 1, keysOf(redis).crawlOrder, ...new Set(crawlIds));

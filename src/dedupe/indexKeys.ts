@@ -15,9 +15,10 @@ import { warcDateToDigits } from "../archive/warcDate.js";
  *   allhashes              hash   payload digest -> crawlId (first committed crawl wins; a concurrent crawl's as written;
  *                                 among imported crawls the one first in crawlorder, whatever the import order)
  *   allcounts              hash   sums of committed crawls' counts, plus removedCrawls, removedCrawlSize
- *   crawlorder             hash   crawlId -> 1, 2, ...: imported crawls in the order of the latest manifest (then
- *                                 those it did not list); decides which crawl allhashes names for a payload several
- *                                 hold (a crawl not in it, committed by a crawler, comes first). Dense: a purge renumbers.
+ *   crawlorder             hash   crawlId -> 1, 2, ...: imported crawls, those the latest manifest did not list first,
+ *                                 then its crawls in its order; decides which crawl allhashes names for a payload
+ *                                 several hold (a crawl not in it, committed by a crawler, comes first). Dense: a
+ *                                 purge renumbers.
  *   purging                set    crawls being purged: written first, removed last, so any later run finishes the
  *                                 purge; lookups never answer with a crawl in it
  *   mergelease             string token of the process rebuilding allhashes (a purge); expires unless renewed.
