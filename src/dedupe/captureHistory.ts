@@ -9,10 +9,11 @@ export interface KnownCapture extends CaptureRecord {
   outlinks: string[] | null;
 }
 
-// allurls -> crawl -> u:<crawl>[url], o:<crawl>[url], c:<crawl>:wacz[waczIndex] in one round trip.
+// allurls -> crawl -> u:<crawl>[url], o:<crawl>[url], c:<crawl>:wacz[waczIndex] in one round trip; never a
+// crawl being purged (KEYS[2]).
 const LATEST_LUA = scriptByLayout((LUA_KEY) => `
 local crawl = redis.call('HGET', KEYS[1], ARGV[1])
-if not crawl then return false end
+if not crawl or redis.call('SISMEMBER', KEYS[2], crawl) == 1 then return false end
 local capture = redis.call('HGET', ${LUA_KEY.crawlCaptures("crawl")}, ARGV[1])
 if not capture then return false end
 local outlinks = redis.call('HGET', ${LUA_KEY.crawlOutlinks("crawl")}, ARGV[1]) or false
@@ -83,7 +84,7 @@ export class CaptureHistory {
 
   /** The latest capture of a URL among committed crawls. */
   async latest(url: string): Promise<KnownCapture | null> {
-    const result = (await this.redis.eval(LATEST_LUA(this.redis), 1, this.keys.allUrls, url)) as [string, string, string | null, string | null] | null;
+    const result = (await this.redis.eval(LATEST_LUA(this.redis), 2, this.keys.allUrls, this.keys.purging, url)) as [string, string, string | null, string | null] | null;
     if (!result) return null;
     const [crawlId, capture, outlinks, wacz] = result;
     return {
