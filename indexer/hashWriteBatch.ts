@@ -14,17 +14,21 @@ import { Command, Redis } from "ioredis";
 import { formatHashEntry, type HashEntry, type DedupeRedis, type HeldDigest } from "../src/dedupe/index.js";
 
 // KEYS: h:<crawl>, allhashes; ARGV: crawl, then digest/entry pairs. Returns digest/holder pairs of the
-// payloads another crawl holds in allhashes.
+// payloads another crawl holds in allhashes. HSETNX first: a payload new to both hashes (nearly every line)
+// costs the two calls a plain HSET and HSETNX would; only a payload already there is read and compared.
 const IMPORT_LINES_LUA = `local crawl = ARGV[1]
 local held = {}
 for i = 2, #ARGV, 2 do
-  local own = redis.call('HGET', KEYS[1], ARGV[i])
-  if not own or (tonumber(string.match(own, '^(%d+) ')) or -1) <= tonumber(string.match(ARGV[i + 1], '^(%d+) ')) then
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 0 then
+    local own = redis.call('HGET', KEYS[1], ARGV[i])
+    if own ~= ARGV[i + 1] and (tonumber(string.match(own, '^(%d+) ')) or -1) <= tonumber(string.match(ARGV[i + 1], '^(%d+) ')) then
+      redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+    end
   end
-  local holder = redis.call('HGET', KEYS[2], ARGV[i])
-  if not holder then redis.call('HSET', KEYS[2], ARGV[i], crawl)
-  elseif holder ~= crawl then held[#held + 1] = ARGV[i]; held[#held + 1] = holder end
+  if redis.call('HSETNX', KEYS[2], ARGV[i], crawl) == 0 then
+    local holder = redis.call('HGET', KEYS[2], ARGV[i])
+    if holder ~= crawl then held[#held + 1] = ARGV[i]; held[#held + 1] = holder end
+  end
 end
 return held`;
 

@@ -14,15 +14,19 @@ import type { HeldDigest } from "./crawlOrder.js";
 import { luaScript, runScript, slotOfShard, type Sharded } from "./shardSlots.js";
 
 // One entry (Lua, in a loop over i): h:<crawl> unless it holds the entry of a later WACZ; allhashes if
-// no crawl holds it, else its ARGV position and holder go into \`held\`.
+// no crawl holds it, else its ARGV position and holder go into \`held\`. HSETNX first: a payload new to both
+// costs what a plain write would; only one already there is read and compared.
 const WRITE_ENTRY = (own: string, all: string) => `
-    local current = redis.call('HGET', ${own}, ARGV[i])
-    if not current or (tonumber(string.match(current, '^(%d+) ')) or -1) <= tonumber(string.match(ARGV[i + 1], '^(%d+) ')) then
-      redis.call('HSET', ${own}, ARGV[i], ARGV[i + 1])
+    if redis.call('HSETNX', ${own}, ARGV[i], ARGV[i + 1]) == 0 then
+      local current = redis.call('HGET', ${own}, ARGV[i])
+      if current ~= ARGV[i + 1] and (tonumber(string.match(current, '^(%d+) ')) or -1) <= tonumber(string.match(ARGV[i + 1], '^(%d+) ')) then
+        redis.call('HSET', ${own}, ARGV[i], ARGV[i + 1])
+      end
     end
-    local holder = redis.call('HGET', ${all}, ARGV[i])
-    if not holder then redis.call('HSET', ${all}, ARGV[i], crawl)
-    elseif holder ~= crawl then held[#held + 1] = i; held[#held + 1] = holder end`;
+    if redis.call('HSETNX', ${all}, ARGV[i], crawl) == 0 then
+      local holder = redis.call('HGET', ${all}, ARGV[i])
+      if holder ~= crawl then held[#held + 1] = i; held[#held + 1] = holder end
+    end`;
 
 /** Entries per script call at most: bounds how long one call holds a node. */
 const ENTRIES_PER_CALL = 8192;
