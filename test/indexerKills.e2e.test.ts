@@ -19,7 +19,7 @@ import { sha256 } from "./helpers/warcFile.js";
 
 // A new base seed each run (so CI runs try many), printed in the test names and failure messages.
 const BASE_SEED = Number(process.env.INDEXER_KILL_SEED ?? Math.floor(Math.random() * 1_000_000));
-const TRIALS = Number(process.env.INDEXER_KILL_TRIALS ?? 4);
+const TRIALS = Number(process.env.INDEXER_KILL_TRIALS ?? 3);
 
 let site: FixtureServer;
 let target: TestRedis;
