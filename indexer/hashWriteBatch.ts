@@ -1,22 +1,36 @@
-// One import batch of hash entries as the two commands that write it, in Redis protocol (RESP) bytes
-// written straight into reusable buffers, one string write per line:
-//   HSET h:<crawlId> <digest> <entry> ...                   h:<crawlId> takes every entry (last wins)
-//   EVAL <HSETNX loop> 1 allhashes <crawlId> <digest> ...   the first crawl to index a payload keeps it
-// Why native HSET and hand-made bytes: a Lua script that split one packed argument and wrote both hashes
-// cost Redis about a tenth more per line (splitting and converting every field into and out of Lua), and
-// 1,000 ioredis arguments per batch would cost the importer more than writing the protocol itself. ioredis
-// still sends both (RawCommand): the same connection and reply queue as the import's other calls, so
-// they run in order, and a reconnect resends them like any command. RESP is length-prefixed, so any
-// digest or URL goes through as it is.
+// One import batch of hash entries as the one script call that writes it, in Redis protocol (RESP) bytes
+// written straight into a reusable buffer, one string write per line:
+//   EVAL <IMPORT_LINES_LUA> 2 h:<crawlId> allhashes <crawlId> <digest> <entry> ...
+// Both rules are order-independent (issue 28): in h:<crawlId> the entry of the WACZ latest in the crawl's
+// list wins (within one WACZ its last line, as a clean run in manifest order had it); in allhashes a payload
+// no crawl holds yet is taken, and the others are handed back (digest, holder) for the crawl order to decide
+// (src/dedupe/crawlOrder.ts). Hand-made bytes: 1,000 ioredis arguments per batch would cost the importer
+// more than writing the protocol itself. ioredis still sends it (RawCommand): the same connection and reply
+// queue as the import's other calls, so they run in order, and a reconnect resends it like any command.
+// RESP is length-prefixed, so any digest or URL goes through as it is.
 // No string per entry outlives its line, and the buffers are a fixed set (a batch is refilled only once
 // Redis has answered it), so the importer's memory stays flat however many lines go through it.
 import { Command, Redis } from "ioredis";
-import { formatHashEntry, type HashEntry, type DedupeRedis } from "../src/dedupe/index.js";
+import { formatHashEntry, type HashEntry, type DedupeRedis, type HeldDigest } from "../src/dedupe/index.js";
 
-// HSETNX per digest: cheaper in Redis than one HMGET and one HSET of the new digests (whose replies and
-// arguments all cross into and out of Lua); atomic, so the first crawl still wins.
-const FIRST_CRAWL_WINS_LUA = `local crawl = ARGV[1]
-for i = 2, #ARGV do redis.call('HSETNX', KEYS[1], ARGV[i], crawl) end`;
+// KEYS: h:<crawl>, allhashes; ARGV: crawl, then digest/entry pairs. Returns digest/holder pairs of the
+// payloads another crawl holds in allhashes. HSETNX first: a payload new to both hashes (nearly every line)
+// costs the two calls a plain HSET and HSETNX would; only a payload already there is read and compared.
+const IMPORT_LINES_LUA = `local crawl = ARGV[1]
+local held = {}
+for i = 2, #ARGV, 2 do
+  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 0 then
+    local own = redis.call('HGET', KEYS[1], ARGV[i])
+    if own ~= ARGV[i + 1] and (tonumber(string.match(own, '^(%d+) ')) or -1) <= tonumber(string.match(ARGV[i + 1], '^(%d+) ')) then
+      redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+    end
+  end
+  if redis.call('HSETNX', KEYS[2], ARGV[i], crawl) == 0 then
+    local holder = redis.call('HGET', KEYS[2], ARGV[i])
+    if holder ~= crawl then held[#held + 1] = ARGV[i]; held[#held + 1] = holder end
+  end
+end
+return held`;
 
 const INITIAL_BYTES = 128 * 1024;
 
@@ -61,13 +75,6 @@ class RespBuffer {
     this.used -= bytes;
   }
 
-  copyFrom(source: RespBuffer, start: number, end: number): void {
-    const length = end - start;
-    if (this.used + length > this.buffer.length) this.grow(this.used + length);
-    source.buffer.copy(this.buffer, this.used, start, end);
-    this.used += length;
-  }
-
   /** The whole command, head included; valid until the buffer is refilled. */
   command(): Buffer {
     const count = Buffer.from(`*${this.leading.length + this.args}\r\n`);
@@ -95,51 +102,41 @@ class RespBuffer {
 }
 
 export class HashWriteBatch {
-  private readonly hset: RespBuffer;
-  private readonly firstWins: RespBuffer;
+  private readonly lineArgs: RespBuffer;
   lines = 0;
-  /** Settles when Redis has answered both commands of this batch: only then may it be refilled. */
+  /** Settles when Redis has answered this batch: only then may it be refilled. */
   busy: Promise<unknown> = Promise.resolve();
 
-  constructor(crawlHashesKey: string, allHashesKey: string, crawlId: string) {
-    this.hset = new RespBuffer(["HSET", crawlHashesKey]);
-    this.firstWins = new RespBuffer(["EVAL", FIRST_CRAWL_WINS_LUA, "1", allHashesKey, crawlId]);
+  constructor(crawlHashesKey: string, private readonly allHashesKey: string, crawlId: string) {
+    this.lineArgs = new RespBuffer(["EVAL", IMPORT_LINES_LUA, "2", crawlHashesKey, allHashesKey, crawlId]);
   }
 
   add(digest: string, entry: HashEntry): void {
     const value = formatHashEntry(entry);
     // Lengths in UTF-16 units are the byte lengths when the line is ASCII (nearly always): one string
     // and one write per line; otherwise the line is written again with its real byte lengths.
-    const digestArg = `$${digest.length}\r\n${digest}\r\n`;
-    const line = `${digestArg}$${value.length}\r\n${value}\r\n`;
-    const start = this.hset.used;
-    const written = this.hset.write(line);
-    let digestBytes = digestArg.length;
+    const line = `$${digest.length}\r\n${digest}\r\n$${value.length}\r\n${value}\r\n`;
+    const written = this.lineArgs.write(line);
     if (written !== line.length) {
-      this.hset.unwrite(written);
-      const exactDigest = `$${Buffer.byteLength(digest)}\r\n${digest}\r\n`;
-      digestBytes = this.hset.write(exactDigest);
-      this.hset.write(`$${Buffer.byteLength(value)}\r\n${value}\r\n`);
+      this.lineArgs.unwrite(written);
+      this.lineArgs.write(`$${Buffer.byteLength(digest)}\r\n${digest}\r\n$${Buffer.byteLength(value)}\r\n${value}\r\n`);
     }
-    this.firstWins.copyFrom(this.hset, start, start + digestBytes);
-    this.hset.args += 2;
-    this.firstWins.args += 1;
+    this.lineArgs.args += 2;
     this.lines += 1;
   }
 
-  /** Send both commands (in this order: allhashes never names an entry h:<crawlId> does not hold yet). */
-  send(redis: DedupeRedis): Promise<unknown> {
+  /** Send the batch; resolves to the payloads other crawls hold in allhashes (crawlOrder decides those). */
+  async send(redis: DedupeRedis): Promise<HeldDigest[]> {
     // The single-node layout is never on a cluster (a cluster always gets the sharded layout).
     if (!(redis instanceof Redis)) throw new Error("HashWriteBatch: the single-node layout needs a single-node connection");
-    return Promise.all([
-      redis.sendCommand(new RawCommand("hset", this.hset.command())),
-      redis.sendCommand(new RawCommand("eval", this.firstWins.command())),
-    ]);
+    const held = (await redis.sendCommand(new RawCommand("eval", this.lineArgs.command()))) as string[];
+    const result: HeldDigest[] = [];
+    for (let i = 0; i < held.length; i += 2) result.push({ key: this.allHashesKey, field: held[i]!, holder: held[i + 1]! });
+    return result;
   }
 
   reset(): void {
-    this.hset.reset();
-    this.firstWins.reset();
+    this.lineArgs.reset();
     this.lines = 0;
   }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { keysOf, type DedupeRedis, ownerScript } from "../src/dedupe/index.js";
+import { holderIsDead, keysOf, type DedupeRedis, ownerScript } from "../src/dedupe/index.js";
 import type { ImportResource } from "./sources.js";
 
 // Queue the resources (JSON, ARGV) not imported (src:d), not queued (src:q) and not being imported
@@ -60,6 +60,18 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('LPUSH', KEYS[3], json)
 return 1
 `);
+
+// Requeue an entry whose lease still holds the token of an importer proven dead (its process is gone).
+// KEYS: lease, pending, queue; ARGV: name, token
+const REQUEUE_DEAD_LUA = `
+if redis.call('GET', KEYS[1]) ~= ARGV[2] then return 0 end
+local json = redis.call('HGET', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[1])
+if not json then return 0 end
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('LPUSH', KEYS[3], json)
+return 1
+`;
 
 /** One taken entry: the resource and the token its lease holds. */
 export interface Lease {
@@ -130,12 +142,17 @@ export class ImportQueue {
     )) === 1;
   }
 
-  /** Requeue entries whose importer's lease expired (it died mid-import). */
+  /** Requeue entries whose importer's lease expired, or whose importer is proven dead (it died mid-import). */
   async recoverExpired(): Promise<string[]> {
     const recovered: string[] = [];
     for (const name of await this.redis.hkeys(this.keys.importPending)) {
-      // Atomic: only one importer requeues it, and only while its lease is gone.
-      const requeued = await this.redis.eval(REQUEUE_LUA, 3, this.keys.importLease(name), this.keys.importPending, this.keys.importQueue, name);
+      // Atomic: only one importer requeues it, and only while its lease is gone (or still the dead one's).
+      const lease = this.keys.importLease(name);
+      let requeued = await this.redis.eval(REQUEUE_LUA, 3, lease, this.keys.importPending, this.keys.importQueue, name);
+      const token = requeued === 1 ? null : await this.redis.get(lease);
+      // Its importer ran here and its process is gone: no need to wait for the lease to expire (a live one
+      // mistaken for dead only imports the entry twice, idempotently; its token no longer releases it).
+      if (token && holderIsDead(token)) requeued = await this.redis.eval(REQUEUE_DEAD_LUA, 3, lease, this.keys.importPending, this.keys.importQueue, name, token);
       if (requeued === 1) recovered.push(name);
     }
     return recovered;

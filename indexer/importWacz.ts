@@ -1,16 +1,17 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { COUNT_FIELDS, formatHashEntry, LUA_KEY, keysOf, layoutOf, scriptByLayout, type DedupeRedis, entriesSharded, rollbackWaczSharded, writeEntriesSharded, captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts, DedupeIndex, pauseForTests } from "../src/dedupe/index.js";
+import { COUNT_FIELDS, formatHashEntry, keysOf, layoutOf, scriptByLayout, type DedupeRedis, rollbackWaczSharded, writeEntriesSharded, captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts, DedupeIndex, pauseForTests, CrawlOrder, COMMIT_GUARD_LUA, epochWhenNoRebuild, mergeCrawlHashes } from "../src/dedupe/index.js";
 import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "../src/wacz/reader/index.js";
 import { HashWriteBatch } from "./hashWriteBatch.js";
 import type { ImportResource } from "./sources.js";
 
-// A batch is two commands (hashWriteBatch.ts): a native HSET of its entries into h:<crawlId> (re-importing
-// writes the same values; within a crawl the last of several WACZ files holding a payload wins, which in
-// manifest order is deterministic), then a script of HSETNX calls into allhashes, where the first crawl to
-// index a payload keeps it. With --history, the capture history goes in a third call (CAPTURES_LUA).
-// (The sharded layout writes hashes shard by shard, see shardedHashes.ts.)
+// A batch is one script call (hashWriteBatch.ts): its entries into h:<crawlId> (within a crawl the entry of
+// the WACZ latest in its list wins, whatever the import order) and allhashes (payloads no crawl holds yet);
+// payloads other crawls hold come back and go to the crawl first in crawlorder (crawlOrder.ts). With
+// --history, the capture history goes in a second call (CAPTURES_LUA). (The sharded layout writes hashes
+// shard by shard, see shardedImport.ts.) What revisits conserved is counted once every queued WACZ is
+// imported (conservedSize.ts): the originals they point at are all in the index then, whatever the order.
 
 // The capture history of a batch: KEYS[1] u:<crawl>, KEYS[2] allurls; ARGV: unused, crawlId, then url/capture pairs.
 const CAPTURES_LUA = scriptByLayout((lua) => `
@@ -57,30 +58,16 @@ end
 return page[1]
 `;
 
-// Sizes of the original responses of revisit digests: the crawl's own hashes, then the merged index
-// (the same order the crawler looks them up in).
-// Single-node layout (the sharded one: entriesSharded).
-const ORIGINAL_SIZES_LUA = `
-local sizes = {}
-for i, digest in ipairs(ARGV) do
-  local value = redis.call('HGET', KEYS[1], digest)
-  if not value then
-    local crawl = redis.call('HGET', KEYS[2], digest)
-    if crawl then value = redis.call('HGET', ${LUA_KEY.crawlHashes("crawl")}, digest) end
-  end
-  sizes[#sizes + 1] = value and string.match(value, ' (%d+)$') or '-1'
-end
-return sizes
-`;
-
 // The step that makes an import count, once: counts into the crawl and allcounts, the WACZ entry
 // completed, the crawl joined to allcrawls (and so no longer uncommitted or publishing as it writes), the
-// WACZ marked imported.
+// WACZ marked imported and, if it has revisits, left for conservedSize.ts. Not while a purge rebuilds
+// allhashes or after one replaced it since the import began (mergeLease.ts): then -1, merge again.
 const FINALIZE_LUA = `
--- KEYS: importDone, crawlCounts, allCounts, waczList, allCrawls, uncommitted, importInfo, concurrent
--- ARGV: name, crawlId, waczIndex, waczEntryJson, infoJson, then field/amount pairs
-if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 0 end
-for i = 6, #ARGV, 2 do
+-- KEYS: importDone, crawlCounts, allCounts, waczList, allCrawls, uncommitted, importInfo, concurrent, conserve, mergeLease, mergeEpoch
+-- ARGV: name, crawlId, waczIndex, waczEntryJson, infoJson, conserveJson ('' if none), epoch, then field/amount pairs
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 0 end${COMMIT_GUARD_LUA("KEYS[10]", "KEYS[11]", "ARGV[7]")}
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[9], ARGV[1], ARGV[6]) end
+for i = 8, #ARGV, 2 do
   redis.call('HINCRBY', KEYS[2], ARGV[i], tonumber(ARGV[i + 1]))
   redis.call('HINCRBY', KEYS[3], ARGV[i], tonumber(ARGV[i + 1]))
 end
@@ -137,6 +124,8 @@ export async function importWacz(
   const layout = layoutOf(redis);
   const reader = await openWacz(resource.location);
   try {
+    // A purge rebuilding allhashes meanwhile would replace what this import writes: checked at finalize.
+    const epoch = await epochWhenNoRebuild(redis);
     const datapackage = await readDatapackage(reader);
     const index = new DedupeIndex(redis, resource.crawlId);
     const waczIndex = await index.registerWacz(resource.name);
@@ -151,7 +140,7 @@ export async function importWacz(
     const known = (await index.waczEntries())[waczIndex];
     if (known?.hash && known.hash === hash && (await redis.sismember(dedupeKeys.allCrawls, resource.crawlId))) {
       // The crawler committed this WACZ live: its hashes and counts are in the index already.
-      await finalize(redis, resource, waczIndex, { filename: resource.name, hash, size }, datapackage.requires, {});
+      await finalize(redis, resource, { waczIndex, epoch, revisits: false }, { filename: resource.name, hash, size }, datapackage.requires, {});
       return { ...result, alreadyIndexed: true, bytesRead: reader.bytesRead };
     }
 
@@ -160,6 +149,8 @@ export async function importWacz(
       // Pass 1: index response hashes and count lines. Batches go out while the next ones are parsed;
       // a few are in flight (one running in Redis, the next ones queued), so memory stays flat.
       const batches = Array.from({ length: MAX_IN_FLIGHT + 1 }, () => new HashWriteBatch(hashesKey, dedupeKeys.allHashes, resource.crawlId));
+      const order = new CrawlOrder(redis);
+      const claims: Promise<void>[] = [];
       let current = 0;
       let batch = batches[0]!;
       let captures: string[] = [];
@@ -168,8 +159,11 @@ export async function importWacz(
       const inFlight = new Set<Promise<unknown>>();
       const flush = async () => {
         if (batch.lines || captures.length || shardedEntries.length) {
+          const written = layout.kind === "sharded" ? writeEntriesSharded(redis, layout, resource.crawlId, shardedEntries) : batch.lines ? batch.send(redis) : null;
+          // Payloads other crawls hold: the crawl order decides (after this batch's reply, beside the next batches).
+          if (written) claims.push(written.then((held) => order.claim(resource.crawlId, held)));
           const sent = Promise.all([
-            layout.kind === "sharded" ? writeEntriesSharded(redis, layout, resource.crawlId, shardedEntries) : batch.lines ? batch.send(redis) : null,
+            written,
             captures.length
               ? redis.eval(CAPTURES_LUA(redis), 2, dedupeKeys.crawlCaptures(resource.crawlId), dedupeKeys.allUrls, "", resource.crawlId, ...captures)
               : null,
@@ -212,29 +206,12 @@ export async function importWacz(
       }
       await flush();
       await Promise.all(inFlight);
+      await Promise.all(claims);
       await pauseForTests("indexer-hashes-written");
 
-      // Pass 2: what each revisit conserved, from the size of the original it points at.
-      let conservedSize = 0;
-      if (result.revisits) {
-        for await (const records of iterWaczCdxjRecordBatches(reader)) {
-          const revisits = records.filter((cdx) => cdx.digest && captureKind(cdxWarcType(cdx.mime, cdx.status), cdx.url) === "revisit");
-          if (!revisits.length) continue;
-          const digests = revisits.map((cdx) => payloadDigestOf(cdx.digest!));
-          const sizes = layout.kind === "sharded"
-            ? (await entriesSharded(redis, layout, resource.crawlId, digests)).map((value) => (value && /(\d+)$/.exec(value)?.[1]) ?? "-1")
-            : ((await redis.eval(ORIGINAL_SIZES_LUA, 2, hashesKey, dedupeKeys.allHashes, ...digests)) as string[]);
-          revisits.forEach((cdx, i) => {
-            const original = Number(sizes[i]);
-            if (original >= 0) conservedSize += original - Number(cdx.length ?? 0);
-          });
-        }
-      }
-
-      // Count once.
-      // The same per-capture counts the crawler adds live, summed.
-      await finalize(redis, resource, waczIndex, { filename: resource.name, hash, size }, datapackage.requires, {
-        ...tallyCounts({ response: result.responses, revisit: result.revisits }, conservedSize),
+      // Count once: the same per-capture counts the crawler adds live, summed (conservedSize later).
+      await finalize(redis, resource, { waczIndex, epoch, revisits: result.revisits > 0 }, { filename: resource.name, hash, size }, datapackage.requires, {
+        ...tallyCounts({ response: result.responses, revisit: result.revisits }, 0),
         totalCrawlSize: size,
       });
     } catch (err) {
@@ -268,23 +245,39 @@ async function rollback(redis: DedupeRedis, crawlId: string, waczIndex: number):
   } while (cursor !== "0");
 }
 
+/** What finalize needs of one import: the WACZ's place, the merge epoch it began in, whether it has revisits to count later. */
+interface ImportPlace {
+  waczIndex: number;
+  epoch: string;
+  revisits: boolean;
+}
+
 async function finalize(
   redis: DedupeRedis,
   resource: ImportResource,
-  waczIndex: number,
+  place: ImportPlace,
   entry: { filename: string; hash: string; size: number },
   requires: string[],
   counts: Partial<Record<(typeof COUNT_FIELDS)[number], number>>,
 ): Promise<void> {
   const dedupeKeys = keysOf(redis);
   const pairs = Object.entries(counts).flatMap(([field, amount]) => [field, String(amount)]);
-  await redis.eval(
-    FINALIZE_LUA, 8,
-    dedupeKeys.importDone, dedupeKeys.crawlCounts(resource.crawlId), dedupeKeys.allCounts, dedupeKeys.crawlWaczList(resource.crawlId),
-    dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.importInfo, dedupeKeys.concurrentCrawls,
-    resource.name, resource.crawlId, waczIndex, JSON.stringify(entry), JSON.stringify({ crawlId: resource.crawlId, requires }),
-    ...pairs,
-  );
+  const conserve = place.revisits ? JSON.stringify({ resource, waczIndex: place.waczIndex }) : "";
+  let epoch = place.epoch;
+  for (;;) {
+    const done = (await redis.eval(
+      FINALIZE_LUA, 11,
+      dedupeKeys.importDone, dedupeKeys.crawlCounts(resource.crawlId), dedupeKeys.allCounts, dedupeKeys.crawlWaczList(resource.crawlId),
+      dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.importInfo, dedupeKeys.concurrentCrawls, dedupeKeys.importConserve,
+      dedupeKeys.mergeLease, dedupeKeys.mergeEpoch,
+      resource.name, resource.crawlId, place.waczIndex, JSON.stringify(entry), JSON.stringify({ crawlId: resource.crawlId, requires }), conserve, epoch,
+      ...pairs,
+    )) as number;
+    if (done >= 0) return;
+    // A purge rebuilt allhashes while this WACZ was imported: what it wrote there may be gone; again (idempotent).
+    epoch = await epochWhenNoRebuild(redis);
+    await mergeCrawlHashes(redis, resource.crawlId);
+  }
 }
 
 async function readDatapackage(reader: WaczReader): Promise<{ requires: string[] }> {

@@ -39,17 +39,8 @@ export async function handleRemovedCrawls(
     const list = dependents.map((d) => `${d.name} (needs ${d.requires.join(", ")})`).join("; ");
     throw new RemovalRefusedError(`not purging: WACZ files that stay depend on crawls being removed: ${list}; use --force to purge anyway`);
   }
+  // Recorded first (purging), so a run killed in the middle leaves it for the next run to finish.
   await purgeCrawls(redis, [...removedIds]);
-  await forgetImportsOf(redis, removedIds);
   logger.info("indexer", "purged removed crawls", { crawls: [...removedIds] });
   return { removed, dependents, purged: true };
-}
-
-/** Drop import tracking of WACZ files of purged crawls, so a manifest that brings them back re-imports them. */
-async function forgetImportsOf(redis: DedupeRedis, crawlIds: Set<string>): Promise<void> {
-  const dedupeKeys = keysOf(redis);
-  for (const [name, json] of Object.entries(await redis.hgetall(dedupeKeys.importInfo))) {
-    if (!crawlIds.has((JSON.parse(json) as { crawlId: string }).crawlId)) continue;
-    await redis.multi().hdel(dedupeKeys.importInfo, name).srem(dedupeKeys.importDone, name).srem(dedupeKeys.importQueued, name).exec();
-  }
 }

@@ -1,6 +1,7 @@
-import { type DedupeRedis, DedupeIndex, pauseForTests } from "../src/dedupe/index.js";
+import { type DedupeRedis, DedupeIndex, finishPurges, pauseForTests, rankCrawls } from "../src/dedupe/index.js";
 import { errorMessage, logger } from "../src/log/logger.js";
 import { formatBytes, ProgressLine } from "../src/log/progress.js";
+import { countConservedSizes } from "./conservedSize.js";
 import { ImportQueue } from "./importQueue.js";
 import { importWacz, type WaczImportResult } from "./importWacz.js";
 import { handleRemovedCrawls, type RemovalReport } from "./removal.js";
@@ -28,14 +29,21 @@ export interface ImportSummary {
 }
 
 /**
- * One import run: expand the source into WACZ files, queue the new ones, import queued entries (with
- * other importers, if any) until none is left anywhere, then track crawls that left the manifest.
+ * One import run: finish any purge a killed run left, expand the source into WACZ files, queue the new
+ * ones, import queued entries (with other importers, if any) until none is left anywhere, count what their
+ * revisits conserved, then track crawls that left the manifest.
  */
 export async function runImport(redis: DedupeRedis, options: ImportRunOptions): Promise<ImportSummary> {
   const started = performance.now();
   const { resources, problems } = await resolveSources(options.sourceUrl, { sourceCrawlId: options.sourceCrawlId });
   for (const problem of problems) logger.error("indexer", `${problem.entry}: ${problem.message}`);
 
+  // A purge is a recorded intention: one a killed run left is finished before anything else, so its crawls'
+  // WACZ files are no longer counted as imported (and are imported again if this manifest has them).
+  const finished = await finishPurges(redis);
+  if (finished.length) logger.info("indexer", "finished the purge an earlier run left", { crawls: finished });
+  // Which crawl allhashes names for a shared payload: the first in manifest order.
+  await rankCrawls(redis, resources.map((r) => r.crawlId));
   // WACZ positions in c:<crawlId>:wacz follow manifest order, whichever importer gets to a file first.
   for (const resource of resources) await new DedupeIndex(redis, resource.crawlId).registerWacz(resource.name);
   await pauseForTests("indexer-registered");
@@ -84,6 +92,7 @@ export async function runImport(redis: DedupeRedis, options: ImportRunOptions): 
   } finally {
     progress.stop();
   }
+  failed.push(...(await countConservedSizes(redis)));
   await queue.updateProgress();
   await queue.markRunFinished();
 

@@ -9,10 +9,11 @@ export interface KnownCapture extends CaptureRecord {
   outlinks: string[] | null;
 }
 
-// allurls -> crawl -> u:<crawl>[url], o:<crawl>[url], c:<crawl>:wacz[waczIndex] in one round trip.
+// allurls -> crawl -> u:<crawl>[url], o:<crawl>[url], c:<crawl>:wacz[waczIndex] in one round trip; never a
+// crawl being purged (KEYS[2]).
 const LATEST_LUA = scriptByLayout((LUA_KEY) => `
 local crawl = redis.call('HGET', KEYS[1], ARGV[1])
-if not crawl then return false end
+if not crawl or redis.call('SISMEMBER', KEYS[2], crawl) == 1 then return false end
 local capture = redis.call('HGET', ${LUA_KEY.crawlCaptures("crawl")}, ARGV[1])
 if not capture then return false end
 local outlinks = redis.call('HGET', ${LUA_KEY.crawlOutlinks("crawl")}, ARGV[1]) or false
@@ -83,7 +84,7 @@ export class CaptureHistory {
 
   /** The latest capture of a URL among committed crawls. */
   async latest(url: string): Promise<KnownCapture | null> {
-    const result = (await this.redis.eval(LATEST_LUA(this.redis), 1, this.keys.allUrls, url)) as [string, string, string | null, string | null] | null;
+    const result = (await this.redis.eval(LATEST_LUA(this.redis), 2, this.keys.allUrls, this.keys.purging, url)) as [string, string, string | null, string | null] | null;
     if (!result) return null;
     const [crawlId, capture, outlinks, wacz] = result;
     return {
@@ -114,11 +115,11 @@ export async function listCaptures(redis: DedupeRedis, url: string): Promise<Kno
   return captures.sort((a, b) => (a.date.slice(0, 14) === b.date.slice(0, 14) ? b.date.localeCompare(a.date) : b.date.slice(0, 14).localeCompare(a.date.slice(0, 14))));
 }
 
-/** Point allurls at a committed crawl's captures where they are the newest (idempotent). */
-export async function mergeCrawlUrls(redis: DedupeRedis, crawlId: string): Promise<void> {
+/** Point allurls (or the one a purge is rebuilding) at a committed crawl's captures where they are the newest (idempotent). */
+export async function mergeCrawlUrls(redis: DedupeRedis, crawlId: string, into: "live" | "rebuild" = "live"): Promise<void> {
   const dedupeKeys = keysOf(redis);
   let cursor = "0";
   do {
-    cursor = (await redis.eval(MERGE_URLS_LUA(redis), 1, dedupeKeys.allUrls, crawlId, cursor)) as string;
+    cursor = (await redis.eval(MERGE_URLS_LUA(redis), 1, into === "live" ? dedupeKeys.allUrls : dedupeKeys.rebuildUrls, crawlId, cursor)) as string;
   } while (cursor !== "0");
 }

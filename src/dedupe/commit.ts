@@ -1,7 +1,10 @@
 import { LUA_KEY } from "./indexKeys.js";
 import { mergeCrawlUrls } from "./captureHistory.js";
+import { CrawlOrder } from "./crawlOrder.js";
 import { keysOf, layoutOf, type DedupeRedis } from "./layout.js";
+import { COMMIT_GUARD_LUA, epochWhenNoRebuild } from "./mergeLease.js";
 import { deleteCrawlSharded, mergeCrawlSharded, unpublishCrawlSharded } from "./shardedHashes.js";
+import { logger } from "../log/logger.js";
 import { pauseForTests } from "../util/testPause.js";
 
 // Single-node layout (the sharded one merges shard by shard, see shardedHashes.ts):
@@ -17,12 +20,13 @@ return page[1]
 `;
 
 // The step that makes a commit count: atomic, so a crash before it repeats only idempotent work and a
-// second commit finds the crawl in allcrawls and adds nothing.
+// second commit finds the crawl in allcrawls and adds nothing. Not while a purge rebuilds allhashes, nor
+// after one replaced it since the merge began (mergeLease.ts): then -1, merge again.
 const FINALIZE_LUA = `
 if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then
   redis.call('SREM', KEYS[2], ARGV[1])
   return 0
-end
+end${COMMIT_GUARD_LUA("KEYS[7]", "KEYS[8]", "ARGV[2]")}
 local counts = redis.call('HGETALL', KEYS[3])
 for i = 1, #counts, 2 do
   redis.call('HINCRBY', KEYS[4], counts[i], tonumber(counts[i + 1]))
@@ -57,29 +61,38 @@ export async function commitCrawl(redis: DedupeRedis, crawlId: string, pageSize 
   const started = performance.now();
   const dedupeKeys = keysOf(redis);
   const layout = layoutOf(redis);
-  // The sharded merge counts the crawl's hashes as it goes (a second pass over every slot would cost as much).
-  const mergedCount = layout.kind === "sharded" ? await mergeCrawlSharded(redis, layout, crawlId) : await mergeCrawlHashes(redis, crawlId, pageSize);
-  await mergeCrawlUrls(redis, crawlId);
-  await pauseForTests("commit-merged");
-  const added = (await redis.eval(
-    FINALIZE_LUA, 6, dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.crawlCounts(crawlId), dedupeKeys.allCounts, dedupeKeys.appliedNotes(crawlId),
-    dedupeKeys.concurrentCrawls, crawlId,
-  )) as number;
+  let added: number;
+  let mergedCount: number | undefined;
+  do {
+    const epoch = await epochWhenNoRebuild(redis, () => logger.info("dedupe", "waiting for a purge of the dedupe index to finish before committing", { crawlId }));
+    // The sharded merge counts the crawl's hashes as it goes (a second pass over every slot would cost as much).
+    if (layout.kind === "sharded") mergedCount = await mergeCrawlSharded(redis, layout, crawlId);
+    else await mergeCrawlHashes(redis, crawlId, pageSize);
+    await mergeCrawlUrls(redis, crawlId);
+    await pauseForTests("commit-merged");
+    added = (await redis.eval(
+      FINALIZE_LUA, 8, dedupeKeys.allCrawls, dedupeKeys.uncommittedCrawls, dedupeKeys.crawlCounts(crawlId), dedupeKeys.allCounts, dedupeKeys.appliedNotes(crawlId),
+      dedupeKeys.concurrentCrawls, dedupeKeys.mergeLease, dedupeKeys.mergeEpoch, crawlId, epoch,
+    )) as number;
+  } while (added < 0);
   const hashes = mergedCount ?? (await redis.hlen(dedupeKeys.crawlHashes(crawlId)));
   return { crawlId, committed: added === 1, hashes, seconds: (performance.now() - started) / 1000 };
 }
 
-/** Add every hash of h:<crawlId> to allhashes unless another crawl has it already (idempotent). */
-export async function mergeCrawlHashes(redis: DedupeRedis, crawlId: string, pageSize = 5000): Promise<void> {
+/**
+ * Add every hash of h:<crawlId> to allhashes unless another crawl has it already (idempotent); `into`
+ * "rebuild": to the allhashes a purge is rebuilding instead.
+ */
+export async function mergeCrawlHashes(redis: DedupeRedis, crawlId: string, pageSize = 5000, into: "live" | "rebuild" = "live"): Promise<void> {
   const layout = layoutOf(redis);
   if (layout.kind === "sharded") {
-    await mergeCrawlSharded(redis, layout, crawlId);
+    await mergeCrawlSharded(redis, layout, crawlId, into);
     return;
   }
   const dedupeKeys = keysOf(redis);
   let cursor = "0";
   do {
-    cursor = (await redis.eval(MERGE_PAGE_LUA, 1, dedupeKeys.allHashes, crawlId, cursor, pageSize)) as string;
+    cursor = (await redis.eval(MERGE_PAGE_LUA, 1, into === "live" ? dedupeKeys.allHashes : dedupeKeys.rebuildHashes, crawlId, cursor, pageSize)) as string;
   } while (cursor !== "0");
 }
 
@@ -117,10 +130,10 @@ export async function cancelCrawl(redis: DedupeRedis, crawlId: string, pageSize 
   if (published) await mergePublishedHashes(redis, pageSize);
 }
 
-/** Merge (fill holes only) the hashes of every committed crawl, then of every concurrent one still running. */
+/** Merge (fill holes only) the hashes of every committed crawl (in crawl order), then of every concurrent one still running. */
 export async function mergePublishedHashes(redis: DedupeRedis, pageSize = 5000): Promise<void> {
   const dedupeKeys = keysOf(redis);
-  const committed = (await redis.smembers(dedupeKeys.allCrawls)).sort();
+  const committed = await new CrawlOrder(redis).sorted(await redis.smembers(dedupeKeys.allCrawls));
   const concurrent = (await redis.smembers(dedupeKeys.concurrentCrawls)).filter((id) => !committed.includes(id)).sort();
   for (const crawlId of [...committed, ...concurrent]) await mergeCrawlHashes(redis, crawlId, pageSize);
 }

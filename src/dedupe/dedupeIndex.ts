@@ -9,7 +9,7 @@ import {
   type HashEntry,
   type WaczEntry,
 } from "./indexKeys.js";
-import { keysOf, layoutOf, type DedupeRedis } from "./layout.js";
+import { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "./layout.js";
 import { addOriginalSharded, lookupSharded } from "./shardedHashes.js";
 
 /** A confirmed original capture of a payload, found in the dedupe index. */
@@ -21,14 +21,14 @@ export interface OriginalCapture extends HashEntry {
   waczFinished: boolean;
 }
 
-// One round trip: this crawl's own hashes first, then the merged index of committed crawls (single-node
-// layout; the sharded one looks the WACZ entry up in a second call, see lookup).
+// One round trip: this crawl's own hashes first, then the merged index of committed crawls, never a crawl
+// being purged (single-node layout; the sharded one looks the WACZ entry up in a second call, see lookup).
 const LOOKUP_LUA = `
 local value = redis.call('HGET', KEYS[1], ARGV[1])
 local crawl = ARGV[2]
 if not value then
   crawl = redis.call('HGET', KEYS[2], ARGV[1])
-  if not crawl then return false end
+  if not crawl or redis.call('SISMEMBER', KEYS[3], crawl) == 1 then return false end
   value = redis.call('HGET', ${LUA_KEY.crawlHashes("crawl")}, ARGV[1])
   if not value then return false end
 end
@@ -37,6 +37,14 @@ local wacz = false
 if index then wacz = redis.call('LINDEX', ${LUA_KEY.crawlWaczList("crawl")}, index) end
 return {crawl, value, wacz}
 `;
+
+// Sharded layout, the second call of a lookup of another crawl's original ({dd} slot): false if that crawl
+// is being purged, else its WACZ entry (the cached one when ARGV[2] is '1').
+const OTHER_CRAWL_WACZ_LUA = scriptByLayout((lua) => `
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return false end
+if ARGV[3] == '1' then return '' end
+return {redis.call('LINDEX', ${lua.crawlWaczList("ARGV[1]")}, tonumber(ARGV[2])) or ''}
+`);
 
 // Push a WACZ placeholder unless this filename is listed already (a restarted crawl reuses its entry).
 const REGISTER_WACZ_LUA = `
@@ -113,10 +121,19 @@ export class DedupeIndex {
       const entry = parseHashEntry(found[1]);
       if (!entry) return null;
       result = [found[0], found[1], null];
-      wacz = await this.waczEntryOf(found[0], entry.waczIndex);
+      if (found[0] === this.crawlId) wacz = await this.waczEntryOf(found[0], entry.waczIndex);
+      else {
+        // Another crawl's original: one call to {dd} says whether it is being purged, with its WACZ entry unless cached.
+        const cached = this.finishedWacz.get(`${found[0]} ${entry.waczIndex}`);
+        const reply = (await this.redis.eval(
+          OTHER_CRAWL_WACZ_LUA(this.redis), 1, this.keys.purging, found[0], entry.waczIndex, cached ? "1" : "0",
+        )) as [string] | "" | null;
+        if (reply === null) return null;
+        wacz = cached ?? this.keepIfFinished(found[0], entry.waczIndex, parseWaczEntry(reply === "" ? null : reply[0] || null));
+      }
     } else {
       result = (await this.redis.eval(
-        LOOKUP_LUA, 2, this.keys.crawlHashes(this.crawlId), this.keys.allHashes, digest, this.crawlId,
+        LOOKUP_LUA, 3, this.keys.crawlHashes(this.crawlId), this.keys.allHashes, this.keys.purging, digest, this.crawlId,
       )) as [string, string, string | null] | null;
       if (!result) return null;
       wacz = parseWaczEntry(result[2]);
@@ -127,11 +144,13 @@ export class DedupeIndex {
   }
 
   private async waczEntryOf(crawlId: string, waczIndex: number): Promise<WaczEntry | null> {
-    const cacheKey = `${crawlId} ${waczIndex}`;
-    const cached = this.finishedWacz.get(cacheKey);
+    const cached = this.finishedWacz.get(`${crawlId} ${waczIndex}`);
     if (cached) return cached;
-    const entry = parseWaczEntry(await this.redis.lindex(this.keys.crawlWaczList(crawlId), waczIndex));
-    if (entry?.hash && entry.size !== undefined) this.finishedWacz.set(cacheKey, entry);
+    return this.keepIfFinished(crawlId, waczIndex, parseWaczEntry(await this.redis.lindex(this.keys.crawlWaczList(crawlId), waczIndex)));
+  }
+
+  private keepIfFinished(crawlId: string, waczIndex: number, entry: WaczEntry | null): WaczEntry | null {
+    if (entry?.hash && entry.size !== undefined) this.finishedWacz.set(`${crawlId} ${waczIndex}`, entry);
     return entry;
   }
 

@@ -5,13 +5,19 @@
 export { connectDedupeIndex } from "./connectIndex.js";
 export { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "./layout.js";
 export { COUNT_FIELDS, formatHashEntry, LUA_KEY, type HashEntry } from "./indexKeys.js";
+// Which crawl allhashes names for a payload several hold, whatever the import order (crawlorder).
+export { CrawlOrder, rankCrawls, type HeldDigest } from "./crawlOrder.js";
 export { entriesSharded, rollbackWaczSharded, writeEntriesSharded } from "./shardedHashes.js";
 // What the index counts and indexes: the same rule as the crawler's, so an imported crawl's totals match.
 export { captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts } from "./captureRule.js";
 // One crawl's entries and WACZ list; commit into the merged index, cancel, purge.
 export { DedupeIndex } from "./dedupeIndex.js";
-export { cancelCrawl, CancelRefusedError, commitCrawl } from "./commit.js";
-export { crawlsMissingFrom, purgeCrawls, trackRemovedCrawls } from "./purge.js";
+export { cancelCrawl, CancelRefusedError, commitCrawl, mergeCrawlHashes } from "./commit.js";
+export { crawlsMissingFrom, finishPurges, purgeCrawls, trackRemovedCrawls } from "./purge.js";
+// The import's final step respects a purge's rebuild as a commit does.
+export { COMMIT_GUARD_LUA, epochWhenNoRebuild } from "./mergeLease.js";
+// Lease holders' ids, and whether one is provably dead (same host, process gone): import leases use them too.
+export { holderId, holderIsDead } from "./mergeLease.js";
 // Import leases follow the crawl's one rule of shared ownership (a dead holder's lease is taken over).
 export { ownerScript } from "../redis/ownerRule.js";
 // Kill points of the fault tests: no-ops unless CRAWLER_TEST_PAUSE_AT names them.

@@ -12,8 +12,21 @@ import { warcDateToDigits } from "../archive/warcDate.js";
  *   uncommittedcrawls      set    crawls being written, not used for lookups by other crawls (unless concurrent)
  *   concurrentcrawls       set    uncommitted crawls publishing their hashes into allhashes as they write them (--dedupeConcurrent)
  *   allcrawls              set    committed crawls
- *   allhashes              hash   payload digest -> crawlId (first committed crawl wins; a concurrent crawl's as written)
+ *   allhashes              hash   payload digest -> crawlId (first committed crawl wins; a concurrent crawl's as written;
+ *                                 among imported crawls the one first in crawlorder, whatever the import order)
  *   allcounts              hash   sums of committed crawls' counts, plus removedCrawls, removedCrawlSize
+ *   crawlorder             hash   crawlId -> 1, 2, ...: imported crawls, those the latest manifest did not list first,
+ *                                 then its crawls in its order; decides which crawl allhashes names for a payload
+ *                                 several hold (a crawl not in it, committed by a crawler, comes first). Dense: a
+ *                                 purge renumbers.
+ *   purging                set    crawls being purged: written first, removed last, so any later run finishes the
+ *                                 purge; lookups never answer with a crawl in it
+ *   mergelease             string token of the process rebuilding allhashes (a purge); expires unless renewed.
+ *                                 No commit completes while it is held
+ *   mergeepoch             string counter, raised when a rebuild starts and when it has replaced allhashes: a
+ *                                 commit whose merge ran across either is merged again
+ *   allhashes:rebuild      hash   allhashes being rebuilt (renamed over allhashes when complete)
+ *   allurls:rebuild        hash   allurls being rebuilt (same)
  *
  * Capture history (same two-level shape; used by --refresh and `history`):
  *   u:<crawlId>            hash   url -> JSON CaptureRecord: the crawl's latest capture (any status but 206 and unconfirmed 304)
@@ -25,8 +38,12 @@ import { warcDateToDigits } from "../archive/warcDate.js";
  *   src:qset               set    names of WACZ files ever queued (for updateProgress; whether to queue is decided by src:d)
  *   src:d                  set    names of WACZ files imported
  *   src:info               hash   name -> JSON {crawlId, requires: [crawlId...]} of each imported WACZ
+ *   src:conserve           hash   name -> JSON {resource, waczIndex}: imported WACZ files with revisits whose
+ *                                 conservedSize is not counted yet; counted once every queued WACZ is imported
+ *                                 (the originals revisits point at are then all there, whatever the order)
  *   pending:q              hash   name -> JSON resource being imported now
- *   pending:lease:<name>   string the importer holding that entry; expires if the importer dies
+ *   pending:lease:<name>   string the importer holding that entry ("<host>-<pid>-<run>:<take>"); expires if the
+ *                                 importer dies, or is taken back at once by a run on that host that finds the pid gone
  *   updateProgress         string fraction of queued WACZ files imported
  *   last_update_ts         string when the last import run finished (ISO 8601)
  *
@@ -35,6 +52,7 @@ import { warcDateToDigits } from "../archive/warcDate.js";
  * stays in one slot, and splits the two big hashes by the first hex digits of the digest (the shard):
  *   {<shard>}ah            hash   digest field -> crawlId                     (allhashes, one shard of it)
  *   {<shard>}h:<crawlId>   hash   digest field -> compact hash entry          (h:<crawlId>, one shard)
+ *   {<shard>}ah:rebuild    hash   the shard of allhashes being rebuilt (renamed over {<shard>}ah)
  *   {dd}layout             string JSON {"layout":"sharded","prefixDigits":N,"format":2}: present = sharded layout
  * Fewer bytes per hash there (docs/user-guide/scaling.md), decoded where the index is read (shardedHashes.ts), so
  * callers see the same digests and "<waczIndex> <date> <url> <size>" values as in the single-node layout:
@@ -59,6 +77,12 @@ export const dedupeKeys = {
   allCrawls: "allcrawls",
   allHashes: "allhashes",
   allCounts: "allcounts",
+  crawlOrder: "crawlorder",
+  purging: "purging",
+  mergeLease: "mergelease",
+  mergeEpoch: "mergeepoch",
+  rebuildHashes: "allhashes:rebuild",
+  rebuildUrls: "allurls:rebuild",
   crawlCaptures: (crawlId: string) => `u:${crawlId}`,
   crawlOutlinks: (crawlId: string) => `o:${crawlId}`,
   allUrls: "allurls",
@@ -66,6 +90,7 @@ export const dedupeKeys = {
   importQueued: "src:qset",
   importDone: "src:d",
   importInfo: "src:info",
+  importConserve: "src:conserve",
   importPending: "pending:q",
   importLease: (name: string) => `pending:lease:${name}`,
   updateProgress: "updateProgress",
@@ -75,6 +100,7 @@ export const dedupeKeys = {
 /** Lua fragments build the same names server-side; keep them next to the functions above. */
 export const LUA_KEY = {
   crawlHashes: (idExpr: string) => `'h:' .. ${idExpr}`,
+  crawlCounts: (idExpr: string) => `'h:' .. ${idExpr} .. ':counts'`,
   crawlCaptures: (idExpr: string) => `'u:' .. ${idExpr}`,
   crawlOutlinks: (idExpr: string) => `'o:' .. ${idExpr}`,
   crawlWaczList: (idExpr: string) => `'c:' .. ${idExpr} .. ':wacz'`,
@@ -103,6 +129,7 @@ function tagged<T extends Record<string, string | ((arg: string) => string)>>(ke
 export const shardedMetaKeys: DedupeKeys = tagged(dedupeKeys);
 export const SHARDED_LUA_KEY: LuaKeys = {
   crawlHashes: () => { throw new Error("the sharded layout has no single h:<crawlId>: use crawlHashShard"); },
+  crawlCounts: (idExpr: string) => `'${META_TAG}h:' .. ${idExpr} .. ':counts'`,
   crawlCaptures: (idExpr: string) => `'${META_TAG}u:' .. ${idExpr}`,
   crawlOutlinks: (idExpr: string) => `'${META_TAG}o:' .. ${idExpr}`,
   crawlWaczList: (idExpr: string) => `'${META_TAG}c:' .. ${idExpr} .. ':wacz'`,
@@ -111,6 +138,7 @@ export const SHARDED_LUA_KEY: LuaKeys = {
 /** The two hash shards of the sharded layout: same tag, so one script may use both (and h:<other crawl> of it). */
 export const shardKeys = {
   allHashes: (shard: string) => `{${shard}}ah`,
+  rebuildHashes: (shard: string) => `{${shard}}ah:rebuild`,
   crawlHashes: (crawlId: string, shard: string) => `{${shard}}h:${crawlId}`,
   /** Lua: h:<crawl> of the shard whose name is in `shardExpr`. */
   luaCrawlHashes: (shardExpr: string, idExpr: string) => `'{' .. ${shardExpr} .. '}h:' .. ${idExpr}`,

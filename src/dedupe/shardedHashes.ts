@@ -91,14 +91,23 @@ export async function entriesSharded(redis: DedupeRedis, layout: Sharded, crawlI
   return Promise.all(digests.map(async (digest) => (await lookupSharded(redis, layout, crawlId, digest))?.[1] ?? null));
 }
 
-/** KEYS of a whole-crawl script for one slot's shards: h:<crawl> and allhashes of each. */
-const pairKeys = (crawlId: string, shards: string[]) => shards.flatMap((shard) => [shardKeys.crawlHashes(crawlId, shard), shardKeys.allHashes(shard)]);
+/** KEYS of a whole-crawl script for one slot's shards: h:<crawl> and allhashes (or the one being rebuilt) of each. */
+const pairKeys = (crawlId: string, shards: string[], into: "live" | "rebuild" = "live") =>
+  shards.flatMap((shard) => [shardKeys.crawlHashes(crawlId, shard), into === "live" ? shardKeys.allHashes(shard) : shardKeys.rebuildHashes(shard)]);
 
-/** Merge a crawl's hashes into allhashes; returns how many it has. */
-export async function mergeCrawlSharded(redis: DedupeRedis, layout: Sharded, crawlId: string): Promise<number> {
+// KEYS: (rebuilt, live) pairs: each rebuilt key replaces its live one (none rebuilt: the live one goes).
+export const SWAP_KEYS_LUA = luaScript(`
+for k = 1, #KEYS, 2 do
+  if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('RENAME', KEYS[k], KEYS[k + 1]) else redis.call('DEL', KEYS[k + 1]) end
+end
+return 1
+`);
+
+/** Merge a crawl's hashes into allhashes (or the one a purge is rebuilding); returns how many it has. */
+export async function mergeCrawlSharded(redis: DedupeRedis, layout: Sharded, crawlId: string, into: "live" | "rebuild" = "live"): Promise<number> {
   let total = 0;
   await forEachSlotGroup(layout, async (shards) => {
-    const count = (await runScript(redis, MERGE_GROUP_LUA, shards.length * 2, ...pairKeys(crawlId, shards), crawlId)) as number;
+    const count = (await runScript(redis, MERGE_GROUP_LUA, shards.length * 2, ...pairKeys(crawlId, shards, into), crawlId)) as number;
     total += count;
   });
   return total;
@@ -116,8 +125,15 @@ export async function deleteCrawlSharded(redis: DedupeRedis, layout: Sharded, cr
   await forEachSlotGroup(layout, (shards) => redis.del(...shards.map((shard) => shardKeys.crawlHashes(crawlId, shard))));
 }
 
-export async function deleteAllHashesSharded(redis: DedupeRedis, layout: Sharded): Promise<void> {
-  await forEachSlotGroup(layout, (shards) => redis.del(...shards.map((shard) => shardKeys.allHashes(shard))));
+/** Drop what an earlier, unfinished rebuild left of the allhashes it was building. */
+export async function clearRebuildSharded(redis: DedupeRedis, layout: Sharded): Promise<void> {
+  await forEachSlotGroup(layout, (shards) => redis.del(...shards.map((shard) => shardKeys.rebuildHashes(shard))));
+}
+
+/** Put the rebuilt allhashes in place, shard by shard (each shard atomically: a lookup sees the old or the new). */
+export async function swapRebuiltSharded(redis: DedupeRedis, layout: Sharded): Promise<void> {
+  await forEachSlotGroup(layout, (shards) =>
+    runScript(redis, SWAP_KEYS_LUA, shards.length * 2, ...shards.flatMap((shard) => [shardKeys.rebuildHashes(shard), shardKeys.allHashes(shard)])));
 }
 
 
