@@ -16,6 +16,7 @@ import { SEED_PATH } from "../fixtures/site-manifest.js";
 import { runCli, NO_BEHAVIORS } from "./helpers/cli.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { sha256 } from "./helpers/warcFile.js";
+import { seededRandom as prng } from "./helpers/seededRandom.js";
 
 // A new base seed each run (so CI runs try many), printed in the test names and failure messages.
 const BASE_SEED = Number(process.env.INDEXER_KILL_SEED ?? Math.floor(Math.random() * 1_000_000));
@@ -28,17 +29,6 @@ let fullManifest: string; // A, B, C's files
 let keptManifest: string; // A and B: C is purged with --remove
 const ROOT = join(import.meta.dirname, "..");
 
-/** mulberry32: a small seeded PRNG, so every kill point of a trial can be replayed from its seed. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Where to kill a run: `delayMs` after the first log line containing `anchor` (null: after the start). */
 interface KillPoint {

@@ -1,11 +1,12 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTinyproxy, type RunningProxy } from "./helpers/proxyServers.js";
 import { PASSWORD, startLoginSite, USER, type LoginSite } from "./helpers/loginSite.js";
+import { descendsFrom, processes } from "./helpers/processes.js";
 
 // create-login-profile --proxyServer http://user:password@...: the login browser reaches the site through a
 // real tinyproxy that wants Basic credentials, and no process's command line holds the proxy's password
@@ -30,27 +31,6 @@ afterAll(async () => {
   await site?.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-/** Every process now: its command line and parent, by pid. */
-function processes(): Map<number, { line: string; parent: number }> {
-  const found = new Map<number, { line: string; parent: number }>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      found.set(Number(entry), { line: readFileSync(`/proc/${entry}/cmdline`, "utf8").replace(/\0/g, " "), parent });
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
-}
-
-function descendsFrom(pid: number, ancestor: number, all: Map<number, { parent: number }>): boolean {
-  for (let at = pid, steps = 0; at > 1 && steps < 50; at = all.get(at)?.parent ?? 0, steps++) if (at === ancestor) return true;
-  return false;
-}
 
 describe("create-login-profile --proxyServer with credentials", () => {
   it("logs in through the proxy; the password is on no process's command line, Chromium's included", async () => {

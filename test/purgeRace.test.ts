@@ -15,6 +15,7 @@ import { createShardedLayout, loadLayout, type DedupeRedis } from "../src/dedupe
 import { purgeCrawls } from "../src/dedupe/purge.js";
 import { resetCluster, singleLayoutView } from "./helpers/dedupeCluster.js";
 import { usePrivateRedis } from "./helpers/redis.js";
+import { seededRandom as prng } from "./helpers/seededRandom.js";
 
 // A new base seed each run (so CI runs try many), printed in the test names and failure messages.
 const BASE_SEED = Number(process.env.PURGE_RACE_SEED ?? Math.floor(Math.random() * 1_000_000));
@@ -24,16 +25,6 @@ const redis = usePrivateRedis();
 const clients: DedupeRedis[] = [];
 afterAll(() => clients.forEach((c) => c.disconnect()));
 
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A connection of its own to the test's redis-server, as another process would have, with the index's layout loaded. */
 async function connectSingle(): Promise<DedupeRedis> {

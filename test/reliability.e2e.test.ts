@@ -18,23 +18,13 @@ import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { gzipMembers, httpStatus, parseRecord, sha256, type RawRecord } from "./helpers/warcFile.js";
 import { readZip } from "./helpers/zip.js";
 import { NO_BEHAVIORS } from "./helpers/cli.js";
+import { seededRandom } from "./helpers/seededRandom.js";
 
 const SEED = Number(process.env.RELIABILITY_SEED ?? 20261123);
 const PAGES = 30;
 const WORKERS = 2;
 const ROOT = join(import.meta.dirname, "..");
 
-/** mulberry32: a small seeded PRNG, so a failing run can be repeated exactly. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const random = seededRandom(SEED);
 const pick = (min: number, max: number) => min + Math.floor(random() * (max - min + 1));
 

@@ -11,6 +11,7 @@ import { EmbeddedRedis } from "../src/redis/embedded.js";
 import { startTinyproxy, type RunningProxy } from "./helpers/proxyServers.js";
 import { startProxySite, type ProxySite } from "./helpers/proxySite.js";
 import { readZip } from "./helpers/zip.js";
+import { descendsFrom, processes } from "./helpers/processes.js";
 
 // No secret the crawl is given lands in a file it leaves, nor on a command line: a YAML config with a Redis
 // password, a proxy's user:password, a presigned-style sitemap URL (?X-Amz-Signature=, ?X-Amz-Credential=);
@@ -57,27 +58,6 @@ afterAll(async () => {
   await redis?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
-
-/** Every process now: its command line and parent, by pid. */
-function processes(): Map<number, { line: string; parent: number }> {
-  const found = new Map<number, { line: string; parent: number }>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      found.set(Number(entry), { line: readFileSync(`/proc/${entry}/cmdline`, "utf8").replace(/\0/g, " "), parent });
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
-}
-
-function descendsFrom(pid: number, ancestor: number, all: Map<number, { parent: number }>): boolean {
-  for (let at = pid, steps = 0; at > 1 && steps < 50; at = all.get(at)?.parent ?? 0, steps++) if (at === ancestor) return true;
-  return false;
-}
 
 interface Run {
   code: number | null;
