@@ -24,7 +24,8 @@ import { StopControl } from "./stopControl.js";
 export async function runCrawlCommand(flags: RawCrawlFlags): Promise<number> {
   // Proxies first: the seed file and behaviors fetched below go through them too.
   try {
-    await startProxies(proxySettings(flags), { allowed: async (url) => (await checkAddress(url)).allowed, lookup: policyLookup });
+    // The relay Chromium connects through (always: with no proxy, directly) applies the address policy at connect time.
+    await startProxies(proxySettings(flags), { verdict: relayVerdict, lookup: policyLookup });
   } catch (err) {
     if (!(err instanceof ProxyConfigError || err instanceof ProxyStartError)) throw err;
     process.stderr.write(`crawl: ${err.message}\n`);
@@ -35,6 +36,11 @@ export async function runCrawlCommand(flags: RawCrawlFlags): Promise<number> {
   } finally {
     await stopProxies();
   }
+}
+
+async function relayVerdict(url: string): Promise<"allowed" | "refused" | "unresolved"> {
+  const verdict = await checkAddress(url);
+  return verdict.allowed ? "allowed" : verdict.unresolved ? "unresolved" : "refused";
 }
 
 async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {

@@ -2,7 +2,7 @@ import { connect } from "node:net";
 import type { LookupFunction } from "node:net";
 import { Client, request, type Dispatcher } from "undici";
 import { errorMessage, logger } from "../log/logger.js";
-import { startBrowserRelay, type BrowserRelay } from "./browserRelay.js";
+import { startBrowserRelay, type BrowserRelay, type TargetVerdict } from "./browserRelay.js";
 import { endpointOf, endpointUrl, proxyDispatcher, type ProxyEndpoint } from "./proxyDispatchers.js";
 import { proxiesInUse, proxyLabel, proxyOf, type ProxyDef, type ProxySettings } from "./proxySettings.js";
 import { openSshTunnel, type SshTunnel } from "./sshTunnel.js";
@@ -10,8 +10,9 @@ import { openSshTunnel, type SshTunnel } from "./sshTunnel.js";
 /**
  * The proxies of this process, once started: ssh tunnels open, each proxy checked reachable, one undici
  * dispatcher per proxy for the crawler's own fetches, and what Chromium is given (a --proxy-server, or the
- * relay of browserRelay.ts, and the credentials it answers proxy challenges with). Process-wide, like the
- * address policy: every fetch of the process asks here which way a URL goes.
+ * relay of browserRelay.ts, and the credentials it answers proxy challenges with). Without a proxy, a crawl
+ * still gives Chromium the relay, which connects directly, to what the address policy approves only.
+ * Process-wide, like the address policy: every fetch of the process asks here which way a URL goes.
  */
 
 /** A proxy that cannot be used at the start: not reachable, its ssh tunnel not opened, its credentials refused (exit 21). */
@@ -28,7 +29,8 @@ interface Credentials {
 }
 
 interface Active {
-  settings: ProxySettings;
+  /** null: no proxy, only the relay (connecting directly). */
+  settings: ProxySettings | null;
   /** Each proxy in use; null: an ssh tunnel that failed with ignoreOnFailedSSHTunnel, its URLs go direct. */
   live: Map<ProxyDef, LiveProxy | null>;
   tunnels: SshTunnel[];
@@ -44,21 +46,23 @@ const CONNECT_CHECK_MS = 10_000;
 
 /** The address policy, handed in (proxy/ sits below fetch/): the relay applies it to Chromium's targets. */
 export interface TargetPolicy {
-  allowed: (url: string) => Promise<boolean>;
+  verdict: (url: string) => Promise<TargetVerdict>;
   lookup: LookupFunction;
 }
 
 /**
- * Start the proxies of `settings` (none: every fetch is direct). Throws ProxyStartError, after
- * closing what it opened, when an ssh tunnel cannot be opened or a proxy does not accept connections.
+ * Start the proxies of `settings` (none: every fetch is direct). With `policy`, Chromium is given the relay
+ * (browserRelay.ts) whenever one --proxy-server does not say it all, and always without a proxy: the relay
+ * then connects directly, to addresses the policy approves. Throws ProxyStartError, after closing what it
+ * opened, when an ssh tunnel cannot be opened or a proxy does not accept connections.
  */
 export async function startProxies(settings: ProxySettings | null, policy?: TargetPolicy): Promise<void> {
   await stopProxies();
-  if (!settings) return;
+  if (!settings && !policy) return;
   const state: Active = { settings, live: new Map(), tunnels: [], relay: null, chromiumArgs: [], browserCredentials: new Map() };
   try {
-    for (const proxy of proxiesInUse(settings)) state.live.set(proxy, await startOne(proxy, state));
-    const single = settings.routes.length === 0 ? settings.fallback : null;
+    for (const proxy of settings ? proxiesInUse(settings) : []) state.live.set(proxy, await startOne(proxy, state));
+    const single = settings && settings.routes.length === 0 ? settings.fallback : null;
     const singleLive = single ? state.live.get(single) : null;
     const needsRelay = !singleLive || (singleLive.endpoint.kind.startsWith("socks") && Boolean(singleLive.endpoint.username || singleLive.endpoint.password));
     let browserProxy: ProxyEndpoint;
@@ -68,7 +72,7 @@ export async function startProxies(settings: ProxySettings | null, policy?: Targ
           const live = liveFor(state, url);
           return live ? endpointUrl(live.endpoint, true) : null;
         },
-        allowed: policy?.allowed,
+        verdict: policy?.verdict,
         directLookup: policy?.lookup,
       });
       browserProxy = { kind: "http", host: state.relay.host, port: state.relay.port, username: state.relay.username, password: state.relay.password };
@@ -133,6 +137,7 @@ function connectFailure(host: string, port: number): Promise<string | null> {
 }
 
 function liveFor(state: Active, url: string): LiveProxy | null {
+  if (!state.settings) return null;
   const proxy = proxyOf(state.settings, url);
   return proxy ? (state.live.get(proxy) ?? null) : null;
 }
@@ -150,7 +155,7 @@ function hostPort(host: string, port: number): string {
  */
 export async function checkProxyCredentials(seeds: string[]): Promise<void> {
   const state = active;
-  if (!state) return;
+  if (!state?.settings) return;
   const checked = new Set<LiveProxy>();
   for (const seed of seeds) {
     const proxy = proxyOf(state.settings, seed);
@@ -200,9 +205,14 @@ export function relayInUse(): boolean {
   return active?.relay != null;
 }
 
-/** Whether the crawl fetches through a proxy at all. */
+/** Whether the crawl fetches through a proxy at all (the relay alone, connecting directly, is none). */
 export function proxyInUse(): boolean {
-  return active !== null;
+  return active?.settings != null;
+}
+
+/** Whether Chromium's request for `url` goes through the relay and from there directly to the site. */
+export function relayedDirectly(url: string): boolean {
+  return active?.relay != null && liveFor(active, url) === null;
 }
 
 /** Chromium's proxy switches (none without a proxy). */

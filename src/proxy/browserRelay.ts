@@ -4,21 +4,33 @@ import { randomBytes } from "node:crypto";
 import { logger } from "../log/logger.js";
 
 /**
- * A proxy for Chromium on a loopback port, for what Chromium cannot do with one --proxy-server: proxies
- * chosen per URL (--proxyServerConfig) and SOCKS proxies that want a password. Each request (CONNECT
- * for https) goes to the upstream `upstreamOf` names for it, or directly when it names none. It asks
- * for credentials of its own (random, given to Chromium through CDP Fetch.authRequired), so no other
- * local program can use it, and refuses targets the address policy refuses, whoever in Chromium asks
- * (its own background requests too, which no tab sees). proxy-chain does the proxying.
+ * A proxy for Chromium on a loopback port, through which every connection of a crawl's Chromium goes: without
+ * a proxy (Chromium then never resolves a name itself: what it connects to is what the address policy
+ * approved, at connect time, whatever asks, a WebSocket or a service worker included), and for what Chromium
+ * cannot do with one --proxy-server: proxies chosen per URL (--proxyServerConfig) and SOCKS proxies that want
+ * a password. Each request (CONNECT for https and wss) goes to the upstream `upstreamOf` names for it, or
+ * directly when it names none. It asks for credentials of its own (random, given to Chromium through CDP
+ * Fetch.authRequired), so no other local program can use it, and refuses targets the address policy
+ * refuses, whoever in Chromium asks (its own background requests too, which no tab sees). proxy-chain does
+ * the proxying.
  */
 export interface RelayRules {
   /** The upstream proxy URL (credentials included) of a target URL; null: connect directly. */
   upstreamOf: (url: string) => string | null;
-  /** Whether the target may be fetched at all (the address policy); refused ones get a 403. */
-  allowed?: (url: string) => Promise<boolean>;
+  /** What the address policy says of the target (an upstream proxy resolves names itself: only "refused" stops those). */
+  verdict?: (url: string) => Promise<TargetVerdict>;
   /** How the names of direct targets are resolved (the address policy's lookup: refused addresses are never connected to). */
   directLookup?: LookupFunction;
 }
+
+export type TargetVerdict = "allowed" | "refused" | "unresolved";
+
+/**
+ * The relay's own answers, in proxy-chain's 59x range (proxyFailure.ts) so that none passes for the site's:
+ * a target the policy refuses, a direct target whose name does not resolve.
+ */
+export const RELAY_REFUSED_STATUS = 591;
+export const RELAY_NOT_RESOLVED_STATUS = 593;
 
 export interface BrowserRelay {
   /** http://127.0.0.1:<port> */
@@ -30,10 +42,23 @@ export interface BrowserRelay {
   close(): Promise<void>;
 }
 
+/**
+ * proxy-chain answers a plain-http request whose direct target's lookup fails with ENOTFOUND with a bare
+ * 404, which would pass for the site's answer: the lookup's failures reach it without that code (a 599).
+ */
+function withoutNotFoundCode(lookup: LookupFunction): LookupFunction {
+  return (hostname, options, callback) =>
+    lookup(hostname, options, (err, address, family) => {
+      if (err && err.code === "ENOTFOUND") err.code = "ENAMENOTRESOLVED";
+      callback(err, address, family);
+    });
+}
+
 export async function startBrowserRelay(rules: RelayRules): Promise<BrowserRelay> {
   // Loaded when a relay is needed (0.1 s of CPU a crawl without one need not spend at its start).
   const { RequestError, Server } = await import("proxy-chain");
-  const { upstreamOf, allowed, directLookup } = rules;
+  const { upstreamOf, verdict, directLookup } = rules;
+  const lookup = directLookup ? withoutNotFoundCode(directLookup) : undefined;
   const username = "crawler";
   const password = randomBytes(18).toString("base64url");
   const server = new Server({
@@ -43,9 +68,13 @@ export async function startBrowserRelay(rules: RelayRules): Promise<BrowserRelay
       if (user !== username || pass !== password) return { requestAuthentication: true };
       // A CONNECT names only host and port: Chromium sends https (and wss) that way.
       const target = isHttp ? (request.url ?? "") : `https://${hostname.includes(":") ? `[${hostname}]` : hostname}${port === 443 ? "" : `:${port}`}/`;
-      if (allowed && !(await allowed(target))) throw new RequestError(`not fetched: ${target} is not an address the crawler may fetch`, 403);
       const upstreamProxyUrl = upstreamOf(target);
-      return upstreamProxyUrl ? { upstreamProxyUrl } : { upstreamProxyUrl: null, ...(directLookup ? { dnsLookup: directLookup as unknown as typeof dns.lookup } : {}) };
+      const judged = verdict ? await verdict(target) : "allowed";
+      if (judged === "refused" || (judged === "unresolved" && !upstreamProxyUrl)) {
+        logger.warn("proxy", judged === "refused" ? "connection refused: not an address the crawler may fetch" : "connection refused: its host name does not resolve", { target, via: "relay" });
+        throw new RequestError(`not fetched: ${target} ${judged === "refused" ? "is not an address the crawler may fetch" : "does not resolve"}`, judged === "refused" ? RELAY_REFUSED_STATUS : RELAY_NOT_RESOLVED_STATUS);
+      }
+      return upstreamProxyUrl ? { upstreamProxyUrl } : { upstreamProxyUrl: null, ...(lookup ? { dnsLookup: lookup as unknown as typeof dns.lookup } : {}) };
     },
   });
   server.on("requestFailed", ({ error, request }: { error: Error; request: { url?: string } }) => {
