@@ -25,7 +25,7 @@ export async function runCrawlCommand(flags: RawCrawlFlags): Promise<number> {
   // Proxies first: the seed file and behaviors fetched below go through them too.
   try {
     // The relay Chromium connects through (always: with no proxy, directly) applies the address policy at connect time.
-    await startProxies(proxySettings(flags), { verdict: relayVerdict, lookup: policyLookup });
+    await startProxies(proxySettings(flags), { verdict: checkAddress, lookup: policyLookup });
   } catch (err) {
     if (!(err instanceof ProxyConfigError || err instanceof ProxyStartError)) throw err;
     process.stderr.write(`crawl: ${err.message}\n`);
@@ -36,11 +36,6 @@ export async function runCrawlCommand(flags: RawCrawlFlags): Promise<number> {
   } finally {
     await stopProxies();
   }
-}
-
-async function relayVerdict(url: string): Promise<"allowed" | "refused" | "unresolved"> {
-  const verdict = await checkAddress(url);
-  return verdict.allowed ? "allowed" : verdict.unresolved ? "unresolved" : "refused";
 }
 
 async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {

@@ -23,7 +23,8 @@ export interface RelayRules {
   directLookup?: LookupFunction;
 }
 
-export type TargetVerdict = "allowed" | "refused" | "unresolved";
+/** The address policy's verdict on a target (fetch/addressPolicy.ts's AddressVerdict: proxy/ sits below fetch/). */
+export type TargetVerdict = { allowed: true } | { allowed: false; reason: string; unresolved?: true };
 
 /**
  * The relay's own answers, in proxy-chain's 59x range (proxyFailure.ts) so that none passes for the site's:
@@ -69,10 +70,12 @@ export async function startBrowserRelay(rules: RelayRules): Promise<BrowserRelay
       // A CONNECT names only host and port: Chromium sends https (and wss) that way.
       const target = isHttp ? (request.url ?? "") : `https://${hostname.includes(":") ? `[${hostname}]` : hostname}${port === 443 ? "" : `:${port}`}/`;
       const upstreamProxyUrl = upstreamOf(target);
-      const judged = verdict ? await verdict(target) : "allowed";
-      if (judged === "refused" || (judged === "unresolved" && !upstreamProxyUrl)) {
-        logger.warn("proxy", judged === "refused" ? "connection refused: not an address the crawler may fetch" : "connection refused: its host name does not resolve", { target, via: "relay" });
-        throw new RequestError(`not fetched: ${target} ${judged === "refused" ? "is not an address the crawler may fetch" : "does not resolve"}`, judged === "refused" ? RELAY_REFUSED_STATUS : RELAY_NOT_RESOLVED_STATUS);
+      const judged = verdict ? await verdict(target) : { allowed: true as const };
+      if (!judged.allowed && (!judged.unresolved || !upstreamProxyUrl)) {
+        // Requests no tab paused get here (WebSockets, service workers, Chromium's own), and any a tab let through.
+        const message = judged.unresolved ? "connection refused: its host name does not resolve" : "connection refused: not an address the crawler may fetch";
+        logger.warn("proxy", message, { host: hostname, port, reason: judged.reason });
+        throw new RequestError(`not fetched: ${judged.reason}`, judged.unresolved ? RELAY_NOT_RESOLVED_STATUS : RELAY_REFUSED_STATUS);
       }
       return upstreamProxyUrl ? { upstreamProxyUrl } : { upstreamProxyUrl: null, ...(lookup ? { dnsLookup: lookup as unknown as typeof dns.lookup } : {}) };
     },
