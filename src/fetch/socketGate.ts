@@ -3,11 +3,13 @@ import { errorMessage, logger } from "../log/logger.js";
 import { AddressRefusedError, allowedAddresses } from "./addressPolicy.js";
 
 /**
- * The address policy for the browser's WebSockets. Chromium never pauses a WebSocket handshake in the Fetch
- * domain (where every other request of a tab is checked: capture/pageCapture.ts), and Network.setBlockedURLs
- * does not stop one either (both tried on Chromium 156). So, unless the crawl has a proxy of its own, Chromium
- * is started with proxy rules that send http and https direct and everything else (WebSockets, ws:// and
- * wss://, whichever page or worker opens them) to this loopback SOCKS5 server, which connects only to
+ * The address policy for the WebSockets of a browser outside a crawl (create-login-profile, the --qa replay;
+ * a crawl's Chromium connects through the relay of proxy/browserRelay.ts, which checks every connection).
+ * Chromium never pauses a WebSocket handshake in the Fetch domain (where every other request of a tab is
+ * checked: capture/pageCapture.ts), and Network.setBlockedURLs does not stop one either (both tried on
+ * Chromium 156). So, unless the caller gives it a proxy of its own, such a Chromium is started with proxy
+ * rules that send http and https direct and everything else (WebSockets, ws:// and wss://, whichever page or
+ * worker opens them) to this loopback SOCKS5 server, which connects only to
  * addresses the policy allows: it resolves each name itself, as the policy does, and connects to the
  * addresses it judged. A refused socket fails in the page as any unreachable one does.
  */
