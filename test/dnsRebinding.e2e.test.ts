@@ -4,8 +4,9 @@
 // 127.0.0.1:53. Each name answers first a permitted address (127.0.0.1, the seed's), then, TTL 0, one the
 // crawler is told to refuse (127.0.0.2, as link-local); one name fails first and then answers the refused
 // address; one never resolves. The server on the refused address must never see a connection: not for the
-// page, its subresources, a fetch() or a WebSocket. Before the relay, Chromium resolved each name again
-// itself, got the refused address and loaded from it.
+// page, its subresources, a fetch(), a WebSocket or a service worker (its script and first request, which no
+// tab pauses). Before the relay, Chromium resolved each name again itself, got the refused address and loaded
+// from it.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -27,7 +28,8 @@ function runWorld(dir: string, crawlFlags: string[]): Promise<WorldReport> {
   // CRAWLER_TEST_NO_DNS is lifted for this crawl only: its DNS is ours, and its network has nothing but lo.
   const env = { CRAWLER_TEST_NO_DNS: "", CRAWLER_TEST_HOSTS: "", CRAWLER_TEST_LINK_LOCAL: "127.0.0.2/32" };
   writeFileSync(input, JSON.stringify({
-    crawl: [join(ROOT, "dist/src/cli/crawl.js"), "--url", "http://rebind.test:{port}/", "--cwd", dir, "--collection", "rebinding", "--behaviors", "", "--netIdleWait", "2", "--postLoadDelay", "1", ...crawlFlags],
+    crawl: [join(ROOT, "dist/src/cli/crawl.js"), "--url", "http://rebind.test:{port}/", "--cwd", dir, "--collection", "rebinding", "--behaviors", "", "--netIdleWait", "2", "--postLoadDelay", "1",
+      "--serviceWorker", "enabled", "--extraChromeArgs=--unsafely-treat-insecure-origin-as-secure=http://rebind.test:{port}", ...crawlFlags],
     env,
     timeoutMs: 150_000,
   }));
@@ -61,12 +63,13 @@ describe.skipIf(!canUnshare)("DNS rebinding (needs root: unshare --net --mount)"
     const { port } = world;
     expect(world.permitted.requests).toEqual(expect.arrayContaining([
       `GET rebind.test:${port} /`, `GET assets.rebind.test:${port} /img.png`, `GET assets.rebind.test:${port} /data.json`, `UPGRADE ws.rebind.test:${port} /socket`,
+      `GET rebind.test:${port} /sw.js`, `GET assets.rebind.test:${port} /from-sw.json`,
     ]));
     // The DNS server was asked, and answered the refused address to later queries (the rebinding happened).
     expect(world.dns).toContain("A rebind.test -> 127.0.0.1");
   });
 
-  it("never connects to the address a name rebinds to: not for the page, a subresource, a fetch() or a WebSocket", () => {
+  it("never connects to the address a name rebinds to: not for the page, a subresource, a fetch(), a WebSocket or a service worker", () => {
     expect(world.refused).toEqual({ connections: 0, requests: [] });
   });
 
