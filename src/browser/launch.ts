@@ -23,10 +23,12 @@ export interface LaunchOptions {
   /** Reads the user-data folder once the browser has exited, before it is removed (create-login-profile saves it). */
   beforeRemove?: (profileDir: string) => Promise<void>;
   /**
-   * Loads only from a loopback server of this process (the --qa replay): not through the crawl's relay, whose
-   * proxy challenges only a crawl's tabs answer.
+   * A crawl's browser: without a proxy, every connection it opens goes through the address policy's gate
+   * (fetch/socketGate.ts), which resolves the name and connects only to approved addresses; Chromium never
+   * resolves a name itself. Other browsers (create-login-profile, the --qa replay of a loopback server) send
+   * only their WebSockets there.
    */
-  replayOnly?: boolean;
+  gateEveryConnection?: boolean;
 }
 
 /** Flags that keep Chromium from phoning home (no network here but loopback) and from isolating frames. */
@@ -55,14 +57,14 @@ export const CHROMIUM_ARGS = [
 ];
 
 /**
- * The crawl's proxy or relay (a crawl always has one: proxy/activeProxies.ts); elsewhere (create-login-profile,
- * the replay of --qa) the address policy's gate for WebSockets (fetch/socketGate.ts), unless the caller's
- * switches set a proxy of their own (create-login-profile --proxyServer, --extraChromeArgs).
+ * The crawl's proxy; without one, the address policy's gate (fetch/socketGate.ts: every connection of a crawl's
+ * browser, the WebSockets of others), unless the caller's switches set a proxy of their own
+ * (create-login-profile --proxyServer, --extraChromeArgs).
  */
-async function browserProxyArgs(extraArgs: readonly string[], replayOnly: boolean): Promise<string[]> {
-  const proxy = replayOnly ? [] : chromiumProxyArgs();
+async function browserProxyArgs(extraArgs: readonly string[], gateEveryConnection: boolean): Promise<string[]> {
+  const proxy = chromiumProxyArgs();
   if (proxy.length) return proxy;
-  return extraArgs.some((arg) => /^--(proxy-server|proxy-pac-url|no-proxy-server)(=|$)/.test(arg)) ? [] : socketGateArgs();
+  return extraArgs.some((arg) => /^--(proxy-server|proxy-pac-url|no-proxy-server)(=|$)/.test(arg)) ? [] : socketGateArgs(gateEveryConnection);
 }
 
 export interface LaunchedBrowser {
@@ -108,7 +110,7 @@ export async function launchBrowser(options: LaunchOptions, records: BrowserReco
       executablePath: executableWithDeathSignal(options.executablePath, profileDir),
       headless: options.headless,
       userDataDir: profileDir,
-      args: [...CHROMIUM_ARGS, ...chromiumHostResolverArgs(), ...(await browserProxyArgs(options.extraArgs ?? [], options.replayOnly === true)), ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : []), ...(options.extraArgs ?? [])],
+      args: [...CHROMIUM_ARGS, ...chromiumHostResolverArgs(), ...(await browserProxyArgs(options.extraArgs ?? [], options.gateEveryConnection === true)), ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : []), ...(options.extraArgs ?? [])],
       defaultViewport: { width: 1366, height: 900 },
       protocolTimeout: 120_000,
       // No Audits domain: nothing reads its issues, and a page can raise thousands (the rust std docs: an

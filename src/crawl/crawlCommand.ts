@@ -24,7 +24,6 @@ import { StopControl } from "./stopControl.js";
 export async function runCrawlCommand(flags: RawCrawlFlags): Promise<number> {
   // Proxies first: the seed file and behaviors fetched below go through them too.
   try {
-    // The relay Chromium connects through (always: with no proxy, directly) applies the address policy at connect time.
     await startProxies(proxySettings(flags), { verdict: checkAddress, lookup: policyLookup });
   } catch (err) {
     if (!(err instanceof ProxyConfigError || err instanceof ProxyStartError)) throw err;

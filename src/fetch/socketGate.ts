@@ -3,25 +3,31 @@ import { errorMessage, logger } from "../log/logger.js";
 import { AddressRefusedError, allowedAddresses } from "./addressPolicy.js";
 
 /**
- * The address policy for the WebSockets of a browser outside a crawl (create-login-profile, the --qa replay;
- * a crawl's Chromium connects through the relay of proxy/browserRelay.ts, which checks every connection).
- * Chromium never pauses a WebSocket handshake in the Fetch domain (where every other request of a tab is
- * checked: capture/pageCapture.ts), and Network.setBlockedURLs does not stop one either (both tried on
- * Chromium 156). So, unless the caller gives it a proxy of its own, such a Chromium is started with proxy
- * rules that send http and https direct and everything else (WebSockets, ws:// and wss://, whichever page or
- * worker opens them) to this loopback SOCKS5 server, which connects only to
- * addresses the policy allows: it resolves each name itself, as the policy does, and connects to the
- * addresses it judged. A refused socket fails in the page as any unreachable one does.
+ * The address policy when a connection is opened, for the browser: a loopback SOCKS5 server (raw TCP: what
+ * Chromium sends and receives passes byte for byte, as without it) that resolves each name as the policy does
+ * and connects only to the addresses the policy approved, so what Chromium connects to is exactly what was
+ * checked (a name that resolves to another address by then, DNS rebinding, changes nothing; a name that does
+ * not resolve is refused). A crawl's Chromium, without a proxy, opens every connection through it: tabs'
+ * requests (checked before they are sent too: capture/addressCheck.ts), WebSocket handshakes, which never
+ * pause in the Fetch domain, and Network.setBlockedURLs does not stop either (both tried on Chromium 156), a
+ * service worker's script and first requests, Chromium's own. Other browsers (create-login-profile, the --qa
+ * replay) send only their WebSockets here. A refused connection fails in the page as an unreachable one does.
+ * SOCKS5 as Chromium speaks it takes no password: a local program could use the gate too, but reaches through
+ * it nothing it could not connect to itself.
  */
 
 let gate: Promise<number> | null = null;
 
-/** Chromium's switches for the gate (started on first use, once a process). */
-export async function socketGateArgs(): Promise<string[]> {
+/**
+ * Chromium's switches for the gate (started on first use, once a process): every connection (a crawl's
+ * browser), or only WebSockets (http and https direct).
+ */
+export async function socketGateArgs(everyConnection: boolean): Promise<string[]> {
   gate ??= startGate();
   const port = await gate;
+  const rules = everyConnection ? `socks5://127.0.0.1:${port}` : `http=direct://;https=direct://;socks=socks5://127.0.0.1:${port}`;
   // <-loopback>: Chromium would otherwise never proxy loopback and link-local hosts, the very ones checked here.
-  return [`--proxy-server=http=direct://;https=direct://;socks=socks5://127.0.0.1:${port}`, "--proxy-bypass-list=<-loopback>"];
+  return [`--proxy-server=${rules}`, "--proxy-bypass-list=<-loopback>"];
 }
 
 async function startGate(): Promise<number> {
@@ -66,6 +72,7 @@ async function serve(client: Socket): Promise<void> {
   } catch (err) {
     const refused = err instanceof AddressRefusedError;
     if (refused) logger.warn("capture", "socket blocked: not an address the crawler may fetch", { host, port, reason: errorMessage(err) });
+    else logger.debug("capture", "socket not opened: its host name does not resolve", { host, port });
     return reply(client, refused ? REPLY.notAllowed : REPLY.hostUnreachable);
   }
   const upstream = await connectFirst(addresses, port);

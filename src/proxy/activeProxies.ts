@@ -10,9 +10,8 @@ import { openSshTunnel, type SshTunnel } from "./sshTunnel.js";
 /**
  * The proxies of this process, once started: ssh tunnels open, each proxy checked reachable, one undici
  * dispatcher per proxy for the crawler's own fetches, and what Chromium is given (a --proxy-server, or the
- * relay of browserRelay.ts, and the credentials it answers proxy challenges with). Without a proxy, a crawl
- * still gives Chromium the relay, which connects directly, to what the address policy approves only.
- * Process-wide, like the address policy: every fetch of the process asks here which way a URL goes.
+ * relay of browserRelay.ts, and the credentials it answers proxy challenges with). Process-wide, like the
+ * address policy: every fetch of the process asks here which way a URL goes.
  */
 
 /** A proxy that cannot be used at the start: not reachable, its ssh tunnel not opened, its credentials refused (exit 21). */
@@ -29,8 +28,7 @@ interface Credentials {
 }
 
 interface Active {
-  /** null: no proxy, only the relay (connecting directly). */
-  settings: ProxySettings | null;
+  settings: ProxySettings;
   /** Each proxy in use; null: an ssh tunnel that failed with ignoreOnFailedSSHTunnel, its URLs go direct. */
   live: Map<ProxyDef, LiveProxy | null>;
   tunnels: SshTunnel[];
@@ -51,18 +49,16 @@ export interface TargetPolicy {
 }
 
 /**
- * Start the proxies of `settings` (none: every fetch is direct). With `policy`, Chromium is given the relay
- * (browserRelay.ts) whenever one --proxy-server does not say it all, and always without a proxy: the relay
- * then connects directly, to addresses the policy approves. Throws ProxyStartError, after closing what it
- * opened, when an ssh tunnel cannot be opened or a proxy does not accept connections.
+ * Start the proxies of `settings` (none: every fetch is direct). Throws ProxyStartError, after
+ * closing what it opened, when an ssh tunnel cannot be opened or a proxy does not accept connections.
  */
 export async function startProxies(settings: ProxySettings | null, policy?: TargetPolicy): Promise<void> {
   await stopProxies();
-  if (!settings && !policy) return;
+  if (!settings) return;
   const state: Active = { settings, live: new Map(), tunnels: [], relay: null, chromiumArgs: [], browserCredentials: new Map() };
   try {
-    for (const proxy of settings ? proxiesInUse(settings) : []) state.live.set(proxy, await startOne(proxy, state));
-    const single = settings && settings.routes.length === 0 ? settings.fallback : null;
+    for (const proxy of proxiesInUse(settings)) state.live.set(proxy, await startOne(proxy, state));
+    const single = settings.routes.length === 0 ? settings.fallback : null;
     const singleLive = single ? state.live.get(single) : null;
     const needsRelay = !singleLive || (singleLive.endpoint.kind.startsWith("socks") && Boolean(singleLive.endpoint.username || singleLive.endpoint.password));
     let browserProxy: ProxyEndpoint;
@@ -137,7 +133,6 @@ function connectFailure(host: string, port: number): Promise<string | null> {
 }
 
 function liveFor(state: Active, url: string): LiveProxy | null {
-  if (!state.settings) return null;
   const proxy = proxyOf(state.settings, url);
   return proxy ? (state.live.get(proxy) ?? null) : null;
 }
@@ -155,7 +150,7 @@ function hostPort(host: string, port: number): string {
  */
 export async function checkProxyCredentials(seeds: string[]): Promise<void> {
   const state = active;
-  if (!state?.settings) return;
+  if (!state) return;
   const checked = new Set<LiveProxy>();
   for (const seed of seeds) {
     const proxy = proxyOf(state.settings, seed);
@@ -205,14 +200,14 @@ export function relayInUse(): boolean {
   return active?.relay != null;
 }
 
-/** Whether the crawl fetches through a proxy at all (the relay alone, connecting directly, is none). */
-export function proxyInUse(): boolean {
-  return active?.settings != null;
-}
-
-/** Whether Chromium's request for `url` goes through the relay and from there directly to the site. */
+/** Whether Chromium's request for `url` goes through the relay and from there directly to the site (--proxyServerConfig). */
 export function relayedDirectly(url: string): boolean {
   return active?.relay != null && liveFor(active, url) === null;
+}
+
+/** Whether the crawl fetches through a proxy at all. */
+export function proxyInUse(): boolean {
+  return active !== null;
 }
 
 /** Chromium's proxy switches (none without a proxy). */

@@ -3,10 +3,10 @@
  * the crawl (--failOnFailedSeed: exit code 21, not 1): connection failures of a proxy or SOCKS server
  * always, a timeout or refused credentials only when a proxy is in use.
  */
-const ALWAYS_PROXY = ["net::ERR_SOCKS_CONNECTION_FAILED", "net::SOCKS_CONNECTION_HOST_UNREACHABLE", "net::ERR_SOCKS_CONNECTION_HOST_UNREACHABLE", "net::ERR_PROXY_CONNECTION_FAILED"];
-// Without a proxy, Chromium's https still tunnels through the crawler's relay, whose refusals and failures
-// of a direct target are the site's failures, not a proxy's.
-const PROXY_WHEN_PROXIED = ["net::ERR_TIMED_OUT", "net::ERR_INVALID_AUTH_CREDENTIALS", "net::ERR_TUNNEL_CONNECTION_FAILED"];
+const ALWAYS_PROXY = ["net::ERR_PROXY_CONNECTION_FAILED", "net::ERR_TUNNEL_CONNECTION_FAILED"];
+// Without a proxy, a crawl's Chromium still connects through the crawler's SOCKS5 gate (fetch/socketGate.ts),
+// whose failures are the site's (connection refused, address refused), not a proxy's.
+const PROXY_WHEN_PROXIED = ["net::ERR_TIMED_OUT", "net::ERR_INVALID_AUTH_CREDENTIALS", "net::ERR_SOCKS_CONNECTION_FAILED", "net::SOCKS_CONNECTION_HOST_UNREACHABLE", "net::ERR_SOCKS_CONNECTION_HOST_UNREACHABLE"];
 
 export function isProxyFailure(reason: string | null, proxied: boolean): boolean {
   if (!reason) return false;

@@ -59,7 +59,7 @@ export class ReplayTab {
   ) {}
 
   static async open(server: ReplayServer, options: ReplayTabOptions): Promise<ReplayTab> {
-    const browser = await launchBrowser({ executablePath: options.executablePath, headless: true, replayOnly: true });
+    const browser = await launchBrowser({ executablePath: options.executablePath, headless: true });
     try {
       const tab = await browser.browser.newPage();
       await tab.setViewport(VIEWPORT);
