@@ -73,10 +73,14 @@ async function serve(client: Socket): Promise<void> {
     const refused = err instanceof AddressRefusedError;
     if (refused) logger.warn("capture", "socket blocked: not an address the crawler may fetch", { host, port, reason: errorMessage(err) });
     else logger.debug("capture", "socket not opened: its host name does not resolve", { host, port });
+    noteFailure(host, port, refused ? "net::ERR_BLOCKED_BY_CLIENT" : "net::ERR_NAME_NOT_RESOLVED");
     return reply(client, refused ? REPLY.notAllowed : REPLY.hostUnreachable);
   }
   const upstream = await connectFirst(addresses, port);
-  if (!upstream) return reply(client, REPLY.refused);
+  if (upstream instanceof Error) {
+    noteFailure(host, port, NET_ERRORS[(upstream as NodeJS.ErrnoException).code ?? ""] ?? "net::ERR_CONNECTION_FAILED");
+    return reply(client, REPLY.refused);
+  }
   reply(client, REPLY.succeeded, false);
   const rest = input.rest();
   if (rest.length) upstream.write(rest);
@@ -92,17 +96,56 @@ function reply(client: Socket, code: number, end = true): void {
   else client.write(message);
 }
 
-/** A socket to the first of the (allowed) addresses that answers; null if none does. */
-async function connectFirst(addresses: string[], port: number): Promise<Socket | null> {
+/** A socket to the first of the (allowed) addresses that answers; the last error if none does. */
+async function connectFirst(addresses: string[], port: number): Promise<Socket | Error> {
+  let failure = new Error("no address");
   for (const address of addresses) {
-    const socket = await new Promise<Socket | null>((resolve) => {
+    const socket = await new Promise<Socket | Error>((resolve) => {
       const s = connect({ host: address, port, family: isIP(address) });
       s.once("connect", () => resolve(s));
-      s.once("error", () => resolve(null));
+      s.once("error", (err) => resolve(err));
     });
-    if (socket) return socket;
+    if (!(socket instanceof Error)) return socket;
+    failure = socket;
   }
-  return null;
+  return failure;
+}
+
+/** Chromium's names for the connect errors it would have met itself. */
+const NET_ERRORS: Record<string, string> = {
+  ECONNREFUSED: "net::ERR_CONNECTION_REFUSED",
+  ECONNRESET: "net::ERR_CONNECTION_RESET",
+  ETIMEDOUT: "net::ERR_CONNECTION_TIMED_OUT",
+  EHOSTUNREACH: "net::ERR_ADDRESS_UNREACHABLE",
+  ENETUNREACH: "net::ERR_ADDRESS_UNREACHABLE",
+};
+
+/** Why the gate last failed to connect to host:port, in Chromium's words (bounded: the newest 1,000). */
+const recentFailures = new Map<string, string>();
+
+function noteFailure(host: string, port: number, netError: string): void {
+  const key = `${host.toLowerCase()}:${port}`;
+  recentFailures.delete(key);
+  if (recentFailures.size >= 1000) recentFailures.delete(recentFailures.keys().next().value!);
+  recentFailures.set(key, netError);
+}
+
+/**
+ * A navigation error of a page loaded through the gate, as Chromium would have said it connecting itself:
+ * Chromium names every failure a SOCKS server reports ERR_SOCKS_CONNECTION_FAILED, which would hide a
+ * refused connection (and count as a proxy's failure); the gate knows what happened. Others are kept.
+ */
+export function gateFailureExplained(error: string, url: string): string {
+  if (!/net::ERR_SOCKS_CONNECTION_(FAILED|HOST_UNREACHABLE)/.test(error)) return error;
+  try {
+    const parsed = new URL(url);
+    const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
+    const port = Number(parsed.port || (parsed.protocol === "https:" ? 443 : 80));
+    const known = recentFailures.get(`${host.toLowerCase()}:${port}`);
+    return known ? error.replace(/net::ERR_SOCKS_CONNECTION_(FAILED|HOST_UNREACHABLE)/, known) : error;
+  } catch {
+    return error;
+  }
 }
 
 function ipv6Text(bytes: Buffer): string {
