@@ -6,9 +6,9 @@ import { ADDRESS_CATEGORIES, AddressRange, categoryOf, METADATA_HOST_NAMES, type
 
 /**
  * Which addresses the crawler may connect to, for the browser (checked as each request, redirect hops
- * included, is about to be sent, and again when the crawler's relay connects it: proxy/browserRelay.ts,
- * which resolves through policyLookup, so Chromium connects to exactly what was approved) and for its own
- * fetches alike. A name that does not resolve is refused. Public addresses always; loopback and
+ * included, is about to be sent, and again when its connection is opened: socketGate.ts, or with
+ * --proxyServerConfig proxy/browserRelay.ts, resolve through this policy, so Chromium connects to exactly
+ * what was approved) and for its own fetches alike. A name that does not resolve is refused. Public addresses always; loopback and
  * private ones only when a seed is on one (a local site keeps working, a public site cannot reach into
  * the crawler's network); link-local and cloud metadata addresses (and names) never, unless
  * --allowAddresses says so. Addresses are checked after DNS resolution: every address a name resolves

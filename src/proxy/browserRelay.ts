@@ -4,15 +4,15 @@ import { randomBytes } from "node:crypto";
 import { logger } from "../log/logger.js";
 
 /**
- * A proxy for Chromium on a loopback port, through which every connection of a crawl's Chromium goes: without
- * a proxy (Chromium then never resolves a name itself: what it connects to is what the address policy
- * approved, at connect time, whatever asks, a WebSocket or a service worker included), and for what Chromium
- * cannot do with one --proxy-server: proxies chosen per URL (--proxyServerConfig) and SOCKS proxies that want
- * a password. Each request (CONNECT for https and wss) goes to the upstream `upstreamOf` names for it, or
- * directly when it names none. It asks for credentials of its own (random, given to Chromium through CDP
- * Fetch.authRequired), so no other local program can use it, and refuses targets the address policy
- * refuses, whoever in Chromium asks (its own background requests too, which no tab sees). proxy-chain does
- * the proxying.
+ * A proxy for Chromium on a loopback port, for what Chromium cannot do with one --proxy-server: proxies
+ * chosen per URL (--proxyServerConfig) and SOCKS proxies that want a password. Each request (CONNECT
+ * for https and wss) goes to the upstream `upstreamOf` names for it, or directly when it names none (then
+ * resolved by the address policy's lookup, at connect time). It asks for credentials of its own (random,
+ * given to Chromium through CDP Fetch.authRequired), so no other local program can use it, and refuses
+ * targets the address policy refuses, whoever in Chromium asks (its own background requests too, which no
+ * tab sees), with an answer of its own that no site gives. proxy-chain does the proxying. (Without a proxy, a
+ * crawl's Chromium connects through fetch/socketGate.ts instead, which passes bytes as they are: proxy-chain
+ * sends a plain-http response on re-serialised, HTTP/1.0 as 1.1, Date and Keep-Alive added.)
  */
 export interface RelayRules {
   /** The upstream proxy URL (credentials included) of a target URL; null: connect directly. */
