@@ -104,13 +104,16 @@ export async function launchBrowser(options: LaunchOptions, records: BrowserReco
     discard();
     throw new Error(`cannot set up the browser profile: ${errorMessage(err)}`);
   }
+  const proxyArgs = await browserProxyArgs(options.extraArgs ?? [], options.gateEveryConnection === true);
+  // The gate's own resolver rules (no name resolved by Chromium at all) replace the test host map.
+  const resolverArgs = proxyArgs.some((arg) => arg.startsWith("--host-resolver-rules=")) ? [] : chromiumHostResolverArgs();
   let browser: Browser;
   try {
     browser = await puppeteer.launch({
       executablePath: executableWithDeathSignal(options.executablePath, profileDir),
       headless: options.headless,
       userDataDir: profileDir,
-      args: [...CHROMIUM_ARGS, ...chromiumHostResolverArgs(), ...(await browserProxyArgs(options.extraArgs ?? [], options.gateEveryConnection === true)), ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : []), ...(options.extraArgs ?? [])],
+      args: [...CHROMIUM_ARGS, ...resolverArgs, ...proxyArgs, ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : []), ...(options.extraArgs ?? [])],
       defaultViewport: { width: 1366, height: 900 },
       protocolTimeout: 120_000,
       // No Audits domain: nothing reads its issues, and a page can raise thousands (the rust std docs: an

@@ -27,7 +27,11 @@ export async function socketGateArgs(everyConnection: boolean): Promise<string[]
   const port = await gate;
   const rules = everyConnection ? `socks5://127.0.0.1:${port}` : `http=direct://;https=direct://;socks=socks5://127.0.0.1:${port}`;
   // <-loopback>: Chromium would otherwise never proxy loopback and link-local hosts, the very ones checked here.
-  return [`--proxy-server=${rules}`, "--proxy-bypass-list=<-loopback>"];
+  const args = [`--proxy-server=${rules}`, "--proxy-bypass-list=<-loopback>"];
+  if (!everyConnection) return args;
+  // Nothing else of Chromium's resolves a name (DNS prefetching, say: a packet to a DNS server of the page's
+  // choosing) or sends UDP past the gate (WebRTC's ICE candidates, to any address a page names).
+  return [...args, "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1", "--force-webrtc-ip-handling-policy=disable_non_proxied_udp"];
 }
 
 async function startGate(): Promise<number> {
