@@ -38,7 +38,8 @@ export class BrowserHost {
           await previous.close().catch(() => undefined);
         }
         if (this.launches === 0) await this.records?.cleanLeftovers();
-        const launched = await launchBrowser(this.options, this.records);
+        // The crawl's browser: every connection checked by the address policy when it is opened.
+        const launched = await launchBrowser({ ...this.options, gateEveryConnection: true }, this.records);
         this.launches += 1;
         return launched;
       })();

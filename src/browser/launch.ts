@@ -22,6 +22,13 @@ export interface LaunchOptions {
   prepareProfile?: (profileDir: string) => Promise<void>;
   /** Reads the user-data folder once the browser has exited, before it is removed (create-login-profile saves it). */
   beforeRemove?: (profileDir: string) => Promise<void>;
+  /**
+   * A crawl's browser: without a proxy, every connection it opens goes through the address policy's gate
+   * (fetch/socketGate.ts), which resolves the name and connects only to approved addresses; Chromium never
+   * resolves a name itself. Other browsers (create-login-profile, the --qa replay of a loopback server) send
+   * only their WebSockets there.
+   */
+  gateEveryConnection?: boolean;
 }
 
 /** Flags that keep Chromium from phoning home (no network here but loopback) and from isolating frames. */
@@ -50,13 +57,14 @@ export const CHROMIUM_ARGS = [
 ];
 
 /**
- * The crawl's proxy; without one, the address policy's gate for WebSockets (fetch/socketGate.ts), unless the
- * caller's switches set a proxy of their own (create-login-profile --proxyServer, --extraChromeArgs).
+ * The crawl's proxy; without one, the address policy's gate (fetch/socketGate.ts: every connection of a crawl's
+ * browser, the WebSockets of others), unless the caller's switches set a proxy of their own
+ * (create-login-profile --proxyServer, --extraChromeArgs).
  */
-async function browserProxyArgs(extraArgs: readonly string[]): Promise<string[]> {
+async function browserProxyArgs(extraArgs: readonly string[], gateEveryConnection: boolean): Promise<string[]> {
   const proxy = chromiumProxyArgs();
   if (proxy.length) return proxy;
-  return extraArgs.some((arg) => /^--(proxy-server|proxy-pac-url|no-proxy-server)(=|$)/.test(arg)) ? [] : socketGateArgs();
+  return extraArgs.some((arg) => /^--(proxy-server|proxy-pac-url|no-proxy-server)(=|$)/.test(arg)) ? [] : socketGateArgs(gateEveryConnection);
 }
 
 export interface LaunchedBrowser {
@@ -96,13 +104,16 @@ export async function launchBrowser(options: LaunchOptions, records: BrowserReco
     discard();
     throw new Error(`cannot set up the browser profile: ${errorMessage(err)}`);
   }
+  const proxyArgs = await browserProxyArgs(options.extraArgs ?? [], options.gateEveryConnection === true);
+  // The gate's own resolver rules (no name resolved by Chromium at all) replace the test host map.
+  const resolverArgs = proxyArgs.some((arg) => arg.startsWith("--host-resolver-rules=")) ? [] : chromiumHostResolverArgs();
   let browser: Browser;
   try {
     browser = await puppeteer.launch({
       executablePath: executableWithDeathSignal(options.executablePath, profileDir),
       headless: options.headless,
       userDataDir: profileDir,
-      args: [...CHROMIUM_ARGS, ...chromiumHostResolverArgs(), ...(await browserProxyArgs(options.extraArgs ?? [])), ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : []), ...(options.extraArgs ?? [])],
+      args: [...CHROMIUM_ARGS, ...resolverArgs, ...proxyArgs, ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : []), ...(options.extraArgs ?? [])],
       defaultViewport: { width: 1366, height: 900 },
       protocolTimeout: 120_000,
       // No Audits domain: nothing reads its issues, and a page can raise thousands (the rust std docs: an

@@ -1,7 +1,6 @@
 import { STATUS_CODES } from "node:http";
 import type { CDPSession, Page, Protocol } from "puppeteer-core";
 import { bodySize, headerValue, shortOfDeclaredLength, type ConfirmedCapture, type Exchange, type ExchangeBody, type TruncationReason } from "../archive/exchange.js";
-import { checkAddress } from "../fetch/addressPolicy.js";
 import { noteCutShort, type BodyLimits } from "../fetch/bodyLimits.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
@@ -18,6 +17,7 @@ import { FallbackCaptures } from "./fallbackCaptures.js";
 import { LoadOutcomes } from "./loadOutcomes.js";
 import { END_DRAIN_DEADLINE_MS, PageAttempt, sentRequestsArrived, type CapturedSummary, type ConditionalRequest, type CutAtEnd } from "./pageAttempt.js";
 import { PageScripts, QUIET_AT_END_MS } from "./pageScripts.js";
+import { refuseByAddress } from "./addressCheck.js";
 import { answerProxyChallenges, failRelayAnswer } from "./proxyAuth.js";
 import { AdaptiveStreams, type ManifestAnswer } from "./adaptiveStreams.js";
 import { TabBlocking } from "./requestBlocking.js";
@@ -363,12 +363,7 @@ export class PageCapture {
 
   private async onRequestStage(event: Protocol.Fetch.RequestPausedEvent): Promise<void> {
     const target = this.redirects.target(event.request.url);
-    const address = await checkAddress(target ?? event.request.url);
-    if (!address.allowed) {
-      logger.warn("capture", "request blocked: not an address the crawler may fetch", { url: event.request.url, reason: address.reason });
-      await this.cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "BlockedByClient" }).catch(() => undefined);
-      return;
-    }
+    if (await refuseByAddress(this.cdp, event, target ?? event.request.url)) return;
     if (await this.blocking?.atRequest(event, this.attempt.pageUrl || null)) return;
     if (this.attempt.ended) return this.refuseAfterEnd(event, this.attempt); // paused before the page's end: not sent
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;

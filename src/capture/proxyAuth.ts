@@ -1,7 +1,7 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
 import { logger } from "../log/logger.js";
-import { browserProxyCredentials, browserProxyNeedsCredentials, relayInUse } from "../proxy/activeProxies.js";
-import { isRelayFailureStatus, relayFailureError } from "../proxy/proxyFailure.js";
+import { browserProxyCredentials, browserProxyNeedsCredentials, relayedDirectly, relayInUse } from "../proxy/activeProxies.js";
+import { directFailureReason, isRelayFailureStatus, relayFailureError } from "../proxy/proxyFailure.js";
 import type { PageAttempt } from "./pageAttempt.js";
 
 /**
@@ -48,11 +48,18 @@ export async function answerProxyChallengesOf(cdp: CDPSession): Promise<void> {
 /**
  * A paused response that is the relay's answer to a request it could not forward (proxyFailure.ts): fail
  * it in the tab as a network error, so nothing of it is archived. With `pageAttempt` (a main-frame
- * document), a page document failing so fails the attempt. Returns whether it was one.
+ * document), a page document failing so fails the attempt (through a proxy, as the proxy's failure; going
+ * direct, as Chromium would have failed it: refused, not resolved, connection refused...). Returns whether it was one.
  */
 export async function failRelayAnswer(cdp: CDPSession, event: Protocol.Fetch.RequestPausedEvent, pageAttempt: PageAttempt | null): Promise<boolean> {
   const status = event.responseStatusCode ?? 0;
   if (!relayInUse() || !isRelayFailureStatus(status)) return false;
+  if (relayedDirectly(event.request.url)) {
+    const errorReason = directFailureReason(status);
+    logger.debug("capture", "not fetched: the relay could not connect to it", { url: event.request.url, status, errorReason });
+    await cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason }).catch(() => undefined);
+    return true;
+  }
   const error = relayFailureError(status, event.responseStatusText ?? "");
   logger.debug("proxy", "not fetched through the proxy", { url: event.request.url, error });
   if (pageAttempt?.notePageDocument(event.request.url, status, null)) pageAttempt.proxyFailure ??= error;

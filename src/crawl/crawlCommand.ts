@@ -25,7 +25,7 @@ import { StopControl } from "./stopControl.js";
 export async function runCrawlCommand(flags: RawCrawlFlags): Promise<number> {
   // Proxies first: the seed file and behaviors fetched below go through them too.
   try {
-    await startProxies(proxySettings(flags), { allowed: async (url) => (await checkAddress(url)).allowed, lookup: policyLookup });
+    await startProxies(proxySettings(flags), { verdict: checkAddress, lookup: policyLookup });
   } catch (err) {
     if (!(err instanceof ProxyConfigError || err instanceof ProxyStartError)) throw err;
     process.stderr.write(`crawl: ${scrubSecrets(err.message)}\n`);

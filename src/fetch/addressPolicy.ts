@@ -6,13 +6,15 @@ import { ADDRESS_CATEGORIES, AddressRange, categoryOf, METADATA_HOST_NAMES, type
 
 /**
  * Which addresses the crawler may connect to, for the browser (checked as each request, redirect hops
- * included, is about to be sent) and for its own fetches alike. Public addresses always; loopback and
+ * included, is about to be sent, and again when its connection is opened: socketGate.ts, or with
+ * --proxyServerConfig proxy/browserRelay.ts, resolve through this policy, so Chromium connects to exactly
+ * what was approved) and for its own fetches alike. A name that does not resolve is refused. Public addresses always; loopback and
  * private ones only when a seed is on one (a local site keeps working, a public site cannot reach into
  * the crawler's network); link-local and cloud metadata addresses (and names) never, unless
  * --allowAddresses says so. Addresses are checked after DNS resolution: every address a name resolves
  * to must be allowed.
  */
-export type AddressVerdict = { allowed: true } | { allowed: false; reason: string };
+export type AddressVerdict = { allowed: true } | { allowed: false; reason: string; unresolved?: true };
 
 export class AddressRefusedError extends Error {}
 
@@ -128,7 +130,8 @@ export class AddressPolicy {
     const policy = new AddressPolicy({ categories: [...categories], ranges: allowance.ranges }, resolver);
     for (const seed of seeds) {
       const verdict = await policy.check(seed);
-      if (!verdict.allowed) throw new AddressRefusedError(`seed ${seed} is not crawled: ${verdict.reason} (--allowAddresses can allow it)`);
+      // A seed whose name does not resolve is no address question: its page fails when loaded (and is retried).
+      if (!verdict.allowed && !verdict.unresolved) throw new AddressRefusedError(`seed ${seed} is not crawled: ${verdict.reason} (--allowAddresses can allow it)`);
     }
     return policy;
   }
@@ -145,9 +148,10 @@ export class AddressPolicy {
     if (METADATA_HOST_NAMES.has(host) && !this.allowedCategories.has("metadata")) {
       return { allowed: false, reason: `${host} is a cloud metadata service` };
     }
-    // A name that does not resolve is let through: the fetch fails on its own, as it would have.
+    // A name that does not resolve is refused: nothing else (Chromium's own resolver) may find an address for it.
     const addresses = await this.resolver.resolve(host);
     if (!addresses.length && dnsForbiddenForTests()) return { allowed: false, reason: `${host} is not resolved in tests (CRAWLER_TEST_NO_DNS)` };
+    if (!addresses.length) return { allowed: false, reason: `${host} does not resolve`, unresolved: true };
     for (const address of addresses) {
       const verdict = this.judge(host, address);
       if (!verdict.allowed) return verdict;

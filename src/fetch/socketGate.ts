@@ -3,23 +3,35 @@ import { errorMessage, logger } from "../log/logger.js";
 import { AddressRefusedError, allowedAddresses } from "./addressPolicy.js";
 
 /**
- * The address policy for the browser's WebSockets. Chromium never pauses a WebSocket handshake in the Fetch
- * domain (where every other request of a tab is checked: capture/pageCapture.ts), and Network.setBlockedURLs
- * does not stop one either (both tried on Chromium 156). So, unless the crawl has a proxy of its own, Chromium
- * is started with proxy rules that send http and https direct and everything else (WebSockets, ws:// and
- * wss://, whichever page or worker opens them) to this loopback SOCKS5 server, which connects only to
- * addresses the policy allows: it resolves each name itself, as the policy does, and connects to the
- * addresses it judged. A refused socket fails in the page as any unreachable one does.
+ * The address policy when a connection is opened, for the browser: a loopback SOCKS5 server (raw TCP: what
+ * Chromium sends and receives passes byte for byte, as without it) that resolves each name as the policy does
+ * and connects only to the addresses the policy approved, so what Chromium connects to is exactly what was
+ * checked (a name that resolves to another address by then, DNS rebinding, changes nothing; a name that does
+ * not resolve is refused). A crawl's Chromium, without a proxy, opens every connection through it: tabs'
+ * requests (checked before they are sent too: capture/addressCheck.ts), WebSocket handshakes, which never
+ * pause in the Fetch domain, and Network.setBlockedURLs does not stop either (both tried on Chromium 156), a
+ * service worker's script and first requests, Chromium's own. Other browsers (create-login-profile, the --qa
+ * replay) send only their WebSockets here. A refused connection fails in the page as an unreachable one does.
+ * SOCKS5 as Chromium speaks it takes no password: a local program could use the gate too, but reaches through
+ * it nothing it could not connect to itself.
  */
 
 let gate: Promise<number> | null = null;
 
-/** Chromium's switches for the gate (started on first use, once a process). */
-export async function socketGateArgs(): Promise<string[]> {
+/**
+ * Chromium's switches for the gate (started on first use, once a process): every connection (a crawl's
+ * browser), or only WebSockets (http and https direct).
+ */
+export async function socketGateArgs(everyConnection: boolean): Promise<string[]> {
   gate ??= startGate();
   const port = await gate;
+  const rules = everyConnection ? `socks5://127.0.0.1:${port}` : `http=direct://;https=direct://;socks=socks5://127.0.0.1:${port}`;
   // <-loopback>: Chromium would otherwise never proxy loopback and link-local hosts, the very ones checked here.
-  return [`--proxy-server=http=direct://;https=direct://;socks=socks5://127.0.0.1:${port}`, "--proxy-bypass-list=<-loopback>"];
+  const args = [`--proxy-server=${rules}`, "--proxy-bypass-list=<-loopback>"];
+  if (!everyConnection) return args;
+  // Nothing else of Chromium's resolves a name (DNS prefetching, say: a packet to a DNS server of the page's
+  // choosing) or sends UDP past the gate (WebRTC's ICE candidates, to any address a page names).
+  return [...args, "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1", "--force-webrtc-ip-handling-policy=disable_non_proxied_udp"];
 }
 
 async function startGate(): Promise<number> {
@@ -64,10 +76,15 @@ async function serve(client: Socket): Promise<void> {
   } catch (err) {
     const refused = err instanceof AddressRefusedError;
     if (refused) logger.warn("capture", "socket blocked: not an address the crawler may fetch", { host, port, reason: errorMessage(err) });
+    else logger.debug("capture", "socket not opened: its host name does not resolve", { host, port });
+    noteFailure(host, port, refused ? "net::ERR_BLOCKED_BY_CLIENT" : "net::ERR_NAME_NOT_RESOLVED");
     return reply(client, refused ? REPLY.notAllowed : REPLY.hostUnreachable);
   }
   const upstream = await connectFirst(addresses, port);
-  if (!upstream) return reply(client, REPLY.refused);
+  if (upstream instanceof Error) {
+    noteFailure(host, port, NET_ERRORS[(upstream as NodeJS.ErrnoException).code ?? ""] ?? "net::ERR_CONNECTION_FAILED");
+    return reply(client, REPLY.refused);
+  }
   reply(client, REPLY.succeeded, false);
   const rest = input.rest();
   if (rest.length) upstream.write(rest);
@@ -83,17 +100,56 @@ function reply(client: Socket, code: number, end = true): void {
   else client.write(message);
 }
 
-/** A socket to the first of the (allowed) addresses that answers; null if none does. */
-async function connectFirst(addresses: string[], port: number): Promise<Socket | null> {
+/** A socket to the first of the (allowed) addresses that answers; the last error if none does. */
+async function connectFirst(addresses: string[], port: number): Promise<Socket | Error> {
+  let failure = new Error("no address");
   for (const address of addresses) {
-    const socket = await new Promise<Socket | null>((resolve) => {
+    const socket = await new Promise<Socket | Error>((resolve) => {
       const s = connect({ host: address, port, family: isIP(address) });
       s.once("connect", () => resolve(s));
-      s.once("error", () => resolve(null));
+      s.once("error", (err) => resolve(err));
     });
-    if (socket) return socket;
+    if (!(socket instanceof Error)) return socket;
+    failure = socket;
   }
-  return null;
+  return failure;
+}
+
+/** Chromium's names for the connect errors it would have met itself. */
+const NET_ERRORS: Record<string, string> = {
+  ECONNREFUSED: "net::ERR_CONNECTION_REFUSED",
+  ECONNRESET: "net::ERR_CONNECTION_RESET",
+  ETIMEDOUT: "net::ERR_CONNECTION_TIMED_OUT",
+  EHOSTUNREACH: "net::ERR_ADDRESS_UNREACHABLE",
+  ENETUNREACH: "net::ERR_ADDRESS_UNREACHABLE",
+};
+
+/** Why the gate last failed to connect to host:port, in Chromium's words (bounded: the newest 1,000). */
+const recentFailures = new Map<string, string>();
+
+function noteFailure(host: string, port: number, netError: string): void {
+  const key = `${host.toLowerCase()}:${port}`;
+  recentFailures.delete(key);
+  if (recentFailures.size >= 1000) recentFailures.delete(recentFailures.keys().next().value!);
+  recentFailures.set(key, netError);
+}
+
+/**
+ * A navigation error of a page loaded through the gate, as Chromium would have said it connecting itself:
+ * Chromium names every failure a SOCKS server reports ERR_SOCKS_CONNECTION_FAILED, which would hide a
+ * refused connection (and count as a proxy's failure); the gate knows what happened. Others are kept.
+ */
+export function gateFailureExplained(error: string, url: string): string {
+  if (!/net::ERR_SOCKS_CONNECTION_(FAILED|HOST_UNREACHABLE)/.test(error)) return error;
+  try {
+    const parsed = new URL(url);
+    const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
+    const port = Number(parsed.port || (parsed.protocol === "https:" ? 443 : 80));
+    const known = recentFailures.get(`${host.toLowerCase()}:${port}`);
+    return known ? error.replace(/net::ERR_SOCKS_CONNECTION_(FAILED|HOST_UNREACHABLE)/, known) : error;
+  } catch {
+    return error;
+  }
 }
 
 function ipv6Text(bytes: Buffer): string {

@@ -1,6 +1,7 @@
 import type { Browser, Page, Target } from "puppeteer-core";
 import { defaultBodyLimits, type BodyLimits } from "../fetch/bodyLimits.js";
 import { FallbackFetcher } from "../fetch/fallbackFetcher.js";
+import { gateFailureExplained } from "../fetch/socketGate.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
@@ -210,7 +211,7 @@ export class PageWorker {
         await tab.goto(pageUrl, { waitUntil: [...(this.options.waitUntil ?? ["load"])], timeout: this.options.pageLoadTimeoutMs });
       });
     } catch (err) {
-      navigationError = errorMessage(err);
+      navigationError = gateFailureExplained(errorMessage(err), url);
     }
     if (attempt.rateLimited || attempt.loggedOut) return { document: null, title: "", links: [], error: navigationError };
     if (attempt.duplicate) {

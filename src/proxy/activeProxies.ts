@@ -2,7 +2,7 @@ import { connect } from "node:net";
 import type { LookupFunction } from "node:net";
 import { Client, request, type Dispatcher } from "undici";
 import { errorMessage, logger } from "../log/logger.js";
-import { startBrowserRelay, type BrowserRelay } from "./browserRelay.js";
+import { startBrowserRelay, type BrowserRelay, type TargetVerdict } from "./browserRelay.js";
 import { endpointOf, endpointUrl, proxyDispatcher, type ProxyEndpoint } from "./proxyDispatchers.js";
 import { proxiesInUse, proxyLabel, proxyOf, type ProxyDef, type ProxySettings } from "./proxySettings.js";
 import { openSshTunnel, type SshTunnel } from "./sshTunnel.js";
@@ -44,7 +44,7 @@ const CONNECT_CHECK_MS = 10_000;
 
 /** The address policy, handed in (proxy/ sits below fetch/): the relay applies it to Chromium's targets. */
 export interface TargetPolicy {
-  allowed: (url: string) => Promise<boolean>;
+  verdict: (url: string) => Promise<TargetVerdict>;
   lookup: LookupFunction;
 }
 
@@ -70,7 +70,7 @@ export async function startProxies(settings: ProxySettings | null, policy?: Targ
           const live = liveFor(state, url);
           return live ? endpointUrl(live.endpoint, true) : null;
         },
-        allowed: policy?.allowed,
+        verdict: policy?.verdict,
         directLookup: policy?.lookup,
       });
       browserProxy = { kind: "http", host: state.relay.host, port: state.relay.port, username: state.relay.username, password: state.relay.password };
@@ -200,6 +200,11 @@ export function proxyDispatcherFor(url: string): Dispatcher | null {
 /** Whether Chromium goes through our loopback relay (browserRelay.ts), whose failures are answers with a 59x status. */
 export function relayInUse(): boolean {
   return active?.relay != null;
+}
+
+/** Whether Chromium's request for `url` goes through the relay and from there directly to the site (--proxyServerConfig). */
+export function relayedDirectly(url: string): boolean {
+  return active?.relay != null && liveFor(active, url) === null;
 }
 
 /** Whether the crawl fetches through a proxy at all. */

@@ -3,8 +3,10 @@
  * the crawl (--failOnFailedSeed: exit code 21, not 1): connection failures of a proxy or SOCKS server
  * always, a timeout or refused credentials only when a proxy is in use.
  */
-const ALWAYS_PROXY = ["net::ERR_SOCKS_CONNECTION_FAILED", "net::SOCKS_CONNECTION_HOST_UNREACHABLE", "net::ERR_SOCKS_CONNECTION_HOST_UNREACHABLE", "net::ERR_PROXY_CONNECTION_FAILED", "net::ERR_TUNNEL_CONNECTION_FAILED"];
-const PROXY_WHEN_PROXIED = ["net::ERR_TIMED_OUT", "net::ERR_INVALID_AUTH_CREDENTIALS"];
+const ALWAYS_PROXY = ["net::ERR_PROXY_CONNECTION_FAILED", "net::ERR_TUNNEL_CONNECTION_FAILED"];
+// Without a proxy, a crawl's Chromium still connects through the crawler's SOCKS5 gate (fetch/socketGate.ts),
+// whose failures are the site's (connection refused, address refused), not a proxy's.
+const PROXY_WHEN_PROXIED = ["net::ERR_TIMED_OUT", "net::ERR_INVALID_AUTH_CREDENTIALS", "net::ERR_SOCKS_CONNECTION_FAILED", "net::SOCKS_CONNECTION_HOST_UNREACHABLE", "net::ERR_SOCKS_CONNECTION_HOST_UNREACHABLE"];
 
 export function isProxyFailure(reason: string | null, proxied: boolean): boolean {
   if (!reason) return false;
@@ -24,4 +26,17 @@ export function isRelayFailureStatus(status: number): boolean {
 /** The page error of a relay failure: named as Chromium names a proxy's, so it counts as the proxy's failure. */
 export function relayFailureError(status: number, statusText: string): string {
   return `net::ERR_PROXY_CONNECTION_FAILED: the proxy could not fetch it (${status}${statusText ? ` ${statusText}` : ""})`;
+}
+
+/** Fetch.failRequest reasons for the relay's answers about a direct target (no proxy between): as Chromium would have failed it. */
+const DIRECT_FAILURE_REASONS: Record<number, "BlockedByClient" | "NameNotResolved" | "ConnectionRefused" | "ConnectionReset" | "ConnectionClosed"> = {
+  591: "BlockedByClient",
+  593: "NameNotResolved",
+  594: "ConnectionRefused",
+  595: "ConnectionReset",
+  596: "ConnectionClosed",
+};
+
+export function directFailureReason(status: number): "BlockedByClient" | "NameNotResolved" | "ConnectionRefused" | "ConnectionReset" | "ConnectionClosed" | "ConnectionFailed" {
+  return DIRECT_FAILURE_REASONS[status] ?? "ConnectionFailed";
 }

@@ -41,7 +41,8 @@ export class PageAdmission {
 
   async admit(page: QueuedPage): Promise<Admission> {
     const address = await checkAddress(page.url);
-    if (!address.allowed) {
+    // A page whose name does not resolve (now) is queued: loading it is refused and fails, and a retry may find it.
+    if (!address.allowed && !address.unresolved) {
       const host = new URL(page.url).host;
       if (!this.refusedHosts.has(host) && this.refusedHosts.size < 1000) {
         this.refusedHosts.add(host);
