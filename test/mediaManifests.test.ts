@@ -100,23 +100,23 @@ describe("keepOneRendition", () => {
 describe("listHls", () => {
   it("lists a cut master's variant and the renditions of its groups, resolved", async () => {
     const kept = await keepOneRendition("hls", MASTER);
-    const listing = listHls(kept!.text, `${BASE}master.m3u8`);
+    const listing = await listHls(kept!.text, `${BASE}master.m3u8`);
     expect(listing.rendition).toEqual({ width: 640, height: 360, bandwidth: 730400 });
     expect(listing.playlists.sort()).toEqual([`${BASE}audio/en.m3u8`, `${BASE}audio/fr.m3u8`, `${BASE}subs/en.m3u8`, `${BASE}v360/index.m3u8`].sort());
     expect(listing.files).toEqual([]);
   });
 
-  it("lists a media playlist's init segment, keys and segments once each, in order", () => {
-    const listing = listHls(MEDIA, `${BASE}v360/index.m3u8`);
+  it("lists a media playlist's init segment, keys and segments once each, in order", async () => {
+    const listing = await listHls(MEDIA, `${BASE}v360/index.m3u8`);
     expect(listing.files).toEqual(["https://keys.example/k1", `${BASE}v360/init.mp4`, `${BASE}v360/seg0.m4s`, `${BASE}v360/seg1.m4s`, `${BASE}v360/seg2.m4s`]);
     expect(listing.segments).toEqual([`${BASE}v360/seg0.m4s`, `${BASE}v360/seg1.m4s`, `${BASE}v360/seg2.m4s`]);
     expect(listing.live).toBe(false);
     expect(listing.encryption).toEqual(["AES-128"]);
   });
 
-  it("tells a live playlist and a DRM key, which is never a file", () => {
+  it("tells a live playlist and a DRM key, which is never a file", async () => {
     const live = MEDIA.replace("#EXT-X-ENDLIST\n", "").replace(/#EXT-X-KEY:METHOD=AES-128[^\n]*/, '#EXT-X-KEY:METHOD=SAMPLE-AES,URI="skd://key-1",KEYFORMAT="com.apple.streamingkeydelivery"');
-    const listing = listHls(live, `${BASE}live.m3u8`);
+    const listing = await listHls(live, `${BASE}live.m3u8`);
     expect(listing.live).toBe(true);
     expect(listing.encryption).toEqual(["SAMPLE-AES com.apple.streamingkeydelivery"]);
     expect(listing.files.some((f) => f.startsWith("skd:"))).toBe(false);
@@ -127,7 +127,7 @@ describe("listHls", () => {
 describe("listDash", () => {
   it("expands templates and timelines of the kept representations into every init and media segment", async () => {
     const kept = await keepOneRendition("dash", MPD);
-    const listing = listDash(kept!.text, `${BASE}stream.mpd`);
+    const listing = await listDash(kept!.text, `${BASE}stream.mpd`);
     expect(listing.rendition).toEqual({ width: 640, height: 360, bandwidth: 600000 });
     expect(listing.files.sort()).toEqual([
       "init-1.m4s", "chunk-1-00001.m4s", "chunk-1-00002.m4s", "chunk-1-00003.m4s",
@@ -137,22 +137,22 @@ describe("listDash", () => {
     expect(listing.live).toBe(false);
   });
 
-  it("tells a dynamic MPD (live) and content protection", () => {
+  it("tells a dynamic MPD (live) and content protection", async () => {
     const live = MPD.replace('type="static"', 'type="dynamic" availabilityStartTime="2026-01-01T00:00:00Z"')
       .replace(/<Representation id="2"[\s\S]*?<\/Representation>/, "")
       .replace('<AdaptationSet id="0" contentType="video">', '<AdaptationSet id="0" contentType="video"><ContentProtection schemeIdUri="urn:uuid:edef8ba9-79d6-4ace-a3c8-27dcd51d21ed" value="Widevine"/>');
-    const listing = listDash(live, `${BASE}live.mpd`);
+    const listing = await listDash(live, `${BASE}live.mpd`);
     expect(listing.live).toBe(true);
     expect(listing.encryption).toContain("com.widevine.alpha");
   });
 
-  it("refuses to list what would be millions of segments (mpd-parser would abort Node), with a reason", () => {
+  it("refuses to list what would be millions of segments (mpd-parser would abort Node), with a reason", async () => {
     // A live template stream begun in 1970: one segment per 2 s since then.
     const since1970 = MPD.replace('type="static"', 'type="dynamic" availabilityStartTime="1970-01-01T00:00:00Z"');
-    expect(() => listDash(since1970, `${BASE}live.mpd`)).toThrow(/unbounded number of segments/);
+    await expect(listDash(since1970, `${BASE}live.mpd`)).rejects.toThrow(/unbounded number of segments/);
     // A static one said to last a century, a timeline repeated a billion times, or "until the end".
-    expect(() => listDash(MPD.replace("PT6.0S", "P36500D"), `${BASE}a.mpd`)).toThrow(/about \d+ segments/);
-    expect(() => listDash(MPD.replace(/r="2"/g, 'r="1000000000"'), `${BASE}a.mpd`)).toThrow(/segments/);
-    expect(() => listDash(MPD.replace(/r="2"/g, 'r="-1"'), `${BASE}a.mpd`)).toThrow(/unbounded/);
+    await expect(listDash(MPD.replace("PT6.0S", "P36500D"), `${BASE}a.mpd`)).rejects.toThrow(/about \d+ segments/);
+    await expect(listDash(MPD.replace(/r="2"/g, 'r="1000000000"'), `${BASE}a.mpd`)).rejects.toThrow(/segments/);
+    await expect(listDash(MPD.replace(/r="2"/g, 'r="-1"'), `${BASE}a.mpd`)).rejects.toThrow(/unbounded/);
   });
 });

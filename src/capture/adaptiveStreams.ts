@@ -115,7 +115,7 @@ export class AdaptiveStreams {
     if (!format) return null;
     const text = new TextDecoder().decode(bytes);
     const kept = await keepOneRendition(format, text).catch(() => null);
-    this.read(url, format, kept?.text ?? text, requestHeaders, attempt);
+    await this.read(url, format, kept?.text ?? text, requestHeaders, attempt);
     if (!kept) return null;
     return { body: new TextEncoder().encode(kept.text), jsonMetadata: JSON.stringify(kept.limits), originalBody: bytes };
   }
@@ -161,14 +161,14 @@ export class AdaptiveStreams {
   }
 
   /** A manifest's text (as the player gets it): what it lists is queued for fetching. */
-  private read(url: string, format: StreamFormat, text: string, requestHeaders: [string, string][], attempt: PageAttempt): void {
+  private async read(url: string, format: StreamFormat, text: string, requestHeaders: [string, string][], attempt: PageAttempt): Promise<void> {
     const state = this.of(attempt);
     const stream = state.owners.get(url) ?? state.streams.get(url) ?? this.open(state, url, format, requestHeaders);
     if (state.read.has(url) && !stream.live) return;
     state.read.add(url);
     let listing: StreamListing;
     try {
-      listing = format === "hls" ? listHls(text, url) : listDash(text, url);
+      listing = await (format === "hls" ? listHls(text, url) : listDash(text, url));
     } catch (err) {
       logger.warn("media", "manifest not readable: only what the player fetches is archived", { url, error: String(err) });
       return;
@@ -214,7 +214,7 @@ export class AdaptiveStreams {
       if (!exchange) return;
       if (exchange.body.kind === "bytes" && !this.of(attempt).read.has(url)) {
         const mime = exchange.responseHeaders.find(([n]) => n.toLowerCase() === "content-type")?.[1]?.split(";")[0]?.trim() ?? "";
-        if (manifestFormat(url, mime, exchange.body.bytes) === "hls") this.read(url, "hls", new TextDecoder().decode(exchange.body.bytes), stream.requestHeaders, attempt);
+        if (manifestFormat(url, mime, exchange.body.bytes) === "hls") await this.read(url, "hls", new TextDecoder().decode(exchange.body.bytes), stream.requestHeaders, attempt);
       }
       await this.store(exchange, attempt, "a stream's playlist could not be stored");
     })());

@@ -1,4 +1,4 @@
-import { parse, type DashPlaylist } from "mpd-parser";
+import type { DashPlaylist } from "mpd-parser";
 import { fetchableUrl, uniqueUrls, type StreamListing } from "./streamListing.js";
 
 /**
@@ -6,12 +6,14 @@ import { fetchableUrl, uniqueUrls, type StreamListing } from "./streamListing.js
  * and SegmentList into URLs): every representation's init and media segments (after keepOneRendition, one
  * per adaptation set), a SegmentBase representation's single file.
  */
-export function listDash(text: string, url: string): StreamListing {
+export async function listDash(text: string, url: string): Promise<StreamListing> {
   const live = /<MPD[^>]*\btype\s*=\s*["']dynamic["']/.test(text);
   // mpd-parser expands every segment eagerly: a template that repeats "until the end" of a live stream begun
   // in 1970, or of a static one said to last a century, would make millions of URLs (Node aborts, uncatchable).
   const bound = segmentBound(text, live);
   if (bound > MAX_LISTED_SEGMENTS) throw new Error(`lists ${Number.isFinite(bound) ? `about ${Math.round(bound)}` : "an unbounded number of"} segments (at most ${MAX_LISTED_SEGMENTS} are listed)`);
+  // Loaded with the first MPD (with its XML parser): a crawl without streams never pays for it.
+  const { parse } = await import("mpd-parser");
   const manifest = parse(text, { manifestUri: url });
   const groups = Object.values(manifest.mediaGroups).flatMap((byGroup) => Object.values(byGroup).flatMap((byName) => Object.values(byName)));
   const playlists: DashPlaylist[] = [...manifest.playlists, ...groups.flatMap((rendition) => rendition.playlists ?? [])];

@@ -1,4 +1,4 @@
-import { Parser, type HlsManifest } from "m3u8-parser";
+import type { HlsManifest } from "m3u8-parser";
 import { fetchableUrl, uniqueUrls, type StreamListing } from "./streamListing.js";
 
 /**
@@ -6,7 +6,9 @@ import { fetchableUrl, uniqueUrls, type StreamListing } from "./streamListing.js
  * subtitle and caption renditions (after keepOneRendition, one variant); a media playlist its init
  * segments (#EXT-X-MAP), media segments and AES-128 keys.
  */
-export function listHls(text: string, url: string): StreamListing {
+export async function listHls(text: string, url: string): Promise<StreamListing> {
+  // Loaded with the first playlist: a crawl without streams never pays for it.
+  const { Parser } = await import("m3u8-parser");
   const parser = new Parser();
   parser.push(text);
   parser.end();
