@@ -74,6 +74,8 @@ export class AdaptiveStreams {
   /** The tab's requests by URL, settled when their load ends: a file the player fetches itself is not fetched twice. */
   private readonly tabLoads = new Map<string, { settled: Promise<void>; settle: () => void }>();
   private readonly loadUrls = new Map<string, string>();
+  /** Set once the page has a stream: only then are the tab's loads tracked (a page without one pays nothing per request). */
+  private watching = false;
 
   constructor(
     cdp: CDPSession,
@@ -84,7 +86,7 @@ export class AdaptiveStreams {
     private readonly limits: BodyLimits,
   ) {
     cdp.on("Network.requestWillBeSent", (event: Protocol.Network.RequestWillBeSentEvent) => {
-      if (!/^https?:/.test(event.request.url) || this.tabLoads.has(event.request.url)) return;
+      if (!this.watching || !/^https?:/.test(event.request.url) || this.tabLoads.has(event.request.url)) return;
       let settle = () => undefined as void;
       const settled = new Promise<void>((resolve) => (settle = resolve));
       this.tabLoads.set(event.request.url, { settled, settle });
@@ -101,6 +103,7 @@ export class AdaptiveStreams {
 
   /** A new page: the tab's earlier loads are no longer its player's. */
   beginPage(): void {
+    this.watching = false;
     for (const load of this.tabLoads.values()) load.settle();
     this.tabLoads.clear();
     this.loadUrls.clear();
@@ -113,6 +116,8 @@ export class AdaptiveStreams {
   async answer(url: string, mime: string, bytes: Uint8Array, requestHeaders: [string, string][], attempt: PageAttempt): Promise<ManifestAnswer | null> {
     const format = manifestFormat(url, mime, bytes);
     if (!format) return null;
+    // The player asks for the stream's files after its manifest: from here on its loads are tracked.
+    this.watching = true;
     const text = new TextDecoder().decode(bytes);
     const kept = await keepOneRendition(format, text).catch(() => null);
     await this.read(url, format, kept?.text ?? text, requestHeaders, attempt);
