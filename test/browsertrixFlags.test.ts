@@ -184,6 +184,18 @@ describe("browsertrix-crawler names in --config", () => {
     expect(warningsFrom(["--url", "http://a.test/", "--healthCheckPort", "0", "--saveState", "partial"])).toEqual([]);
   });
 
+  it("--warcInfo's string form: \"name: value\" lines are fields, on the command line and in --config; the rest warned about", () => {
+    expect(optionsFrom(["--url", "http://a.test/", "--warcInfo", "operator: ONB", "--warcInfo", "isPartOf=Web: archive", "--warcInfo"]).output.warcInfo)
+      .toEqual({ operator: "ONB", isPartOf: "Web: archive" });
+    const config = file('url: http://a.test/\nwarcInfo: "operator: ONB\\ndescription: domain crawl\\njunk line"\n');
+    expect(optionsFrom(["--config", config]).output.warcInfo).toEqual({ operator: "ONB", description: "domain crawl" });
+    expect(warningsFrom(["--config", config])).toEqual(['--warcInfo "junk line" ignored: not a "name: value" or name=value field']);
+    expect(warningsFrom(["--url", "http://a.test/", "--warcInfo", "--warcInfo", "a b=c"])).toEqual([
+      "--warcInfo without a field ignored",
+      '--warcInfo "a b=c" ignored: not a "name: value" or name=value field',
+    ]);
+  });
+
   it("loads the JSON the Browsertrix service writes (crawl-config.json)", () => {
     const json = file(JSON.stringify({
       seeds: [

@@ -224,10 +224,29 @@ describe("browsertrix-crawler's output flags", () => {
     for (const name of warcNames("plain")) expect(name).toMatch(/^rec-plain-/);
   }, 300_000);
 
+  it("--warcInfo's string form (ONB: \"operator: ONB\"): name: value lines are fields, anything else a warning, never a failed crawl", async () => {
+    const run = await crawl([
+      "--url", site.seed, "--collection", "infostring", "--limit", "1", "--warcInfo", "operator: ONB",
+      "--warcInfo", "isPartOf: Web Archive Austria\ndescription=domain crawl: 2026", "--warcInfo", "operator-only", "--warcInfo", "bad name=x",
+    ]);
+    expect(run.code, run.stderr.slice(-2000)).toBe(0);
+    const warnings = run.stderr.split("\n").filter((line) => line.startsWith("crawl: warning: --warcInfo"));
+    expect(warnings).toEqual([
+      'crawl: warning: --warcInfo "operator-only" ignored: not a "name: value" or name=value field',
+      'crawl: warning: --warcInfo "bad name=x" ignored: not a "name: value" or name=value field',
+    ]);
+    const names = warcNames("infostring");
+    expect(names.length).toBeGreaterThan(0);
+    for (const name of names) {
+      const [info] = await readRecords(join(collDir("infostring"), "archive", name));
+      const fields = warcinfoFields(info.content);
+      expect(fields).toMatchObject({ operator: "ONB", isPartOf: "Web Archive Austria", description: "domain crawl: 2026" });
+      expect(Object.keys(fields).filter((key) => /^\d+$/.test(key) || key.includes(" "))).toEqual([]);
+    }
+  }, 120_000);
+
   it("bad values: one line, exit code 4, nothing crawled", async () => {
     for (const [args, message] of [
-      [["--warcInfo", "operator"], /--warcInfo takes name=value fields/],
-      [["--warcInfo", "bad name=x"], /--warcInfo takes name=value fields/],
       [["--warcPrefix", "../up"], /--warcPrefix may hold only letters/],
     ] as const) {
       const run = await crawl(["--url", site.seed, "--collection", "bad", ...args]);

@@ -79,7 +79,8 @@ export function buildCrawlProgram(): Command {
     .option("--allowHashUrls", "URLs that differ only in their #fragment are different pages (default: the fragment is dropped)")
     .option("--addRedirectedSeeds", "a seed page that redirects out of its scope adds the redirect target as a seed with the same scope rules (a change of scheme or www. never leaves the scope)")
     // output: warcinfo fields, WARC names, combined WARCs, CDXJ index, skipped-pages report (config/groups/outputOptions.ts)
-    .option("--warcInfo <name=value>", "add a field to the warcinfo record of every WARC file (repeatable; also --warcinfo.name value, or a mapping in --config)", collect)
+    // A bare --warcInfo is "" (warned about, as browsertrix-crawler ignores it), not `true` in place of the fields.
+    .addOption(new Option("--warcInfo [name=value]", "add a field to the warcinfo record of every WARC file (repeatable; also \"name: value\" lines, --warcinfo.name value, or a mapping in --config)").argParser(collect).preset(""))
     .option("--warcPrefix <prefix>", "WARC file names start with <prefix>-<crawlId>- (default: rec; env WARC_PREFIX wins, as in browsertrix-crawler)")
     .option("--combineWARC", "when the crawl ends, also append all its WARC files into <collection>_0.warc.gz (then _1... past --rolloverSize) in the collection folder")
     .option("--generateCDX", "when the crawl ends, write a sorted CDXJ index of all its WARC files to indexes/index.cdxj")

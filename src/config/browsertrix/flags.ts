@@ -1,4 +1,5 @@
 import { Option, type Command } from "commander";
+import { warcInfoItems } from "../groups/outputOptions.js";
 
 /**
  * browsertrix-crawler 1.14.1's `crawl` flags, every spelling (primary name first, then its aliases) and
@@ -189,6 +190,14 @@ export function setAsideUnimplementedValues(program: Command, env: NodeJS.Proces
   const logging = program.getOptionValue("logging") as string | undefined;
   const otherLogging = typeof logging === "string" ? logging.split(",").map((v) => v.trim()).filter((v) => v && !OUR_LOGGING.includes(v)) : [];
   if (otherLogging.length) addCompatNote(program, `accepted for browsertrix-crawler compatibility but not implemented yet: --logging ${otherLogging.join(",")}`);
+  const warcInfo = program.getOptionValue("warcInfo") as string[] | undefined;
+  if (Array.isArray(warcInfo)) {
+    // A bare --warcInfo is "": browsertrix-crawler ignores it too.
+    if (warcInfo.includes("")) addCompatNote(program, "--warcInfo without a field ignored");
+    const { items, ignored } = warcInfoItems(warcInfo);
+    program.setOptionValueWithSource("warcInfo", items, program.getOptionValueSource("warcInfo"));
+    for (const line of ignored) addCompatNote(program, `--warcInfo ${JSON.stringify(line)} ignored: not a "name: value" or name=value field`);
+  }
   const behaviors = program.getOptionValue("behaviors") as string | undefined;
   if (typeof behaviors !== "string") return;
   const names = behaviors.split(",").map((n) => n.trim());

@@ -73,6 +73,28 @@ function waczSigning(env: NodeJS.ProcessEnv): WaczSigning | null {
   }
 }
 
+/**
+ * --warcInfo items as given: `name=value`, or browsertrix-crawler's string form, lines of `name: value`
+ * (ONB's real command line: `--warcInfo "operator: ONB"`; browsertrix-crawler spreads that string into junk
+ * fields). Returns the fields as `name=value` items, and what is not a field, to be warned about: a
+ * malformed --warcInfo never fails a crawl.
+ */
+export function warcInfoItems(given: string[]): { items: string[]; ignored: string[] } {
+  const items: string[] = [];
+  const ignored: string[] = [];
+  for (const line of given.flatMap((item) => item.split(/\r?\n/))) {
+    if (line.trim() === "") continue;
+    const eq = line.indexOf("=");
+    const colon = line.indexOf(":");
+    // `name=value` unless a colon comes first (`isPartOf: a=b` is the string form).
+    const sep = eq >= 0 && (colon < 0 || eq < colon) ? eq : colon;
+    const name = sep < 0 ? "" : line.slice(0, sep).trim();
+    if (!FIELD_NAME.test(name)) ignored.push(line);
+    else items.push(`${name}=${line.slice(sep + 1).trim()}`);
+  }
+  return { items, ignored };
+}
+
 function warcInfoFields(items: string[]): Record<string, string> {
   const fields: Record<string, string> = {};
   for (const item of items) {
