@@ -3,6 +3,7 @@ import type { CDPSession, Page, Protocol } from "puppeteer-core";
 import { bodySize, headerValue, shortOfDeclaredLength, type ConfirmedCapture, type Exchange, type ExchangeBody, type TruncationReason } from "../archive/exchange.js";
 import { noteCutShort, type BodyLimits } from "../fetch/bodyLimits.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
+import { requestHeadersFor, withRequestHeaders } from "../fetch/requestHeaders.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
@@ -368,12 +369,13 @@ export class PageCapture {
     if (this.attempt.ended) return this.refuseAfterEnd(event, this.attempt); // paused before the page's end: not sent
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
     this.attempt.lastSentAt = Date.now();
-    if (!pending && !target) return this.continue(event.requestId);
+    const added = requestHeadersFor(target ?? event.request.url); // --header
+    if (!pending && !target && !added.length) return this.continue(event.requestId);
     if (target) this.redirects.sent(event.requestId, event.request.url, target);
     if (pending) this.conditional.delete(event.request.url);
     if (pending) this.sentConditional.set(event.networkId ?? event.requestId, pending.confirms);
     // Chromium refuses a Host header here ("unsafe"): an overridden origin's server sees its own host.
-    const headers = pending ? Object.entries({ ...event.request.headers, ...pending.headers }).map(([name, value]) => ({ name, value: String(value) })) : undefined;
+    const headers = pending || added.length ? withRequestHeaders(target ?? event.request.url, Object.entries({ ...event.request.headers, ...pending?.headers })).map(([name, value]) => ({ name, value: String(value) })) : undefined;
     await this.cdp.send("Fetch.continueRequest", { requestId: event.requestId, ...(headers ? { headers } : {}), ...(target ? { url: target } : {}) }).catch(() => undefined);
   }
 

@@ -9,6 +9,7 @@ import { withCrawlArgs } from "../config/browsertrix/crawlArgs.js";
 import { configToSave, restoreWithheld, WITHHELD_KEY } from "../config/savedConfig.js";
 import { hideSecretsFromProcessList, registerSecrets, registerSecretsIn, scrubSecrets } from "../log/secrets.js";
 import { SCOPE_TYPES } from "../scope/seedScope.js";
+import { headerFlagSecrets } from "../config/groups/pageLoadOptions.js";
 import { ExitCode } from "../lifecycle/exitCodes.js";
 import { runCrawlCommand } from "../crawl/crawlCommand.js";
 import { errorMessage } from "../log/logger.js";
@@ -54,6 +55,7 @@ export function buildCrawlProgram(): Command {
     .option("--redisDedupeUrl <url>", "Redis holding the dedupe index shared by crawls (default: the crawl-state Redis)")
     .option("--dedupeMinSize <bytes>", `payloads smaller than this are always stored in full (default: ${DEFAULT_DEDUPE_MIN_SIZE}; a revisit would be as large)`)
     .option("--userAgent <ua>", "User-Agent for the browser and direct fetches")
+    .option("--header <header>", "add a request header, \"Name: value\" for every host or \"host Name: value\" for a host and its subdomains (repeatable; `headers:` by host in --config)", collect)
     .option("--title <title>", "title written to datapackage.json")
     .option("--description <text>", "description written to datapackage.json")
     .option("--statsFilename <path>", "write final crawl counts as JSON to this file")
@@ -176,6 +178,8 @@ export function crawlFlags(program: Command, argv: string[], from: "node" | "use
   // browsertrix-crawler's per-seed `auth` (user:password), not used here but never to be written either.
   const seedAuth = (Array.isArray(_seeds) ? _seeds : []).map((seed: unknown) => (seed !== null && typeof seed === "object" && "auth" in seed ? String(seed.auth) : ""));
   registerSecrets(seedAuth.filter(Boolean));
+  // --header values that may hold a credential (a cookie, a token): never in logs or `ps` either.
+  registerSecrets(headerFlagSecrets(flags.header ?? []));
   return { ...flags, savedState, configToSave: configToSave(program, config, configFile ?? null, withheld) };
 }
 

@@ -75,7 +75,8 @@ function preview(value: unknown): string {
  */
 export function applyConfig(program: Command, config: Record<string, unknown>, file: string): void {
   const options = new Map(program.options.map((opt) => [configKeyOf(opt), opt] as const));
-  for (const [key, value] of Object.entries(config)) {
+  const { rest, byHost } = headersByHost(config, file);
+  for (const [key, value] of Object.entries(rest)) {
     const option = options.get(key);
     if (!option && key in SERVICE_KEYS) {
       if (value !== null && value !== undefined) addCompatNote(program, `--config ${file}: ${key} ignored: ${SERVICE_KEYS[key]}`);
@@ -97,7 +98,28 @@ export function applyConfig(program: Command, config: Record<string, unknown>, f
     }
     program.setOptionValueWithSource(name, name === "seeds" ? seedList(value, where, program) : optionValue(option, value, where), "config");
   }
+  // `headers:` adds to --header (or `header:`), whichever gave those.
+  if (byHost.length) program.setOptionValueWithSource("header", [...((program.getOptionValue("header") as string[] | undefined) ?? []), ...byHost], program.getOptionValueSource("header") ?? "config");
   seedSitemaps(program, file);
+}
+
+/**
+ * `headers:` maps a host (`"*"`: every host) to its headers (`{Name: value}`, or a list of `"Name: value"`):
+ * taken as --header items `host Name: value`.
+ */
+function headersByHost(config: Record<string, unknown>, file: string): { rest: Record<string, unknown>; byHost: string[] } {
+  const { headers, ...rest } = config;
+  if (headers === undefined || headers === null) return { rest, byHost: [] };
+  const where = `--config ${file}: headers`;
+  if (typeof headers !== "object" || Array.isArray(headers)) throw new OptionsError(`${where} maps hosts ("*" for every host) to headers, got ${preview(headers)}`);
+  const items: string[] = [];
+  for (const [host, fields] of Object.entries(headers)) {
+    const lines = Array.isArray(fields) ? fields.map((field, i) => scalarText(field, `${where}.${host}[${i}]`))
+      : fields !== null && typeof fields === "object" ? Object.entries(fields).map(([name, value]) => `${name}: ${scalarText(value, `${where}.${host}.${name}`)}`)
+      : [scalarText(fields, `${where}.${host}`)];
+    items.push(...lines.map((line) => `${host} ${line}`));
+  }
+  return { rest, byHost: items };
 }
 
 /**

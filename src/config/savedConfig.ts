@@ -14,6 +14,8 @@ const NOT_SAVED = new Set(["config", "version", "help"]);
  * `auth` is dropped.
  */
 const SEED_KEYS = new Set(["url", "seeds"]);
+/** Request headers (--header, `headers:`) are cookies and tokens more often than not: never written. */
+const ALWAYS_WITHHELD = new Set(["header", "headers"]);
 
 /**
  * The key of a state file naming the values left out of it because they hold a secret, and the --config
@@ -42,7 +44,7 @@ export function configToSave(program: Command, config: Record<string, unknown>, 
   const withheld: WithheldSecrets = { keys: [...(previous?.keys ?? [])], config: previous?.config ?? null };
   for (const [key, value] of Object.entries(config)) {
     const kept = key === "seeds" ? withoutSeedAuth(value) : value;
-    if (!SEED_KEYS.has(key) && holdsSecret(kept)) {
+    if (ALWAYS_WITHHELD.has(key) || (!SEED_KEYS.has(key) && holdsSecret(kept))) {
       if (!withheld.keys.includes(key)) withheld.keys.push(key);
       if (configFile && configFile !== "stdin") withheld.config = resolve(configFile);
     } else {
@@ -62,7 +64,7 @@ export function configToSave(program: Command, config: Record<string, unknown>, 
     if (source !== "cli" && source !== "env") continue;
     for (const key of keysOf.get(name) ?? []) delete saved[key];
     const value = program.getOptionValue(name) as unknown;
-    if (!SEED_KEYS.has(name) && holdsSecret(value)) {
+    if (ALWAYS_WITHHELD.has(name) || (!SEED_KEYS.has(name) && holdsSecret(value))) {
       if (!withheld.keys.includes(name)) withheld.keys.push(name);
       continue;
     }

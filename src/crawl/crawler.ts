@@ -3,6 +3,7 @@ import type { CrawlOptions } from "../config/crawlOptions.js";
 import { LiveView } from "../screencast/liveView.js";
 import { logger } from "../log/logger.js";
 import { useBlocking } from "../block/blocking.js";
+import { useRequestHeaders } from "../fetch/requestHeaders.js";
 import { adHostsFor } from "../reports/blockedReport.js";
 import { openCapturePipeline } from "../pipeline/openPipeline.js";
 import { BtxLists } from "../state/serviceLists.js";
@@ -76,6 +77,7 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
     const run: CrawlRun = { options, paths, session, pipeline, stop, started, watch, live, ...openPageOutputs(options, paths, session, lists, adHosts) };
     if (live && options.lifecycle.screencastRedis) await live.shareThrough(session.redis, session.membership.keys);
     await resumeFromStateFile(options, session);
+    useRequestHeaders(options.pageLoad.requestHeaders);
     const seeding = await admitSeeds(options, session.state, run.skipped ? (page, reason) => run.skipped?.add(page, reason) : undefined);
     logger.milestone("crawl", "crawl started", { crawlId: options.crawlId, processId: session.processId, seeds: options.seeds, collection: options.collection });
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => pipeline.writer.bytesWritten });
@@ -88,6 +90,7 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
   } finally {
     stateFiles.stop();
     useBlocking(null);
+    useRequestHeaders([]);
     logger.onLine(null);
     await lists.flush();
     await session.close();

@@ -2,6 +2,7 @@ import { STATUS_CODES } from "node:http";
 import { TLSSocket } from "node:tls";
 import { Agent, buildConnector, request, type Dispatcher } from "undici";
 import { headerValue, shortOfDeclaredLength, type Exchange, type ExchangeBody } from "../archive/exchange.js";
+import { withRequestHeaders } from "./requestHeaders.js";
 import { warcProtocolId } from "../archive/records.js";
 import { policyLookup, refuseForbiddenAddress } from "./addressPolicy.js";
 import { proxyDispatcherFor } from "../proxy/activeProxies.js";
@@ -67,7 +68,7 @@ export async function directFetch(url: string, options: DirectFetchOptions = {})
   await refuseForbiddenAddress(url);
   // The browser's headers are kept, except those that would make the answer partial or conditional
   // (a direct fetch is made to get the full resource) and Accept-Encoding (only codings replay tools read).
-  const given = (options.headers ?? []).filter(([n]) => !UNCONDITIONAL_DROPS.has(n.toLowerCase()));
+  const given = withRequestHeaders(url, options.headers ?? []).filter(([n]) => !UNCONDITIONAL_DROPS.has(n.toLowerCase()));
   const defaults: [string, string][] = [
     ["User-Agent", options.userAgent ?? DEFAULT_USER_AGENT],
     ["Accept", "*/*"],

@@ -3,6 +3,7 @@ import { Agent, request, type Dispatcher } from "undici";
 import { policyLookup, refuseForbiddenAddress } from "./addressPolicy.js";
 import { decoded, forward } from "./contentDecoding.js";
 import { DEFAULT_USER_AGENT } from "./directFetch.js";
+import { requestHeadersFor } from "./requestHeaders.js";
 import { proxyDispatcherFor } from "../proxy/activeProxies.js";
 
 /**
@@ -60,6 +61,7 @@ export async function plainFetch(url: string, options: PlainFetchOptions): Promi
           "user-agent": options.userAgent ?? DEFAULT_USER_AGENT,
           accept: "*/*",
           "accept-encoding": "gzip, deflate, br",
+          ...Object.fromEntries(requestHeadersFor(current)),
         },
         headersTimeout: options.timeoutMs,
         bodyTimeout: options.timeoutMs,

@@ -9,7 +9,7 @@ import { withTimeout } from "../util/process.js";
 import { clickClaims, installBehaviors, runBehaviors, type BehaviorHooks, type BehaviorOutcome, type BehaviorSettings } from "../behaviors/behaviors.js";
 import type { BrowserHost } from "../browser/browserHost.js";
 import { NO_EXTRAS, OriginRedirects, type CaptureExtras } from "../capture/captureExtras.js";
-import { PageCapture, type CapturedSummary, type ConditionalRequest, type PageAttempt, type RateLimitAnswer } from "../capture/pageCapture.js";
+import { PageCapture, type CapturedSummary, type PageAttempt } from "../capture/pageCapture.js";
 import { DialogGuard } from "./dialogs.js";
 import { isRenderedDocumentType } from "../capture/documentTypes.js";
 import { DEFAULT_LINK_SELECTORS, extractLinks, type LinkSelector } from "./linkExtract.js";
@@ -21,6 +21,9 @@ import { PopupCloser } from "./popups.js";
 import { watchServiceWorkers } from "./serviceWorkers.js";
 import { applyTabSettings, type TabSettings, type WaitUntilEvent } from "../browser/pageSetup.js";
 import { ContentCheck } from "./contentCheck.js";
+import type { LoadOptions, PageLoadResult } from "./pageLoadResult.js";
+
+export type { LoadOptions, PageLoadResult } from "./pageLoadResult.js";
 
 export interface PageWorkerOptions {
   pageLoadTimeoutMs: number;
@@ -57,47 +60,6 @@ export interface PageWorkerOptions {
 export interface TabWatch {
   tabOpened(tab: Page): void;
   tabClosed(): void;
-}
-
-/** What loading one page produced. */
-export interface PageLoadResult {
-  /** Status and type of the page's own document (after following redirects), when it was captured. */
-  document: CapturedSummary | null;
-  title: string;
-  links: string[];
-  /** Set when the page could not be loaded at all. */
-  error: string | null;
-  /** URLs whose bodies were cut off and stored marked WARC-Truncated (only on a page's last attempt). */
-  truncated: string[];
-  /** The rendered page's text and screenshots, when asked for. */
-  extracts?: PageExtracts;
-  /** How the page's behaviors ended, when they ran. */
-  behaviors?: BehaviorOutcome;
-  /** URLs the page's behaviors asked to be crawled (addLink, links autoclick clicked). */
-  behaviorLinks?: string[];
-  /** The page redirected to the profile's login page (session gone): nothing of the attempt was stored. */
-  loggedOut?: { url: string; loginPage: string };
-  /** The server answered the page with a rate limit: nothing of the attempt was stored. */
-  rateLimited?: RateLimitAnswer;
-  /** The WACZ holding the record of the page URL (the page is listed there), when known. */
-  documentWacz?: string | null;
-  /** The page called the content-check function (--failOnContentCheck): the reason it gave. */
-  contentCheckFailed?: string;
-  /** --dedupePagesMinDepth: the document's payload was archived already; stored as a revisit, the page not loaded further. */
-  duplicate?: boolean;
-  /** Everything the attempt captured (the page's requests and their answers; --qa's urn:pageinfo: record). */
-  captured?: CapturedSummary[];
-}
-
-export interface LoadOptions {
-  conditional?: ConditionalRequest;
-  /**
-   * The page's last attempt: cut-off bodies are stored (marked truncated) rather than failing the
-   * attempt, since no retry is left to get them whole.
-   */
-  lastAttempt?: boolean;
-  /** --dedupePagesMinDepth (the page is deep enough): a document whose payload is archived already ends the page. */
-  skipIfArchived?: boolean;
 }
 
 /**
@@ -137,6 +99,21 @@ export class PageWorker {
     };
   }
 
+  /**
+   * The tab, opened (or reset: the last page's end stopped its scripts) for the next page. Called before a
+   * host's turn is taken too (crawl/pages/crawlPage.ts), so that a turn is the page's request, not the tab's start.
+   */
+  async readyTab(): Promise<{ tab: Page; capture: PageCapture; popups: PopupCloser }> {
+    const ready = await this.ensureTab();
+    if (ready.capture.scripts.stopped) {
+      // The last page's end stopped the tab's scripts. Unless it was quiet then, it goes to about:blank first
+      // (pageScripts.ts). A tab that cannot do either fails the attempt (a fresh tab is opened for the retry).
+      if (!ready.capture.scripts.endedQuiet) await ready.tab.goto("about:blank", { timeout: this.options.pageLoadTimeoutMs });
+      await ready.capture.scripts.allow();
+    }
+    return ready;
+  }
+
   private async ensureTab(): Promise<{ tab: Page; capture: PageCapture; popups: PopupCloser }> {
     const browser = await this.host.browser();
     if (this.tab && this.capture && this.popups && !this.tab.isClosed() && this.tabBrowser === browser) return { tab: this.tab, capture: this.capture, popups: this.popups };
@@ -168,16 +145,10 @@ export class PageWorker {
   }
 
   async load(url: string, { conditional, lastAttempt = false, skipIfArchived = false }: LoadOptions = {}): Promise<PageLoadResult> {
-    const { tab, capture, popups } = await this.ensureTab();
+    const { tab, capture, popups } = await this.readyTab();
     this.behaviorOutcome = undefined;
     this.behaviorLinks = new Set();
     this.dialogs?.beginPage();
-    if (capture.scripts.stopped) {
-      // The last page's end stopped the tab's scripts. Unless it was quiet then, it goes to about:blank first
-      // (pageScripts.ts). A tab that cannot do either fails the attempt (a fresh tab is opened for the retry).
-      if (!capture.scripts.endedQuiet) await tab.goto("about:blank", { timeout: this.options.pageLoadTimeoutMs });
-      await capture.scripts.allow();
-    }
     const attempt = capture.beginPage(url, { conditional, lastAttempt, skipIfArchived });
     popups.beginPage();
     this.contentCheck?.beginPage();

@@ -6,7 +6,7 @@ import { discard, plainFetch } from "../fetch/plainFetch.js";
 /** What one host's robots.txt says, as far as this crawler is concerned. */
 export type RobotsRules =
   /** Parsed rules (a 2xx robots.txt). */
-  | { kind: "rules"; isAllowed(url: string, agent: string): boolean; sitemaps: string[] }
+  | { kind: "rules"; isAllowed(url: string, agent: string): boolean; sitemaps: string[]; crawlDelaySeconds(agent: string): number | null }
   /** No robots.txt (4xx, or redirected too often): everything is allowed (RFC 9309 2.3.1.2-3). */
   | { kind: "allow-all"; sitemaps: [] }
   /** Unreachable (5xx, 429, network error, timeout, a redirect to a forbidden address): nothing is allowed until `until` (RFC 9309 2.3.1.4). */
@@ -29,6 +29,7 @@ export interface RobotsTxtOptions {
 interface ParsedRobots {
   isAllowed(url: string, agent?: string): boolean | undefined;
   getSitemaps(): string[];
+  getCrawlDelay(agent?: string): number | undefined;
 }
 // The package is CommonJS (module.exports = the parser function); its typings describe it loosely.
 const robotsParser = robotsParserModule as unknown as (url: string, text: string) => ParsedRobots;
@@ -40,6 +41,8 @@ const DEFAULT_UNREACHABLE_RETRY_MS = 10 * 60_000;
 // A crawl across many hosts (--scopeType any, --extraHops) must not keep every host's rules for ever.
 // Rules are a few KB typically (512 KiB at most, see above).
 const DEFAULT_MAX_ORIGINS = 1000;
+/** The longest Crawl-delay obeyed (Heritrix's respectCrawlDelayUpToSeconds default): 5 minutes. */
+export const MAX_CRAWL_DELAY_MS = 300_000;
 
 /**
  * robots.txt of each host (scheme, host and port), fetched once per process and kept in memory (the
@@ -66,6 +69,16 @@ export class RobotsTxt {
       case "rules":
         return rules.isAllowed(url, this.options.agent) ? { allowed: true } : { allowed: false, reason: "disallowed" };
     }
+  }
+
+  /**
+   * How far apart page loads on `url`'s host must start by its robots.txt `Crawl-delay` for our agent
+   * (0: none), at most MAX_CRAWL_DELAY_MS: a site asking for an hour between pages would never finish.
+   */
+  async crawlDelayMs(url: string): Promise<number> {
+    const rules = await this.rulesFor(new URL(url).origin);
+    const seconds = rules.kind === "rules" ? rules.crawlDelaySeconds(this.options.agent) : null;
+    return seconds === null ? 0 : Math.min(Math.round(seconds * 1000), MAX_CRAWL_DELAY_MS);
   }
 
   /** Hosts whose rules are kept now. */
@@ -111,7 +124,13 @@ export class RobotsTxt {
         const robot = robotsParser(robotsUrl, text);
         const sitemaps = robot.getSitemaps();
         logger.info("robots", "robots.txt read", { url: robotsUrl, status, sitemaps: sitemaps.length });
-        return { kind: "rules", isAllowed: (url, agent) => robot.isAllowed(url, agent) !== false, sitemaps };
+        return {
+          kind: "rules", isAllowed: (url, agent) => robot.isAllowed(url, agent) !== false, sitemaps,
+          crawlDelaySeconds: (agent) => {
+            const delay = Number(robot.getCrawlDelay(agent));
+            return Number.isFinite(delay) && delay > 0 ? delay : null;
+          },
+        };
       }
       discard(response.body);
       // Too Many Requests says the server is overloaded, not that there are no rules: treated like a 5xx.

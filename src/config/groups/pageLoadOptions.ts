@@ -1,5 +1,6 @@
 import { KnownDevices } from "puppeteer-core";
 import { OptionsError } from "../optionsError.js";
+import { headerSecrets, HeaderRuleError, parseHeaderRule, type HeaderRule } from "../../fetch/requestHeaders.js";
 import { splitList } from "../flagValues.js";
 import { WAIT_UNTIL_EVENTS, type BrowserSetup, type DeviceEmulation, type WaitUntilEvent } from "../../browser/pageSetup.js";
 
@@ -17,6 +18,8 @@ export interface PageLoadOptions {
   mobileDevice: DeviceEmulation | null;
   /** --extraChromeArgs: more Chromium command-line switches, after ours. */
   extraChromeArgs: string[];
+  /** --header (and `headers:` by host in --config): request headers added for every host or one host (fetch/requestHeaders.ts). */
+  requestHeaders: HeaderRule[];
 }
 
 export interface RawPageLoadFlags {
@@ -26,6 +29,8 @@ export interface RawPageLoadFlags {
   userAgentSuffix?: string;
   mobileDevice?: string;
   extraChromeArgs?: string[];
+  /** `Name: value` or `host Name: value` items. */
+  header?: string[];
 }
 
 /**
@@ -53,7 +58,25 @@ export function pageLoadOptions(flags: RawPageLoadFlags, env: NodeJS.ProcessEnv 
     mobileDevice: flags.mobileDevice === undefined || flags.mobileDevice.trim() === "" ? null : device(flags.mobileDevice),
     // Not split at commas: a switch's own value may hold them (--blink-settings=a=1,b=2).
     extraChromeArgs: [...(env.CHROME_FLAGS ?? "").split(" "), ...(flags.extraChromeArgs ?? []).map((arg) => arg.trim())].filter(Boolean),
+    requestHeaders: (flags.header ?? []).map((text) => {
+      try {
+        return parseHeaderRule(text);
+      } catch (err) {
+        throw err instanceof HeaderRuleError ? new OptionsError(err.message) : err;
+      }
+    }),
   };
+}
+
+/** The --header values that may hold a credential (a cookie, a token); items that do not parse are left to pageLoadOptions to refuse. */
+export function headerFlagSecrets(items: string[]): string[] {
+  return headerSecrets(items.flatMap((text) => {
+    try {
+      return [parseHeaderRule(text)];
+    } catch {
+      return [];
+    }
+  }));
 }
 
 function waitUntil(values: string[] | undefined): WaitUntilEvent[] {

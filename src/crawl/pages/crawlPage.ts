@@ -19,6 +19,7 @@ import type { SeedScopes } from "../../scope/seedScopes.js";
 import { withoutHash } from "../../scope/urls.js";
 import type { CrawlState, QueuedPage } from "../../state/crawlState.js";
 import type { HostPacing } from "../../state/hostPacing.js";
+import type { RobotsTxt } from "../../robots/robotsTxt.js";
 import { withTimeout } from "../../util/process.js";
 import { isStorageError, storageErrorMessage } from "../../util/storageErrors.js";
 import type { ChangeReport } from "../../reports/changeReport.js";
@@ -53,6 +54,8 @@ export interface PageContext {
   /** Queues pages (robots.txt permitting, with --robots). */
   admission: PageAdmission;
   hostPacing: HostPacing;
+  /** robots.txt when the crawl obeys it (--robots): its Crawl-delay paces each host. */
+  robots: RobotsTxt | null;
   /** What page outcomes mean for the crawl: health, failing seeds, content checks, rate-limit interrupts. */
   watch: CrawlWatch;
 }
@@ -71,6 +74,9 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     logger.info("page", "page skipped (fresh)", { url: page.url, archived: previous.date });
     return;
   }
+  // The tab first: a host's turn (--minHostInterval, Crawl-delay) then starts the page's request, not a tab's start.
+  // A tab that fails to get ready fails the attempt below, where load asks for it again.
+  await withTimeout(worker.readyTab(), options.pageLoadTimeout * 1000, "tab not ready").catch(() => undefined);
   if (!(await waitForHostTurn(page.url, context))) return;
   logger.debug("page", "loading page", { url: page.url, depth: page.depth, worker: worker.id });
 
@@ -212,12 +218,13 @@ async function checkFailedLimit(context: PageContext): Promise<void> {
 const DEFER_HOST_WAIT_OVER_MS = 5000;
 
 /**
- * Wait for this host's turn (--minHostInterval, a rate limit's back-off), shared by all processes through
- * Redis. A long back-off puts the page back, due when the host is, and frees the worker for other hosts:
+ * Wait for this host's turn (--minHostInterval or, with --robots, its robots.txt Crawl-delay if longer; a
+ * rate limit's back-off), shared by all processes through Redis. A long back-off puts the page back, due when the host is, and frees the worker for other hosts:
  * returns false then.
  */
 async function waitForHostTurn(url: string, context: PageContext): Promise<boolean> {
-  const intervalMs = Math.round(context.options.minHostInterval * 1000);
+  const crawlDelayMs = context.robots ? await context.robots.crawlDelayMs(url) : 0;
+  const intervalMs = Math.max(Math.round(context.options.minHostInterval * 1000), crawlDelayMs);
   const host = new URL(url).host;
   for (;;) {
     const waitMs = await context.hostPacing.turn(host, intervalMs);

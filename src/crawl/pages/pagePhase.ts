@@ -63,6 +63,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     const context: PageContext = {
       options, stop, state: session.state, history: pipeline.history, notes: pipeline.notes, report: run.report, pageList: run.pageList, plan: pipeline.plan,
       pageResources: pipeline.pageResources, scopes: new SeedScopes(seeding.scopes, new ExtraSeeds(session.redis, session.membership.keys)), admission: seeding.admission, hostPacing: new HostPacing(session.redis, session.membership.keys),
+      robots: options.robots ? seeding.robotsTxt : null,
       truncated: { count: 0, report: run.truncatedReport },
       behaviors: emptyTally(),
       watch: run.watch,

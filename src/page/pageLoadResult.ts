@@ -1,0 +1,44 @@
+import type { BehaviorOutcome } from "../behaviors/behaviors.js";
+import type { CapturedSummary, ConditionalRequest, RateLimitAnswer } from "../capture/pageCapture.js";
+import type { PageExtracts } from "./pageExtracts.js";
+
+/** What loading one page produced. */
+export interface PageLoadResult {
+  /** Status and type of the page's own document (after following redirects), when it was captured. */
+  document: CapturedSummary | null;
+  title: string;
+  links: string[];
+  /** Set when the page could not be loaded at all. */
+  error: string | null;
+  /** URLs whose bodies were cut off and stored marked WARC-Truncated (only on a page's last attempt). */
+  truncated: string[];
+  /** The rendered page's text and screenshots, when asked for. */
+  extracts?: PageExtracts;
+  /** How the page's behaviors ended, when they ran. */
+  behaviors?: BehaviorOutcome;
+  /** URLs the page's behaviors asked to be crawled (addLink, links autoclick clicked). */
+  behaviorLinks?: string[];
+  /** The page redirected to the profile's login page (session gone): nothing of the attempt was stored. */
+  loggedOut?: { url: string; loginPage: string };
+  /** The server answered the page with a rate limit: nothing of the attempt was stored. */
+  rateLimited?: RateLimitAnswer;
+  /** The WACZ holding the record of the page URL (the page is listed there), when known. */
+  documentWacz?: string | null;
+  /** The page called the content-check function (--failOnContentCheck): the reason it gave. */
+  contentCheckFailed?: string;
+  /** --dedupePagesMinDepth: the document's payload was archived already; stored as a revisit, the page not loaded further. */
+  duplicate?: boolean;
+  /** Everything the attempt captured (the page's requests and their answers; --qa's urn:pageinfo: record). */
+  captured?: CapturedSummary[];
+}
+
+export interface LoadOptions {
+  conditional?: ConditionalRequest;
+  /**
+   * The page's last attempt: cut-off bodies are stored (marked truncated) rather than failing the
+   * attempt, since no retry is left to get them whole.
+   */
+  lastAttempt?: boolean;
+  /** --dedupePagesMinDepth (the page is deep enough): a document whose payload is archived already ends the page. */
+  skipIfArchived?: boolean;
+}
