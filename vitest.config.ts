@@ -75,7 +75,7 @@ export default defineConfig({
     reporters: ["default"],
     // No test may resolve a name through DNS (a packet off loopback): the crawler's address policy
     // refuses names that are not localhost or mapped by CRAWLER_TEST_HOSTS (children inherit this).
-    // No crawler server (--healthCheckPort, --debugAccessBrowser, --debugAccessRedis, --screencastPort) listens beyond loopback either.
-    env: { CRAWLER_TEST_NO_DNS: "1", HEALTHCHECK_HOST: "127.0.0.1", DEBUG_ACCESS_HOST: "127.0.0.1", SCREENCAST_HOST: "127.0.0.1" },
+    // No crawler server (--healthCheckPort, --metricsPort, --debugAccessBrowser, --debugAccessRedis, --screencastPort) listens beyond loopback either.
+    env: { CRAWLER_TEST_NO_DNS: "1", HEALTHCHECK_HOST: "127.0.0.1", METRICS_HOST: "127.0.0.1", DEBUG_ACCESS_HOST: "127.0.0.1", SCREENCAST_HOST: "127.0.0.1" },
   },
 });
