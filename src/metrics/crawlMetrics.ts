@@ -81,8 +81,8 @@ export class CrawlMetrics {
       help: "Pages of the whole crawl (every process) by state, read from the crawl state",
       labelNames: ["state"],
       registers,
-      async collect() {
-        const counts = await metrics.crawlCounts();
+      collect() {
+        const counts = metrics.lastCounts;
         if (!counts) return;
         for (const [field, state] of Object.entries(PAGE_STATES)) this.set({ state }, counts[field as keyof CrawlPageCounts]);
       },
@@ -140,14 +140,15 @@ export class CrawlMetrics {
     if (conservedBytes > 0) this.conservedBytes.inc(conservedBytes);
   }
 
-  /** The Prometheus text exposition of every metric. */
+  /** The Prometheus text exposition of every metric (the crawl state read first, so that a failed read is counted in it). */
   async exposition(): Promise<{ contentType: string; text: string }> {
+    await this.readCrawlCounts();
     return { contentType: this.registry.contentType, text: await this.registry.metrics() };
   }
 
-  private async crawlCounts(): Promise<CrawlPageCounts | null> {
+  private async readCrawlCounts(): Promise<void> {
     const read = this.readCounts;
-    if (!read) return this.lastCounts;
+    if (!read) return;
     this.reading ??= read().finally(() => (this.reading = null));
     try {
       this.lastCounts = await withTimeout(this.reading, STATE_READ_TIMEOUT_MS, `no answer within ${STATE_READ_TIMEOUT_MS / 1000}s`);
@@ -155,6 +156,5 @@ export class CrawlMetrics {
       this.stateReadErrors.inc();
       logger.debug("metrics", "cannot read the crawl state for /metrics: serving the last values", { error: errorMessage(err) });
     }
-    return this.lastCounts;
   }
 }
