@@ -14,7 +14,7 @@ import { EmbeddedRedis } from "../src/redis/embedded.js";
 import { freePort } from "../src/redis/freePort.js";
 import { closedPort } from "./helpers/closedPort.js";
 import { NO_BEHAVIORS } from "./helpers/cli.js";
-import { descendsFrom, processes } from "./helpers/processes.js";
+import { processes } from "./helpers/processes.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -221,7 +221,8 @@ describe("--metricsPort", () => {
     expect(valueOf(f, "crawler_page_fetch_errors_total", { kind: "connection_refused" })).toBe(2);
     expect(valueOf(f, "crawler_page_fetch_errors_total", { kind: "rate_limited" })).toBe(1);
     expect(valueOf(f, "crawler_rate_limited_waits_total")).toBe(1);
-    expect(limited.hits()).toBe(2);
+    // Served again after the 429 (a third time should the browser kill have cut that load short).
+    expect(limited.hits()).toBeGreaterThanOrEqual(2);
     expect(valueOf(f, "crawler_browser_restarts_total")).toBe(1);
     expect(valueOf(f, "crawler_state_read_errors_total")).toBe(0);
     expect(valueOf(f, "crawler_info", { version: JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version })).toBe(1);
@@ -255,10 +256,12 @@ describe("--metricsPort", () => {
   }, 120_000);
 });
 
-/** SIGKILL the crawl's Chromium (its main process: the one without --type=); whether one was found. */
+/**
+ * SIGKILL the crawl's Chromium: its main process, the crawler's own child (its launch script execs Chromium in
+ * the same pid; zygotes, renderers and the crash handler are that process's children); whether one was found.
+ */
 function killChromiumOf(crawlerPid: number): boolean {
-  const all = processes();
-  const browser = [...all].find(([pid, p]) => pid !== crawlerPid && descendsFrom(pid, crawlerPid, all) && /chrom/i.test(p.line) && !p.line.includes("--type="));
+  const browser = [...processes()].find(([, p]) => p.parent === crawlerPid && /chrom/i.test(p.line) && !p.line.includes("--type="));
   if (!browser) return false;
   process.kill(browser[0], "SIGKILL");
   return true;
