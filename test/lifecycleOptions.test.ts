@@ -16,10 +16,19 @@ describe("--maxPageLimit", () => {
 
 describe("lifecycle flags", () => {
   it("defaults: nothing fails the crawl beyond ours, no health server, no live view, no rate-limit interrupt", () => {
-    expect(lifecycleOptions({})).toEqual({
+    expect(lifecycleOptions({}, {})).toEqual({
       failOnFailedSeed: false, failOnInvalidStatus: false, failOnContentCheck: false, restartsOnError: false,
-      overwrite: false, dryRun: false, rateLimitInterruptCount: 0, healthCheckPort: 0, screencastPort: 0, screencastRedis: false,
+      overwrite: false, dryRun: false, rateLimitInterruptCount: 0, healthCheckPort: 0, metricsPort: 0, screencastPort: 0, screencastRedis: false,
     });
+  });
+
+  it("--metricsPort, else env METRICS_PORT: the flag wins; bad values are one line naming where they came from", () => {
+    expect(lifecycleOptions({}, { METRICS_PORT: "9100" }).metricsPort).toBe(9100);
+    expect(lifecycleOptions({ metricsPort: "9200" }, { METRICS_PORT: "9100" }).metricsPort).toBe(9200);
+    expect(lifecycleOptions({ metricsPort: "0" }, { METRICS_PORT: "9100" }).metricsPort).toBe(0);
+    expect(lifecycleOptions({}, { METRICS_PORT: " " }).metricsPort).toBe(0);
+    expect(() => lifecycleOptions({ metricsPort: "70000" }, {})).toThrow("--metricsPort must be a TCP port");
+    expect(() => lifecycleOptions({}, { METRICS_PORT: "metrics" })).toThrow('METRICS_PORT (--metricsPort) must be a TCP port (1-65535; 0 = none), got "metrics"');
   });
 
   it("--rateLimitInterruptCount -1 or 0 never interrupts; bad values are one line", () => {

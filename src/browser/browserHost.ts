@@ -9,6 +9,8 @@ export interface BrowserHostOptions extends LaunchOptions {
    * kills the browsers recorded there by crawlers that died, and removes their profiles.
    */
   recordsDir?: string;
+  /** Called when a new Chromium replaces one that is gone (for the metrics). */
+  onRestart?: () => void;
 }
 
 /**
@@ -41,6 +43,7 @@ export class BrowserHost {
         // The crawl's browser: every connection checked by the address policy when it is opened.
         const launched = await launchBrowser({ ...this.options, gateEveryConnection: true }, this.records);
         this.launches += 1;
+        if (previous) this.options.onRestart?.();
         return launched;
       })();
       try {

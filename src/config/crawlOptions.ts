@@ -318,7 +318,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     addRedirectedSeeds: flags.addRedirectedSeeds ?? false,
     rateLimit: rateLimitOptions(flags),
     linkBehavior: linkBehaviorOptions(flags),
-    lifecycle: lifecycleOptions(flags),
+    lifecycle: lifecycleOptions(flags, env),
     browserMisc: browserMiscOptions(flags),
     block: blockOptions(flags),
     store: storeSettings(env),

@@ -17,6 +17,7 @@ import { openCrawlProfile, ProfileSourceError, settleSavedProfile, type CrawlPro
 import { ProxyConfigError, proxySettings } from "../proxy/proxySettings.js";
 import { checkProxyCredentials, ProxyStartError, startProxies, stopProxies } from "../proxy/activeProxies.js";
 import { checkCrawl, withQaNeeds } from "../qa/crawlQa.js";
+import { MetricsServer } from "../metrics/metricsServer.js";
 import { runCrawl } from "./crawler.js";
 import { hardPageDeadlineMs } from "./pages/crawlPage.js";
 import { StopControl } from "./stopControl.js";
@@ -107,8 +108,12 @@ async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {
     for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
     onSignal(signal);
   });
+  let metricsServer: MetricsServer | null = null;
   try {
-    const outcome = await runCrawl(options, stop);
+    // --metricsPort: served from before the crawl (a port in use fails it before anything is written) until the
+    // process exits, --qa and --waitOnDone included, so that the last scrape sees the final counts.
+    metricsServer = options.lifecycle.metricsPort ? await MetricsServer.start(options.lifecycle.metricsPort) : null;
+    const outcome = await runCrawl(options, stop, metricsServer?.metrics ?? null);
     if (options.profile.saveProfile) settleSavedProfile(options.profile.saveProfile, outcome.exitCode === ExitCode.Finished && !outcome.failure);
     if (outcome.failure) process.stderr.write(`crawl: ${scrubSecrets(outcome.failure)}\n`);
     // --qa: after the crawl, on its own WACZ files; the exit code stays the crawl's.
@@ -127,6 +132,7 @@ async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {
     if (err instanceof AddressRefusedError) return ExitCode.BadUsage;
     return err instanceof RedisUnreachableError || err instanceof DedupeIndexUnavailableError ? ExitCode.RedisUnavailable : ExitCode.Failed;
   } finally {
+    await metricsServer?.close();
     profile?.dispose();
     stop.dispose();
     await logger.close();

@@ -6,6 +6,7 @@ import { logger } from "../log/logger.js";
 import { isProxyFailure } from "../proxy/proxyFailure.js";
 import type { QueuedPage } from "../state/crawlState.js";
 import type { HealthCheck } from "../lifecycle/healthCheck.js";
+import type { CrawlMetrics } from "../metrics/crawlMetrics.js";
 import { parseRetryAfter } from "./pages/rateLimit.js";
 import type { StopControl } from "./stopControl.js";
 
@@ -13,7 +14,7 @@ import type { StopControl } from "./stopControl.js";
  * What page outcomes mean for the crawl as a whole (browsertrix-crawler's lifecycle flags): the health
  * check's count of failures in a row, a seed failing the crawl (--failOnFailedSeed), 4xx/5xx pages as
  * failures (--failOnInvalidStatus), a failed content check (--failOnContentCheck), and rate-limit answers
- * interrupting it (--rateLimitInterruptCount).
+ * interrupting it (--rateLimitInterruptCount). And what this process's metrics count (--metricsPort).
  */
 export class CrawlWatch {
   constructor(
@@ -24,13 +25,22 @@ export class CrawlWatch {
       crawlId: string;
       stop: StopControl;
       health: HealthCheck | null;
+      /** --metricsPort: counts pages, failures by kind, rate-limited waits, browser restarts; null when not asked for. */
+      metrics?: CrawlMetrics | null;
       /** Pages are fetched through a proxy (a seed's timeout is then the proxy's failure). */
       proxied: boolean;
     },
   ) {}
 
-  pageCrawled(): void {
+  /** A page was crawled, in `seconds` from its load to its links queued. */
+  pageCrawled(seconds: number): void {
     this.deps.health?.pageCrawled();
+    this.deps.metrics?.pageCrawled(seconds);
+  }
+
+  /** Chromium had to be started again (it crashed or was killed). */
+  browserRestarted(): void {
+    this.deps.metrics?.browserRestarted();
   }
 
   /** With --failOnInvalidStatus, why a page answered with this status is a failed attempt; else null. */
@@ -41,8 +51,10 @@ export class CrawlWatch {
   /** A page attempt failed (a rate-limit answer too); `outcome` "failed" when it has no retry left. */
   attemptFailed(page: QueuedPage, outcome: string, reason: string | null): void {
     this.deps.health?.attemptFailed();
+    const proxyFailure = isProxyFailure(reason, this.deps.proxied);
+    this.deps.metrics?.attemptFailed(reason, outcome === "failed", proxyFailure);
     if (outcome === "failed" && page.depth === 0 && this.deps.lifecycle.failOnFailedSeed) {
-      const kind = isProxyFailure(reason, this.deps.proxied) ? "failed-seed-proxy" : "failed-seed";
+      const kind = proxyFailure ? "failed-seed-proxy" : "failed-seed";
       this.deps.stop.fail(kind, `seed ${page.url} failed: ${reason ?? "not loaded"} (--failOnFailedSeed)`);
     }
   }
@@ -59,6 +71,7 @@ export class CrawlWatch {
    * leads to still counts. --rateLimitInterruptCount answers counted interrupt the crawl (exit code 18).
    */
   async rateLimitAnswer(answer: RateLimitAnswer): Promise<void> {
+    this.deps.metrics?.rateLimitedWait();
     const limit = this.deps.lifecycle.rateLimitInterruptCount;
     if (limit <= 0) return;
     const retryAfterMs = parseRetryAfter(answer.retryAfter);

@@ -15,6 +15,7 @@ import { finishCrawl } from "./finishCrawl.js";
 import type { CrawlOutcome } from "./outcome.js";
 import { CrawlWatch } from "./crawlWatch.js";
 import { HealthCheck } from "../lifecycle/healthCheck.js";
+import type { CrawlMetrics } from "../metrics/crawlMetrics.js";
 import { overwriteCollection } from "../lifecycle/overwrite.js";
 import { crawlPages } from "./pages/pagePhase.js";
 import { admitSeeds } from "./seeds.js";
@@ -35,7 +36,7 @@ export type { CrawlOutcome, CrawlStats } from "./outcome.js";
  *   5. the page phase: browser and workers until the queue is drained            pagePhase.ts
  *   6. the end: status, WACZ packaging, dead writers' files, commit, stats      finishCrawl.ts
  */
-export async function runCrawl(options: CrawlOptions, stop = new StopControl()): Promise<CrawlOutcome> {
+export async function runCrawl(options: CrawlOptions, stop = new StopControl(), metrics: CrawlMetrics | null = null): Promise<CrawlOutcome> {
   const started = Date.now();
   // First of all: a health check port in use fails the crawl before anything is deleted or written.
   const health = options.lifecycle.healthCheckPort ? await HealthCheck.start(options.lifecycle.healthCheckPort, options.workers) : null;
@@ -44,14 +45,21 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl()):
     // The live view's port likewise (--screencastPort); --screencastRedis alone serves no page.
     const { screencastPort, screencastRedis } = options.lifecycle;
     live = screencastPort || screencastRedis ? await LiveView.start(screencastPort, options.workers) : null;
-    return await runCrawlWith(options, stop, started, health, live);
+    return await runCrawlWith(options, stop, started, { health, live, metrics });
   } finally {
     await live?.close();
     await health?.close();
   }
 }
 
-async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: number, health: HealthCheck | null, live: LiveView | null): Promise<CrawlOutcome> {
+/** What watches the run from outside: the health check, the live view, the metrics (each null when not asked for). */
+interface Watchers {
+  health: HealthCheck | null;
+  live: LiveView | null;
+  metrics: CrawlMetrics | null;
+}
+
+async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: number, { health, live, metrics }: Watchers): Promise<CrawlOutcome> {
   // --blockAds: its list is read first, so that a missing one stops the crawl before anything is written.
   const adHosts = adHostsFor(options.block);
   const paths = openCollection(options);
@@ -62,6 +70,7 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
     live?.logEntry(entry);
   });
   const stateFiles = new StateFiles(options, session, paths.root);
+  metrics?.readCrawlStateFrom(() => session.state.counts());
   try {
     const pipeline = await openCapturePipeline({
       settings: options,
@@ -72,8 +81,10 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
       writer: writerName(session.slot),
       archiveDir: paths.archive,
       stop,
+      events: metrics,
     });
-    const watch = new CrawlWatch({ lifecycle: options.lifecycle, rateLimit: options.rateLimit, redis: session.redis, crawlId: options.crawlId, stop, health, proxied: proxyInUse() });
+    metrics?.readBytesWrittenFrom(() => pipeline.writer.bytesWritten);
+    const watch = new CrawlWatch({ lifecycle: options.lifecycle, rateLimit: options.rateLimit, redis: session.redis, crawlId: options.crawlId, stop, health, metrics, proxied: proxyInUse() });
     const run: CrawlRun = { options, paths, session, pipeline, stop, started, watch, live, ...openPageOutputs(options, paths, session, lists, adHosts) };
     if (live && options.lifecycle.screencastRedis) await live.shareThrough(session.redis, session.membership.keys);
     await resumeFromStateFile(options, session);
@@ -86,8 +97,12 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
     await stateFiles.atEnd();
     const outcome = await finishCrawl(run, pages);
     live?.finished(outcome.stats);
+    const { queued, pending, crawled, failed } = outcome.stats;
+    metrics?.crawlEnded({ queued, pending, done: crawled, failed });
     return outcome;
   } finally {
+    // The crawl state's Redis connection closes: scrapes from now on serve the last counts.
+    metrics?.crawlEnded(null);
     stateFiles.stop();
     useBlocking(null);
     useRequestHeaders([]);

@@ -44,6 +44,14 @@ export interface PipelineStages {
   /** Nothing more can be written (disk full...): the crawl stops. */
   stop: { fatal(message: string, cause?: unknown): void };
   archiveDir: string;
+  /** Told of each revisit written (the metrics, --metricsPort); null: nobody asks. */
+  events?: PipelineEvents | null;
+}
+
+/** What the pipeline reports as it writes. */
+export interface PipelineEvents {
+  /** A revisit record was written: `conservedBytes`, its original's size minus its own (what dedupe saved). */
+  revisitWritten(conservedBytes: number): void;
 }
 
 /**
@@ -244,6 +252,7 @@ export class CapturePipeline implements ExchangeSink {
   }
 
   private async noteRevisit(original: OriginalCapture, placement: WrittenPlacement): Promise<void> {
+    this.stages.events?.revisitWritten(original.size - placement.length);
     await this.stages.notes.write(revisitNote(placement, original.size));
   }
 

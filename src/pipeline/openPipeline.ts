@@ -14,7 +14,7 @@ import type { Liveness } from "../state/membership/fencing.js";
 import type { Membership } from "../state/membership/membership.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import { SOFTWARE } from "../version.js";
-import { CapturePipeline } from "./capturePipeline.js";
+import { CapturePipeline, type PipelineEvents } from "./capturePipeline.js";
 import { PageResourceRecorder } from "./pageResources.js";
 import { WaczPlan } from "./waczPlan.js";
 
@@ -41,6 +41,8 @@ export interface PipelineInputs {
   writer: string;
   archiveDir: string;
   stop: { fatal(message: string, cause?: unknown): void };
+  /** Told what was written (--metricsPort); null: nobody asks. */
+  events?: PipelineEvents | null;
 }
 
 /** The capture pipeline of one writer, and the parts the rest of the crawl reads from. */
@@ -99,6 +101,7 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
     notes,
     stop: inputs.stop,
     archiveDir,
+    events: inputs.events ?? null,
   });
   return { sink, pageResources: new PageResourceRecorder(writer), writer, plan, dependencies, history, notes, close: () => writer.close() };
 }

@@ -23,6 +23,8 @@ export interface LifecycleOptions {
   rateLimitInterruptCount: number;
   /** --healthCheckPort: serve GET /healthz on this port; 0 = no server. */
   healthCheckPort: number;
+  /** --metricsPort (env METRICS_PORT): serve GET /metrics, Prometheus metrics, on this port; 0 = no server. */
+  metricsPort: number;
   /** --screencastPort: serve the live view (src/screencast/) on this port; 0 = none. */
   screencastPort: number;
   /** --screencastRedis: workers' frames go through the crawl Redis, so the live view of any process shows every process's workers. */
@@ -39,6 +41,7 @@ export interface RawLifecycleFlags {
   dryRun?: boolean;
   rateLimitInterruptCount?: string;
   healthCheckPort?: string;
+  metricsPort?: string;
   screencastPort?: string;
   screencastRedis?: boolean;
   collection?: string;
@@ -46,12 +49,17 @@ export interface RawLifecycleFlags {
 
 const text = (value: string | number | undefined): string | undefined => (value === undefined ? undefined : String(value));
 
-export function lifecycleOptions(flags: RawLifecycleFlags): LifecycleOptions {
+export function lifecycleOptions(flags: RawLifecycleFlags, env: NodeJS.ProcessEnv = process.env): LifecycleOptions {
   const interrupt = text(flags.rateLimitInterruptCount);
   // browsertrix-crawler: any value not above 0 (its default -1) never interrupts.
   const rateLimitInterruptCount = interrupt === undefined ? 0 : Math.max(0, integer("rateLimitInterruptCount", interrupt, 0, -1));
   const healthCheckPort = integer("healthCheckPort", text(flags.healthCheckPort), 0, 0);
   if (healthCheckPort > 65535) throw new OptionsError(`--healthCheckPort must be a TCP port (1-65535; 0 = none), got ${healthCheckPort}`);
+  // The flag wins over the environment (a container's env sets it for every crawl of the image).
+  const fromEnv = flags.metricsPort === undefined ? env.METRICS_PORT?.trim() || undefined : undefined;
+  if (fromEnv !== undefined && !/^\d+$/.test(fromEnv)) throw new OptionsError(`METRICS_PORT (--metricsPort) must be a TCP port (1-65535; 0 = none), got ${JSON.stringify(fromEnv)}`);
+  const metricsPort = integer("metricsPort", text(flags.metricsPort) ?? fromEnv, 0, 0);
+  if (metricsPort > 65535) throw new OptionsError(`--metricsPort must be a TCP port (1-65535; 0 = none), got ${metricsPort}`);
   const screencastPort = integer("screencastPort", text(flags.screencastPort), 0, 0);
   if (screencastPort > 65535) throw new OptionsError(`--screencastPort must be a TCP port (1-65535; 0 = none), got ${screencastPort}`);
   // The folder deleted is <cwd>/collections/<collection>: "." or ".." would name collections/ or --cwd itself.
@@ -67,6 +75,7 @@ export function lifecycleOptions(flags: RawLifecycleFlags): LifecycleOptions {
     dryRun: flags.dryRun ?? false,
     rateLimitInterruptCount,
     healthCheckPort,
+    metricsPort,
     screencastPort,
     screencastRedis: flags.screencastRedis ?? false,
   };

@@ -1,6 +1,7 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import { addToTally, type BehaviorTally } from "../../behaviors/behaviors.js";
 import { extractBudgetMs, type ExtractOptions } from "../../page/pageExtracts.js";
 import type { PageLoadResult } from "../../page/pageWorker.js";
@@ -79,6 +80,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   await withTimeout(worker.readyTab(), options.pageLoadTimeout * 1000, "tab not ready").catch(() => undefined);
   if (!(await waitForHostTurn(page.url, context))) return;
   logger.debug("page", "loading page", { url: page.url, depth: page.depth, worker: worker.id });
+  const loadStarted = performance.now();
 
   let result;
   try {
@@ -171,7 +173,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   // Packaging lists a page only in the WACZ named here (a page listed by a process that lost its lease
   // before this step is listed by whoever crawled it again).
   await state.markDone(page.url, listedIn);
-  context.watch.pageCrawled();
+  context.watch.pageCrawled((performance.now() - loadStarted) / 1000);
   if (result.behaviors) addToTally(context.behaviors, result.behaviors);
   const crawled = { url: page.url, status: result.document.status, title: result.title, depth: page.depth, linksQueued: queued };
   if (result.truncated.length) {

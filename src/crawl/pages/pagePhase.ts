@@ -55,6 +55,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     executablePath: options.browserPath, headless: options.headless, userAgent: options.userAgent, extraArgs: setupChromiumArgs(setup), recordsDir: run.paths.browsers,
     ...(profile ? { prepareProfile: unpackInto(profile) } : {}),
     ...(options.profile.saveProfile ? { beforeRemove: packInto(pendingProfileFile(options.profile.saveProfile)) } : {}),
+    onRestart: () => run.watch.browserRestarted(),
   });
   const debugAccess = options.browserMisc.debugAccessBrowser ? await startBrowserDebugAccess(async () => (await host.browser()).wsEndpoint()) : null;
   try {
