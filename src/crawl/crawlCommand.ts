@@ -17,7 +17,7 @@ import { openCrawlProfile, ProfileSourceError, settleSavedProfile, type CrawlPro
 import { ProxyConfigError, proxySettings } from "../proxy/proxySettings.js";
 import { checkProxyCredentials, ProxyStartError, startProxies, stopProxies } from "../proxy/activeProxies.js";
 import { checkCrawl, withQaNeeds } from "../qa/crawlQa.js";
-import { MetricsServer } from "../metrics/metricsServer.js";
+import type { MetricsServer } from "../metrics/metricsServer.js";
 import { runCrawl } from "./crawler.js";
 import { hardPageDeadlineMs } from "./pages/crawlPage.js";
 import { StopControl } from "./stopControl.js";
@@ -112,7 +112,8 @@ async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {
   try {
     // --metricsPort: served from before the crawl (a port in use fails it before anything is written) until the
     // process exits, --qa and --waitOnDone included, so that the last scrape sees the final counts.
-    metricsServer = options.lifecycle.metricsPort ? await MetricsServer.start(options.lifecycle.metricsPort) : null;
+    // prom-client is loaded only then (tens of ms of every crawler's start otherwise).
+    metricsServer = options.lifecycle.metricsPort ? await (await import("../metrics/metricsServer.js")).MetricsServer.start(options.lifecycle.metricsPort) : null;
     const outcome = await runCrawl(options, stop, metricsServer?.metrics ?? null);
     if (options.profile.saveProfile) settleSavedProfile(options.profile.saveProfile, outcome.exitCode === ExitCode.Finished && !outcome.failure);
     if (outcome.failure) process.stderr.write(`crawl: ${scrubSecrets(outcome.failure)}\n`);
