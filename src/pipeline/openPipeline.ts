@@ -12,6 +12,7 @@ import { errorMessage, logger } from "../log/logger.js";
 import { ExchangeClaims } from "../state/exchangeClaims.js";
 import type { Liveness } from "../state/membership/fencing.js";
 import type { Membership } from "../state/membership/membership.js";
+import { durableWritesForTests, syncLogForTests } from "../util/durabilityHooks.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import { SOFTWARE } from "../version.js";
 import { CapturePipeline } from "./capturePipeline.js";
@@ -84,6 +85,8 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
       else logger.warn("writer", "a full WARC file could not be closed cleanly; its records stand", { filename, error: errorMessage(err) });
     },
     onFileDiscarded: (filename) => plan.unassignWarc(filename),
+    durable: durableWritesForTests(),
+    onSynced: syncLogForTests(),
   });
   const dependencies = new DependencyTracker(stateRedis, membership.keys, settings.crawlId);
   const history = new CaptureHistory(dedupe.redis, settings.crawlId);
