@@ -2,9 +2,10 @@
  * Issue 28 item 9: nothing counts as stored that a host crash can take away. A crawl (real Chromium, a
  * redis-server of its own that outlives the crash, as an external Redis would) is SIGKILLed with its
  * browser at a seeded random moment; then the power loss: every WARC file is cut back to what its last
- * completed fdatasync vouched for (the crawler's CRAWLER_TEST_SYNC_LOG). Right then, every exchange the
- * crawl state calls stored, every page done and every dedupe original must be in what is left; and the
- * same command run again must finish a crawl whose WACZ holds each of them, valid, with no record twice.
+ * completed fdatasync vouched for (the crawler's CRAWLER_TEST_SYNC_LOG), and so is every page list. Right
+ * then, every exchange the crawl state calls stored, every page done (its record and its page list line)
+ * and every dedupe original must be in what is left; and the same command run again must finish a crawl
+ * whose WACZ holds each of them, valid, with no record twice.
  * With durable writes off (CRAWLER_TEST_NO_DURABLE_WRITES=1, the writer as it was before item 9) the same
  * check finds exchanges claimed as stored that the crash took away.
  *
@@ -23,7 +24,7 @@ import { crawlStateKeys } from "../src/state/stateKeys.js";
 import { processArgs } from "../src/util/procfs.js";
 import { NO_BEHAVIORS } from "./helpers/cli.js";
 import { startFaultySite, type FaultySite } from "./helpers/faultySite.js";
-import { cutToLastSync, lastSyncedSizes, type CutWarc } from "./helpers/powerLoss.js";
+import { cutToLastSync, lastSyncedSizes, type CutFile } from "./helpers/powerLoss.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { seededRandom } from "./helpers/seededRandom.js";
 import { readWarcRecords, sha256 } from "./helpers/warcFile.js";
@@ -49,7 +50,7 @@ let redis: TestRedis;
 let cwd: string;
 const started: ChildProcess[] = [];
 const clients: Redis[] = [];
-const trials: { crawlId: string; killedAfterPages: number; cutBytes: number; storedAtKill: number }[] = [];
+const trials: { crawlId: string; killedAfterPages: number; cutBytes: number; pageListBytesCut: number; storedAtKill: number }[] = [];
 beforeAll(async () => {
   site = await startFaultySite(PAGES, {});
   redis = await startTestRedis(true);
@@ -192,11 +193,14 @@ async function claimsOf(crawlId: string, db: Redis): Promise<Map<string, boolean
   return new Map(Object.entries(hash).map(([field, value]) => [field.split(" ").slice(0, 3).join(" "), value === "stored" || value.startsWith("stored ")]));
 }
 
-/** What the crawl state and the dedupe index say is stored, that `archive` does not hold. */
-async function claimedButMissing(crawlId: string, db: Redis, archive: ArchiveView): Promise<string[]> {
+/** What the crawl state and the dedupe index say is stored, that `archive` (and the page lists, `listed`) do not hold. */
+async function claimedButMissing(crawlId: string, db: Redis, archive: ArchiveView, listed: string[]): Promise<string[]> {
   const missing: string[] = [];
   for (const [exchange, stored] of await claimsOf(crawlId, db)) if (stored && !archive.exchanges.has(exchange)) missing.push(`stored exchange ${exchange}`);
-  for (const page of await db.smembers(crawlStateKeys(crawlId).done)) if (!archive.urls.has(page)) missing.push(`page done ${page}`);
+  for (const page of await db.smembers(crawlStateKeys(crawlId).done)) {
+    if (!archive.urls.has(page)) missing.push(`page done ${page}`);
+    if (!listed.includes(page)) missing.push(`page done, not listed ${page}`);
+  }
   for (const [digest, value] of Object.entries(await db.hgetall(dedupeKeys.crawlHashes(crawlId)))) {
     const entry = parseHashEntry(value);
     if (!entry || archive.originals.get(`${entry.url} ${entry.date}`) !== digest) missing.push(`dedupe original ${digest} ${value}`);
@@ -204,13 +208,23 @@ async function claimedButMissing(crawlId: string, db: Redis, archive: ArchiveVie
   return missing;
 }
 
+/** The pages of a collection's page lists (every .jsonl under pages/), as they are on disk. */
+function listedPages(collectionDir: string): string[] {
+  return readdirSync(join(collectionDir, "pages"), { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".jsonl"))
+    .flatMap((f) => readFileSync(join(collectionDir, "pages", f), "utf8").split("\n").filter(Boolean))
+    .map((l) => JSON.parse(l) as { url?: string; format?: string })
+    .flatMap((p) => (p.url && !p.format ? [p.url] : []));
+}
+
 /** Kill the crawl mid-way, then the power: the WARC files as a host crash leaves them. */
 async function crashedCrawl(crawlId: string, db: number, kill: Kill, env: Record<string, string> = {}) {
   const crawler = startCrawler(crawlId, db, env);
   const killedAfterPages = await killMidCrawl(crawler, crawlId, kill);
-  const cut: CutWarc[] = cutToLastSync(archiveOf(crawlId), syncLogOf(crawlId));
-  const files = cut.map((c) => readFileSync(join(archiveOf(crawlId), c.filename)));
-  return { killedAfterPages, cut, files, archive: archiveView(await recordsOf(files)) };
+  const cut: CutFile[] = cutToLastSync(join(cwd, "collections", crawlId), syncLogOf(crawlId));
+  const warcs = cut.filter((c) => c.filename.endsWith(".warc.gz"));
+  const archive = archiveView(await recordsOf(warcs.map((c) => readFileSync(join(archiveOf(crawlId), c.filename)))));
+  return { killedAfterPages, cut, warcs, archive, listed: listedPages(join(cwd, "collections", crawlId)) };
 }
 
 /** Every WACZ of the collection: valid (every resource's hash and size, the digest file, each CDXJ line's record), and its records. */
@@ -242,19 +256,20 @@ describe(`a crawl killed with its host (seed ${SEED})`, () => {
       clients.push(db);
       const crash = await crashedCrawl(crawlId, n + 1, kill);
       // What is left is whole records: the parser that refuses a cut-off gzip member reads every file.
-      for (const c of crash.cut) expect(() => readWarcRecords(join(archiveOf(crawlId), c.filename)), c.filename).not.toThrow();
+      for (const c of crash.warcs) expect(() => readWarcRecords(join(archiveOf(crawlId), c.filename)), c.filename).not.toThrow();
       const claimsAtKill = await claimsOf(crawlId, db);
       expect([...claimsAtKill.values()].filter(Boolean).length, "exchanges stored before the kill").toBeGreaterThan(0);
-      expect(await claimedButMissing(crawlId, db, crash.archive)).toEqual([]);
-      const cutBytes = crash.cut.reduce((sum, c) => sum + c.sizeAtKill - c.synced, 0);
-      trials.push({ crawlId, killedAfterPages: crash.killedAfterPages, cutBytes, storedAtKill: [...claimsAtKill.values()].filter(Boolean).length });
+      expect(await claimedButMissing(crawlId, db, crash.archive, crash.listed)).toEqual([]);
+      const cutBytes = crash.warcs.reduce((sum, c) => sum + c.sizeAtKill - c.synced, 0);
+      const pageListBytesCut = crash.cut.filter((c) => !c.filename.endsWith(".warc.gz")).reduce((sum, c) => sum + c.sizeAtKill - c.synced, 0);
+      trials.push({ crawlId, killedAfterPages: crash.killedAfterPages, cutBytes, pageListBytesCut, storedAtKill: [...claimsAtKill.values()].filter(Boolean).length });
 
       // The same command again, with the same Redis: it repairs, resumes and finishes the crawl.
       const resumed = startCrawler(crawlId, n + 1);
       const ended = await resumed.ended;
       expect(ended, resumed.log().split("\n").filter((l) => l.includes('"error"')).join("\n").slice(-2000)).toEqual({ code: 0, signal: null });
       const { archive, pages } = await finalWaczs(crawlId);
-      expect(await claimedButMissing(crawlId, db, archive)).toEqual([]);
+      expect(await claimedButMissing(crawlId, db, archive, pages)).toEqual([]);
       const expectedPages = site.pagePaths.map((p) => `${site.url}${p}`).sort();
       expect((await db.smembers(crawlStateKeys(crawlId).done)).sort()).toEqual(expectedPages);
       expect(pages.sort()).toEqual(expectedPages);
@@ -278,7 +293,7 @@ describe(`a crawl killed with its host (seed ${SEED})`, () => {
     const db = new Redis(redisUrlOf(9));
     clients.push(db);
     const crash = await crashedCrawl("volatile", 9, { pages: 3, delayMs: 0, inFlight: false }, { CRAWLER_TEST_NO_DURABLE_WRITES: "1" });
-    const missing = await claimedButMissing("volatile", db, crash.archive);
+    const missing = await claimedButMissing("volatile", db, crash.archive, crash.listed);
     console.log(`durable writes off: ${missing.length} claims lost, e.g. ${missing.slice(0, 3).join("; ")}`);
     expect(missing.filter((m) => m.startsWith("stored exchange")).length).toBeGreaterThan(0);
   }, 60_000);
