@@ -12,7 +12,7 @@
  * DURABLE_SEED=<n> reproduces a run (the seed is printed).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -37,11 +37,14 @@ const random = seededRandom(SEED);
  * When each trial kills: once `pages` pages are crawled (early, mid-way, two thirds in) and `delayMs` more
  * have passed; with `inFlight`, at the first moment after that when the writer has bytes on disk that no
  * sync covers yet (a crash then takes something: the trials must show the cut lands on nothing claimed).
+ * With `reboot`, the crawl is resumed as after the host came back: another boot (CRAWLER_TEST_PID_NAMESPACE
+ * gives the resumed crawler another locality), the dead crawler's heartbeat long expired, and the WARC
+ * files' `.open` markers (never synced) holding what they held when first written: a size of 0.
  */
 const KILLS = [
-  { pages: 1 + Math.floor(random() * 4), delayMs: Math.floor(random() * 400), inFlight: false },
-  { pages: 5 + Math.floor(random() * 8), delayMs: Math.floor(random() * 400), inFlight: true },
-  { pages: 12 + Math.floor(random() * 7), delayMs: Math.floor(random() * 400), inFlight: true },
+  { pages: 1 + Math.floor(random() * 4), delayMs: Math.floor(random() * 400), inFlight: false, reboot: false },
+  { pages: 5 + Math.floor(random() * 8), delayMs: Math.floor(random() * 400), inFlight: true, reboot: false },
+  { pages: 12 + Math.floor(random() * 7), delayMs: Math.floor(random() * 400), inFlight: true, reboot: true },
 ];
 const ROOT = join(import.meta.dirname, "..");
 
@@ -122,8 +125,9 @@ function unsyncedBytes(crawlId: string): number {
 async function killMidCrawl(crawler: Crawler, crawlId: string, kill: Kill): Promise<number> {
   await until(() => crawler.crawled() >= kill.pages || crawler.child.exitCode !== null, `${kill.pages} pages crawled`);
   await new Promise((r) => setTimeout(r, kill.delayMs));
-  // Polled as fast as timers go, for up to 1.5 s: a sync takes milliseconds, a page's writes come in bursts.
-  if (kill.inFlight) await until(() => unsyncedBytes(crawlId) > 0 || crawler.child.exitCode !== null, "bytes in flight", 1500).catch(() => undefined);
+  // Polled each millisecond for up to 1.5 s: a sync takes milliseconds, a page's writes come in bursts.
+  const deadline = Date.now() + 1500;
+  while (kill.inFlight && unsyncedBytes(crawlId) === 0 && crawler.child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1));
   expect({ exitCode: crawler.child.exitCode, signal: crawler.child.signalCode }, `ended on its own before the kill:\n${crawler.log().slice(-1500)}`).toEqual({ exitCode: null, signal: null });
   const browsers = browserPidsOf(crawler.child.pid!);
   expect(browsers.length, "the crawler's browser is running").toBeGreaterThan(0);
@@ -227,6 +231,17 @@ async function crashedCrawl(crawlId: string, db: number, kill: Kill, env: Record
   return { killedAfterPages, cut, warcs, archive, listed: listedPages(join(cwd, "collections", crawlId)) };
 }
 
+/** After the reboot: each `.open` marker back to its first content (size 0), the dead crawler's heartbeat expired. */
+async function rebooted(crawlId: string, db: Redis): Promise<void> {
+  const markers = readdirSync(archiveOf(crawlId)).filter((f) => f.endsWith(".open"));
+  expect(markers.length, "the killed crawler left its WARC file open").toBeGreaterThan(0);
+  for (const marker of markers) {
+    const owner = readFileSync(join(archiveOf(crawlId), marker), "utf8").split("\n")[1]!;
+    writeFileSync(join(archiveOf(crawlId), marker), `${"0".padStart(20, "0")}\n${owner}\n`);
+    await db.del(crawlStateKeys(crawlId).processHeartbeat(owner));
+  }
+}
+
 /** Every WACZ of the collection: valid (every resource's hash and size, the digest file, each CDXJ line's record), and its records. */
 async function finalWaczs(crawlId: string) {
   const dir = join(cwd, "collections", crawlId);
@@ -250,7 +265,7 @@ async function finalWaczs(crawlId: string) {
 
 describe(`a crawl killed with its host (seed ${SEED})`, () => {
   for (const [n, kill] of KILLS.entries()) {
-    it(`after ${kill.pages} pages${kill.inFlight ? ", writes in flight" : ""}: nothing claimed is lost, and the resumed crawl stores each exchange once`, async () => {
+    it(`after ${kill.pages} pages${kill.inFlight ? ", writes in flight" : ""}${kill.reboot ? ", resumed after a reboot" : ""}: nothing claimed is lost, and the resumed crawl stores each exchange once`, async () => {
       const crawlId = `durable${n}`;
       const db = new Redis(redisUrlOf(n + 1));
       clients.push(db);
@@ -265,7 +280,8 @@ describe(`a crawl killed with its host (seed ${SEED})`, () => {
       trials.push({ crawlId, killedAfterPages: crash.killedAfterPages, cutBytes, pageListBytesCut, storedAtKill: [...claimsAtKill.values()].filter(Boolean).length });
 
       // The same command again, with the same Redis: it repairs, resumes and finishes the crawl.
-      const resumed = startCrawler(crawlId, n + 1);
+      if (kill.reboot) await rebooted(crawlId, db);
+      const resumed = startCrawler(crawlId, n + 1, kill.reboot ? { CRAWLER_TEST_PID_NAMESPACE: "after-reboot" } : {});
       const ended = await resumed.ended;
       expect(ended, resumed.log().split("\n").filter((l) => l.includes('"error"')).join("\n").slice(-2000)).toEqual({ code: 0, signal: null });
       const { archive, pages } = await finalWaczs(crawlId);
@@ -292,7 +308,7 @@ describe(`a crawl killed with its host (seed ${SEED})`, () => {
   it("with durable writes off, the same check finds exchanges claimed as stored that the crash took away", async () => {
     const db = new Redis(redisUrlOf(9));
     clients.push(db);
-    const crash = await crashedCrawl("volatile", 9, { pages: 3, delayMs: 0, inFlight: false }, { CRAWLER_TEST_NO_DURABLE_WRITES: "1" });
+    const crash = await crashedCrawl("volatile", 9, { pages: 3, delayMs: 0, inFlight: false, reboot: false }, { CRAWLER_TEST_NO_DURABLE_WRITES: "1" });
     const missing = await claimedButMissing("volatile", db, crash.archive, crash.listed);
     console.log(`durable writes off: ${missing.length} claims lost, e.g. ${missing.slice(0, 3).join("; ")}`);
     expect(missing.filter((m) => m.startsWith("stored exchange")).length).toBeGreaterThan(0);
