@@ -88,6 +88,56 @@ describe("WARC writer", () => {
     await writer.close();
   });
 
+  it("a sync vouches only for whole batches: the sizes it reports (the power-loss test cuts files back to them) never split an exchange", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "warc-writer-synced-"));
+    dirs.push(dir);
+    let openSync = (): void => undefined;
+    const syncGate = new Promise<void>((resolve) => (openSync = resolve));
+    let syncs = 0;
+    let openWrite = (): void => undefined;
+    const writeGate = new Promise<void>((resolve) => (openWrite = resolve));
+    let writes = 0;
+    let heldWriteReached = (): void => undefined;
+    const heldWrite = new Promise<void>((resolve) => (heldWriteReached = resolve));
+    const reported: [string, number][] = [];
+    const writer = new WarcWriter({
+      dir, filenamePrefix: "rec-synced", rolloverSize: 1e9, owner: "test", warcinfo: { software: "test" },
+      // The first sync is held until the third batch is half written.
+      syncFile: async (handle) => {
+        if (++syncs === 1) await syncGate;
+        await handle.datasync();
+      },
+      // Writes: warcinfo, then a response and its request per batch; the 7th (the third batch's request) is held.
+      writeAt: async (handle, chunks, position) => {
+        if (++writes === 7) {
+          heldWriteReached();
+          await writeGate;
+        }
+        return (await handle.writev(chunks, position)).bytesWritten;
+      },
+      onSynced: (filename, upTo) => reported.push([filename, upTo]),
+    });
+    const batch = async (i: number) => {
+      const ex = exchange(`http://a.test/${i}`, `body ${i}`);
+      const id = newRecordId();
+      return writer.writeRecords([responseRecord(ex, id, await payloadDigest(ex.body)), requestRecord(ex, id)]);
+    };
+    const first = batch(0);
+    await new Promise((resolve) => setTimeout(resolve, 100)); // its sync has begun (and is held)
+    const second = batch(1);
+    const third = batch(2);
+    await heldWrite;
+    // The second batch's sync begins now, with the third batch's response in the file but not its request.
+    openSync();
+    const [a, b] = await Promise.all([first, second]);
+    openWrite();
+    const c = await third;
+    await writer.close();
+    const end = (records: WrittenRecord[]) => records[records.length - 1]!.offset + records[records.length - 1]!.length;
+    const filename = a[0]!.filename;
+    expect(reported).toEqual([[filename, end(a)], [filename, end(b)], [filename, end(c)], [filename, end(c)]]);
+  });
+
   it("a file that cannot be closed cleanly at rollover does not fail the write that filled it (issue 28, item 11)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "warc-writer-close-"));
     dirs.push(dir);

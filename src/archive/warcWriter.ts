@@ -63,6 +63,11 @@ export interface WarcWriterOptions {
   writeAt?: WriteAt;
   /** How a file is synced (fdatasync); tests and the benchmark count or hold syncs here. */
   syncFile?: (handle: FileHandle) => Promise<void>;
+  /**
+   * Told that `filename` is on disk up to `upTo` bytes (after each sync, and once more as the file closes),
+   * before any write that sync covers counts as written: the power-loss test cuts files back to this.
+   */
+  onSynced?: (filename: string, upTo: number) => void;
 }
 
 /** Write `chunks` at byte `position` of the file; resolves with how many bytes were really written. */
@@ -83,6 +88,8 @@ export class WarcWriter {
   private filename = "";
   /** End of the last whole record: where the next record is written. */
   private size = 0;
+  /** End of the last whole batch (what the `.open` marker says): a sync vouches for no part of a batch. */
+  private wholeSize = 0;
   /** How far the current file is known to be on disk, and the sync under way (see synced()). */
   private syncedUpTo = 0;
   private syncing: Promise<void> | null = null;
@@ -125,11 +132,15 @@ export class WarcWriter {
       if (filename !== this.filename || !this.handle || this.syncedUpTo >= end) return;
       if (!this.syncing) {
         const handle = this.handle;
-        const upTo = this.size;
+        const syncedFile = this.filename;
+        // Up to the last whole batch: a file cut back to a sync never ends halfway through an exchange.
+        const upTo = this.wholeSize;
         const cuts = this.cuts;
         this.syncing = (this.options.syncFile ?? ((h: FileHandle) => h.datasync()))(handle).then(() => {
           // Bytes cut back meanwhile (a failed batch) were replaced by others this sync may not have seen.
-          if (this.handle === handle && this.cuts === cuts) this.syncedUpTo = Math.max(this.syncedUpTo, upTo);
+          if (this.handle !== handle || this.cuts !== cuts || upTo <= this.syncedUpTo) return;
+          this.syncedUpTo = upTo;
+          this.options.onSynced?.(syncedFile, upTo);
         }).finally(() => (this.syncing = null));
       }
       await this.syncing;
@@ -174,6 +185,7 @@ export class WarcWriter {
       }
     }
     this.size = 0;
+    this.wholeSize = 0;
     this.syncedUpTo = 0;
     this.dirtyTail = false;
     try {
@@ -225,6 +237,7 @@ export class WarcWriter {
 
   /** Record in the marker that the file is whole up to here: a repair cuts it back to this size. */
   private async markComplete(): Promise<void> {
+    this.wholeSize = this.size;
     await this.marker?.write(String(this.size).padStart(20, "0"), 0);
   }
 
@@ -291,6 +304,7 @@ export class WarcWriter {
     try {
       await this.cutDirtyTail();
       await handle.sync();
+      this.options.onSynced?.(filename, size);
     } catch (err) {
       noting(err);
     }

@@ -12,6 +12,8 @@ import { errorMessage, logger } from "../log/logger.js";
 import { ExchangeClaims } from "../state/exchangeClaims.js";
 import type { Liveness } from "../state/membership/fencing.js";
 import type { Membership } from "../state/membership/membership.js";
+import { localityTag, parseProcessId } from "../state/membership/processIdentity.js";
+import { durableWritesForTests, syncLogForTests } from "../util/durabilityHooks.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import { SOFTWARE } from "../version.js";
 import { CapturePipeline, type PipelineEvents } from "./capturePipeline.js";
@@ -86,6 +88,8 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
       else logger.warn("writer", "a full WARC file could not be closed cleanly; its records stand", { filename, error: errorMessage(err) });
     },
     onFileDiscarded: (filename) => plan.unassignWarc(filename),
+    durable: durableWritesForTests(),
+    onSynced: syncLogForTests(),
   });
   const dependencies = new DependencyTracker(stateRedis, membership.keys, settings.crawlId);
   const history = new CaptureHistory(dedupe.redis, settings.crawlId);
@@ -125,7 +129,10 @@ export function warcinfoFields(settings: PipelineSettings): Record<string, strin
  */
 export async function repairAbandonedWarcs(archiveDir: string, membership: Membership): Promise<void> {
   const alive = async (owner: string) => !(await membership.fenceIfDead(owner));
-  for (const repaired of await repairUnfinishedWarcs(archiveDir, alive)) {
+  // A marker is exact while its writer's page cache is: same boot, same pid namespace (processIdentity.ts).
+  const here = localityTag();
+  const trustsMarker = (owner: string) => here !== null && parseProcessId(owner)?.locality === here;
+  for (const repaired of await repairUnfinishedWarcs(archiveDir, alive, trustsMarker)) {
     logger.warn("writer", "repaired a WARC file left unfinished by a crawler that died", { ...repaired });
   }
 }

@@ -1,6 +1,6 @@
 import { appendFileSync, createReadStream, existsSync, mkdirSync } from "node:fs";
 import { open } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { createInterface } from "node:readline";
 
 /** One crawled page as listed in pages.jsonl / extraPages.jsonl. */
@@ -25,9 +25,14 @@ const HEADERS = {
 
 /**
  * Appends crawled pages to pages/pages.jsonl (seeds) and pages/extraPages.jsonl (the rest). When a crawl
- * rolls over into more WACZ files, the pages of a later WACZ go to pages/<wacz name>/ instead.
+ * rolls over into more WACZ files, the pages of a later WACZ go to pages/<wacz name>/ instead. A page
+ * counts as listed (and is then marked done) only once an fdatasync covers its line: a host crash must
+ * not take the listing of a page the crawl state calls done. Pages listed while a sync runs share the next.
  */
 export class PageList {
+  /** Per file: bytes known to be on disk, and the sync under way. */
+  private readonly syncs = new Map<string, { syncedUpTo: number; running: Promise<void> | null }>();
+
   constructor(
     private readonly pagesDir: string,
     private readonly primaryWacz: string,
@@ -35,6 +40,11 @@ export class PageList {
     private readonly hasText = false,
     /** Told of each page listed (--writePagesToRedis). */
     private readonly onAdd: ((entry: PageEntry, waczFilename: string) => void) | null = null,
+    /**
+     * `durable: false`: a page counts as listed once appended, unsynced (tests and the benchmark). `onSynced`:
+     * told that a list (its path in the collection: "pages/...") is on disk up to `bytes` (the power-loss test).
+     */
+    private readonly durability: { durable: boolean; onSynced?: (file: string, bytes: number) => void } = { durable: true },
   ) {}
 
   files(waczFilename: string): { pagesFile: string; extraPagesFile: string } {
@@ -42,7 +52,7 @@ export class PageList {
     return { pagesFile: join(dir, "pages.jsonl"), extraPagesFile: join(dir, "extraPages.jsonl") };
   }
 
-  add(entry: PageEntry, waczFilename: string): void {
+  async add(entry: PageEntry, waczFilename: string): Promise<void> {
     const isSeed = entry.seed;
     const { pagesFile, extraPagesFile } = this.files(waczFilename);
     const file = isSeed ? pagesFile : extraPagesFile;
@@ -51,8 +61,33 @@ export class PageList {
       const header = isSeed ? HEADERS.pages : HEADERS.extraPages;
       appendFileSync(file, JSON.stringify(this.hasText ? { ...header, hasText: true } : header) + "\n");
     }
+    // Appended whole and in order at once (synchronously); synced after.
     appendFileSync(file, JSON.stringify(entry) + "\n");
+    if (this.durability.durable) await this.synced(file);
     this.onAdd?.(entry, waczFilename);
+  }
+
+  /** Resolves once everything appended to `file` so far is on disk: one fdatasync for the pages listed meanwhile. */
+  private async synced(file: string): Promise<void> {
+    let state = this.syncs.get(file);
+    if (!state) this.syncs.set(file, (state = { syncedUpTo: 0, running: null }));
+    const handle = await open(file, "r");
+    try {
+      const appended = (await handle.stat()).size;
+      while (state.syncedUpTo < appended) {
+        state.running ??= (async () => {
+          const upTo = (await handle.stat()).size;
+          await handle.datasync();
+          if (upTo > state.syncedUpTo) {
+            state.syncedUpTo = upTo;
+            this.durability.onSynced?.(relative(dirname(this.pagesDir), file), upTo);
+          }
+        })().finally(() => (state.running = null));
+        await state.running;
+      }
+    } finally {
+      await handle.close();
+    }
   }
 }
 

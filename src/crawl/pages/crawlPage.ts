@@ -152,10 +152,10 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   try {
     // --dryRun: no archive data, text and screenshots included.
     if (!options.lifecycle.dryRun) await context.pageResources.record(page.url, result.document.date, pageResources(page.url, result, options));
-    context.pageList.add(entry, listedIn);
+    await context.pageList.add(entry, listedIn);
     // A seed that redirected is listed under both URLs: the one asked for, and the one replay shows.
     if (entry.seed && landedAt !== withoutHash(page.url)) {
-      context.pageList.add({ ...entry, id: randomUUID(), url: landedAt, text: undefined }, listedIn);
+      await context.pageList.add({ ...entry, id: randomUUID(), url: landedAt, text: undefined }, listedIn);
     }
   } catch (err) {
     if (!isStorageError(err)) throw err;
