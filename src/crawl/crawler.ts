@@ -6,6 +6,7 @@ import { useBlocking } from "../block/blocking.js";
 import { adHostsFor } from "../reports/blockedReport.js";
 import { openCapturePipeline } from "../pipeline/openPipeline.js";
 import { BtxLists } from "../state/serviceLists.js";
+import { SeedBudgets } from "../state/seedBudgets.js";
 import { writerName } from "../state/membership/writerSlots.js";
 import { storageErrorMessage } from "../util/storageErrors.js";
 import { collectionPaths, createCollectionDirs, type CollectionPaths } from "../config/collectionPaths.js";
@@ -73,10 +74,11 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
       stop,
     });
     const watch = new CrawlWatch({ lifecycle: options.lifecycle, rateLimit: options.rateLimit, redis: session.redis, crawlId: options.crawlId, stop, health, proxied: proxyInUse() });
-    const run: CrawlRun = { options, paths, session, pipeline, stop, started, watch, live, ...openPageOutputs(options, paths, session, lists, adHosts) };
+    const budgets = new SeedBudgets(session.redis, session.membership.keys, session.membership.processId, options.budgets.seeds, options.budgets.maxPagesPerHost);
+    const run: CrawlRun = { options, paths, session, pipeline, stop, started, watch, live, budgets, ...openPageOutputs(options, paths, session, lists, adHosts) };
     if (live && options.lifecycle.screencastRedis) await live.shareThrough(session.redis, session.membership.keys);
     await resumeFromStateFile(options, session);
-    const seeding = await admitSeeds(options, session.state, run.skipped ? (page, reason) => run.skipped?.add(page, reason) : undefined);
+    const seeding = await admitSeeds(options, session.state, budgets, run.skipped ? (page, reason) => run.skipped?.add(page, reason) : undefined);
     logger.milestone("crawl", "crawl started", { crawlId: options.crawlId, processId: session.processId, seeds: options.seeds, collection: options.collection });
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => pipeline.writer.bytesWritten });
     stateFiles.start();
