@@ -132,8 +132,8 @@ describe("per-seed budgets and the seeds report", () => {
 
   it("a seed whose pages are still queued when --timeLimit stops the crawl ends timeLimit", async () => {
     const site = big[2];
-    // The seed page takes 3 s (its --pageExtraDelay), the time limit 1 s: its two links stay queued.
-    const result = await runCli("crawl", ["--url", `${site.url}/page/0.html`, "--timeLimit", "1", "--pageExtraDelay", "3", "--cwd", cwd, "--collection", "timed", "--workers", "1", ...FAST]);
+    // The time limit (5 s: time for the browser to start) ends the seed page's 60 s --pageExtraDelay: its two links stay queued.
+    const result = await runCli("crawl", ["--url", `${site.url}/page/0.html`, "--timeLimit", "5", "--pageExtraDelay", "60", "--cwd", cwd, "--collection", "timed", "--workers", "1", ...FAST]);
     expect(result.code, result.stderr.slice(-3000)).toBe(15);
     expect(crawledPages("timed")).toEqual(pagesOf(site, [0]));
     expect(seedLines("timed")).toEqual([{ seedId: 0, url: `${site.url}/page/0.html`, pages: 1, bytes: warcBytesBySite("timed", [site])[0], end: "timeLimit", limit: 0, sizeLimit: 0 }]);
@@ -161,6 +161,9 @@ describe("per-seed budgets and the seeds report", () => {
         .filter((r) => r.headers.get("warc-type") === "response" && /\/page\/\d+\.html$/.test(r.headers.get("warc-target-uri") ?? ""));
       expect(new Set(documents.map((r) => r.headers.get("warc-target-uri"))).size).toBe(5);
       expect(documents).toHaveLength(5);
+      // Crawled by the two processes together: five "page crawled" lines in their logs.
+      const crawledBy = results.map((r) => r.stderr.split('"message":"page crawled"').length - 1);
+      expect(crawledBy[0] + crawledBy[1]).toBe(5);
       const [line] = seedLines("shared");
       expect(line).toMatchObject({ seedId: 0, pages: 5, end: "pageLimit", limit: 5 });
       expect(line.bytes).toBe(warcBytesBySite("shared", [site])[0]);

@@ -88,10 +88,10 @@ async function crawlBudgetedPage(worker: PageWorker, page: QueuedPage, context: 
     // Archived recently enough: not fetched, but its archived links are still followed.
     await context.report.add({ url: page.url, change: "skipped-fresh", status: null, digest: null, previous: previousOf(previous) });
     await enqueueLinks(previous.outlinks ?? [], page, context, seed.scope);
-    await state.markDone(page.url);
-    await context.budgets.finished(page, tally.take());
+    const settled = await state.markDone(page.url);
+    if (settled) await context.budgets.finished(page, tally.take());
     logger.info("page", "page skipped (fresh)", { url: page.url, archived: previous.date });
-    return true;
+    return settled;
   }
   if (!(await waitForHostTurn(page.url, context))) return false;
   logger.debug("page", "loading page", { url: page.url, depth: page.depth, worker: worker.id });
@@ -195,8 +195,9 @@ async function crawlBudgetedPage(worker: PageWorker, page: QueuedPage, context: 
   const queued = (await enqueueLinks(links, from, context, seed.scope)) + (await enqueueBehaviorLinks(result.behaviorLinks ?? [], from, context, seed.scope));
   // Packaging lists a page only in the WACZ named here (a page listed by a process that lost its lease
   // before this step is listed by whoever crawled it again).
-  await state.markDone(page.url, listedIn);
-  await context.budgets.finished(page, tally.take());
+  // A page whose lease was lost meanwhile is counted by the process that crawls it again.
+  const settled = await state.markDone(page.url, listedIn);
+  if (settled) await context.budgets.finished(page, tally.take());
   context.watch.pageCrawled();
   if (result.behaviors) addToTally(context.behaviors, result.behaviors);
   const crawled = { url: page.url, status: result.document.status, title: result.title, depth: page.depth, linksQueued: queued };
@@ -209,7 +210,7 @@ async function crawlBudgetedPage(worker: PageWorker, page: QueuedPage, context: 
     logger.info("page", "page crawled", crawled);
   }
   if (options.pageExtraDelay > 0) await context.stop.sleep(options.pageExtraDelay * 1000);
-  return true;
+  return settled;
 }
 
 /** The page's text (--text to-warc), screenshots and, for --qa, its requests, as urn:<kind>:<url> resource records. */
