@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGeneratedSite, type GeneratedSite } from "../bench/lib/generatedSite.js";
 import { closedPort } from "./helpers/closedPort.js";
-import { NO_BEHAVIORS, runCli } from "./helpers/cli.js";
+import { crawlInterruptedAfterFirstPage, NO_BEHAVIORS, runCli } from "./helpers/cli.js";
 import { startTestRedis } from "./helpers/redis.js";
 import { readWarcRecords } from "./helpers/warcFile.js";
 import { readZip } from "./helpers/zip.js";
@@ -137,6 +137,16 @@ describe("per-seed budgets and the seeds report", () => {
     expect(result.code, result.stderr.slice(-3000)).toBe(15);
     expect(crawledPages("timed")).toEqual(pagesOf(site, [0]));
     expect(seedLines("timed")).toEqual([{ seedId: 0, url: `${site.url}/page/0.html`, pages: 1, bytes: warcBytesBySite("timed", [site])[0], end: "timeLimit", limit: 0, sizeLimit: 0 }]);
+  }, 120_000);
+
+  it("an interrupted crawl writes what it knows: a seed with pages still queued ends interrupted", async () => {
+    const site = big[1];
+    const result = await crawlInterruptedAfterFirstPage(["--url", `${site.url}/page/0.html`, "--seedPageLimit", "10", "--cwd", cwd, "--collection", "stopped", "--workers", "1", "--pageExtraDelay", "1", ...FAST]);
+    expect(result.code, result.stderr.slice(-3000)).toBe(11);
+    const crawled = crawledPages("stopped");
+    expect(crawled.length).toBeGreaterThanOrEqual(1);
+    expect(crawled.length).toBeLessThan(10);
+    expect(seedLines("stopped")).toEqual([{ seedId: 0, url: `${site.url}/page/0.html`, pages: crawled.length, bytes: warcBytesBySite("stopped", [site])[0], end: "interrupted", limit: 10, sizeLimit: 0 }]);
   }, 120_000);
 
   it("two processes on one crawl share a seed's budget: exactly its limit of pages, not one more", async () => {
