@@ -184,3 +184,33 @@ describe("URL and rate-limit flags (issue 15, items 7-9)", () => {
     expect(configError(["--url", "http://a.test/", ...args])).toMatch(message);
   });
 });
+
+describe("per-seed budgets and the per-host page cap (issue 29, items 4 and 5)", () => {
+  it("a config seed's own limit and sizeLimit, else --seedPageLimit and --seedSizeLimit; none by default", () => {
+    expect(optionsFrom(["--url", "http://a.test/"]).budgets).toEqual({ seeds: [{ pages: 0, bytes: 0 }], maxPagesPerHost: 0 });
+    const path = yamlFile([
+      "seeds:",
+      "  - url: http://a.test/",
+      "    limit: 20",
+      "    sizeLimit: 100MB",
+      "  - url: http://b.test/",
+      "    limit: 0",
+      "  - http://c.test/",
+      "seedPageLimit: 30",
+      "seedSizeLimit: 1GB",
+      "maxPagesPerHost: 50",
+    ].join("\n"));
+    expect(optionsFrom(["--config", path]).budgets).toEqual({
+      seeds: [{ pages: 20, bytes: 100_000_000 }, { pages: 0, bytes: 1_000_000_000 }, { pages: 30, bytes: 1_000_000_000 }],
+      maxPagesPerHost: 50,
+    });
+    // The flags on the command line set the default for seeds without their own budget.
+    expect(optionsFrom(["--config", path, "--seedPageLimit", "5"]).budgets.seeds.map((b) => b.pages)).toEqual([20, 0, 5]);
+  });
+
+  it("a bad budget is one line naming the seed or the flag", () => {
+    expect(configError(["--config", yamlFile("seeds:\n  - url: http://a.test/\n    sizeLimit: huge\n")])).toBe('seed http://a.test/: sizeLimit must be a size like 1000000, 64KB, 10MB or 1GB, got "huge"');
+    expect(configError(["--config", yamlFile("seeds:\n  - url: http://a.test/\n    limit: [1, 2]\n")])).toMatch(/^--config \S+: seeds\[0\]\.limit must be a single value or a flat list, got \[1,2\]$/);
+    expect(configError(["--url", "http://a.test/", "--maxPagesPerHost", "-1"])).toBe("--maxPagesPerHost must be at least 0, got -1");
+  });
+});

@@ -13,8 +13,8 @@ const MAPPING_KEYS = new Set(["warcInfo"]);
 /** Options whose list items may be mappings (--blockRules' rules): a mapping is given as its JSON. */
 const JSON_ITEM_KEYS = new Set(["blockRules"]);
 
-/** Keys a seed object of `seeds:` may carry (browsertrix-crawler's per-seed scope). */
-const SEED_KEYS = new Set(["url", "scopeType", "include", "exclude", "depth", "extraHops", "allowHash", "sitemap", "auth"]);
+/** Keys a seed object of `seeds:` may carry (browsertrix-crawler's per-seed scope; ours: its budget, `limit` and `sizeLimit`). */
+const SEED_KEYS = new Set(["url", "scopeType", "include", "exclude", "depth", "extraHops", "allowHash", "sitemap", "auth", "limit", "sizeLimit"]);
 
 /** Read a YAML crawl config ("stdin" reads standard input, as browsertrix-crawler does). */
 export function readConfigFile(path: string): Record<string, unknown> {
@@ -194,6 +194,9 @@ function seedList(value: unknown, where: string, program: Command): (string | Ra
     if (fields.scopeType != null) spec.scopeType = scalarText(fields.scopeType, `${at}.scopeType`);
     if (fields.depth != null) spec.depth = scalarText(fields.depth, `${at}.depth`);
     if (fields.extraHops != null) spec.extraHops = scalarText(fields.extraHops, `${at}.extraHops`);
+    // The seed's own budget (--seedPageLimit, --seedSizeLimit for the others): pages, and bytes (a size such as 100MB).
+    if (fields.limit != null) spec.limit = scalarText(fields.limit, `${at}.limit`);
+    if (fields.sizeLimit != null) spec.sizeLimit = scalarText(fields.sizeLimit, `${at}.sizeLimit`);
     for (const key of ["include", "exclude"] as const) {
       const rx = fields[key];
       if (rx != null) spec[key] = (Array.isArray(rx) ? rx : [rx]).map((r, j) => scalarText(r, `${at}.${key}[${j}]`));

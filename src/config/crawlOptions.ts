@@ -25,6 +25,7 @@ import { outputOptions, type OutputOptions, type RawOutputFlags } from "./groups
 import { stateOptions, type RawStateFlags, type StateOptions } from "./groups/stateOptions.js";
 import { pageLoadOptions, type PageLoadOptions, type RawPageLoadFlags } from "./groups/pageLoadOptions.js";
 import { cappedPageLimit, lifecycleOptions, type LifecycleOptions, type RawLifecycleFlags } from "./groups/lifecycleOptions.js";
+import { budgetOptions, type BudgetOptions, type RawBudgetFlags } from "./groups/budgetOptions.js";
 import { readStoreSettings, StoreSettingsError, type StoreSettings } from "../upload/storeSettings.js";
 import { DEFAULT_MAX_RESOURCE_SIZE } from "../fetch/bodyLimits.js";
 import { parseAddressAllowance, type AddressAllowance } from "../fetch/addressPolicy.js";
@@ -125,16 +126,16 @@ export interface CrawlOptions {
   /** --blockRules, --blockMessage, --blockAds, --adBlockMessage (blockOptions.ts, src/block/). */
   block: BlockOptions;
   /** --profile, --loginUrl (src/config/groups/profileOptions.ts). */ profile: ProfileOptions;
+  /** Per-seed budgets (a config seed's limit, sizeLimit; --seedPageLimit, --seedSizeLimit), --maxPagesPerHost (budgetOptions.ts). */ budgets: BudgetOptions;
 }
 
 export { OptionsError, parseSize };
-
 export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 /** --diskUtilization default, browsertrix-crawler's: stop at 90% of the disk used. */
 export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawDedupeFlagFlags, RawBrowserMiscFlags, RawProxyFlags, RawBlockFlags, RawProfileFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawDedupeFlagFlags, RawBrowserMiscFlags, RawProxyFlags, RawBlockFlags, RawProfileFlags, RawBudgetFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
@@ -202,6 +203,7 @@ export interface RawSeedSpec {
   allowHashUrls?: boolean;
   /** browsertrix-crawler's per-seed `sitemap` (true, or a sitemap URL): crawl-wide here, see configFile.ts. */
   sitemap?: string | boolean;
+  /** The seed's budget: pages, bytes (groups/budgetOptions.ts). */ limit?: string; sizeLimit?: string;
 }
 
 /** A seed's scope from scope flags (or a config seed's own values laid over them, as browsertrix-crawler does). */
@@ -221,7 +223,6 @@ function seedScope(flags: Pick<RawCrawlFlags, "scopeType" | "include" | "exclude
 }
 
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-
 export function defaultCollectionName(now = new Date()): string {
   return "crawl-" + now.toISOString().replace(/[-:]/g, "").replace(/\..*$/, "");
 }
@@ -328,7 +329,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     state: stateOptions(flags),
     dedupeFlags: dedupeFlagOptions(flags),
     pageLoad: pageLoadOptions(flags, env),
-    profile: profileOptions(flags, resolve(flags.cwd ?? "crawls")),
+    profile: profileOptions(flags, resolve(flags.cwd ?? "crawls")), budgets: budgetOptions(flags, rawSeeds),
   };
 }
 

@@ -4,6 +4,7 @@ import type { CrawlOptions } from "../config/crawlOptions.js";
 import type { LiveView } from "../screencast/liveView.js";
 import type { OpenPipeline } from "../pipeline/openPipeline.js";
 import type { BtxLists, BtxPageEntry } from "../state/serviceLists.js";
+import type { SeedBudgets } from "../state/seedBudgets.js";
 import { writerName } from "../state/membership/writerSlots.js";
 import { startBlocking, type BlockedReport } from "../reports/blockedReport.js";
 import { ChangeReport } from "../reports/changeReport.js";
@@ -27,6 +28,8 @@ export interface PageOutputs {
   skipped: SkippedReport | null;
   /** --blockRules / --blockAds: requests blocked, counted and listed (reports/blocked.jsonl); null = nothing blocked. */
   blocked: BlockedReport | null;
+  /** Each seed's pages, bytes and end (reports/seeds.jsonl), written as the crawl ends. */
+  seedsReport: string;
 }
 
 /** What the stages of one crawl run share (set up by runCrawl, crawler.ts). */
@@ -42,6 +45,8 @@ export interface CrawlRun extends PageOutputs {
   watch: CrawlWatch;
   /** --screencastPort / --screencastRedis: the crawl watched live (src/screencast/); null when not asked for. */
   live: LiveView | null;
+  /** Each seed's budget and counts, the per-host page cap (reports/seeds.jsonl at the end). */
+  budgets: SeedBudgets;
 }
 
 export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, session: CrawlSession, lists: BtxLists, adHosts: AdHostList | null = null): PageOutputs {
@@ -57,6 +62,7 @@ export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, s
     truncatedReport: reportName("truncated"),
     skipped: options.output.reportSkipped ? new SkippedReport(reportName("skippedPages"), (seedId) => options.seeds[seedId] ?? "", options.text.includes("to-pages")) : null,
     blocked: startBlocking(options.block, adHosts, reportName("blocked"), session.state),
+    seedsReport: reportName("seeds"),
   };
 }
 

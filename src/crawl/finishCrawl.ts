@@ -13,6 +13,7 @@ import type { CrawlRun } from "./crawlRun.js";
 import { ExitCode } from "../lifecycle/exitCodes.js";
 import { exitCodeOf, type CrawlEnd, type CrawlOutcome, type CrawlStats, type CrawlStatus } from "./outcome.js";
 import { writeCollectionFiles } from "./collectionOutputs.js";
+import { reportSeeds } from "./seedOutcomes.js";
 import { commitFinishedCrawl, MissingWarcError, packageOrphans, packageWaczFiles, type PackagingContext } from "./packaging.js";
 import type { PagePhaseResult } from "./pages/pagePhase.js";
 import type { StopControl } from "./stopControl.js";
@@ -27,10 +28,12 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
   const counts = await session.state.counts();
   let { status, failure, failureKind } = await howItEnded(counts, session.state, stop);
   if (status === "done" && options.sitemap) ({ status, failure } = await sitemapsFinished(new SitemapClaim(session.redis, session.membership)));
+  // Every process's pages are settled by now (the page phase ends once none is queued or in progress anywhere).
+  await reportSeeds(run, counts);
 
   const packaging: Omit<PackagingContext, "plan"> = {
     options, archiveDir: run.paths.archive, outputDir: run.paths.root, pageList: run.pageList, dedupe: session.dedupe,
-    dependencies: run.pipeline.dependencies, listedIn: (urls) => session.state.listedIn(urls), reportFile: run.report.path, skippedReportFile: run.skipped?.path, blockedReportFile: run.blocked?.path, assertOwner: () => session.liveness.assertLive(),
+    dependencies: run.pipeline.dependencies, listedIn: (urls) => session.state.listedIn(urls), reportFile: run.report.path, skippedReportFile: run.skipped?.path, blockedReportFile: run.blocked?.path, seedsReportFile: run.budgets.limited ? run.seedsReport : undefined, assertOwner: () => session.liveness.assertLive(),
   };
   let waczPaths: string[] = [];
   const leaveToRerun = skipsPackaging(options.lifecycle, status);

@@ -40,6 +40,8 @@ export interface PackagingContext {
   skippedReportFile?: string;
   /** --blockRules / --blockAds: reports/blocked.jsonl of this writer, packaged when given. */
   blockedReportFile?: string;
+  /** reports/seeds.jsonl of this writer (each seed's pages, bytes, end), packaged when given (a crawl with budgets). */
+  seedsReportFile?: string;
   /**
    * Throws once this process was taken for dead (fenced): then another may be packaging the same files,
    * and this one must neither replace a WACZ nor complete its index entry.
@@ -109,6 +111,7 @@ function reportEntries(context: PackagingContext): { zipPath: string; sourcePath
   const reports = [{ zipPath: "reports/changes.jsonl", sourcePath: context.reportFile }];
   if (context.skippedReportFile) reports.push({ zipPath: "reports/skippedPages.jsonl", sourcePath: context.skippedReportFile });
   if (context.blockedReportFile) reports.push({ zipPath: "reports/blocked.jsonl", sourcePath: context.blockedReportFile });
+  if (context.seedsReportFile) reports.push({ zipPath: "reports/seeds.jsonl", sourcePath: context.seedsReportFile });
   return reports.filter((r) => existsSync(r.sourcePath));
 }
 

@@ -4,6 +4,7 @@ import { RobotsTxt } from "../robots/robotsTxt.js";
 import { PageAdmission, type SkipListener } from "../scope/admission.js";
 import { SeedScope } from "../scope/seedScope.js";
 import type { CrawlState } from "../state/crawlState.js";
+import type { SeedBudgets } from "../state/seedBudgets.js";
 
 /** How pages enter the crawl: each seed's scope, and the admission rules (page limit, robots.txt). */
 export interface Seeding {
@@ -11,6 +12,8 @@ export interface Seeding {
   scopes: SeedScope[];
   admission: PageAdmission;
   robotsTxt: RobotsTxt;
+  /** Each seed's budget and the per-host page cap, shared by the crawl's processes. */
+  budgets: SeedBudgets;
 }
 
 /**
@@ -18,16 +21,16 @@ export interface Seeding {
  * (robots.txt permitting, with --robots); seen before, as on a restart, they are not queued again.
  * `onSkipped` hears of every page found but not queued, seeds and links alike (--reportSkipped).
  */
-export async function admitSeeds(options: CrawlOptions, state: CrawlState, onSkipped?: SkipListener): Promise<Seeding> {
+export async function admitSeeds(options: CrawlOptions, state: CrawlState, budgets: SeedBudgets, onSkipped?: SkipListener): Promise<Seeding> {
   useAddressPolicy(await AddressPolicy.forSeeds(options.seeds, options.allowAddresses));
   const scopes = options.seeds.map((seed, i) => new SeedScope(seed, options.seedScopes[i]));
   const robotsTxt = new RobotsTxt({ userAgent: options.userAgent, agent: options.robots?.agent ?? "*" });
   // --dedupePagesMinDepth: how many queued pages are duplicates is unknown, so the queue is not capped;
   // the limit counts crawled pages as they are taken instead (crawl/pages/pageDedupe.ts), as browsertrix-crawler does.
   const queueLimit = options.dedupeFlags.pagesMinDepth >= 0 ? 0 : options.limit;
-  const admission = new PageAdmission(state, queueLimit, options.robots ? robotsTxt : null, onSkipped);
+  const admission = new PageAdmission(state, queueLimit, options.robots ? robotsTxt : null, onSkipped, budgets);
   for (const [seedId, scope] of scopes.entries()) {
     await admission.admit({ url: scope.url, depth: 0, seedId, extraHops: 0 });
   }
-  return { scopes, admission, robotsTxt };
+  return { scopes, admission, robotsTxt, budgets };
 }

@@ -2,12 +2,16 @@ import { checkAddress } from "../fetch/addressPolicy.js";
 import { logger } from "../log/logger.js";
 import type { RobotsTxt } from "../robots/robotsTxt.js";
 import type { CrawlState, QueuedPage } from "../state/crawlState.js";
+import type { BudgetRefusal, SeedBudgets } from "../state/seedBudgets.js";
 import { crawlKey } from "./urls.js";
 
-export type Admission = "queued" | "seen" | "limit" | "robots" | "address";
+export type Admission = "queued" | "seen" | "limit" | "robots" | "address" | "budget";
 
-/** Why a page found was not queued, in browsertrix-crawler's words (its reports/skippedPages.jsonl reasons). */
-export type SkipReason = "outOfScope" | "robotsTxt" | "pageLimit" | "duplicate";
+/**
+ * Why a page found was not queued, in browsertrix-crawler's words (its reports/skippedPages.jsonl reasons),
+ * and ours: its seed's budget or its host's page cap was spent (state/seedBudgets.ts).
+ */
+export type SkipReason = "outOfScope" | "robotsTxt" | "pageLimit" | "duplicate" | BudgetRefusal;
 /** Told of each page found but not queued (--reportSkipped). */
 export type SkipListener = (page: QueuedPage, reason: SkipReason) => void;
 
@@ -16,7 +20,8 @@ export type SkipListener = (page: QueuedPage, reason: SkipReason) => void;
  * (crawlKey: ?b=2&a=1 is ?a=1&b=2, "/p?" is "/p"), so it is queued once, under the URL seen first.
  * A page on an address the crawler may not fetch (fetch/addressPolicy.ts) is never queued, nor is its
  * robots.txt asked for; with --robots, a page robots.txt disallows is counted as skipped and never
- * queued, so it is never fetched and takes no place under --limit.
+ * queued, so it is never fetched and takes no place under --limit. A page whose seed's budget (or its
+ * host's page cap) is spent is not queued either (`admitAll` asks about a page's links in one round trip).
  */
 export class PageAdmission {
   /** Hosts already logged as refused (bounded: the log says it once per host, not per link). */
@@ -27,6 +32,7 @@ export class PageAdmission {
     private readonly limit: number,
     private readonly robots: RobotsTxt | null,
     private readonly onSkipped: SkipListener = () => undefined,
+    private readonly budgets: SeedBudgets | null = null,
   ) {}
 
   /** A page found but outside its seed's scope (decided by the caller, before admit). */
@@ -34,12 +40,24 @@ export class PageAdmission {
     this.onSkipped(page, "outOfScope");
   }
 
-  /** A page taken from the queue but not crawled (--dedupePagesMinDepth: a duplicate, or past the page limit). */
-  skipped(page: QueuedPage, reason: "duplicate" | "pageLimit"): void {
+  /** A page taken from the queue but not crawled (--dedupePagesMinDepth: a duplicate, or past the page limit; a budget spent). */
+  skipped(page: QueuedPage, reason: "duplicate" | "pageLimit" | BudgetRefusal): void {
     this.onSkipped(page, reason);
   }
 
+  /** Admit the pages found on one page, their budgets asked about together. */
+  async admitAll(pages: QueuedPage[]): Promise<Admission[]> {
+    const refusals = this.budgets ? await this.budgets.refusals(pages) : pages.map(() => null);
+    const admissions: Admission[] = [];
+    for (const [i, page] of pages.entries()) admissions.push(await this.admitChecked(page, refusals[i]));
+    return admissions;
+  }
+
   async admit(page: QueuedPage): Promise<Admission> {
+    return (await this.admitAll([page]))[0];
+  }
+
+  private async admitChecked(page: QueuedPage, refusal: BudgetRefusal | null): Promise<Admission> {
     const address = await checkAddress(page.url);
     // A page whose name does not resolve (now) is queued: loading it is refused and fails, and a retry may find it.
     if (!address.allowed && !address.unresolved) {
@@ -49,6 +67,10 @@ export class PageAdmission {
         logger.warn("scope", "page not crawled: its address is not one the crawler may fetch (further links to this host are not logged)", { url: page.url, reason: address.reason, depth: page.depth });
       }
       return "address";
+    }
+    if (refusal) {
+      this.onSkipped(page, refusal);
+      return "budget";
     }
     if (this.robots) {
       const verdict = await this.robots.check(page.url);

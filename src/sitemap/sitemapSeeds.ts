@@ -29,6 +29,8 @@ export interface SitemapQueueCounts extends SitemapReadCounts {
   skippedRobots: number;
   /** On an address the crawler may not fetch (link-local, cloud metadata...). */
   forbiddenAddress: number;
+  /** Not queued: their seed's budget or their host's page cap was spent (--seedPageLimit, --maxPagesPerHost...). */
+  overBudget: number;
   /** Entries whose URL cannot be crawled (not http(s)). */
   invalid: number;
   limitReached: boolean;
@@ -84,7 +86,7 @@ export async function startSitemapReading(options: SitemapOptions, context: Site
 /** Returns whether every sitemap was gone through (false when the crawl was stopped meanwhile). */
 async function queueSitemapPages(options: SitemapOptions, context: SitemapContext): Promise<boolean> {
   const counts: SitemapQueueCounts = {
-    sitemaps: 0, failed: 0, skipped: 0, found: 0, queued: 0, alreadyQueued: 0, outOfScope: 0, filteredByDate: 0, skippedRobots: 0, forbiddenAddress: 0, invalid: 0, limitReached: false,
+    sitemaps: 0, failed: 0, skipped: 0, found: 0, queued: 0, alreadyQueued: 0, outOfScope: 0, filteredByDate: 0, skippedRobots: 0, forbiddenAddress: 0, overBudget: 0, invalid: 0, limitReached: false,
   };
   // Seeds that share their sitemaps (the same site, or one --useSitemap URL) have them read once.
   const groups = new Map<string, { roots: string[]; seedIds: number[] }>();
@@ -121,9 +123,9 @@ async function queueSitemapPages(options: SitemapOptions, context: SitemapContex
       break;
     }
   }
-  const { found, queued, alreadyQueued, outOfScope, filteredByDate, skippedRobots, forbiddenAddress, invalid, limitReached, sitemaps, failed, skipped } = counts;
+  const { found, queued, alreadyQueued, outOfScope, filteredByDate, skippedRobots, forbiddenAddress, overBudget, invalid, limitReached, sitemaps, failed, skipped } = counts;
   logger.info("sitemap", complete ? "sitemaps read" : "reading the sitemaps stopped with the crawl: a restart reads them again", {
-    found, queued, alreadyQueued, outOfScope, filteredByDate, skippedRobots, forbiddenAddress, invalid, limitReached, sitemaps, failedSitemaps: failed, sitemapsNotRead: skipped,
+    found, queued, alreadyQueued, outOfScope, filteredByDate, skippedRobots, forbiddenAddress, ...(overBudget ? { overBudget } : {}), invalid, limitReached, sitemaps, failedSitemaps: failed, sitemapsNotRead: skipped,
   });
   return complete;
 }
@@ -150,6 +152,7 @@ async function queueEntry(entry: SitemapEntry, seedIds: number[], options: Sitem
   else if (outcome === "seen") counts.alreadyQueued += 1;
   else if (outcome === "robots") counts.skippedRobots += 1;
   else if (outcome === "address") counts.forbiddenAddress += 1;
+  else if (outcome === "budget") counts.overBudget += 1;
   return outcome;
 }
 

@@ -212,7 +212,7 @@ export class CrawlState {
 
   /** For each URL: the WACZ whose pages list keeps it (null: none named; "" for a page crawled before this was kept). */
   /** The page was taken but is not crawled (only while the lease is ours): a duplicate, or past the page limit (--dedupePagesMinDepth). */
-  async markSkipped(url: string, reason: "duplicate" | "pageLimit"): Promise<boolean> {
+  async markSkipped(url: string, reason: "duplicate" | "pageLimit" | "seedPageLimit" | "seedSizeLimit" | "hostPageLimit"): Promise<boolean> {
     const k = this.keys;
     return (await this.redis.eval(SKIP_LUA, 3, k.pending, k.leases, k.skippedPages, url, this.processId, reason)) === 1;
   }

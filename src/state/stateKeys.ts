@@ -100,6 +100,17 @@ export function crawlStateKeys(crawlId: string) {
     screencastChannel: `c:${p}:cast`,
     /** Pub/sub channel where a live view says "connect" when its first viewer comes and "disconnect" when its last leaves. */
     screencastControl: `c:${p}:ctrl`,
+    // Per-seed budgets and the per-host page cap (state/seedBudgets.ts): a hash field per seed or host, never per URL.
+    /** Hash seed id (of a seed given) -> pages of the seed crawled. */
+    seedPages: `${p}:seedPages`,
+    /** Hash seed id -> WARC bytes written for the seed's pages and their resources. */
+    seedBytes: `${p}:seedBytes`,
+    /** Hash seed id -> "pageLimit" | "sizeLimit": the seed's budget that stopped it (the first one reached). */
+    seedEnds: `${p}:seedEnds`,
+    /** Hash host -> pages crawled on that host (--maxPagesPerHost). */
+    hostPages: `${p}:hostPages`,
+    /** Hash page url -> JSON {seed, host, owner}: a page started and not settled yet, holding a slot of its seed's and host's budgets. */
+    budgetSlots: `${p}:budgetSlots`,
   };
 }
 

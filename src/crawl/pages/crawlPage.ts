@@ -21,6 +21,8 @@ import { withoutHash } from "../../scope/urls.js";
 import type { CrawlState, QueuedPage } from "../../state/crawlState.js";
 import type { HostPacing } from "../../state/hostPacing.js";
 import type { RobotsTxt } from "../../robots/robotsTxt.js";
+import type { SeedBudgets } from "../../state/seedBudgets.js";
+import type { ByteTallySink } from "../../pipeline/byteTally.js";
 import { withTimeout } from "../../util/process.js";
 import { isStorageError, storageErrorMessage } from "../../util/storageErrors.js";
 import type { ChangeReport } from "../../reports/changeReport.js";
@@ -30,6 +32,7 @@ import { settleRateLimited } from "./rateLimit.js";
 import { followSeedRedirect } from "./seedRedirect.js";
 import { conditionalRequest, isFresh, latestCapture, previousOf, reportChange } from "./refresh.js";
 import { skipDuplicatePage, skippedAtPageLimit, skipsIfArchived } from "./pageDedupe.js";
+import { startsWithinBudget } from "./pageBudget.js";
 import type { StopControl } from "../stopControl.js";
 
 /** What crawling a page reads and writes besides the page itself. */
@@ -59,26 +62,45 @@ export interface PageContext {
   robots: RobotsTxt | null;
   /** What page outcomes mean for the crawl: health, failing seeds, content checks, rate-limit interrupts. */
   watch: CrawlWatch;
+  /** Each seed's budget and the per-host page cap (a page holds a slot of them while it is crawled). */
+  budgets: SeedBudgets;
 }
 
-/** Crawl one leased page: load and capture it, list it, queue its in-scope links, settle its lease. */
-export async function crawlPage(worker: PageWorker, page: QueuedPage, context: PageContext): Promise<void> {
+/**
+ * Crawl one leased page: load and capture it, list it, queue its in-scope links, settle its lease. `tally`
+ * counts the WARC bytes the worker writes for it (its seed's size).
+ */
+export async function crawlPage(worker: PageWorker, page: QueuedPage, context: PageContext, tally: ByteTallySink): Promise<void> {
+  tally.take();
+  if (await skippedAtPageLimit(page, context.options, context.state, context.admission)) return;
+  if (!(await startsWithinBudget(page, context))) return;
+  let crawled = false;
+  try {
+    crawled = await crawlBudgetedPage(worker, page, context, tally);
+  } finally {
+    // Not crawled (failed, retried, put back...): its budget slot is free again, what it wrote still counts.
+    if (!crawled) await context.budgets.release(page, tally.take()).catch((err: unknown) => logger.warn("page", "cannot give back the page's budget slot", { url: page.url, error: errorMessage(err) }));
+  }
+}
+
+/** A page holding its budget slot: true once it is crawled (counted as a page of its seed and host). */
+async function crawlBudgetedPage(worker: PageWorker, page: QueuedPage, context: PageContext, tally: ByteTallySink): Promise<boolean> {
   const { state, options, scopes } = context;
-  if (await skippedAtPageLimit(page, options, state, context.admission)) return;
   let seed = { scope: await scopes.of(page.seedId), seedId: page.seedId };
   const previous = options.refresh || options.skipFreshDays > 0 ? await latestCapture(page.url, context.history) : null;
   if (previous && isFresh(previous, options.skipFreshDays)) {
     // Archived recently enough: not fetched, but its archived links are still followed.
     await context.report.add({ url: page.url, change: "skipped-fresh", status: null, digest: null, previous: previousOf(previous) });
     await enqueueLinks(previous.outlinks ?? [], page, context, seed.scope);
-    await state.markDone(page.url);
+    const settled = await state.markDone(page.url);
+    if (settled) await context.budgets.finished(page, tally.take());
     logger.info("page", "page skipped (fresh)", { url: page.url, archived: previous.date });
-    return;
+    return settled;
   }
   // The tab first: a host's turn (--minHostInterval, Crawl-delay) then starts the page's request, not a tab's start.
   // A tab that fails to get ready fails the attempt below, where load asks for it again.
   await withTimeout(worker.readyTab(), options.pageLoadTimeout * 1000, "tab not ready").catch(() => undefined);
-  if (!(await waitForHostTurn(page.url, context))) return;
+  if (!(await waitForHostTurn(page.url, context))) return false;
   logger.debug("page", "loading page", { url: page.url, depth: page.depth, worker: worker.id });
   const loadStarted = performance.now();
 
@@ -97,9 +119,12 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     // The crawl fails; the page is not crawled (a rerun after the cause is fixed takes it again).
     context.watch.contentCheckFailed(page.url, result.contentCheckFailed);
     await state.handBack(page.url);
-    return;
+    return false;
   }
-  if (result.loggedOut) return settleLoggedOut(page, result.loggedOut, context);
+  if (result.loggedOut) {
+    await settleLoggedOut(page, result.loggedOut, context);
+    return false;
+  }
   if (result.rateLimited && !context.stop.immediate) {
     // Not the page, and not a failed attempt: nothing was stored; the host is backed off (first, so that
     // no worker of any process starts another page there meanwhile) and the page waits it out.
@@ -108,7 +133,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     context.watch.attemptFailed(page, outcome, result.error);
     await context.watch.rateLimitAnswer(result.rateLimited);
     if (outcome === "failed") await checkFailedLimit(context);
-    return;
+    return false;
   }
   // After a failure the tab is in an unknown state (hung, crashed, showing an error page): the next
   // attempt, of this page or another, gets a fresh one.
@@ -118,16 +143,19 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
 
   if (context.stop.immediate) {
     await state.handBack(page.url);
-    return;
+    return false;
   }
   if (!result.document) {
     const outcome = await state.markFailed(page.url, result.error ?? "not loaded", options.maxPageRetries);
     logger.warn("page", outcome === "failed" ? "page failed" : "page failed, will retry", { url: page.url, error: result.error });
     context.watch.attemptFailed(page, outcome, result.error);
     if (outcome === "failed") await checkFailedLimit(context);
-    return;
+    return false;
   }
-  if (result.duplicate) return skipDuplicatePage(page, state, context.admission);
+  if (result.duplicate) {
+    await skipDuplicatePage(page, state, context.admission);
+    return false;
+  }
   const landedAt = result.document.url;
   if (page.depth === 0 && landedAt !== withoutHash(page.url)) {
     seed = await followSeedRedirect(page.url, landedAt, seed, { state, scopes, addRedirectedSeeds: options.addRedirectedSeeds });
@@ -151,7 +179,10 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   const listedIn = result.documentWacz ?? context.plan.currentWaczFilename();
   try {
     // --dryRun: no archive data, text and screenshots included.
-    if (!options.lifecycle.dryRun) await context.pageResources.record(page.url, result.document.date, pageResources(page.url, result, options));
+    if (!options.lifecycle.dryRun) {
+      const written = await context.pageResources.record(page.url, result.document.date, pageResources(page.url, result, options));
+      tally.add(written.reduce((sum, record) => sum + record.length, 0));
+    }
     await context.pageList.add(entry, listedIn);
     // A seed that redirected is listed under both URLs: the one asked for, and the one replay shows.
     if (entry.seed && landedAt !== withoutHash(page.url)) {
@@ -161,7 +192,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     if (!isStorageError(err)) throw err;
     context.stop.fatal(`cannot write the page list or the page's text and screenshots: ${storageErrorMessage(err)}`, err);
     await state.handBack(page.url);
-    return;
+    return false;
   }
 
   if (links.length || notModified) {
@@ -172,7 +203,9 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
   const queued = (await enqueueLinks(links, from, context, seed.scope)) + (await enqueueBehaviorLinks(result.behaviorLinks ?? [], from, context, seed.scope));
   // Packaging lists a page only in the WACZ named here (a page listed by a process that lost its lease
   // before this step is listed by whoever crawled it again).
-  await state.markDone(page.url, listedIn);
+  // A page whose lease was lost meanwhile is counted by the process that crawls it again.
+  const settled = await state.markDone(page.url, listedIn);
+  if (settled) await context.budgets.finished(page, tally.take());
   context.watch.pageCrawled((performance.now() - loadStarted) / 1000);
   if (result.behaviors) addToTally(context.behaviors, result.behaviors);
   const crawled = { url: page.url, status: result.document.status, title: result.title, depth: page.depth, linksQueued: queued };
@@ -185,6 +218,7 @@ export async function crawlPage(worker: PageWorker, page: QueuedPage, context: P
     logger.info("page", "page crawled", crawled);
   }
   if (options.pageExtraDelay > 0) await context.stop.sleep(options.pageExtraDelay * 1000);
+  return settled;
 }
 
 /** The page's text (--text to-warc), screenshots and, for --qa, its requests, as urn:<kind>:<url> resource records. */
@@ -246,17 +280,16 @@ function pageLinks(links: string[], scope: SeedScope): string[] {
 }
 
 async function enqueueLinks(links: string[], page: QueuedPage, context: PageContext, scope: SeedScope): Promise<number> {
-  let queued = 0;
+  const inScope: QueuedPage[] = [];
   for (const link of links) {
     const decision = scope.decide(link, page.depth, page.extraHops);
     if (!decision.inScope) {
       context.admission.outOfScope({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: page.extraHops });
       continue;
     }
-    const added = await context.admission.admit({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: decision.extraHops });
-    if (added === "queued") queued += 1;
+    inScope.push({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: decision.extraHops });
   }
-  return queued;
+  return (await context.admission.admitAll(inScope)).filter((added) => added === "queued").length;
 }
 
 /**
@@ -267,13 +300,8 @@ async function enqueueLinks(links: string[], page: QueuedPage, context: PageCont
 async function enqueueBehaviorLinks(links: string[], page: QueuedPage, context: PageContext, scope: SeedScope): Promise<number> {
   const pageKeyed = pageLinks(links, scope);
   if (!context.options.linkBehavior.alwaysAddBehaviorLinks) return enqueueLinks(pageKeyed, page, context, scope);
-  let queued = 0;
-  for (const link of pageKeyed) {
-    if (scope.excludes(link)) continue;
-    const added = await context.admission.admit({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: page.extraHops });
-    if (added === "queued") queued += 1;
-  }
-  return queued;
+  const found = pageKeyed.filter((link) => !scope.excludes(link)).map((url) => ({ url, depth: page.depth + 1, seedId: page.seedId, extraHops: page.extraHops }));
+  return (await context.admission.admitAll(found)).filter((added) => added === "queued").length;
 }
 
 /** What each loaded page is asked for besides its traffic (--text, --screenshot). */

@@ -20,6 +20,7 @@ import { storageErrorMessage } from "../../util/storageErrors.js";
 import { crawlPage, extractOptionsOf, type PageContext } from "./crawlPage.js";
 import type { CrawlRun } from "../crawlRun.js";
 import { DiscardingSink } from "../../pipeline/dryRunSink.js";
+import { ByteTallySink } from "../../pipeline/byteTally.js";
 import type { Seeding } from "../seeds.js";
 import type { StopControl } from "../stopControl.js";
 import { StorageWatch } from "../storageWatch.js";
@@ -68,6 +69,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       truncated: { count: 0, report: run.truncatedReport },
       behaviors: emptyTally(),
       watch: run.watch,
+      budgets: seeding.budgets,
     };
     const { selectLinks, linkKinds, clickSelector, customBehaviors, userFlows, autoscrollMaxRounds } = options.linkBehavior;
     const claimClick = clickClaims();
@@ -77,8 +79,10 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     }
     if (options.lifecycle.dryRun) logger.warn("crawl", "--dryRun: no archive data is written (no WARC, no WACZ), only the pages lists and the logs");
     const sink = options.lifecycle.dryRun ? new DiscardingSink() : pipeline.sink;
+    // Each worker's sink counts what its page writes (a seed's size budget, reports/seeds.jsonl).
+    const tallies = Array.from({ length: options.workers }, () => new ByteTallySink(sink));
     const workers = Array.from({ length: options.workers }, (_, i) =>
-      new PageWorker(i, host, sink, {
+      new PageWorker(i, host, tallies[i], {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
         netIdleWaitMs: options.netIdleWait * 1000,
         netIdleMaxRequests: options.pageLoad.netIdleMaxRequests,
@@ -106,7 +110,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         : null;
       const loop: WorkLoop = { context, membership: session.membership, sitemapClaim, active: new Set(), taking: 0, readSitemaps, sitemapReadings: [] };
       if (readSitemaps) loop.sitemapReadings.push((await readSitemaps()).finished);
-      await Promise.all(workers.map((worker, i) => workLoop(worker, loop, run.live?.worker(i) ?? NO_LIVE_WORKER)));
+      await Promise.all(workers.map((worker, i) => workLoop(worker, tallies[i], loop, run.live?.worker(i) ?? NO_LIVE_WORKER)));
       await Promise.all(loop.sitemapReadings);
     } finally {
       stopProgress();
@@ -160,15 +164,15 @@ interface WorkLoop {
 }
 
 /** Take pages from the shared queue until it is drained everywhere or a stop is asked for. */
-async function workLoop(worker: PageWorker, loop: WorkLoop, live: LiveWorker): Promise<void> {
+async function workLoop(worker: PageWorker, tally: ByteTallySink, loop: WorkLoop, live: LiveWorker): Promise<void> {
   try {
-    await takePages(worker, loop, live);
+    await takePages(worker, tally, loop, live);
   } finally {
     live.done();
   }
 }
 
-async function takePages(worker: PageWorker, loop: WorkLoop, live: LiveWorker): Promise<void> {
+async function takePages(worker: PageWorker, tally: ByteTallySink, loop: WorkLoop, live: LiveWorker): Promise<void> {
   const { state, stop, options } = loop.context;
   while (!stop.requested) {
     loop.taking += 1;
@@ -187,7 +191,7 @@ async function takePages(worker: PageWorker, loop: WorkLoop, live: LiveWorker): 
     loop.active.add(page.url);
     live.pageStarted(page.url);
     try {
-      await crawlPage(worker, page, loop.context);
+      await crawlPage(worker, page, loop.context, tally);
     } catch (err) {
       // Whatever went wrong (Redis, the page list), the page's lease must not stay with this process.
       logger.error("page", "page attempt failed unexpectedly", { url: page.url, error: errorMessage(err) });
