@@ -40,6 +40,27 @@ export class PageAdmission {
   }
 
   async admit(page: QueuedPage): Promise<Admission> {
+    return (await this.admitMany([page]))[0]!;
+  }
+
+  /** Admit a batch of pages (a page's links): the ones that pass go to the queue in one call per frontier shard. */
+  async admitMany(pages: QueuedPage[]): Promise<Admission[]> {
+    const verdicts: (Admission | null)[] = [];
+    for (const page of pages) verdicts.push(await this.precheck(page));
+    const passing = pages.filter((_, i) => verdicts[i] === null);
+    // A URL keeps a fragment only where its scope tells pages apart by it (--allowHashUrls).
+    const queued = passing.length ? await this.state.enqueueMany(passing.map((page) => ({ page, key: crawlKey(page.url, true) })), this.limit) : [];
+    let next = 0;
+    return verdicts.map((verdict, i) => {
+      if (verdict !== null) return verdict;
+      const admission = queued[next++]!;
+      if (admission === "limit") this.onSkipped(pages[i]!, "pageLimit");
+      return admission;
+    });
+  }
+
+  /** Why a page may not be queued whatever the frontier holds (null: it may). */
+  private async precheck(page: QueuedPage): Promise<Admission | null> {
     const address = await checkAddress(page.url);
     // A page whose name does not resolve (now) is queued: loading it is refused and fails, and a retry may find it.
     if (!address.allowed && !address.unresolved) {
@@ -60,9 +81,6 @@ export class PageAdmission {
         return "robots";
       }
     }
-    // A URL keeps a fragment only where its scope tells pages apart by it (--allowHashUrls).
-    const admission = await this.state.enqueue(page, this.limit, crawlKey(page.url, true));
-    if (admission === "limit") this.onSkipped(page, "pageLimit");
-    return admission;
+    return null;
   }
 }

@@ -236,18 +236,18 @@ function pageLinks(links: string[], scope: SeedScope): string[] {
   return scope.allowHash ? links : [...new Set(links.map(withoutHash))];
 }
 
+/** The page's in-scope links go to the queue in one batch (one frontier call per shard, not one per link). */
 async function enqueueLinks(links: string[], page: QueuedPage, context: PageContext, scope: SeedScope): Promise<number> {
-  let queued = 0;
+  const found: QueuedPage[] = [];
   for (const link of links) {
     const decision = scope.decide(link, page.depth, page.extraHops);
     if (!decision.inScope) {
       context.admission.outOfScope({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: page.extraHops });
       continue;
     }
-    const added = await context.admission.admit({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: decision.extraHops });
-    if (added === "queued") queued += 1;
+    found.push({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: decision.extraHops });
   }
-  return queued;
+  return (await context.admission.admitMany(found)).filter((added) => added === "queued").length;
 }
 
 /**
@@ -258,13 +258,8 @@ async function enqueueLinks(links: string[], page: QueuedPage, context: PageCont
 async function enqueueBehaviorLinks(links: string[], page: QueuedPage, context: PageContext, scope: SeedScope): Promise<number> {
   const pageKeyed = pageLinks(links, scope);
   if (!context.options.linkBehavior.alwaysAddBehaviorLinks) return enqueueLinks(pageKeyed, page, context, scope);
-  let queued = 0;
-  for (const link of pageKeyed) {
-    if (scope.excludes(link)) continue;
-    const added = await context.admission.admit({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: page.extraHops });
-    if (added === "queued") queued += 1;
-  }
-  return queued;
+  const found = pageKeyed.filter((link) => !scope.excludes(link)).map((link) => ({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: page.extraHops }));
+  return (await context.admission.admitMany(found)).filter((added) => added === "queued").length;
 }
 
 /** What each loaded page is asked for besides its traffic (--text, --screenshot). */

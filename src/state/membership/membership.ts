@@ -27,6 +27,8 @@ return take_over(KEYS[1], KEYS[2], ARGV[1]) and 1 or 0
  */
 export class Membership {
   readonly keys: CrawlStateKeys;
+  /** The owners of the frontier's page leases (set by CrawlState, which knows its shards). */
+  leaseHolders: () => Promise<string[]> = async () => [];
 
   constructor(
     private readonly redis: Redis,
@@ -76,7 +78,7 @@ export class Membership {
    * heartbeat (processIdentity.ts).
    */
   async reapLocalDeadProcesses(): Promise<string[]> {
-    const holders = await Promise.all([this.redis.hvals(this.keys.leases), this.redis.hvals(this.keys.writers), this.redis.get(this.keys.sitemapRead)]);
+    const holders = await Promise.all([this.leaseHolders(), this.redis.hvals(this.keys.writers), this.redis.get(this.keys.sitemapRead)]);
     const reaped: string[] = [];
     for (const owner of new Set(holders.flat())) {
       if (owner === null || owner === this.processId || !isLocalProcessGone(owner)) continue;
