@@ -366,6 +366,7 @@ export class CrawlState {
 
   async counts(): Promise<CrawlCounts> {
     const k = this.keys;
+    await this.shards(); // an older build's frontier is moved in first
     const [figures, seen, skippedRobots, blocked] = await Promise.all([
       this.shardFigures(), this.redis.get(k.frontierQueuedEver), this.redis.scard(k.robotsSkipped), this.redis.get(k.blocked),
     ]);

@@ -2,7 +2,7 @@
 // tag, so one Redis Cluster slot), except ENQUEUE's optional crawl-wide counter on a plain Redis.
 // Keys named by a number (a depth's list, a seen bucket) are built here from prefixes passed in ARGV.
 
-/** Page keys per seen bucket before the next level (16x the buckets) opens: well under Redis's 512-entry intset limit. */
+/** Page keys per seen bucket before the next level (256x the buckets) opens: well under Redis's 512-entry intset limit. */
 export const SEEN_PER_BUCKET = 300;
 
 const HELPERS = `
@@ -19,17 +19,18 @@ local function push(meta, depths, qprefix, entry)
   redis.call('ZADD', depths, depth, depth)
   redis.call('HINCRBY', meta, 'qn', 1)
 end
+-- Level 1 has 4096 buckets; each next level, opened once the shard's keys would fill the buckets, 256x more.
 local function seenLevel(sn)
-  local level, cap = 0, ${SEEN_PER_BUCKET}
-  while sn >= cap and level < 8 do level = level + 1; cap = cap * 16 end
+  local level, cap = 1, ${SEEN_PER_BUCKET} * 4096
+  while sn >= cap and level < 3 do level = level + 1; cap = cap * 256 end
   return level
 end
 local function bucketKey(sprefix, level, h)
-  if level == 0 then return sprefix .. '0:0' end
-  return sprefix .. level .. ':' .. math.floor(h / 2 ^ (32 - 4 * level))
+  return sprefix .. level .. ':' .. math.floor(h / 2 ^ (32 - 12 - 8 * (level - 1)))
 end
+-- Newest level first: a link seen lately is found with one lookup.
 local function isSeen(sprefix, level, member, h)
-  for l = 0, level do
+  for l = level, 1, -1 do
     if redis.call('SISMEMBER', bucketKey(sprefix, l, h), member) == 1 then return true end
   end
   return false
@@ -47,32 +48,53 @@ end
  * then per page: fingerprint member, bucket, entry. Returns per page 1 queued (probe: unseen), 0 seen, -1 limit.
  */
 export const ENQUEUE_LUA = HELPERS + `
-local meta, depths = KEYS[1], KEYS[2]
-local counter = KEYS[3]
+local meta, depths, counter = KEYS[1], KEYS[2], KEYS[3]
 local qprefix, sprefix = ARGV[1], ARGV[2]
 local limit, budget, probe = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == 'probe'
 local sn = tonumber(redis.call('HGET', meta, 'sn') or '0')
 local level = seenLevel(sn)
-local out = {}
+local count = counter and tonumber(redis.call('GET', counter) or '0') or 0
+-- The batch's writes are gathered and made at the end, one command per bucket and per depth.
+local fresh, newSeen, byDepth, depthOrder, added, out = {}, {}, {}, {}, 0, {}
 for i = 6, #ARGV, 3 do
   local member, h, entry = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
-  if isSeen(sprefix, level, member, h) then
+  local id = member .. ' ' .. ARGV[i + 1]
+  if fresh[id] or isSeen(sprefix, level, member, h) then
     out[#out + 1] = 0
   elseif probe then
+    fresh[id] = true
     out[#out + 1] = 1
-  elseif budget == 0 or (counter and limit > 0 and tonumber(redis.call('GET', counter) or '0') >= limit) then
+  elseif budget == 0 or (counter and limit > 0 and count >= limit) then
     out[#out + 1] = -1
   else
-    redis.call('SADD', bucketKey(sprefix, level, h), member)
+    fresh[id] = true
+    local bucket = bucketKey(sprefix, level, h)
+    if not newSeen[bucket] then newSeen[bucket] = {} end
+    table.insert(newSeen[bucket], member)
     sn = sn + 1
     level = seenLevel(sn)
-    if counter then redis.call('INCR', counter) end
+    count = count + 1
+    added = added + 1
     if budget > 0 then budget = budget - 1 end
-    push(meta, depths, qprefix, entry)
+    local depth = depthOf(entry)
+    if not byDepth[depth] then
+      byDepth[depth] = {}
+      table.insert(depthOrder, depth)
+    end
+    table.insert(byDepth[depth], entry)
     out[#out + 1] = 1
   end
 end
-if not probe then redis.call('HSET', meta, 'sn', sn) end
+if added > 0 then
+  for bucket, members in pairs(newSeen) do redis.call('SADD', bucket, unpack(members)) end
+  for _, depth in ipairs(depthOrder) do
+    redis.call('RPUSH', qprefix .. depth, unpack(byDepth[depth]))
+    redis.call('ZADD', depths, depth, depth)
+  end
+  redis.call('HSET', meta, 'sn', sn)
+  redis.call('HINCRBY', meta, 'qn', added)
+  if counter then redis.call('INCRBY', counter, added) end
+end
 return out
 `;
 

@@ -122,7 +122,8 @@ function frontierShardKeys(s: string) {
     meta: `${s}:meta`,
     /**
      * Prefix of the seen buckets `${seenBucket}<level>:<bucket>`: sets of 64-bit key fingerprints, small
-     * enough (a few hundred) for Redis's 8-byte intset encoding; a level of 16x more buckets opens as the shard grows.
+     * enough (a few hundred) for Redis's 8-byte intset encoding: 4096 buckets at level 1, 256x more at each next
+     * level, opened as the shard grows (lookups check every level).
      */
     seenBucket: `${s}:sn:`,
     /** Hash url -> entry of pages being crawled now. */
