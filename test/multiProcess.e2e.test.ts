@@ -132,7 +132,7 @@ describe("several crawler processes on one crawl", () => {
       expect([...pageUrls].sort()).toEqual(expectedPages);
       expect(waczFiles).toHaveLength(3);
       expect(await redis.client.smembers("allcrawls")).toEqual(["killed"]);
-      expect(await redis.client.llen("killed:f")).toBe(0);
+      expect(await redis.client.llen("killed:{killed/0}:f")).toBe(0);
     } finally {
       await redis.stop();
     }

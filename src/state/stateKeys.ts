@@ -1,9 +1,12 @@
 /**
  * Crawl-state key layout in the crawl Redis. Every key starts with the crawl id, so several crawls can
- * share one Redis and a second crawl never sees the first one's "seen" set.
+ * share one Redis and a second crawl never sees the first one's "seen" set. On a Redis Cluster the
+ * crawl-wide keys are `<crawl id>:{<crawl id>}:...` (one slot) and each frontier shard has a slot of its own.
  */
-export function crawlStateKeys(crawlId: string) {
-  const p = crawlId;
+export function crawlStateKeys(crawlId: string, clustered = false) {
+  // On a Redis Cluster every crawl-wide key carries the hash tag {<crawl id>}: one slot, so the scripts and
+  // transactions over several of them (membership, claims, writer slots, counts) run on one node.
+  const p = clustered ? `${crawlId}:{${crawlId}}` : crawlId;
   return {
     /**
      * Older builds' frontier (before the sharded one, frontierShard): a sorted set of QueuedPage JSON and

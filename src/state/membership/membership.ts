@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { crawlStateKeys, type CrawlStateKeys } from "../stateKeys.js";
 import { ownerScript } from "../../redis/ownerRule.js";
 import { isLocalProcessGone } from "./processIdentity.js";
@@ -31,12 +31,12 @@ export class Membership {
   leaseHolders: () => Promise<string[]> = async () => [];
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     readonly crawlId: string,
     readonly processId: string,
     readonly heartbeatTtlMs = HEARTBEAT_TTL_MS,
   ) {
-    this.keys = crawlStateKeys(crawlId);
+    this.keys = crawlStateKeys(crawlId, redis.isCluster);
   }
 
   /** What scripts following the owner rule take: a holder's heartbeat key is this prefix + its id. */
