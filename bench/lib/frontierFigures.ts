@@ -65,15 +65,16 @@ async function sample(nodes: Node[], sent: number): Promise<{ memory: number[]; 
 /** Queue one page's links, crawl pages through the frontier, and measure what Redis spent on it. */
 export async function measureFrontier(options: FrontierBenchOptions): Promise<FrontierFigures> {
   const { links, pages, hosts } = options;
-  /** ~30-character URLs on `hosts` hosts (127.0.0.x: no name to resolve). */
-  const linkUrl = (i: number) => `http://127.0.0.${1 + (i % hosts)}/p/${i.toString(36).padStart(12, "0")}`;
+  /** ~30-character URLs on `hosts` hosts (127.0.x.y: no name to resolve). */
+  const hostOf = (n: number) => `127.0.${Math.floor(n / 250)}.${1 + (n % 250)}`;
+  const linkUrl = (i: number) => `http://${hostOf(i % hosts)}/p/${i.toString(36).padStart(12, "0")}`;
   const dir = mkdtempSync(join(tmpdir(), "bench-frontier-"));
   let server: EmbeddedRedis | null = null;
   let cluster: LocalCluster | null = null;
   let client: Redis | Cluster;
   let ports: number[];
   if (options.cluster) {
-    cluster = await startLocalCluster(3);
+    cluster = await startLocalCluster(3, ["--appendonly", "no"]);
     client = (await connectMaybeCluster(cluster.url, "bench cluster")).client;
     ports = cluster.ports;
   } else {
