@@ -1,24 +1,14 @@
 import type { Cluster, Redis } from "ioredis";
 import type { CrawlStateKeys, FrontierShardKeys } from "./stateKeys.js";
 import type { Membership } from "./membership/membership.js";
-import { fingerprint, packEntry, shardOf, unpackEntry, type QueuedPage } from "./frontierEntry.js";
-import { ADD_SEEN_LUA, ENQUEUE_LUA, FINISH_LUA, PUSH_LUA, RATE_LIMITED_LUA, RELEASE_LUA, SHARD_COUNTS_LUA, SKIP_LUA, TAKE_LUA } from "./frontierScripts.js";
+import { fingerprint, packEntry, shardOf, unpackEntry, type FailedPage, type QueuedPage } from "./frontierEntry.js";
+import { ADD_SEEN_LUA, ENQUEUE_LUA, RESERVE_LUA, FINISH_LUA, PUSH_LUA, RATE_LIMITED_LUA, RELEASE_LUA, SHARD_COUNTS_LUA, SKIP_LUA, TAKE_LUA } from "./frontierScripts.js";
 import { openFrontier } from "./frontierShards.js";
 
-export type { QueuedPage } from "./frontierEntry.js";
+export type { FailedPage, QueuedPage } from "./frontierEntry.js";
 
 /** The crawl-state Redis: one server, or a Redis Cluster (each script's keys share one slot). */
 export type StateRedis = Redis | Cluster;
-
-export interface FailedPage {
-  url: string;
-  depth: number;
-  /** The page's seed and hops beyond its scope (not kept by failures recorded before these were). */
-  seedId?: number;
-  extraHops?: number;
-  reason: string;
-  attempts: number;
-}
 
 /** A page to queue and its key (scope/urls.ts crawlKey). */
 export interface PageToQueue {
@@ -51,14 +41,6 @@ export const RETRY_BACKOFF_MAX_MS = 30_000;
 
 /** Pages per enqueue script call: a page of 100,000 links must not hold Redis for one long script. */
 const ENQUEUE_BATCH = 1000;
-
-/** Reserve up to ARGV[1] places under the page limit ARGV[2] in the crawl-wide counter (a cluster's enqueue). */
-const RESERVE_LUA = `
-local free = tonumber(ARGV[2]) - tonumber(redis.call('GET', KEYS[1]) or '0')
-local granted = math.max(0, math.min(tonumber(ARGV[1]), free))
-if granted > 0 then redis.call('INCRBY', KEYS[1], granted) end
-return granted
-`;
 
 export interface FrontierOptions {
   /** Shards of a new crawl's frontier (a crawl keeps the number it started with). Default: 1, or 32 on a cluster. */
@@ -375,6 +357,23 @@ export class CrawlState {
       queued: sum(0) + sum(1), pending: sum(2), done: sum(3), failed: sum(4), seen: Number(seen ?? 0),
       failedAttempts: sum(5), skippedRobots, rateLimited: sum(6), blocked: Number(blocked ?? 0),
     };
+  }
+
+  /**
+   * Nothing queued or leased in any shard. Shards are read one after another: with several, a page of
+   * shard X could queue a link in shard Y (read before) and finish (X read after), so a second pass must
+   * agree, with no page settled between the two.
+   */
+  async frontierEmpty(): Promise<boolean> {
+    const pass = async () => {
+      const figures = await this.shardFigures();
+      const sum = (i: number) => figures.reduce((total, f) => total + f[i]!, 0);
+      return { empty: sum(0) + sum(1) + sum(2) === 0, settled: sum(3) + sum(4) + sum(5) + sum(6) };
+    };
+    const first = await pass();
+    if (!first.empty || (await this.shards()).length === 1) return first.empty;
+    const second = await pass();
+    return second.empty && second.settled === first.settled;
   }
 
   /** Add `n` requests blocked (--blockRules, --blockAds) to the crawl's count. */

@@ -10,6 +10,16 @@ export interface QueuedPage {
   extraHops: number;
 }
 
+export interface FailedPage {
+  url: string;
+  depth: number;
+  /** The page's seed and hops beyond its scope (not kept by failures recorded before these were). */
+  seedId?: number;
+  extraHops?: number;
+  reason: string;
+  attempts: number;
+}
+
 /**
  * A queue entry as Redis keeps it: "<depth>,<seedId>,<extraHops>,<url>", a few bytes besides the URL
  * (the JSON of older builds spent ~45). The Lua scripts read the depth from the front.

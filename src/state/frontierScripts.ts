@@ -243,3 +243,11 @@ local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
 return {tonumber(m[1] or '0'), redis.call('ZCARD', KEYS[2]), redis.call('HLEN', KEYS[3]), redis.call('SCARD', KEYS[4]),
   redis.call('LLEN', KEYS[5]), tonumber(m[2] or '0'), tonumber(m[3] or '0'), first[2] and tonumber(first[2]) or -1, nowMs()}
 `;
+
+/** Reserve up to ARGV[1] places under the page limit ARGV[2] in the crawl-wide counter (a cluster's enqueue). */
+export const RESERVE_LUA = `
+local free = tonumber(ARGV[2]) - tonumber(redis.call('GET', KEYS[1]) or '0')
+local granted = math.max(0, math.min(tonumber(ARGV[1]), free))
+if granted > 0 then redis.call('INCRBY', KEYS[1], granted) end
+return granted
+`;
