@@ -198,10 +198,11 @@ async function claimsOf(crawlId: string, db: Redis): Promise<Map<string, boolean
 }
 
 /** What the crawl state and the dedupe index say is stored, that `archive` (and the page lists, `listed`) do not hold. */
+// A plain Redis: the frontier is one shard (state/frontierShards.ts), shard 0.
 async function claimedButMissing(crawlId: string, db: Redis, archive: ArchiveView, listed: string[]): Promise<string[]> {
   const missing: string[] = [];
   for (const [exchange, stored] of await claimsOf(crawlId, db)) if (stored && !archive.exchanges.has(exchange)) missing.push(`stored exchange ${exchange}`);
-  for (const page of await db.smembers(crawlStateKeys(crawlId).done)) {
+  for (const page of await db.smembers(crawlStateKeys(crawlId).frontierShard(0).done)) {
     if (!archive.urls.has(page)) missing.push(`page done ${page}`);
     if (!listed.includes(page)) missing.push(`page done, not listed ${page}`);
   }
@@ -287,7 +288,7 @@ describe(`a crawl killed with its host (seed ${SEED})`, () => {
       const { archive, pages } = await finalWaczs(crawlId);
       expect(await claimedButMissing(crawlId, db, archive, pages)).toEqual([]);
       const expectedPages = site.pagePaths.map((p) => `${site.url}${p}`).sort();
-      expect((await db.smembers(crawlStateKeys(crawlId).done)).sort()).toEqual(expectedPages);
+      expect((await db.smembers(crawlStateKeys(crawlId).frontierShard(0).done)).sort()).toEqual(expectedPages);
       expect(pages.sort()).toEqual(expectedPages);
       // Every revisit's original is in the archive.
       for (const r of archive.http.filter((h) => h.type === "revisit")) expect(archive.originals.has(r.refersTo), `original of ${r.url}: ${r.refersTo}`).toBe(true);

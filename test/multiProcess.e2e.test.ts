@@ -1,3 +1,4 @@
+import { crawlStateKeys } from "../src/state/stateKeys.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -132,7 +133,7 @@ describe("several crawler processes on one crawl", () => {
       expect([...pageUrls].sort()).toEqual(expectedPages);
       expect(waczFiles).toHaveLength(3);
       expect(await redis.client.smembers("allcrawls")).toEqual(["killed"]);
-      expect(await redis.client.llen("killed:f")).toBe(0);
+      expect(await redis.client.llen(crawlStateKeys("killed").frontierShard(0).failed)).toBe(0);
     } finally {
       await redis.stop();
     }

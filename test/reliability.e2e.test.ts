@@ -8,6 +8,7 @@
  *
  * RELIABILITY_SEED=<n> reproduces a run (the seed is printed).
  */
+import { crawlStateKeys } from "../src/state/stateKeys.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -181,7 +182,7 @@ async function verifyCrawl(crawlId: string, collections: string[], redis: TestRe
     const bytes = readFileSync(fileOf.get(e.filename)!);
     expect({ hash: e.hash, size: e.size }).toEqual({ hash: sha256(bytes), size: bytes.length });
   }
-  expect(await redis.client.llen(`${crawlId}:f`)).toBe(0);
+  expect(await redis.client.llen(crawlStateKeys(crawlId).frontierShard(0).failed)).toBe(0);
   return { waczs: waczs.length, revisits };
 }
 

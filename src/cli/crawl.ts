@@ -54,7 +54,7 @@ export function buildCrawlProgram(): Command {
     .option("--refresh", "re-crawl against the capture history: pages are requested with If-None-Match/If-Modified-Since, a 304 becomes a server-not-modified revisit, and reports/changes.jsonl lists what changed")
     .option("--skipFreshDays <days>", "do not fetch pages whose latest archived capture is younger than this (their archived links are still followed)")
     .option("--rolloverSize <bytes>", "start a new WARC file once one grows past this size (e.g. 1GB)", "1GB")
-    .option("--redisStoreUrl <url>", "Redis holding the crawl state (default: an embedded redis-server with its data in the collection)")
+    .option("--redisStoreUrl <url>", "Redis holding the crawl state, one server or any node of a Redis Cluster (default: an embedded redis-server with its data in the collection)")
     .option("--redisDedupeUrl <url>", "Redis holding the dedupe index shared by crawls (default: the crawl-state Redis)")
     .option("--dedupeMinSize <bytes>", `payloads smaller than this are always stored in full (default: ${DEFAULT_DEDUPE_MIN_SIZE}; a revisit would be as large)`)
     .option("--userAgent <ua>", "User-Agent for the browser and direct fetches")

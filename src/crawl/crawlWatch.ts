@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { RateLimitAnswer } from "../capture/pageCapture.js";
 import type { LifecycleOptions } from "../config/groups/lifecycleOptions.js";
 import type { RateLimitOptions } from "../config/groups/rateLimitOptions.js";
@@ -21,7 +21,7 @@ export class CrawlWatch {
     private readonly deps: {
       lifecycle: LifecycleOptions;
       rateLimit: RateLimitOptions;
-      redis: Redis;
+      redis: Redis | Cluster;
       crawlId: string;
       stop: StopControl;
       health: HealthCheck | null;

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import type { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import type { DependencyTracker } from "../dedupe/dependencies.js";
@@ -118,7 +118,7 @@ function reportEntries(context: PackagingContext): { zipPath: string; sourcePath
 /** What packaging the files of dead writers takes, besides the packaging of this writer's own. */
 export interface OrphanPackaging {
   packaging: Omit<PackagingContext, "plan">;
-  stateRedis: Redis;
+  stateRedis: Redis | Cluster;
   membership: Membership;
   slots: WriterSlots;
 }

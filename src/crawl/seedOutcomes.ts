@@ -15,7 +15,7 @@ export async function reportSeeds(run: CrawlRun, counts: CrawlCounts): Promise<v
     const unfinished = new Set<number>();
     const stopped = counts.queued + counts.pending > 0;
     if (stopped) {
-      const saved = await serializeCrawlState(session.redis, session.membership.keys, options.crawlId, (url) => url);
+      const saved = await serializeCrawlState(session.state, session.redis, session.membership.keys, options.crawlId, (url) => url);
       for (const json of [...saved.queued, ...saved.pending]) {
         unfinished.add(await run.budgets.rootOf(Number((JSON.parse(json) as { seedId?: number }).seedId ?? 0)));
       }

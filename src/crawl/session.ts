@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import { connectDedupeIndex } from "../dedupe/connectIndex.js";
 import { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import type { DedupeRedis } from "../dedupe/layout.js";
 import { logger } from "../log/logger.js";
+import { connectMaybeCluster } from "../redis/cluster.js";
 import { connectRedis, connectionUrl, redactUrl } from "../redis/connect.js";
 import { registerSecrets } from "../log/secrets.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
@@ -20,8 +21,8 @@ import type { CollectionPaths } from "../config/collectionPaths.js";
 /** This process's place in a crawl: its Redis connections, its membership and its writer slot. */
 export interface CrawlSession {
   processId: string;
-  /** The crawl-state Redis. */
-  redis: Redis;
+  /** The crawl-state Redis (one server, or a Redis Cluster). */
+  redis: Redis | Cluster;
   dedupe: DedupeIndex;
   membership: Membership;
   /** This process writes only while its heartbeat is surely in force. */
@@ -63,7 +64,9 @@ export async function openCrawlSession(options: CrawlOptions, paths: CollectionP
   try {
     dedupeRedis = options.redisDedupeUrl
       ? await connectDedupeIndex(options.redisDedupeUrl, "dedupe Redis (--redisDedupeUrl)", { failFast: true })
-      : await connectRedis(connectionUrl(redis), "dedupe index Redis", { failFast: true, giveUp: serverGone.signal });
+      : redis.isCluster && options.redisStoreUrl
+        ? await connectDedupeIndex(options.redisStoreUrl, "dedupe index Redis (the --redisStoreUrl cluster)", { failFast: true })
+        : await connectRedis(connectionUrl(redis as Redis), "dedupe index Redis", { failFast: true, giveUp: serverGone.signal });
     const dedupe = new DedupeIndex(dedupeRedis, options.crawlId, options.dedupeFlags.concurrent);
     await dedupe.registerCrawl();
     liveness = new Liveness(membership, (message) => stop.fatal(message));
@@ -81,9 +84,10 @@ export async function openCrawlSession(options: CrawlOptions, paths: CollectionP
   }
 }
 
-async function openStateRedis(redisStoreUrl: string | null, dataDir: string, serverGone: AbortSignal, debugAccess: boolean): Promise<{ redis: Redis; embedded: EmbeddedRedis | null }> {
+async function openStateRedis(redisStoreUrl: string | null, dataDir: string, serverGone: AbortSignal, debugAccess: boolean): Promise<{ redis: Redis | Cluster; embedded: EmbeddedRedis | null }> {
   if (redisStoreUrl && debugAccess) logger.warn("redis", "--debugAccessRedis changes nothing with --redisStoreUrl: there is no embedded redis-server to open up");
-  if (redisStoreUrl) return { redis: await connectRedis(redisStoreUrl, "crawl-state Redis (--redisStoreUrl)"), embedded: null };
+  // Any node of a Redis Cluster will do: the crawl state is then spread over the cluster (src/state/stateKeys.ts).
+  if (redisStoreUrl) return { redis: (await connectMaybeCluster(redisStoreUrl, "crawl-state Redis (--redisStoreUrl)")).client, embedded: null };
   const embedded = new EmbeddedRedis({ dataDir, persist: true, debugAccess });
   // Never in a log file nor a state file: the password of an opened server is for the operator's eyes only.
   if (embedded.password) registerSecrets([embedded.password]);

@@ -22,7 +22,7 @@ export async function resumeFromStateFile(options: CrawlOptions, session: CrawlS
   if (!saved) return;
   const scopes = options.seeds.map((seed, i) => new SeedScope(seed, options.seedScopes[i]));
   const keys = session.membership.keys;
-  const result = await loadCrawlState(session.redis, keys, saved, {
+  const result = await loadCrawlState(session.state, session.redis, keys, saved, {
     maxRetries: options.maxPageRetries,
     keyOf: (url) => keyOf(url, scopes),
     inScope: (page) => inScope(page, scopes),
@@ -100,7 +100,7 @@ export class StateFiles {
   private async write(): Promise<void> {
     const { options, session } = this;
     const scopes = options.seeds.map((seed, i) => new SeedScope(seed, options.seedScopes[i]));
-    const serialized = serializeCrawlState(session.redis, session.membership.keys, options.crawlId, (url) => keyOf(url, scopes));
+    const serialized = serializeCrawlState(session.state, session.redis, session.membership.keys, options.crawlId, (url) => keyOf(url, scopes));
     const state = await withTimeout(serialized, SERIALIZE_DEADLINE_MS, "the crawl state could not be read from Redis in time");
     const dir = join(this.collectionDir, "crawls");
     await mkdir(dir, { recursive: true });

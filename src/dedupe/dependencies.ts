@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { CrawlStateKeys } from "../state/stateKeys.js";
 import type { RelationRequirement } from "../wacz/index.js";
 import type { DedupeIndex } from "./dedupeIndex.js";
@@ -19,7 +19,7 @@ export interface OwnWacz {
  */
 export class DependencyTracker {
   constructor(
-    private readonly stateRedis: Redis,
+    private readonly stateRedis: Redis | Cluster,
     private readonly keys: CrawlStateKeys,
     private readonly crawlId: string,
   ) {}

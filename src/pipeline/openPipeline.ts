@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { repairUnfinishedWarcs } from "../archive/warcRepair.js";
 import { WarcWriter } from "../archive/warcWriter.js";
 import { CaptureHistory } from "../dedupe/captureHistory.js";
@@ -34,7 +34,7 @@ export interface PipelineSettings {
 
 export interface PipelineInputs {
   settings: PipelineSettings;
-  stateRedis: Redis;
+  stateRedis: Redis | Cluster;
   dedupe: DedupeIndex;
   membership: Membership;
   /** This process writes only while its heartbeat is surely in force (and never once fenced). */

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { DedupeIndex } from "../dedupe/dedupeIndex.js";
 import type { CrawlStateKeys } from "../state/stateKeys.js";
 import type { OwnWacz } from "../dedupe/dependencies.js";
@@ -33,7 +33,7 @@ export class WaczPlan {
   private nextName: string;
 
   constructor(
-    private readonly stateRedis: Redis,
+    private readonly stateRedis: Redis | Cluster,
     private readonly keys: CrawlStateKeys,
     private readonly dedupe: DedupeIndex,
     private readonly options: { collection: string; rolloverSize: number; writer: string },

@@ -1,6 +1,6 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 
 export const CHANGE_KINDS = ["new", "changed", "unchanged", "gone", "skipped-fresh"] as const;
 export type ChangeKind = (typeof CHANGE_KINDS)[number];
@@ -32,7 +32,7 @@ redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
 export class ChangeReport {
   constructor(
     readonly path: string,
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly keys: { kinds: string; counts: string },
   ) {}
 

@@ -21,7 +21,7 @@ export type SkipListener = (page: QueuedPage, reason: SkipReason) => void;
  * A page on an address the crawler may not fetch (fetch/addressPolicy.ts) is never queued, nor is its
  * robots.txt asked for; with --robots, a page robots.txt disallows is counted as skipped and never
  * queued, so it is never fetched and takes no place under --limit. A page whose seed's budget (or its
- * host's page cap) is spent is not queued either (`admitAll` asks about a page's links in one round trip).
+ * host's page cap) is spent is not queued either (`admitMany` asks about a page's links in one round trip).
  */
 export class PageAdmission {
   /** Hosts already logged as refused (bounded: the log says it once per host, not per link). */
@@ -45,19 +45,32 @@ export class PageAdmission {
     this.onSkipped(page, reason);
   }
 
-  /** Admit the pages found on one page, their budgets asked about together. */
-  async admitAll(pages: QueuedPage[]): Promise<Admission[]> {
-    const refusals = this.budgets ? await this.budgets.refusals(pages) : pages.map(() => null);
-    const admissions: Admission[] = [];
-    for (const [i, page] of pages.entries()) admissions.push(await this.admitChecked(page, refusals[i]));
-    return admissions;
-  }
-
   async admit(page: QueuedPage): Promise<Admission> {
-    return (await this.admitAll([page]))[0];
+    return (await this.admitMany([page]))[0]!;
   }
 
-  private async admitChecked(page: QueuedPage, refusal: BudgetRefusal | null): Promise<Admission> {
+  /**
+   * Admit a batch of pages (a page's links): their budgets asked about together, the ones that pass sent to
+   * the queue in one call per frontier shard.
+   */
+  async admitMany(pages: QueuedPage[]): Promise<Admission[]> {
+    const refusals = this.budgets ? await this.budgets.refusals(pages) : pages.map(() => null);
+    const verdicts: (Admission | null)[] = [];
+    for (const [i, page] of pages.entries()) verdicts.push(await this.precheck(page, refusals[i] ?? null));
+    const passing = pages.filter((_, i) => verdicts[i] === null);
+    // A URL keeps a fragment only where its scope tells pages apart by it (--allowHashUrls).
+    const queued = passing.length ? await this.state.enqueueMany(passing.map((page) => ({ page, key: crawlKey(page.url, true) })), this.limit) : [];
+    let next = 0;
+    return verdicts.map((verdict, i) => {
+      if (verdict !== null) return verdict;
+      const admission = queued[next++]!;
+      if (admission === "limit") this.onSkipped(pages[i]!, "pageLimit");
+      return admission;
+    });
+  }
+
+  /** Why a page may not be queued whatever the frontier holds (null: it may). */
+  private async precheck(page: QueuedPage, refusal: BudgetRefusal | null): Promise<Admission | null> {
     const address = await checkAddress(page.url);
     // A page whose name does not resolve (now) is queued: loading it is refused and fails, and a retry may find it.
     if (!address.allowed && !address.unresolved) {
@@ -82,9 +95,6 @@ export class PageAdmission {
         return "robots";
       }
     }
-    // A URL keeps a fragment only where its scope tells pages apart by it (--allowHashUrls).
-    const admission = await this.state.enqueue(page, this.limit, crawlKey(page.url, true));
-    if (admission === "limit") this.onSkipped(page, "pageLimit");
-    return admission;
+    return null;
   }
 }

@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { logger, type LogEntry } from "../log/logger.js";
 import type { ProgressFigures } from "../log/progress.js";
 import type { LivePacket, StatsPacket } from "./livePackets.js";
@@ -65,7 +65,7 @@ export class LiveView {
   }
 
   /** --screencastRedis: share workers with the other processes of the crawl through its Redis. */
-  async shareThrough(stateRedis: Redis, channels: CastChannels): Promise<void> {
+  async shareThrough(stateRedis: Redis | Cluster, channels: CastChannels): Promise<void> {
     this.cast = await RedisCast.open(stateRedis, channels, this.process, this.hub, {
       watchedElsewhere: (watched) => {
         this.watchedElsewhere = watched;

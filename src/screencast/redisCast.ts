@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { errorMessage, logger } from "../log/logger.js";
 import { connectRedis, connectionUrl } from "../redis/connect.js";
 import { replacementKey, type LivePacket } from "./livePackets.js";
@@ -45,8 +45,9 @@ export class RedisCast {
     private readonly events: { watchedElsewhere(watched: boolean): void; latest(): LivePacket[] },
   ) {}
 
-  static async open(stateRedis: Redis, channels: CastChannels, process: string, hub: ViewerHub, events: RedisCast["events"]): Promise<RedisCast> {
-    const url = connectionUrl(stateRedis);
+  static async open(stateRedis: Redis | Cluster, channels: CastChannels, process: string, hub: ViewerHub, events: RedisCast["events"]): Promise<RedisCast> {
+    // A cluster's pub/sub reaches every node: one node's connection does.
+    const url = connectionUrl(stateRedis.isCluster ? (stateRedis as Cluster).nodes("master")[0]! : (stateRedis as Redis));
     const pub = await connectRedis(url, "the crawl Redis (live view)", { failFast: true });
     const sub = await connectRedis(url, "the crawl Redis (live view)", { failFast: true }).catch((err: unknown) => {
       pub.disconnect();

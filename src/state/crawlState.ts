@@ -1,142 +1,22 @@
-import type { Redis } from "ioredis";
-import type { CrawlStateKeys } from "./stateKeys.js";
+import type { Cluster, Redis } from "ioredis";
+import type { CrawlStateKeys, FrontierShardKeys } from "./stateKeys.js";
 import type { Membership } from "./membership/membership.js";
+import { fingerprint, packEntry, shardOf, unpackEntry, type FailedPage, type QueuedPage } from "./frontierEntry.js";
+import { ADD_SEEN_LUA, ENQUEUE_LUA, RESERVE_LUA, FINISH_LUA, PUSH_LUA, RATE_LIMITED_LUA, RELEASE_LUA, SHARD_COUNTS_LUA, SKIP_LUA, TAKE_LUA } from "./frontierScripts.js";
+import { openFrontier } from "./frontierShards.js";
 
-/** A page waiting in, or taken from, the shared queue. */
-export interface QueuedPage {
-  url: string;
-  depth: number;
-  /** Index of the seed whose scope this page belongs to. */
-  seedId: number;
-  /** Links followed outside the seed's scope to reach this page. */
-  extraHops: number;
+export type { FailedPage, QueuedPage } from "./frontierEntry.js";
+
+/** The crawl-state Redis: one server, or a Redis Cluster (each script's keys share one slot). */
+export type StateRedis = Redis | Cluster;
+
+/** A page to queue and its key (scope/urls.ts crawlKey). */
+export interface PageToQueue {
+  page: QueuedPage;
+  key?: string;
 }
 
-export interface FailedPage {
-  url: string;
-  depth: number;
-  /** The page's seed and hops beyond its scope (not kept by failures recorded before these were). */
-  seedId?: number;
-  extraHops?: number;
-  reason: string;
-  attempts: number;
-}
-
-// Depth-major order: all pages of depth d before depth d+1, insertion order within a depth.
-const DEPTH_WEIGHT = 1e12;
-
-const ENQUEUE_LUA = `
--- KEYS: seen, queue, queueSeq, seenAliases; ARGV: key, pageJson, depth, limit
-if redis.call('SISMEMBER', KEYS[4], ARGV[1]) == 1 then return 0 end
-local limit = tonumber(ARGV[4])
-if limit > 0 and redis.call('SCARD', KEYS[1]) >= limit then return -1 end
-if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
-local seq = redis.call('INCR', KEYS[3])
-redis.call('ZADD', KEYS[2], tonumber(ARGV[3]) * ${DEPTH_WEIGHT} + seq, ARGV[2])
-return 1
-`;
-
-// Retries that are due move back into the queue first, so they keep their depth-major place.
-const TAKE_LUA = `
--- KEYS: queue, pending, leases, retryDelayed, queueSeq; ARGV: owner
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for _, json in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, 100)) do
-  redis.call('ZREM', KEYS[4], json)
-  local seq = redis.call('INCR', KEYS[5])
-  redis.call('ZADD', KEYS[1], cjson.decode(json).depth * ${DEPTH_WEIGHT} + seq, json)
-end
-local items = redis.call('ZPOPMIN', KEYS[1])
-if #items == 0 then return false end
-local page = cjson.decode(items[1])
-redis.call('HSET', KEYS[2], page.url, items[1])
-redis.call('HSET', KEYS[3], page.url, ARGV[1])
-return {items[1], items[2]}
-`;
-
-const FINISH_LUA = `
--- KEYS: pending, leases, done, listedPages; ARGV: url, owner, WACZ listing the page ('' if none)
-if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
-redis.call('SADD', KEYS[3], ARGV[1])
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[4], ARGV[1], ARGV[3]) end
-return 1
-`;
-
-const SKIP_LUA = `
--- KEYS: pending, leases, skipped; ARGV: url, owner, reason
-if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
-return 1
-`;
-
-// Give a page back to the queue (interrupted), put it back due later (defer: ARGV[6] ms), or count a
-// failed attempt: give up, or retry after a backoff that doubles with each attempt (a server that is
-// down for a moment gets that moment).
-const RELEASE_LUA = `
--- KEYS: pending, leases, queue, retries, failed, queueSeq, retryDelayed, failedAttempts
--- ARGV: url, owner, mode, maxRetries, reason, backoffBaseMs, backoffMaxMs
-local url = ARGV[1]
-if ARGV[2] ~= '*' and redis.call('HGET', KEYS[2], url) ~= ARGV[2] then return 0 end
-local json = redis.call('HGET', KEYS[1], url)
-redis.call('HDEL', KEYS[1], url)
-redis.call('HDEL', KEYS[2], url)
-if not json then return 0 end
-local page = cjson.decode(json)
-if ARGV[3] == 'failed' then
-  redis.call('INCR', KEYS[8])
-  local attempts = redis.call('HINCRBY', KEYS[4], url, 1)
-  if attempts > tonumber(ARGV[4]) then
-    redis.call('RPUSH', KEYS[5], cjson.encode({url=url, depth=page.depth, seedId=page.seedId, extraHops=page.extraHops, reason=ARGV[5], attempts=attempts}))
-    return 2
-  end
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local delay = math.min(tonumber(ARGV[6]) * 2 ^ (attempts - 1), tonumber(ARGV[7]))
-  redis.call('ZADD', KEYS[7], now + delay, json)
-  return 1
-end
-if ARGV[3] == 'defer' then
-  local t = redis.call('TIME')
-  redis.call('ZADD', KEYS[7], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[6]), json)
-  return 1
-end
-local seq = redis.call('INCR', KEYS[6])
-redis.call('ZADD', KEYS[3], page.depth * ${DEPTH_WEIGHT} + seq, json)
-return 1
-`;
-
-// A rate-limit answer (--rateLimitStatusCodes) is not a failed attempt: the page waits out the
-// server's Retry-After (else a backoff doubling per answer), both capped, and is tried again, until
-// --rateLimitMaxRetries (-1: no limit) runs out. Returns {1 retry | 2 failed | 0 not the owner, delay ms}.
-const RATE_LIMITED_LUA = `
--- KEYS: pending, leases, rateLimitRetries, rateLimited, failed, retryDelayed
--- ARGV: url, owner, retryAfterMs (-1: none), maxRetries, reason, backoffBaseMs, capMs
-local url = ARGV[1]
-if redis.call('HGET', KEYS[2], url) ~= ARGV[2] then return {0, 0} end
-local json = redis.call('HGET', KEYS[1], url)
-redis.call('HDEL', KEYS[1], url)
-redis.call('HDEL', KEYS[2], url)
-if not json then return {0, 0} end
-redis.call('INCR', KEYS[4])
-local answers = redis.call('HINCRBY', KEYS[3], url, 1)
-local cap = tonumber(ARGV[7])
-local delay = tonumber(ARGV[3])
-if delay < 0 then delay = tonumber(ARGV[6]) * 2 ^ (answers - 1) end
-delay = math.floor(math.min(delay, cap))
-local maxRetries = tonumber(ARGV[4])
-if maxRetries >= 0 and answers > maxRetries then
-  local page = cjson.decode(json)
-  redis.call('RPUSH', KEYS[5], cjson.encode({url=url, depth=page.depth, seedId=page.seedId, extraHops=page.extraHops, reason=ARGV[5], attempts=answers}))
-  return {2, delay}
-end
-local t = redis.call('TIME')
-redis.call('ZADD', KEYS[6], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + delay, json)
-return {1, delay}
-`;
+export type EnqueueResult = "queued" | "seen" | "limit";
 
 export interface CrawlCounts {
   /** Waiting in the queue, including retries waiting out their backoff. */
@@ -159,46 +39,128 @@ export interface CrawlCounts {
 export const RETRY_BACKOFF_BASE_MS = 1000;
 export const RETRY_BACKOFF_MAX_MS = 30_000;
 
+/** Pages per enqueue script call: a page of 100,000 links must not hold Redis for one long script. */
+const ENQUEUE_BATCH = 1000;
+
+export interface FrontierOptions {
+  /** Shards of a new crawl's frontier (a crawl keeps the number it started with). Default: 1, or 32 on a cluster. */
+  shards?: number;
+}
+
 /**
  * The crawl's frontier, shared through Redis by every crawler process on the crawl: the queue (in
- * depth-major order), the seen set and page limit, pages leased to a process while it crawls them,
- * retries waiting out their backoff, finished and failed pages, and the counts over all of them. A lease
- * is held by a process id (Membership); pages of a process taken for dead go back to the queue.
+ * depth-major order within a shard), the seen set and page limit, pages leased to a process while it
+ * crawls them, retries waiting out their backoff, finished and failed pages, and the counts over all of
+ * them. Pages are spread over shards by host (stateKeys.ts frontierShard; one shard on a plain Redis),
+ * each shard's keys in one cluster slot. A lease is held by a process id (Membership); pages of a process
+ * taken for dead go back to the queue.
  */
 export class CrawlState {
   readonly keys: CrawlStateKeys;
   readonly crawlId: string;
   private readonly processId: string;
+  private readonly clustered: boolean;
+  private opened?: Promise<FrontierShardKeys[]>;
+  /** The shard take() tries first: the last one that had a page. */
+  private nextShard = 0;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: StateRedis,
     private readonly membership: Membership,
     private readonly retryBackoffBaseMs = RETRY_BACKOFF_BASE_MS,
+    private readonly options: FrontierOptions = {},
   ) {
     this.keys = membership.keys;
     this.crawlId = membership.crawlId;
     this.processId = membership.processId;
+    this.clustered = redis.isCluster;
+    membership.leaseHolders = async () => (await this.allLeases()).map(([, owner]) => owner);
+  }
+
+  /** The frontier's shards (the first call settles their number and moves an older build's frontier in). */
+  async shards(): Promise<FrontierShardKeys[]> {
+    this.opened ??= openFrontier(this.redis, this.keys, this.options.shards ?? (this.clustered ? 32 : 1)).catch((err: unknown) => {
+      this.opened = undefined;
+      throw err;
+    });
+    return this.opened;
+  }
+
+  private async shardOfUrl(url: string): Promise<FrontierShardKeys> {
+    const shards = await this.shards();
+    return shards[shardOf(url, shards.length)]!;
   }
 
   /**
    * Queue a page unless its key (scope/urls.ts crawlKey: the page whatever its query order) was seen
    * before or the page limit is reached. The queue keeps the URL as found: that one is loaded.
    */
-  async enqueue(page: QueuedPage, limit: number, key = page.url): Promise<"queued" | "seen" | "limit"> {
-    const k = this.keys;
-    const result = (await this.redis.eval(
-      ENQUEUE_LUA, 4, k.seen, k.queue, k.queueSeq, k.seenAliases, key, JSON.stringify(page), page.depth, limit,
-    )) as number;
-    return result === 1 ? "queued" : result === 0 ? "seen" : "limit";
+  async enqueue(page: QueuedPage, limit: number, key = page.url): Promise<EnqueueResult> {
+    return (await this.enqueueMany([{ page, key }], limit))[0]!;
+  }
+
+  /** Queue a batch of pages (a page's links): one script call per shard they fall in. */
+  async enqueueMany(items: PageToQueue[], limit: number): Promise<EnqueueResult[]> {
+    const shards = await this.shards();
+    const results: EnqueueResult[] = new Array<EnqueueResult>(items.length);
+    const groups = new Map<number, number[]>();
+    items.forEach((item, i) => {
+      const shard = shardOf(item.page.url, shards.length);
+      const group = groups.get(shard) ?? [];
+      group.push(i);
+      groups.set(shard, group);
+    });
+    // Shards in parallel; within one, calls of at most ENQUEUE_BATCH pages in order (a page's first link is queued first).
+    await Promise.all([...groups].map(async ([shard, indexes]) => {
+      for (let at = 0; at < indexes.length; at += ENQUEUE_BATCH) {
+        const batch = indexes.slice(at, at + ENQUEUE_BATCH);
+        const codes = await this.enqueueInShard(shards[shard]!, batch.map((i) => items[i]!), limit);
+        batch.forEach((i, j) => (results[i] = codes[j] === 1 ? "queued" : codes[j] === 0 ? "seen" : "limit"));
+      }
+    }));
+    return results;
+  }
+
+  private async enqueueInShard(shard: FrontierShardKeys, items: PageToQueue[], limit: number): Promise<number[]> {
+    const perPage = items.flatMap(({ page, key }) => {
+      const fp = fingerprint(key ?? page.url);
+      return [fp.member, fp.bucket, packEntry(page)];
+    });
+    const run = (counter: string | null, budget: number, mode: "add" | "probe") => {
+      const keys = counter ? [shard.meta, shard.depths, counter] : [shard.meta, shard.depths];
+      return this.redis.eval(ENQUEUE_LUA, keys.length, ...keys, shard.queueAtDepth, shard.seenBucket, limit, budget, mode, ...perPage) as Promise<number[]>;
+    };
+    // A plain Redis checks the limit in the same script; a cluster's shards are on other nodes than the
+    // crawl-wide counter: reserve places there first, then give back those not used.
+    if (!this.clustered) return run(this.keys.frontierQueuedEver, -1, "add");
+    if (limit <= 0) {
+      const codes = await run(null, -1, "add");
+      const added = codes.filter((c) => c === 1).length;
+      if (added) await this.redis.incrby(this.keys.frontierQueuedEver, added);
+      return codes;
+    }
+    const unseen = (await run(null, -1, "probe")).filter((c) => c === 1).length;
+    if (!unseen) return items.map(() => 0);
+    const granted = (await this.redis.eval(RESERVE_LUA, 1, this.keys.frontierQueuedEver, unseen, limit)) as number;
+    const codes = await run(null, granted, "add");
+    const unused = granted - codes.filter((c) => c === 1).length;
+    if (unused > 0) await this.redis.decrby(this.keys.frontierQueuedEver, unused);
+    return codes;
   }
 
   /** Take the next page and lease it to this process; null when the queue is empty. */
   async take(): Promise<QueuedPage | null> {
-    const k = this.keys;
-    const result = (await this.redis.eval(TAKE_LUA, 5, k.queue, k.pending, k.leases, k.retryDelayed, k.queueSeq, this.processId)) as
-      | [string, string]
-      | null;
-    return result ? (JSON.parse(result[0]) as QueuedPage) : null;
+    const shards = await this.shards();
+    for (let tried = 0; tried < shards.length; tried++) {
+      const n = (this.nextShard + tried) % shards.length;
+      const s = shards[n]!;
+      const entry = (await this.redis.eval(TAKE_LUA, 5, s.meta, s.depths, s.delayed, s.pending, s.leases, s.queueAtDepth, this.processId)) as string | null;
+      if (entry) {
+        this.nextShard = n;
+        return unpackEntry(entry);
+      }
+    }
+    return null;
   }
 
   /**
@@ -206,30 +168,30 @@ export class CrawlState {
    * the one pages list that keeps it at packaging.
    */
   async markDone(url: string, listedIn = ""): Promise<boolean> {
-    const k = this.keys;
-    return (await this.redis.eval(FINISH_LUA, 4, k.pending, k.leases, k.done, k.listedPages, url, this.processId, listedIn)) === 1;
+    const s = await this.shardOfUrl(url);
+    return (await this.redis.eval(FINISH_LUA, 4, s.pending, s.leases, s.done, s.listedPages, url, this.processId, listedIn)) === 1;
   }
 
-  /** For each URL: the WACZ whose pages list keeps it (null: none named; "" for a page crawled before this was kept). */
   /** The page was taken but is not crawled (only while the lease is ours): a duplicate, or past the page limit (--dedupePagesMinDepth). */
   async markSkipped(url: string, reason: "duplicate" | "pageLimit" | "seedPageLimit" | "seedSizeLimit" | "hostPageLimit"): Promise<boolean> {
-    const k = this.keys;
-    return (await this.redis.eval(SKIP_LUA, 3, k.pending, k.leases, k.skippedPages, url, this.processId, reason)) === 1;
+    const s = await this.shardOfUrl(url);
+    return (await this.redis.eval(SKIP_LUA, 3, s.pending, s.leases, s.skippedPages, url, this.processId, reason)) === 1;
   }
 
   /** Pages taken but not crawled (markSkipped), by reason. */
   async skippedCounts(): Promise<Record<"duplicate" | "pageLimit", number>> {
-    const reasons = await this.redis.hvals(this.keys.skippedPages);
+    const reasons = (await Promise.all((await this.shards()).map((s) => this.redis.hvals(s.skippedPages)))).flat();
     return { duplicate: reasons.filter((r) => r === "duplicate").length, pageLimit: reasons.filter((r) => r === "pageLimit").length };
   }
 
+  /** For each URL: the WACZ whose pages list keeps it (null: none named; "" for a page crawled before this was kept). */
   async listedIn(urls: string[]): Promise<(string | null)[]> {
     if (!urls.length) return [];
-    const named = await this.redis.hmget(this.keys.listedPages, ...urls);
-    const pipeline = this.redis.pipeline();
-    for (const url of urls) pipeline.sismember(this.keys.done, url);
-    const done = (await pipeline.exec()) ?? [];
-    return named.map((wacz, i) => wacz ?? (done[i]?.[1] === 1 ? "" : null));
+    return Promise.all(urls.map(async (url) => {
+      const s = await this.shardOfUrl(url);
+      const [named, done] = await Promise.all([this.redis.hget(s.listedPages, url), this.redis.sismember(s.done, url)]);
+      return named ?? (done === 1 ? "" : null);
+    }));
   }
 
   /** Count a failed attempt; returns "retry" when the page went back to the queue, "failed" when given up. */
@@ -240,7 +202,7 @@ export class CrawlState {
 
   /** How many attempts at this page have failed so far. */
   async failedAttemptsOf(url: string): Promise<number> {
-    return Number((await this.redis.hget(this.keys.retries, url)) ?? 0);
+    return Number((await this.redis.hget((await this.shardOfUrl(url)).retries, url)) ?? 0);
   }
 
   /**
@@ -249,6 +211,48 @@ export class CrawlState {
    */
   async addSeenAlias(key: string): Promise<void> {
     await this.redis.sadd(this.keys.seenAliases, key);
+    await this.addSeen([key]);
+  }
+
+  /** Mark page keys seen without queueing them or counting them under the limit; returns how many were new. */
+  async addSeen(keys: string[]): Promise<number> {
+    const shards = await this.shards();
+    const groups = new Map<number, string[]>();
+    for (const key of keys) {
+      const n = shardOf(key, shards.length);
+      groups.set(n, [...(groups.get(n) ?? []), key]);
+    }
+    const added = await Promise.all([...groups].map(([n, group]) => {
+      const args = group.flatMap((key) => {
+        const fp = fingerprint(key);
+        return [fp.member, fp.bucket];
+      });
+      return this.redis.eval(ADD_SEEN_LUA, 1, shards[n]!.meta, shards[n]!.seenBucket, ...args) as Promise<number>;
+    }));
+    return added.reduce((a, b) => a + b, 0);
+  }
+
+  /** Queue pages as they are, without a seen check (a loaded state's queue), in order; `retry`: failed attempts so far. */
+  async pushPages(pages: { page: QueuedPage; retry: number }[]): Promise<void> {
+    const shards = await this.shards();
+    for (let i = 0; i < pages.length; i += 500) {
+      const batch = pages.slice(i, i + 500);
+      const byShard = new Map<number, string[]>();
+      for (const { page, retry } of batch) {
+        const n = shardOf(page.url, shards.length);
+        byShard.set(n, [...(byShard.get(n) ?? []), packEntry(page)]);
+        if (retry > 0) await this.redis.hset(shards[n]!.retries, page.url, retry);
+      }
+      for (const [n, entries] of byShard) {
+        const s = shards[n]!;
+        await this.redis.eval(PUSH_LUA, 2, s.meta, s.depths, s.queueAtDepth, ...entries);
+      }
+    }
+  }
+
+  /** Record pages as failed (a loaded state's pages whose retries are used up). */
+  async addFailed(pages: FailedPage[]): Promise<void> {
+    for (const page of pages) await this.redis.rpush((await this.shardOfUrl(page.url)).failed, JSON.stringify(page));
   }
 
   /**
@@ -262,9 +266,9 @@ export class CrawlState {
     limits: { maxRetries: number; backoffBaseMs: number; capMs: number },
     reason: string,
   ): Promise<{ outcome: "retry" | "failed" | "not-owner"; delayMs: number }> {
-    const k = this.keys;
+    const s = await this.shardOfUrl(url);
     const [code, delayMs] = (await this.redis.eval(
-      RATE_LIMITED_LUA, 6, k.pending, k.leases, k.rateLimitRetries, k.rateLimited, k.failed, k.retryDelayed,
+      RATE_LIMITED_LUA, 6, s.pending, s.leases, s.rateLimitRetries, s.meta, s.failed, s.delayed,
       url, this.processId, retryAfterMs === null ? -1 : Math.max(0, Math.round(retryAfterMs)), limits.maxRetries, reason, limits.backoffBaseMs, limits.capMs,
     )) as [number, number];
     return { outcome: code === 2 ? "failed" : code === 1 ? "retry" : "not-owner", delayMs };
@@ -272,11 +276,7 @@ export class CrawlState {
 
   /** Put a leased page back, due in `delayMs`, without counting an attempt (its host is backed off). */
   async defer(url: string, delayMs: number): Promise<void> {
-    const k = this.keys;
-    await this.redis.eval(
-      RELEASE_LUA, 8, k.pending, k.leases, k.queue, k.retries, k.failed, k.queueSeq, k.retryDelayed, k.failedAttempts,
-      url, this.processId, "defer", 0, "", Math.max(0, Math.round(delayMs)), 0,
-    );
+    await this.release(url, this.processId, "defer", 0, "", Math.max(0, Math.round(delayMs)));
   }
 
   /** Hand a leased page back to the queue without counting an attempt (interrupted crawl). */
@@ -284,12 +284,18 @@ export class CrawlState {
     await this.release(url, this.processId, "handback", 0, "");
   }
 
-  private async release(url: string, owner: string, mode: string, maxRetries: number, reason: string): Promise<number> {
-    const k = this.keys;
+  private async release(url: string, owner: string, mode: string, maxRetries: number, reason: string, delayMs = this.retryBackoffBaseMs): Promise<number> {
+    const s = await this.shardOfUrl(url);
     return (await this.redis.eval(
-      RELEASE_LUA, 8, k.pending, k.leases, k.queue, k.retries, k.failed, k.queueSeq, k.retryDelayed, k.failedAttempts,
-      url, owner, mode, maxRetries, reason, this.retryBackoffBaseMs, RETRY_BACKOFF_MAX_MS,
+      RELEASE_LUA, 7, s.pending, s.leases, s.retries, s.failed, s.delayed, s.meta, s.depths,
+      url, owner, mode, maxRetries, reason, delayMs, RETRY_BACKOFF_MAX_MS, s.queueAtDepth,
     )) as number;
+  }
+
+  /** Every lease of every shard: [url, owner]. */
+  private async allLeases(): Promise<[string, string][]> {
+    const all = await Promise.all((await this.shards()).map((s) => this.redis.hgetall(s.leases)));
+    return all.flatMap((leases) => Object.entries(leases));
   }
 
   /**
@@ -297,11 +303,11 @@ export class CrawlState {
    * counting one attempt. Returns the URLs recovered.
    */
   async recoverAbandoned(maxRetries: number): Promise<string[]> {
-    const leases = await this.redis.hgetall(this.keys.leases);
+    const leases = await this.allLeases();
     const dead = new Set<string>();
-    for (const owner of new Set(Object.values(leases))) if (await this.membership.fenceIfDead(owner)) dead.add(owner);
+    for (const owner of new Set(leases.map(([, o]) => o))) if (await this.membership.fenceIfDead(owner)) dead.add(owner);
     const recovered: string[] = [];
-    for (const [url, owner] of Object.entries(leases)) {
+    for (const [url, owner] of leases) {
       if (!dead.has(owner)) continue;
       if ((await this.release(url, owner, "failed", maxRetries, "crawler process died")) > 0) recovered.push(url);
     }
@@ -315,22 +321,24 @@ export class CrawlState {
    * right before the call, with no take() in flight.
    */
   async recoverOwnOrphans(active: ReadonlySet<string>, maxRetries: number): Promise<string[]> {
-    const leases = await this.redis.hgetall(this.keys.leases);
     const recovered: string[] = [];
-    for (const [url, owner] of Object.entries(leases)) {
+    for (const [url, owner] of await this.allLeases()) {
       if (owner !== this.processId || active.has(url)) continue;
       if ((await this.release(url, owner, "failed", maxRetries, "attempt ended without settling its lease")) > 0) recovered.push(url);
     }
     return recovered;
   }
 
+  private async shardFigures(): Promise<number[][]> {
+    return Promise.all((await this.shards()).map((s) =>
+      this.redis.eval(SHARD_COUNTS_LUA, 5, s.meta, s.delayed, s.pending, s.done, s.failed) as Promise<number[]>));
+  }
+
   /** Milliseconds until the next retry is due; null when no retry waits. */
   async nextRetryDueInMs(): Promise<number | null> {
     // Due times are Redis's clock (TIME in the release script): compare with the same clock.
-    const [, dueAt] = await this.redis.zrange(this.keys.retryDelayed, 0, 0, "WITHSCORES");
-    if (dueAt === undefined) return null;
-    const [sec, micro] = await this.redis.time();
-    return Math.max(0, Number(dueAt) - (Number(sec) * 1000 + Math.floor(Number(micro) / 1000)));
+    const waits = (await this.shardFigures()).filter((f) => f[7]! >= 0).map((f) => Math.max(0, f[7]! - f[8]!));
+    return waits.length ? Math.min(...waits) : null;
   }
 
   /** Count a page robots.txt keeps the crawler from (never queued); true the first time this URL is counted. */
@@ -340,23 +348,32 @@ export class CrawlState {
 
   async counts(): Promise<CrawlCounts> {
     const k = this.keys;
-    const [queued, delayed, pending, done, failed, seen, failedAttempts, skippedRobots, rateLimited, blocked] = (await this.redis
-      .multi()
-      .zcard(k.queue)
-      .zcard(k.retryDelayed)
-      .hlen(k.pending)
-      .scard(k.done)
-      .llen(k.failed)
-      .scard(k.seen)
-      .get(k.failedAttempts)
-      .scard(k.robotsSkipped)
-      .get(k.rateLimited)
-      .get(k.blocked)
-      .exec())!.map(([err, value]) => {
-      if (err) throw err;
-      return Number(value ?? 0);
-    });
-    return { queued: queued + delayed, pending, done, failed, seen, failedAttempts, skippedRobots, rateLimited, blocked };
+    await this.shards(); // an older build's frontier is moved in first
+    const [figures, seen, skippedRobots, blocked] = await Promise.all([
+      this.shardFigures(), this.redis.get(k.frontierQueuedEver), this.redis.scard(k.robotsSkipped), this.redis.get(k.blocked),
+    ]);
+    const sum = (i: number) => figures.reduce((total, f) => total + f[i]!, 0);
+    return {
+      queued: sum(0) + sum(1), pending: sum(2), done: sum(3), failed: sum(4), seen: Number(seen ?? 0),
+      failedAttempts: sum(5), skippedRobots, rateLimited: sum(6), blocked: Number(blocked ?? 0),
+    };
+  }
+
+  /**
+   * Nothing queued or leased in any shard. Shards are read one after another: with several, a page of
+   * shard X could queue a link in shard Y (read before) and finish (X read after), so a second pass must
+   * agree, with no page settled between the two.
+   */
+  async frontierEmpty(): Promise<boolean> {
+    const pass = async () => {
+      const figures = await this.shardFigures();
+      const sum = (i: number) => figures.reduce((total, f) => total + f[i]!, 0);
+      return { empty: sum(0) + sum(1) + sum(2) === 0, settled: sum(3) + sum(4) + sum(5) + sum(6) };
+    };
+    const first = await pass();
+    if (!first.empty || (await this.shards()).length === 1) return first.empty;
+    const second = await pass();
+    return second.empty && second.settled === first.settled;
   }
 
   /** Add `n` requests blocked (--blockRules, --blockAds) to the crawl's count. */
@@ -365,7 +382,8 @@ export class CrawlState {
   }
 
   async failedPages(): Promise<FailedPage[]> {
-    return (await this.redis.lrange(this.keys.failed, 0, -1)).map((s) => JSON.parse(s) as FailedPage);
+    const lists = await Promise.all((await this.shards()).map((s) => this.redis.lrange(s.failed, 0, -1)));
+    return lists.flat().map((s) => JSON.parse(s) as FailedPage);
   }
 
   /** The crawl's status for observers ("running", then how it ended). */

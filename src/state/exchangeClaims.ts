@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { Membership } from "./membership/membership.js";
 import { ownerScript } from "../redis/ownerRule.js";
 
@@ -56,7 +56,7 @@ return redis.call('HDEL', KEYS[1], ARGV[1])
  */
 export class ExchangeClaims {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly membership: Membership,
   ) {}
 

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { CrawlStateKeys } from "./stateKeys.js";
 
 /** A seed added during the crawl at the URL a seed redirected to (--addRedirectedSeeds). */
@@ -22,7 +22,7 @@ return index
 /** The crawl's extra seeds, shared through Redis by every process on the crawl. */
 export class ExtraSeeds {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly keys: CrawlStateKeys,
   ) {}
 

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { CrawlStateKeys } from "./stateKeys.js";
 
 // 0 = go now, else milliseconds to wait; the next turn is set in the same step (with an interval).
@@ -29,7 +29,7 @@ return tonumber(ARGV[1])
  */
 export class HostPacing {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly keys: CrawlStateKeys,
   ) {}
 

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import type { Redis } from "ioredis";
-import type { FailedPage, QueuedPage } from "./crawlState.js";
+import type { CrawlState, FailedPage, QueuedPage, StateRedis } from "./crawlState.js";
+import { unpackEntry } from "./frontierEntry.js";
+import { exportFrontier, frontierKeyNames } from "./frontierShards.js";
 import { ExtraSeeds, type ExtraSeed } from "./extraSeeds.js";
 import type { CrawlStateKeys } from "./stateKeys.js";
 
@@ -33,9 +34,6 @@ interface BtxQueueEntry {
   failed?: boolean;
 }
 
-// Depth-major order, as crawlState.ts queues pages.
-const DEPTH_WEIGHT = 1e12;
-
 function toBtxEntry(page: QueuedPage, retry: number): string {
   return JSON.stringify({ url: page.url, seedId: page.seedId, depth: page.depth, extraHops: page.extraHops, ...(retry > 0 ? { retry } : {}) });
 }
@@ -46,27 +44,28 @@ function fromBtxEntry(json: string): { page: QueuedPage; retry: number } {
 }
 
 /**
- * The crawl's frontier in browsertrix-crawler's format. `keyOf` is the seen-set key of a URL (the
- * frontier's seen set holds keys, queue entries URLs), so queued and failed pages leave `finished`.
+ * The crawl's frontier in browsertrix-crawler's format. `keyOf` is the seen key of a URL: queued and
+ * failed pages leave `finished` (the pages crawled, or taken and skipped).
  */
-export async function serializeCrawlState(redis: Redis, keys: CrawlStateKeys, crawlId: string, keyOf: (url: string) => string): Promise<SavedCrawlState> {
-  const [seenKeys, queuedJson, delayedJson, pendingJson, failedJson, retries, errors, extraSeeds, aliases, sitemap] = await Promise.all([
-    redis.smembers(keys.seen), redis.zrange(keys.queue, 0, -1), redis.zrange(keys.retryDelayed, 0, -1), redis.hvals(keys.pending),
-    redis.lrange(keys.failed, 0, -1), redis.hgetall(keys.retries), redis.lrange(keys.btxErrors, 0, -1),
+export async function serializeCrawlState(state: CrawlState, redis: StateRedis, keys: CrawlStateKeys, crawlId: string, keyOf: (url: string) => string): Promise<SavedCrawlState> {
+  const [frontier, errors, extraSeeds, aliases, sitemap] = await Promise.all([
+    exportFrontier(redis, await state.shards()), redis.lrange(keys.btxErrors, 0, -1),
     new ExtraSeeds(redis, keys).list(), redis.smembers(keys.seenAliases), redis.get(keys.sitemapRead),
   ]);
-  const finished = new Set(seenKeys);
+  const finished = new Map(frontier.finished.map((url) => [keyOf(url), url]));
   const leave = (url: string) => {
     finished.delete(url);
     finished.delete(keyOf(url));
   };
-  const entry = (json: string) => {
-    const page = JSON.parse(json) as QueuedPage;
-    return { page, json: toBtxEntry(page, Number(retries[page.url] ?? 0)) };
+  const entry = (entry: string) => {
+    const page = unpackEntry(entry);
+    return { page, json: toBtxEntry(page, Number(frontier.retries[page.url] ?? 0)) };
   };
-  const queued = [...queuedJson, ...delayedJson].map(entry);
+  const queued = frontier.queued.map(entry);
   for (const { page } of queued) leave(page.url);
-  const failed = failedJson.map((json) => {
+  const pending = frontier.pending.map(entry);
+  for (const { page } of pending) leave(page.url);
+  const failed = frontier.failed.map((json) => {
     const f = JSON.parse(json) as FailedPage;
     leave(f.url);
     return JSON.stringify({ url: f.url, seedId: f.seedId ?? 0, depth: f.depth, extraHops: f.extraHops ?? 0, retry: Math.max(0, f.attempts - 1) });
@@ -76,9 +75,9 @@ export async function serializeCrawlState(redis: Redis, keys: CrawlStateKeys, cr
   return {
     id: crawlId,
     extraSeeds: extraSeeds.map((s) => JSON.stringify({ origSeedId: s.origSeedId, newUrl: s.url })),
-    finished: [...finished],
+    finished: [...finished.values()],
     queued: queued.map((q) => q.json),
-    pending: pendingJson.map((json) => entry(json).json),
+    pending: pending.map((p) => p.json),
     sitemapDone: sitemap === "done",
     failed,
     errors,
@@ -100,22 +99,24 @@ export interface LoadResult {
  * while retries are left, errors restored. Pages crawled into this collection stay listed (done).
  * Loaded once per Redis: a rerun with the same file (or another process joining) keeps the progress made since.
  */
-export async function loadCrawlState(redis: Redis, keys: CrawlStateKeys, state: SavedCrawlState, opts: { maxRetries: number; keyOf: (url: string) => string; inScope: (page: QueuedPage) => boolean }): Promise<LoadResult> {
-  const digest = createHash("sha256").update(JSON.stringify(state)).digest("hex");
+export async function loadCrawlState(state: CrawlState, redis: StateRedis, keys: CrawlStateKeys, saved: SavedCrawlState, opts: { maxRetries: number; keyOf: (url: string) => string; inScope: (page: QueuedPage) => boolean }): Promise<LoadResult> {
+  const digest = createHash("sha256").update(JSON.stringify(saved)).digest("hex");
   if ((await redis.set(keys.stateLoaded, digest, "GET")) === digest) return { loaded: false, finished: 0, queued: 0, failed: 0 };
-  await redis.del(keys.queue, keys.retryDelayed, keys.pending, keys.leases, keys.seen, keys.seenAliases, keys.failed, keys.retries, keys.btxErrors);
-  const seen = new Set(state.finished.map(opts.keyOf));
+  const shards = await state.shards();
+  for (const name of await frontierKeyNames(redis, shards)) await redis.del(name);
+  await Promise.all([keys.frontierQueuedEver, keys.seenAliases, keys.btxErrors].map((k) => redis.del(k)));
+  const seen = new Set(saved.finished.map(opts.keyOf));
   const toQueue: { page: QueuedPage; retry: number }[] = [];
   const failed: FailedPage[] = [];
   const queuedUrls = new Set<string>();
   const extraSeeds = new ExtraSeeds(redis, keys);
-  for (const json of state.extraSeeds) {
+  for (const json of saved.extraSeeds) {
     const { newUrl, origSeedId } = JSON.parse(json) as { newUrl: string; origSeedId: number };
     const seed: ExtraSeed = { origSeedId, url: newUrl };
     await extraSeeds.add(seed);
     seen.add(opts.keyOf(newUrl));
   }
-  for (const json of [...state.queued, ...state.pending]) {
+  for (const json of [...saved.queued, ...saved.pending]) {
     const item = fromBtxEntry(json);
     // browsertrix-crawler rechecks the scope: a page the new scope leaves out is dropped.
     if (opts.inScope(item.page) && !queuedUrls.has(item.page.url)) {
@@ -123,33 +124,31 @@ export async function loadCrawlState(redis: Redis, keys: CrawlStateKeys, state: 
       toQueue.push(item);
     }
   }
-  if (Array.isArray(state.done)) {
-    for (const json of state.done) {
+  if (Array.isArray(saved.done)) {
+    for (const json of saved.done) {
       const e = JSON.parse(json) as BtxQueueEntry;
       if (e.failed) toQueue.push(fromBtxEntry(json));
       else seen.add(opts.keyOf(e.url));
     }
   }
-  for (const json of state.failed) {
+  for (const json of saved.failed) {
     const { page, retry } = fromBtxEntry(json);
     // Failed pages are tried again if the retries allowed now leave them some.
     if (retry < opts.maxRetries) toQueue.push({ page, retry });
     else failed.push({ url: page.url, depth: page.depth, seedId: page.seedId, extraHops: page.extraHops, reason: "failed before the state was saved", attempts: retry + 1 });
     seen.add(opts.keyOf(page.url));
   }
-  const multi = redis.multi();
-  let seq = Number((await redis.get(keys.queueSeq)) ?? 0);
-  for (const { page, retry } of toQueue) {
-    seen.add(opts.keyOf(page.url));
-    multi.zadd(keys.queue, page.depth * DEPTH_WEIGHT + ++seq, JSON.stringify(page));
-    if (retry > 0) multi.hset(keys.retries, page.url, retry);
+  for (const { page } of toQueue) seen.add(opts.keyOf(page.url));
+  await state.pushPages(toQueue);
+  await state.addSeen([...seen]);
+  // The page limit counts every page the saved crawl had queued, as it did there.
+  await redis.set(keys.frontierQueuedEver, seen.size);
+  if (saved.excluded.length) {
+    await redis.sadd(keys.seenAliases, ...saved.excluded);
+    await state.addSeen(saved.excluded);
   }
-  multi.set(keys.queueSeq, seq);
-  if (seen.size) multi.sadd(keys.seen, ...seen);
-  if (state.excluded.length) multi.sadd(keys.seenAliases, ...state.excluded);
-  for (const f of failed) multi.rpush(keys.failed, JSON.stringify(f));
-  for (const error of state.errors) multi.lpush(keys.btxErrors, error);
-  if (state.sitemapDone) multi.set(keys.sitemapRead, "done");
-  await multi.exec();
-  return { loaded: true, finished: state.finished.length, queued: toQueue.length, failed: failed.length };
+  await state.addFailed(failed);
+  for (const error of saved.errors) await redis.lpush(keys.btxErrors, error);
+  if (saved.sitemapDone) await redis.set(keys.sitemapRead, "done");
+  return { loaded: true, finished: saved.finished.length, queued: toQueue.length, failed: failed.length };
 }

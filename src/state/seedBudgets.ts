@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { StateRedis } from "./crawlState.js";
 import { ExtraSeeds } from "./extraSeeds.js";
 import type { CrawlStateKeys } from "./stateKeys.js";
 
@@ -111,7 +111,7 @@ export class SeedBudgets {
   private readonly extraRoots: number[] = [];
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: StateRedis,
     private readonly keys: CrawlStateKeys,
     private readonly owner: string,
     /** The budget of each seed given, by seed id. */

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { CrawlStateKeys } from "./stateKeys.js";
 
 /** Which lists the crawl fills for the Browsertrix service (--writePagesToRedis, --logErrorsToRedis, --logBehaviorsToRedis). */
@@ -38,7 +38,7 @@ export class BtxLists {
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly keys: CrawlStateKeys,
     readonly choice: BtxListChoice,
   ) {}

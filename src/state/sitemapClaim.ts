@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { Membership } from "./membership/membership.js";
 import { ownerScript } from "../redis/ownerRule.js";
 
@@ -35,7 +35,7 @@ export type SitemapReadState = "none" | "reading" | "orphaned" | "done" | "faile
  */
 export class SitemapClaim {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly membership: Membership,
   ) {}
 

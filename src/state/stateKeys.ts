@@ -1,44 +1,46 @@
 /**
  * Crawl-state key layout in the crawl Redis. Every key starts with the crawl id, so several crawls can
- * share one Redis and a second crawl never sees the first one's "seen" set.
+ * share one Redis and a second crawl never sees the first one's "seen" set. On a Redis Cluster the
+ * crawl-wide keys are `<crawl id>:{<crawl id>}:...` (one slot) and each frontier shard has a slot of its own.
  */
-export function crawlStateKeys(crawlId: string) {
-  const p = crawlId;
+export function crawlStateKeys(crawlId: string, clustered = false) {
+  // On a Redis Cluster every crawl-wide key carries the hash tag {<crawl id>}: one slot, so the scripts and
+  // transactions over several of them (membership, claims, writer slots, counts) run on one node.
+  const p = clustered ? `${crawlId}:{${crawlId}}` : crawlId;
   return {
-    /** Sorted set of queued pages (member = QueuedPage JSON, score = depth-major insertion order). */
-    queue: `${p}:q`,
-    /** Counter giving queued pages their insertion order. */
-    queueSeq: `${p}:qseq`,
-    /** Set of every page URL ever queued (the limit counts this). */
-    seen: `${p}:s`,
+    /**
+     * Older builds' frontier (before the sharded one, frontierShard): a sorted set of QueuedPage JSON and
+     * a set of every page key queued. Read once and moved into the shards when such a crawl is resumed.
+     */
+    legacyQueue: `${p}:q`,
+    legacyQueueSeq: `${p}:qseq`,
+    legacySeen: `${p}:s`,
+    legacyPending: `${p}:p`,
+    legacyLeases: `${p}:lease`,
+    legacyRetries: `${p}:retries`,
+    legacyRetryDelayed: `${p}:qdelay`,
+    legacyFailedAttempts: `${p}:attemptsFailed`,
+    legacySkippedPages: `${p}:skipped`,
+    legacyDone: `${p}:d`,
+    legacyListedPages: `${p}:listed`,
+    legacyFailed: `${p}:f`,
+    legacyRateLimitRetries: `${p}:rlretries`,
+    legacyRateLimited: `${p}:rateLimited`,
+    /** String: how many shards the frontier of this crawl has (set by the first process, kept for the crawl's life). */
+    frontierShards: `${p}:fshards`,
+    /** Counter of pages ever queued, every shard's (the page limit counts this; seen aliases are not in it). */
+    frontierQueuedEver: `${p}:fseen`,
+    /**
+     * One shard of the frontier: the pages of the hosts hashed to it (frontierShard.ts), every key of it
+     * in one Redis Cluster slot (the hash tag {<crawl id>/<shard>}), so each script runs on one node.
+     */
+    frontierShard: (shard: number) => frontierShardKeys(`${crawlId}:{${crawlId}/${shard}}`),
     /** Set of page keys known without being queued (a seed's redirect target): links to them are seen; not counted by the limit. */
     seenAliases: `${p}:salias`,
     /** List of seeds added at a seed's redirect target (--addRedirectedSeeds), JSON {origSeedId, url}; seed id = seeds given + index. */
     extraSeeds: `${p}:extraSeeds`,
     /** Hash url -> index in extraSeeds (a redirect target is added once). */
     extraSeedIndex: `${p}:extraSeedIdx`,
-    /** Hash url -> rate-limit answers (--rateLimitStatusCodes) the page got so far. */
-    rateLimitRetries: `${p}:rlretries`,
-    /** Counter of rate-limit answers to page loads, for the stats. */
-    rateLimited: `${p}:rateLimited`,
-    /** Hash url -> QueuedPage JSON of pages being crawled now. */
-    pending: `${p}:p`,
-    /** Hash url -> owner process id holding the page's lease. */
-    leases: `${p}:lease`,
-    /** Hash url -> number of failed attempts so far. */
-    retries: `${p}:retries`,
-    /** Sorted set of pages waiting to be retried (member = QueuedPage JSON, score = when it is due, ms). */
-    retryDelayed: `${p}:qdelay`,
-    /** Counter of failed page attempts (retried or given up), for the stats. */
-    failedAttempts: `${p}:attemptsFailed`,
-    /** Hash url -> why a page taken from the queue was not crawled: "duplicate" or "pageLimit" (--dedupePagesMinDepth). */
-    skippedPages: `${p}:skipped`,
-    /** Set of URLs finished (captured). */
-    done: `${p}:d`,
-    /** Hash page url -> the WACZ whose pages list keeps it (set with done: whoever finished the page lists it). */
-    listedPages: `${p}:listed`,
-    /** List of failed page JSON. */
-    failed: `${p}:f`,
     /** Hash "<status> <method> <url>[ <request body digest, not for GET/HEAD>]" -> "stored", or the id of the process writing it now: an exchange is stored once per crawl. */
     storedExchanges: `${p}:exch`,
     /**
@@ -115,3 +117,46 @@ export function crawlStateKeys(crawlId: string) {
 }
 
 export type CrawlStateKeys = ReturnType<typeof crawlStateKeys>;
+
+/**
+ * The keys of one frontier shard. A queue entry is "<depth>,<seedId>,<extraHops>,<url>" (frontierEntry.ts).
+ * Keys whose name ends in a number are built inside the Lua scripts from the prefixes given here.
+ */
+function frontierShardKeys(s: string) {
+  return {
+    /** The shard's hash tag prefix (what every key below starts with). */
+    prefix: s,
+    /** Prefix of the FIFO list of queued entries at one depth: `${queueAtDepth}<depth>`. */
+    queueAtDepth: `${s}:q:`,
+    /** Sorted set of the depths whose lists hold entries (member = score = depth): the next page is at the lowest. */
+    depths: `${s}:qd`,
+    /** Sorted set of entries waiting out a retry back-off or a deferral (score = when due, ms, Redis's clock). */
+    delayed: `${s}:qdelay`,
+    /** Hash: qn = entries queued in the lists, sn = page keys in the seen buckets, fa = failed attempts, rl = rate-limit answers. */
+    meta: `${s}:meta`,
+    /**
+     * Prefix of the seen buckets `${seenBucket}<level>:<bucket>`: sets of 64-bit key fingerprints, small
+     * enough (a few hundred) for Redis's 8-byte intset encoding: 4096 buckets at level 1, 256x more at each next
+     * level, opened as the shard grows (lookups check every level).
+     */
+    seenBucket: `${s}:sn:`,
+    /** Hash url -> entry of pages being crawled now. */
+    pending: `${s}:p`,
+    /** Hash url -> owner process id holding the page's lease. */
+    leases: `${s}:lease`,
+    /** Hash url -> number of failed attempts so far. */
+    retries: `${s}:retries`,
+    /** Hash url -> rate-limit answers (--rateLimitStatusCodes) the page got so far. */
+    rateLimitRetries: `${s}:rlretries`,
+    /** Hash url -> why a page taken from the queue was not crawled: "duplicate" or "pageLimit" (--dedupePagesMinDepth). */
+    skippedPages: `${s}:skipped`,
+    /** Set of URLs finished (captured). */
+    done: `${s}:d`,
+    /** Hash page url -> the WACZ whose pages list keeps it (set with done: whoever finished the page lists it). */
+    listedPages: `${s}:listed`,
+    /** List of failed page JSON. */
+    failed: `${s}:f`,
+  };
+}
+
+export type FrontierShardKeys = ReturnType<typeof frontierShardKeys>;

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename, extname } from "node:path";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { logger } from "../log/logger.js";
 import { crawlStateKeys } from "../state/stateKeys.js";
 import { DEFAULT_BACKOFF, withBackoff } from "./backoff.js";
@@ -16,7 +16,7 @@ export interface WaczUploads {
   settings: StoreSettings;
   crawlId: string;
   /** The crawl-state Redis: which WACZ files were uploaded already, and the object names taken. */
-  stateRedis: Redis;
+  stateRedis: Redis | Cluster;
   /** The WACZ files this process packaged. */
   waczPaths: string[];
   /** Whether the crawl ran to its end (the webhook's `completed`). */
@@ -29,7 +29,7 @@ export interface WaczUploads {
  * not sent again. Throws UploadFailedError when a file or its webhook call failed after every retry.
  */
 export async function uploadWaczFiles({ settings, crawlId, stateRedis, waczPaths, completed }: WaczUploads): Promise<void> {
-  const keys = crawlStateKeys(crawlId);
+  const keys = crawlStateKeys(crawlId, stateRedis.isCluster);
   // The S3 SDK takes about 0.1 s and 25 MB to load: only crawls that upload load it.
   const [{ openS3Client }, { uploadFile }] = await Promise.all([import("./s3Client.js"), import("./uploadFile.js")]);
   const client = openS3Client(settings);
@@ -90,7 +90,7 @@ function whereOf(settings: StoreSettings, name: string): string {
 }
 
 /** `wanted`, or `<stem>-2<ext>`, `-3`... when another WACZ of the crawl (this process's or another's) has it. */
-async function claimObjectName(redis: Redis, namesKey: string, wanted: string): Promise<string> {
+async function claimObjectName(redis: Redis | Cluster, namesKey: string, wanted: string): Promise<string> {
   const ext = extname(wanted);
   const stem = wanted.slice(0, wanted.length - ext.length);
   for (let n = 1; ; n++) {

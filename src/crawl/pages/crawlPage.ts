@@ -279,17 +279,18 @@ function pageLinks(links: string[], scope: SeedScope): string[] {
   return scope.allowHash ? links : [...new Set(links.map(withoutHash))];
 }
 
+/** The page's in-scope links go to the queue in one batch (one frontier call per shard, not one per link). */
 async function enqueueLinks(links: string[], page: QueuedPage, context: PageContext, scope: SeedScope): Promise<number> {
-  const inScope: QueuedPage[] = [];
+  const found: QueuedPage[] = [];
   for (const link of links) {
     const decision = scope.decide(link, page.depth, page.extraHops);
     if (!decision.inScope) {
       context.admission.outOfScope({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: page.extraHops });
       continue;
     }
-    inScope.push({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: decision.extraHops });
+    found.push({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: decision.extraHops });
   }
-  return (await context.admission.admitAll(inScope)).filter((added) => added === "queued").length;
+  return (await context.admission.admitMany(found)).filter((added) => added === "queued").length;
 }
 
 /**
@@ -300,8 +301,8 @@ async function enqueueLinks(links: string[], page: QueuedPage, context: PageCont
 async function enqueueBehaviorLinks(links: string[], page: QueuedPage, context: PageContext, scope: SeedScope): Promise<number> {
   const pageKeyed = pageLinks(links, scope);
   if (!context.options.linkBehavior.alwaysAddBehaviorLinks) return enqueueLinks(pageKeyed, page, context, scope);
-  const found = pageKeyed.filter((link) => !scope.excludes(link)).map((url) => ({ url, depth: page.depth + 1, seedId: page.seedId, extraHops: page.extraHops }));
-  return (await context.admission.admitAll(found)).filter((added) => added === "queued").length;
+  const found = pageKeyed.filter((link) => !scope.excludes(link)).map((link) => ({ url: link, depth: page.depth + 1, seedId: page.seedId, extraHops: page.extraHops }));
+  return (await context.admission.admitMany(found)).filter((added) => added === "queued").length;
 }
 
 /** What each loaded page is asked for besides its traffic (--text, --screenshot). */

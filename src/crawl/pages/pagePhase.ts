@@ -219,8 +219,7 @@ async function resumeOrphanedSitemapReading(loop: WorkLoop): Promise<void> {
 
 /** Nothing queued or in progress anywhere, and no sitemap still being read (by this or another process). */
 async function crawlIsDrained(state: CrawlState, sitemapClaim: SitemapClaim): Promise<boolean> {
-  const counts = await state.counts();
-  return counts.queued === 0 && counts.pending === 0 && !(await sitemapClaim.inProgress());
+  return (await state.frontierEmpty()) && !(await sitemapClaim.inProgress());
 }
 
 /**

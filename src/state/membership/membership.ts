@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { crawlStateKeys, type CrawlStateKeys } from "../stateKeys.js";
 import { ownerScript } from "../../redis/ownerRule.js";
 import { isLocalProcessGone } from "./processIdentity.js";
@@ -27,14 +27,16 @@ return take_over(KEYS[1], KEYS[2], ARGV[1]) and 1 or 0
  */
 export class Membership {
   readonly keys: CrawlStateKeys;
+  /** The owners of the frontier's page leases (set by CrawlState, which knows its shards). */
+  leaseHolders: () => Promise<string[]> = async () => [];
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     readonly crawlId: string,
     readonly processId: string,
     readonly heartbeatTtlMs = HEARTBEAT_TTL_MS,
   ) {
-    this.keys = crawlStateKeys(crawlId);
+    this.keys = crawlStateKeys(crawlId, redis.isCluster);
   }
 
   /** What scripts following the owner rule take: a holder's heartbeat key is this prefix + its id. */
@@ -76,7 +78,7 @@ export class Membership {
    * heartbeat (processIdentity.ts).
    */
   async reapLocalDeadProcesses(): Promise<string[]> {
-    const holders = await Promise.all([this.redis.hvals(this.keys.leases), this.redis.hvals(this.keys.writers), this.redis.get(this.keys.sitemapRead)]);
+    const holders = await Promise.all([this.leaseHolders(), this.redis.hvals(this.keys.writers), this.redis.get(this.keys.sitemapRead)]);
     const reaped: string[] = [];
     for (const owner of new Set(holders.flat())) {
       if (owner === null || owner === this.processId || !isLocalProcessGone(owner)) continue;

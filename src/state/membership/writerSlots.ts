@@ -1,7 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import type { Membership } from "./membership.js";
 import { ownerScript } from "../../redis/ownerRule.js";
 
@@ -87,7 +87,7 @@ export class WriterSlots {
   readonly home: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly membership: Membership,
     private readonly archiveDir: string,
   ) {
