@@ -196,7 +196,9 @@ async function takePages(worker: PageWorker, tally: ByteTallySink, loop: WorkLoo
       // Whatever went wrong (Redis, the page list), the page's lease must not stay with this process.
       logger.error("page", "page attempt failed unexpectedly", { url: page.url, error: errorMessage(err) });
       await worker.reset();
-      await state.markFailed(page.url, `crawler error: ${errorMessage(err)}`, options.maxPageRetries).catch(() => undefined);
+      const reason = `crawler error: ${errorMessage(err)}`;
+      const outcome = await state.markFailed(page.url, reason, options.maxPageRetries).catch(() => "not-owner" as const);
+      loop.context.watch.attemptFailed(page, outcome, reason); // health, metrics, --failOnFailedSeed, as any failed attempt
     } finally {
       loop.active.delete(page.url);
       live.pageEnded();
