@@ -63,8 +63,12 @@ export function crawlStateKeys(crawlId: string, clustered = false) {
     warcToWacz: `${p}:warcs`,
     /** Hash WACZ filename -> bytes of the closed WARC files assigned to it (for WACZ rollover). */
     waczBytes: `${p}:waczbytes`,
-    /** When the next page load on a host may start (--minHostInterval). */
-    hostTurn: (host: string) => `${p}:host:${host}`,
+    /**
+     * When the next page load on a host may start (--minHostInterval, Crawl-delay). One key a script: on a
+     * cluster each host's turn has a hash tag of its own, so hosts' turns spread over the nodes rather than
+     * all landing on the crawl-wide slot's node.
+     */
+    hostTurn: (host: string) => (clustered ? `${crawlId}:{${crawlId}/host/${host}}:turn` : `${p}:host:${host}`),
     /** Hash writer slot -> id of the process writing it (a dead process's slot is taken over on restart). */
     writers: `${p}:writers`,
     /** Hash writer slot -> "<host>:<archive folder>" where its files are (only there can they be packaged). */
