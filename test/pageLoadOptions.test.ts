@@ -24,7 +24,7 @@ function config(text: string): string {
 
 describe("page load options", () => {
   it("defaults: load, then the net-idle wait with nothing in flight; browser as it is", () => {
-    expect(optionsFrom([]).pageLoad).toEqual({ waitUntil: ["load"], netIdleMaxRequests: 0, lang: null, userAgentSuffix: null, mobileDevice: null, extraChromeArgs: [] });
+    expect(optionsFrom([]).pageLoad).toEqual({ waitUntil: ["load"], netIdleMaxRequests: 0, lang: null, userAgentSuffix: null, mobileDevice: null, extraChromeArgs: [], requestHeaders: [] });
   });
 
   it("--waitUntil takes comma lists, repeated flags and YAML lists; duplicates once", () => {

@@ -4,7 +4,7 @@ import type { HostileRoutes, HostileSiteInfo } from "./route.js";
 /**
  * Hostile routes: pacing and page identity.
  * - rate limits: a page that answers 429 (Retry-After: 2) once, then 200; one that always answers 429
- *   (Retry-After: 1); a crowd of eight pages on one host whose first answers 429 (Retry-After: 6)
+ *   (Retry-After: 1); a crowd of eight pages on one host whose first answers 429 (Retry-After: 8)
  *   once; every request to them is logged with its time (pacingLog), so a test can measure the gaps
  *   the crawler left.
  * - redirecting seeds: /moved-www sends its visitors to the www. host, /moved-away to another host
@@ -65,7 +65,7 @@ export const pacingRoutes: HostileRoutes = {
       `${P}/crowd/${i + 1}`,
       (req: IncomingMessage, res: ServerResponse, site: HostileSiteInfo) => {
         const nth = logRequest(req, site);
-        if (i === 0 && nth === 1) return html(res, TOO_MANY, 429, { "retry-after": "6" });
+        if (i === 0 && nth === 1) return html(res, TOO_MANY, 429, { "retry-after": "8" });
         html(res, `<p>crowd ${i + 1}</p>`);
       },
     ]),
