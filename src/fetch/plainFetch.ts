@@ -61,7 +61,8 @@ export async function plainFetch(url: string, options: PlainFetchOptions): Promi
           "user-agent": options.userAgent ?? DEFAULT_USER_AGENT,
           accept: "*/*",
           "accept-encoding": "gzip, deflate, br",
-          ...Object.fromEntries(requestHeadersFor(current)),
+          // Lower-cased like ours, so that a rule's User-Agent or Accept replaces ours rather than going twice.
+          ...Object.fromEntries(requestHeadersFor(current).map(([name, value]) => [name.toLowerCase(), value])),
         },
         headersTimeout: options.timeoutMs,
         bodyTimeout: options.timeoutMs,
