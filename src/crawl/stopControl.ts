@@ -147,7 +147,8 @@ export class StopControl {
     }
   }
 
-  sleep(ms: number): Promise<void> {
+  /** Sleep `ms`, woken early by a stop or when `until` settles. */
+  sleep(ms: number, until?: Promise<unknown>): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -156,6 +157,7 @@ export class StopControl {
       };
       const timer = setTimeout(done, ms);
       this.wakers.add(done);
+      until?.then(done, done);
       if (this.requested && !this.immediate && ms > 0) done();
     });
   }

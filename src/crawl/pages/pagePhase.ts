@@ -24,6 +24,7 @@ import { ByteTallySink } from "../../pipeline/byteTally.js";
 import type { Seeding } from "../seeds.js";
 import type { StopControl } from "../stopControl.js";
 import { StorageWatch } from "../storageWatch.js";
+import { IdleWorkers } from "./idleWorkers.js";
 
 /** What the page phase leaves for the stats. */
 export interface PagePhaseResult {
@@ -108,7 +109,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       const readSitemaps = sitemap
         ? () => startSitemapReading(sitemap, { claim: sitemapClaim, admission: seeding.admission, scopes: seeding.scopes, robotsTxt: seeding.robotsTxt, stop, userAgent: options.userAgent })
         : null;
-      const loop: WorkLoop = { context, membership: session.membership, sitemapClaim, active: new Set(), taking: 0, readSitemaps, sitemapReadings: [] };
+      const loop: WorkLoop = { context, membership: session.membership, sitemapClaim, active: new Set(), taking: 0, idle: new IdleWorkers(), readSitemaps, sitemapReadings: [] };
       if (readSitemaps) loop.sitemapReadings.push((await readSitemaps()).finished);
       await Promise.all(workers.map((worker, i) => workLoop(worker, tallies[i], loop, run.live?.worker(i) ?? NO_LIVE_WORKER)));
       await Promise.all(loop.sitemapReadings);
@@ -155,6 +156,8 @@ interface WorkLoop {
   sitemapClaim: SitemapClaim;
   active: Set<string>;
   taking: number;
+  /** Where workers that found nothing to take wait for a page of this process to end. */
+  idle: IdleWorkers;
   /** --useSitemap: start (or take over) the sitemap reading; resolves with its end. */
   readSitemaps: (() => Promise<SitemapReading>) | null;
   /** Readings this process started (at the start, or taken over from a reader that died). */
@@ -175,6 +178,7 @@ async function workLoop(worker: PageWorker, tally: ByteTallySink, loop: WorkLoop
 async function takePages(worker: PageWorker, tally: ByteTallySink, loop: WorkLoop, live: LiveWorker): Promise<void> {
   const { state, stop, options } = loop.context;
   while (!stop.requested) {
+    const idleMark = loop.idle.mark();
     loop.taking += 1;
     let page;
     try {
@@ -185,7 +189,7 @@ async function takePages(worker: PageWorker, tally: ByteTallySink, loop: WorkLoo
     if (!page) {
       if (await crawlIsDrained(state, loop.sitemapClaim)) return;
       live.waiting();
-      await recoverWork(loop, stop);
+      await recoverWork(loop, stop, idleMark);
       continue;
     }
     loop.active.add(page.url);
@@ -202,6 +206,7 @@ async function takePages(worker: PageWorker, tally: ByteTallySink, loop: WorkLoo
     } finally {
       loop.active.delete(page.url);
       live.pageEnded();
+      loop.idle.pageEnded();
     }
   }
 }
@@ -228,7 +233,7 @@ async function crawlIsDrained(state: CrawlState, sitemapClaim: SitemapClaim): Pr
  * Others are still busy, a retry waits out its backoff, or a dead process holds leases: take back
  * abandoned pages (of dead processes, and of this one's own attempts that ended unsettled), then wait.
  */
-async function recoverWork(loop: WorkLoop, stop: StopControl): Promise<void> {
+async function recoverWork(loop: WorkLoop, stop: StopControl, idleMark: number): Promise<void> {
   const { state, options } = loop.context;
   await loop.membership.reapLocalDeadProcesses();
   await resumeOrphanedSitemapReading(loop);
@@ -239,5 +244,5 @@ async function recoverWork(loop: WorkLoop, stop: StopControl): Promise<void> {
     }
   }
   const retryDue = await state.nextRetryDueInMs();
-  await stop.sleep(Math.min(500, retryDue ?? 500));
+  await loop.idle.wait(idleMark, Math.min(500, retryDue ?? 500), (ms, until) => stop.sleep(ms, until));
 }
