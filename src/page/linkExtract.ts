@@ -2,6 +2,7 @@ import type { Frame, Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
 import { ALL_LINK_KINDS, feedLinksInDocument, formLinksInDocument, MAX_FORM_LINKS, MAX_OPTIONS_PER_SELECT, type LinkKinds } from "./formFeedLinks.js";
+import { mediaInDocument } from "./mediaSources.js";
 
 /**
  * One --selectLinks entry (browsertrix-crawler's `selector->property` or `selector->@attribute`): the
@@ -40,31 +41,45 @@ function linksInDocument(selectors: readonly LinkSelector[]): string[] {
   return found;
 }
 
-/** One frame's links: the selected elements', then its GET forms' and feeds' (formFeedLinks.ts) when wanted. */
-async function linksInFrame(frame: Frame, selectors: readonly LinkSelector[], kinds: LinkKinds): Promise<string[]> {
-  const [selected, forms, feeds] = await Promise.all([
-    frame.evaluate(linksInDocument, selectors),
-    kinds.forms ? frame.evaluate(formLinksInDocument, MAX_OPTIONS_PER_SELECT, MAX_FORM_LINKS) : [],
-    kinds.feeds ? frame.evaluate(feedLinksInDocument) : [],
-  ]);
-  return [...selected, ...forms, ...feeds];
+/** What a loaded page gives in one evaluation per frame: its title, its links, its media files. */
+export interface PageRead {
+  /** The top frame's document title. */
+  title: string;
+  /** Every frame's links (selected elements', then GET forms' and feeds' of the wanted kinds), not yet normalized. */
+  links: string[];
+  /** Every frame's media files that load by themselves (mediaSources.ts), each once. */
+  media: string[];
 }
 
 /**
- * The links of the tab's page, in every frame (as browsertrix-crawler extracts them), with the GET forms'
- * and feeds' of `kinds`. The top frame's failure throws (the page's links would be lost); a subframe that
- * fails or is gone gives none.
+ * One frame's read as one script: a single round trip to the browser, not one per kind (title, links, forms,
+ * feeds, media were five calls a page). The in-page functions are self-contained, so their text is enough.
  */
-export async function extractLinks(tab: Page, selectors: readonly LinkSelector[], kinds: LinkKinds = ALL_LINK_KINDS): Promise<string[]> {
+function frameScript(selectors: readonly LinkSelector[], kinds: LinkKinds): string {
+  const forms = kinds.forms ? `(${formLinksInDocument.toString()})(${MAX_OPTIONS_PER_SELECT}, ${MAX_FORM_LINKS})` : "[]";
+  const feeds = kinds.feeds ? `(${feedLinksInDocument.toString()})()` : "[]";
+  return `(() => ({ title: document.title, links: [...(${linksInDocument.toString()})(${JSON.stringify(selectors)}), ...${forms}, ...${feeds}], media: (${mediaInDocument.toString()})() }))()`;
+}
+
+/**
+ * The tab's page read in every frame: its links as browsertrix-crawler extracts them (with the GET forms' and
+ * feeds' of `kinds`), its title, its media sources. The top frame's failure throws (the page's links would be
+ * lost); a subframe that fails or is gone gives nothing.
+ */
+export async function readPage(tab: Page, selectors: readonly LinkSelector[], kinds: LinkKinds = ALL_LINK_KINDS): Promise<PageRead> {
+  const script = frameScript(selectors, kinds);
   const main = tab.mainFrame();
-  const inFrame = (frame: Frame) => withTimeout(linksInFrame(frame, selectors, kinds), FRAME_DEADLINE_MS, "links not read in time");
+  const inFrame = (frame: Frame) => withTimeout(frame.evaluate(script) as Promise<Omit<PageRead, "media"> & { media: string[] }>, FRAME_DEADLINE_MS, "links not read in time");
   const others = tab.frames().filter((frame) => frame !== main && !frame.detached);
   const [top, ...rest] = await Promise.allSettled([inFrame(main), ...others.map(inFrame)]);
   if (top.status === "rejected") throw top.reason;
-  const links = [...top.value];
+  const links = [...top.value.links];
+  const media = new Set(top.value.media);
   rest.forEach((result, i) => {
-    if (result.status === "fulfilled") links.push(...result.value);
-    else logger.debug("links", "links of a frame not read", { frameUrl: others[i].url(), error: errorMessage(result.reason) });
+    if (result.status === "fulfilled") {
+      links.push(...result.value.links);
+      for (const url of result.value.media) media.add(url);
+    } else logger.debug("links", "links of a frame not read", { frameUrl: others[i].url(), error: errorMessage(result.reason) });
   });
-  return links;
+  return { title: top.value.title, links, media: [...media] };
 }

@@ -1,10 +1,11 @@
-import type { Frame, Page } from "puppeteer-core";
-import { withTimeout } from "../util/process.js";
+/**
+ * The media files a loaded page loads by itself, in all its frames (read with its links: linkExtract.ts): a
+ * media element may not have asked for its file by the time the page is done (it loads later), and what is
+ * not asked for by then would never be archived.
+ */
 
-const FRAME_DEADLINE_MS = 5_000;
-
-/** Runs in the page: the http(s) sources of its <video> and <audio> elements that load by themselves (a blob: or data: source is none). */
-function mediaInDocument(): string[] {
+/** Runs in the page (self-contained: its text is sent): the http(s) sources of its <video> and <audio> elements that load by themselves (a blob: or data: source is none). */
+export function mediaInDocument(): string[] {
   const found = new Set<string>();
   for (const media of Array.from(document.querySelectorAll("video, audio")) as HTMLMediaElement[]) {
     // preload="none" without autoplay: the page itself never loads it (the autoplay behavior plays it).
@@ -20,14 +21,4 @@ function mediaInDocument(): string[] {
     }
   }
   return [...found];
-}
-
-/**
- * The media files a loaded page loads by itself, in all its frames: a media element may not have asked for its file
- * by the time the page is done (it loads later), and what is not asked for by then would never be archived.
- */
-export async function mediaSources(tab: Page): Promise<string[]> {
-  const read = (frame: Frame) => withTimeout(frame.evaluate(mediaInDocument), FRAME_DEADLINE_MS, "media sources").catch(() => [] as string[]);
-  const perFrame = await Promise.all(tab.frames().map(read));
-  return [...new Set(perFrame.flat())];
 }

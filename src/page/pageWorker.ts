@@ -12,10 +12,9 @@ import { NO_EXTRAS, OriginRedirects, type CaptureExtras } from "../capture/captu
 import { PageCapture, type CapturedSummary, type PageAttempt } from "../capture/pageCapture.js";
 import { DialogGuard } from "./dialogs.js";
 import { isRenderedDocumentType } from "../capture/documentTypes.js";
-import { DEFAULT_LINK_SELECTORS, extractLinks, type LinkSelector } from "./linkExtract.js";
+import { DEFAULT_LINK_SELECTORS, readPage, type LinkSelector } from "./linkExtract.js";
 import type { LinkKinds } from "./formFeedLinks.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
-import { mediaSources } from "./mediaSources.js";
 import { PageTimings } from "./pageTimings.js";
 import { PopupCloser } from "./popups.js";
 import { watchServiceWorkers } from "./serviceWorkers.js";
@@ -210,7 +209,7 @@ export class PageWorker {
     await timings.time("drain", () => capture.settle());
     const shown = findDocument(attempt.captured, url);
     const read = shown && isRenderedDocumentType(shown.mime) && (!navigationError || /timeout/i.test(navigationError)) ? await this.readLoadedPage(tab, url, shown.status, timings) : null;
-    if (read && !(read instanceof Error)) capture.fetchMissingMedia(await timings.time("links", () => mediaSources(tab)));
+    if (read && !(read instanceof Error)) capture.fetchMissingMedia(read.media);
     await this.endPage(capture, attempt, timings);
 
     let document = findDocument(attempt.captured, url);
@@ -235,15 +234,15 @@ export class PageWorker {
       // Without its links the crawl would silently lose everything below this page: retry it instead.
       return { document: null, title: "", links: [], error: `could not read the page's links: ${read ? read.message : "the page was not read"}` };
     }
-    return { document, ...read, error: null };
+    return { document, title: read.title, links: read.links, ...(read.extracts ? { extracts: read.extracts } : {}), error: null };
   }
 
   /** The page's title, links, text and screenshots, once it is loaded and its behaviors are over. */
-  private async readLoadedPage(tab: Page, url: string, status: number, timings: PageTimings): Promise<Pick<PageLoadResult, "title" | "links" | "extracts"> | Error> {
+  private async readLoadedPage(tab: Page, url: string, status: number, timings: PageTimings): Promise<(Pick<PageLoadResult, "title" | "links" | "extracts"> & { media: string[] }) | Error> {
     try {
-      const [title, links] = await timings.time("links", () => this.readPage(tab));
+      const { title, links, media } = await timings.time("links", () => this.readPage(tab));
       const extracts = await timings.time("extracts", () => this.takeExtracts(tab, url, status));
-      return { title, links, ...(extracts ? { extracts } : {}) };
+      return { title, links, media, ...(extracts ? { extracts } : {}) };
     } catch (err) {
       return new Error(errorMessage(err));
     }
@@ -279,12 +278,11 @@ export class PageWorker {
     await timings.time("netIdleAfterBehaviors", () => capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests));
   }
 
-  private async readPage(tab: Page): Promise<[string, string[]]> {
-    // Independent reads of the loaded page: side by side.
-    const [title, hrefs] = await Promise.all([tab.title(), extractLinks(tab, this.options.linkSelectors ?? DEFAULT_LINK_SELECTORS, this.options.linkKinds)]);
+  private async readPage(tab: Page): Promise<{ title: string; links: string[]; media: string[] }> {
+    const read = await readPage(tab, this.options.linkSelectors ?? DEFAULT_LINK_SELECTORS, this.options.linkKinds);
     // Fragments kept: whether they tell pages apart is the seed scope's call (--allowHashUrls).
-    const links = [...new Set(hrefs.map((h) => tryNormalizeCrawlUrl(h, undefined, true)).filter((u): u is string => u !== null))];
-    return [title, links];
+    const links = [...new Set(read.links.map((h) => tryNormalizeCrawlUrl(h, undefined, true)).filter((u): u is string => u !== null))];
+    return { ...read, links };
   }
 
   /** The behaviors' links, absolute (a behavior may give a relative one) and normalized as the page's links. */
