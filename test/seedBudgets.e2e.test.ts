@@ -139,7 +139,7 @@ describe("per-seed budgets and the seeds report", () => {
     expect(seedLines("timed")).toEqual([{ seedId: 0, url: `${site.url}/page/0.html`, pages: 1, bytes: warcBytesBySite("timed", [site])[0], end: "timeLimit", limit: 0, sizeLimit: 0 }]);
   }, 120_000);
 
-  it("an interrupted crawl writes what it knows: a seed with pages still queued ends interrupted", async () => {
+  it("an interrupted crawl writes what it knows: a seed with pages still queued ends interrupted; resumed from its state file, the budget goes on from its counts", async () => {
     const site = big[1];
     const result = await crawlInterruptedAfterFirstPage(["--url", `${site.url}/page/0.html`, "--seedPageLimit", "10", "--cwd", cwd, "--collection", "stopped", "--workers", "1", "--pageExtraDelay", "1", ...FAST]);
     expect(result.code, result.stderr.slice(-3000)).toBe(11);
@@ -147,7 +147,23 @@ describe("per-seed budgets and the seeds report", () => {
     expect(crawled.length).toBeGreaterThanOrEqual(1);
     expect(crawled.length).toBeLessThan(10);
     expect(seedLines("stopped")).toEqual([{ seedId: 0, url: `${site.url}/page/0.html`, pages: crawled.length, bytes: warcBytesBySite("stopped", [site])[0], end: "interrupted", limit: 10, sizeLimit: 0 }]);
-  }, 120_000);
+
+    // Resumed from its state file into a fresh Redis (another collection): the budget goes on from what the
+    // first run counted. Before the counts were saved, the resumed run crawled 10 more pages.
+    const states = readdirSync(join(collectionDir("stopped"), "crawls")).filter((f) => f.endsWith(".yaml"));
+    expect(states).toHaveLength(1);
+    const stateFile = readFileSync(join(collectionDir("stopped"), "crawls", states[0]), "utf8");
+    expect(stateFile).toContain("budgetCounts:");
+    const resumed = await runCli("crawl", ["--config", join(collectionDir("stopped"), "crawls", states[0]), "--cwd", cwd, "--collection", "resumed", ...FAST]);
+    expect(resumed.code, resumed.stderr.slice(-3000)).toBe(0);
+    const again = crawledPages("resumed");
+    expect(again.filter((url) => crawled.includes(url))).toEqual([]);
+    expect(crawled.length + again.length).toBe(10);
+    // Depth-major with one worker: the first ten pages of the site, between the two runs.
+    expect([...crawled, ...again].sort()).toEqual(pagesOf(site, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]).sort());
+    const bytes = warcBytesBySite("stopped", [site])[0] + warcBytesBySite("resumed", [site])[0];
+    expect(seedLines("resumed")).toEqual([{ seedId: 0, url: `${site.url}/page/0.html`, pages: 10, bytes, end: "pageLimit", limit: 10, sizeLimit: 0 }]);
+  }, 180_000);
 
   it("two processes on one crawl share a seed's budget: exactly its limit of pages, not one more", async () => {
     const site = big[3];

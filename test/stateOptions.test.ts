@@ -42,6 +42,16 @@ describe("state options (browsertrix-crawler's --saveState, Redis lists, log con
       extraSeeds: [], excluded: [], sitemapDone: true,
     });
   });
+
+  it("reads our budget counts, and refuses a wrong one by name before anything is loaded", () => {
+    const budgetCounts = { seedPages: { "0": 3 }, seedBytes: { "0": 12345 }, hostPages: { "a.test": 3 }, seedEnds: { "1": "pageLimit" } };
+    expect(savedCrawlState({ finished: [], budgetCounts }).budgetCounts).toEqual(budgetCounts);
+    expect(savedCrawlState({ finished: [], budgetCounts: {} }).budgetCounts).toEqual({ seedPages: {}, seedBytes: {}, hostPages: {}, seedEnds: {} });
+    expect(() => savedCrawlState({ budgetCounts: { seedPages: { "0": "three" } } })).toThrow('--config: state.budgetCounts.seedPages.0 must be a number, got "three"');
+    expect(() => savedCrawlState({ budgetCounts: { seedBytes: { "0": -1 } } })).toThrow("--config: state.budgetCounts.seedBytes.0 must be a number, got -1");
+    expect(() => savedCrawlState({ budgetCounts: { seedEnds: { "0": "done" } } })).toThrow('--config: state.budgetCounts.seedEnds.0 must be pageLimit or sizeLimit, got "done"');
+    expect(() => savedCrawlState({ budgetCounts: [1] })).toThrow("--config: state.budgetCounts must be a mapping");
+  });
 });
 
 describe("what a state file keeps of the command line", () => {

@@ -21,6 +21,38 @@ export interface SavedCrawlState {
   excluded: string[];
   sitemapDone: boolean;
   done?: number | string[];
+  /**
+   * Ours, not browsertrix-crawler's (which ignores it): what the seed budgets and the host cap counted, so a
+   * crawl resumed from the file goes on from them instead of starting every budget afresh (seedBudgets.ts).
+   */
+  budgetCounts?: BudgetCounts;
+}
+
+/** Pages and bytes per seed id, pages per host, and the budget that ended a seed, as Redis holds them. */
+export interface BudgetCounts {
+  seedPages: Record<string, number>;
+  seedBytes: Record<string, number>;
+  hostPages: Record<string, number>;
+  seedEnds: Record<string, string>;
+}
+
+const BUDGET_HASHES = ["seedPages", "seedBytes", "hostPages", "seedEnds"] as const;
+
+async function readBudgetCounts(redis: StateRedis, keys: CrawlStateKeys): Promise<BudgetCounts | null> {
+  const [seedPages, seedBytes, hostPages, seedEnds] = await Promise.all(BUDGET_HASHES.map((name) => redis.hgetall(keys[name])));
+  if (![seedPages, seedBytes, hostPages, seedEnds].some((h) => Object.keys(h).length)) return null;
+  const numbers = (h: Record<string, string>) => Object.fromEntries(Object.entries(h).map(([k, v]) => [k, Number(v)]));
+  return { seedPages: numbers(seedPages), seedBytes: numbers(seedBytes), hostPages: numbers(hostPages), seedEnds };
+}
+
+/** The counts replace this Redis's (slots of pages in progress too: none is in progress in a loaded state). */
+async function writeBudgetCounts(redis: StateRedis, keys: CrawlStateKeys, counts: BudgetCounts | undefined): Promise<void> {
+  for (const name of [...BUDGET_HASHES, "budgetSlots"] as const) await redis.del(keys[name]);
+  if (!counts) return;
+  for (const name of BUDGET_HASHES) {
+    const entries = Object.entries(counts[name]);
+    if (entries.length) await redis.hset(keys[name], Object.fromEntries(entries.map(([k, v]) => [k, String(v)])));
+  }
 }
 
 /** browsertrix-crawler's queue entry (QueueEntry): ours plus when it was added and retries so far. */
@@ -48,9 +80,10 @@ function fromBtxEntry(json: string): { page: QueuedPage; retry: number } {
  * failed pages leave `finished` (the pages crawled, or taken and skipped).
  */
 export async function serializeCrawlState(state: CrawlState, redis: StateRedis, keys: CrawlStateKeys, crawlId: string, keyOf: (url: string) => string): Promise<SavedCrawlState> {
-  const [frontier, errors, extraSeeds, aliases, sitemap] = await Promise.all([
+  const [frontier, errors, extraSeeds, aliases, sitemap, budgetCounts] = await Promise.all([
     exportFrontier(redis, await state.shards()), redis.lrange(keys.btxErrors, 0, -1),
     new ExtraSeeds(redis, keys).list(), redis.smembers(keys.seenAliases), redis.get(keys.sitemapRead),
+    readBudgetCounts(redis, keys),
   ]);
   const finished = new Map(frontier.finished.map((url) => [keyOf(url), url]));
   const leave = (url: string) => {
@@ -82,6 +115,7 @@ export async function serializeCrawlState(state: CrawlState, redis: StateRedis, 
     failed,
     errors,
     excluded: aliases,
+    ...(budgetCounts ? { budgetCounts } : {}),
   };
 }
 
@@ -96,7 +130,8 @@ export interface LoadResult {
 /**
  * Replace the crawl's frontier with a saved state, as browsertrix-crawler's load() does: finished
  * pages are seen (never crawled again), queued and pending ones are queued, failed ones queued again
- * while retries are left, errors restored. Pages crawled into this collection stay listed (done).
+ * while retries are left, errors restored, and (ours) the budgets' counts. Pages crawled into this
+ * collection stay listed (done).
  * Loaded once per Redis: a rerun with the same file (or another process joining) keeps the progress made since.
  */
 export async function loadCrawlState(state: CrawlState, redis: StateRedis, keys: CrawlStateKeys, saved: SavedCrawlState, opts: { maxRetries: number; keyOf: (url: string) => string; inScope: (page: QueuedPage) => boolean }): Promise<LoadResult> {
@@ -150,5 +185,6 @@ export async function loadCrawlState(state: CrawlState, redis: StateRedis, keys:
   await state.addFailed(failed);
   for (const error of saved.errors) await redis.lpush(keys.btxErrors, error);
   if (saved.sitemapDone) await redis.set(keys.sitemapRead, "done");
+  await writeBudgetCounts(redis, keys, saved.budgetCounts);
   return { loaded: true, finished: saved.finished.length, queued: toQueue.length, failed: failed.length };
 }

@@ -1,4 +1,4 @@
-import type { SavedCrawlState } from "../../state/savedState.js";
+import type { BudgetCounts, SavedCrawlState } from "../../state/savedState.js";
 import { OptionsError } from "../optionsError.js";
 
 export type { SavedCrawlState };
@@ -120,6 +120,7 @@ export function savedCrawlState(value: unknown): SavedCrawlState {
     });
   };
   const done = raw.done;
+  const budgetCounts = raw.budgetCounts === undefined ? undefined : savedBudgetCounts(raw.budgetCounts, `${where}.budgetCounts`);
   if (done !== undefined && typeof done !== "number" && !Array.isArray(done)) throw new OptionsError(`${where}.done must be a number or a list`);
   return {
     ...(typeof raw.id === "string" ? { id: raw.id } : {}),
@@ -132,5 +133,26 @@ export function savedCrawlState(value: unknown): SavedCrawlState {
     excluded: strings("excluded", false),
     sitemapDone: raw.sitemapDone === true,
     ...(Array.isArray(done) ? { done: strings("done", true) } : typeof done === "number" ? { done } : {}),
+    ...(budgetCounts ? { budgetCounts } : {}),
+  };
+}
+
+/** Ours: the budgets' counts (savedState.ts), four mappings of numbers (seedEnds: of budget names). */
+function savedBudgetCounts(value: unknown, where: string): BudgetCounts {
+  const mapping = (key: keyof BudgetCounts, numeric: boolean): Record<string, number> | Record<string, string> => {
+    const raw = (value as Record<string, unknown>)[key] ?? {};
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new OptionsError(`${where}.${key} must be a mapping`);
+    for (const [name, v] of Object.entries(raw)) {
+      const ok = numeric ? typeof v === "number" && Number.isFinite(v) && v >= 0 : v === "pageLimit" || v === "sizeLimit";
+      if (!ok) throw new OptionsError(`${where}.${key}.${name} must be ${numeric ? "a number" : "pageLimit or sizeLimit"}, got ${JSON.stringify(v)}`);
+    }
+    return raw as Record<string, number>;
+  };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new OptionsError(`${where} must be a mapping`);
+  return {
+    seedPages: mapping("seedPages", true) as Record<string, number>,
+    seedBytes: mapping("seedBytes", true) as Record<string, number>,
+    hostPages: mapping("hostPages", true) as Record<string, number>,
+    seedEnds: mapping("seedEnds", false) as Record<string, string>,
   };
 }
