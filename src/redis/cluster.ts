@@ -1,6 +1,7 @@
 import { Cluster, type Redis } from "ioredis";
 import { withTimeout } from "../util/process.js";
 import { connectRedis, redactUrl, RedisUnreachableError } from "./connect.js";
+import { evalScriptsBySha } from "./scripts.js";
 
 const ALL_SLOTS = 16384;
 
@@ -60,6 +61,7 @@ export async function connectMaybeCluster(
       ...(options.failFast ? { maxRetriesPerRequest: 0, commandTimeout: 3000 } : { maxRetriesPerRequest: null }),
     },
   });
+  evalScriptsBySha(cluster);
   let lastError = "";
   cluster.on("error", (err: Error) => (lastError = err.message));
   try {

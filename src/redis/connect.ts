@@ -1,5 +1,6 @@
 import { Redis } from "ioredis";
 import { withTimeout } from "../util/process.js";
+import { evalScriptsBySha } from "./scripts.js";
 
 export class RedisUnreachableError extends Error {}
 
@@ -36,6 +37,7 @@ export async function connectRedis(
       : { maxRetriesPerRequest: null }),
   });
   if (!options.failFast) boundWaitingCommands(redis, what, options.maxWaitingCommands ?? MAX_WAITING_COMMANDS);
+  evalScriptsBySha(redis);
   let lastError = "";
   redis.on("error", (err: Error) => (lastError = err.message));
   try {
