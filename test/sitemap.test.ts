@@ -247,7 +247,7 @@ describe("the sitemaps are read once per crawl", () => {
       const claim = new SitemapClaim(redis.client, member);
       // The queue refuses (Redis gone, a script error...): admit rejects.
       class RefusingAdmission extends PageAdmission {
-        override async admit(): Promise<Admission> {
+        override async admitMany(): Promise<Admission[]> {
           throw new Error("the queue is unavailable");
         }
       }

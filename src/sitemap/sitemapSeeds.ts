@@ -3,6 +3,7 @@ import type { SeedScope } from "../scope/seedScope.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { RobotsTxt } from "../robots/robotsTxt.js";
+import type { QueuedPage } from "../state/crawlState.js";
 import type { SitemapClaim } from "../state/sitemapClaim.js";
 import { pauseForTests } from "../util/testPause.js";
 import { readSitemaps, type SitemapEntry, type SitemapReadCounts } from "./sitemapReader.js";
@@ -105,8 +106,11 @@ async function queueSitemapPages(options: SitemapOptions, context: SitemapContex
     let batch: SitemapEntry[] = [];
     const flush = async () => {
       await pauseForTests("sitemap-queue");
-      const outcomes = await Promise.all(batch.map((entry) => queueEntry(entry, seedIds, options, context, counts)));
+      // One admission for the batch: its pages' budgets and the queue asked in a round trip or two, not one a page.
+      const pages = batch.map((entry) => pageOf(entry, seedIds, options, context, counts)).filter((page): page is QueuedPage => page !== null);
       batch = [];
+      const outcomes = pages.length ? await context.admission.admitMany(pages) : [];
+      for (const outcome of outcomes) tally(outcome, counts);
       return outcomes.includes("limit");
     };
     for await (const entry of entries) {
@@ -130,30 +134,33 @@ async function queueSitemapPages(options: SitemapOptions, context: SitemapContex
   return complete;
 }
 
-async function queueEntry(entry: SitemapEntry, seedIds: number[], options: SitemapOptions, context: SitemapContext, counts: SitemapQueueCounts): Promise<Admission | "skipped"> {
+/** The page a sitemap entry lists, or null (counted) when its date, its URL or the seeds' scopes leave it out. */
+function pageOf(entry: SitemapEntry, seedIds: number[], options: SitemapOptions, context: SitemapContext, counts: SitemapQueueCounts): QueuedPage | null {
   // Pages without a <lastmod> are kept whatever the dates (as browsertrix-crawler does).
   if (entry.lastmod && ((options.fromDate && entry.lastmod < options.fromDate) || (options.toDate && entry.lastmod > options.toDate))) {
     counts.filteredByDate += 1;
-    return "skipped";
+    return null;
   }
   const url = tryNormalizeCrawlUrl(entry.url);
   if (!url) {
     counts.invalid += 1;
-    return "skipped";
+    return null;
   }
   const seedId = seedIds.find((id) => context.scopes[id].decideListed(url).inScope);
   if (seedId === undefined) {
     counts.outOfScope += 1;
     context.admission.outOfScope({ url, depth: 1, seedId: seedIds[0] ?? 0, extraHops: 0 });
-    return "skipped";
+    return null;
   }
-  const outcome = await context.admission.admit({ url, depth: 1, seedId, extraHops: 0 });
+  return { url, depth: 1, seedId, extraHops: 0 };
+}
+
+function tally(outcome: Admission, counts: SitemapQueueCounts): void {
   if (outcome === "queued") counts.queued += 1;
   else if (outcome === "seen") counts.alreadyQueued += 1;
   else if (outcome === "robots") counts.skippedRobots += 1;
   else if (outcome === "address") counts.forbiddenAddress += 1;
   else if (outcome === "budget") counts.overBudget += 1;
-  return outcome;
 }
 
 /** The sitemaps of a seed: the given one (resolved against the seed), else its robots.txt's Sitemap: lines, else /sitemap.xml. */
