@@ -2,8 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dump } from "js-yaml";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { forgetSecrets, registerSecrets, scrubSecrets, secretsOf } from "../src/log/secrets.js";
+import { logger, type LogEntry } from "../src/log/logger.js";
 import { OptionsError } from "../src/config/optionsError.js";
 import { savedCrawlState, stateOptions } from "../src/config/groups/stateOptions.js";
 
@@ -115,5 +116,27 @@ describe("secrets in settings", () => {
     } finally {
       forgetSecrets();
     }
+  });
+
+  it("a log line is the entry's JSON, key for key, with secrets scrubbed from its message and details only", () => {
+    const seen: { entry: LogEntry; line: string }[] = [];
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    logger.onLine((entry, line) => seen.push({ entry, line }));
+    registerSecrets(["info-secret-1234", "p@ss-11"]);
+    try {
+      logger.warn("capture", 'quote " and \\ and \u2028', { url: "http://u:p%40ss-11@h/", n: 3, nested: { list: [1, "info-secret-1234"] }, gone: undefined });
+      logger.warn("crawl", "key info-secret-1234 given");
+      logger.warn("crawl", "no details");
+    } finally {
+      logger.onLine(null);
+      forgetSecrets();
+      stderr.mockRestore();
+    }
+    expect(seen.map(({ entry }) => [entry.message, entry.details])).toEqual([
+      ['quote " and \\ and \u2028', { url: "http://u:***@h/", n: 3, nested: { list: [1, "***"] } }],
+      ["key *** given", {}],
+      ["no details", {}],
+    ]);
+    for (const { entry, line } of seen) expect(line).toBe(JSON.stringify(entry));
   });
 });

@@ -120,11 +120,12 @@ export class Logger {
     if ((this.contexts && !this.contexts.has(context)) || this.excludedContexts.has(context)) return;
     // Nothing the crawl was given as a secret is written, wherever a message or detail quotes it (the
     // timestamp, level and context are ours: never touched, however short a secret).
-    const said = JSON.stringify([message, details ?? {}]);
-    const scrubbed = scrubSecrets(said);
-    const [shownMessage, shownDetails] = scrubbed === said ? [message, details ?? {}] : parsedOr(scrubbed, [scrubSecrets(message), {}]);
-    const entry: LogEntry = { timestamp: new Date().toISOString(), logLevel: level, context, message: shownMessage, details: shownDetails };
-    const line = JSON.stringify(entry) + "\n";
+    // Each part is made into JSON once and the line put together from them (it was stringified twice).
+    const timestamp = new Date().toISOString();
+    const [shownMessage, messageJson] = scrubbedJson(message, () => scrubSecrets(message));
+    const [shownDetails, detailsJson] = scrubbedJson(details ?? {}, () => ({}));
+    const entry: LogEntry = { timestamp, logLevel: level, context, message: shownMessage, details: shownDetails };
+    const line = `{"timestamp":"${timestamp}","logLevel":"${level}","context":${JSON.stringify(context)},"message":${messageJson},"details":${detailsJson}}\n`;
     this.lineHook?.(entry, line.slice(0, -1));
     if (this.view) {
       this.view.show(entry, milestone);
@@ -136,11 +137,19 @@ export class Logger {
   }
 }
 
-function parsedOr(json: string, fallback: [string, LogDetails]): [string, LogDetails] {
+/**
+ * `value` with the secrets scrubbed, and its JSON. Scrubbed text that is no JSON any more (a replacement
+ * inside an escape sequence) gives `fallback()` instead.
+ */
+function scrubbedJson<T>(value: T, fallback: () => T): [T, string] {
+  const said = JSON.stringify(value);
+  const shown = scrubSecrets(said);
+  if (shown === said) return [value, said];
   try {
-    return JSON.parse(json) as [string, LogDetails];
+    return [JSON.parse(shown) as T, shown];
   } catch {
-    return fallback;
+    const safe = fallback();
+    return [safe, JSON.stringify(safe)];
   }
 }
 
