@@ -58,7 +58,9 @@ export interface PageRead {
 function frameScript(selectors: readonly LinkSelector[], kinds: LinkKinds): string {
   const forms = kinds.forms ? `(${formLinksInDocument.toString()})(${MAX_OPTIONS_PER_SELECT}, ${MAX_FORM_LINKS})` : "[]";
   const feeds = kinds.feeds ? `(${feedLinksInDocument.toString()})()` : "[]";
-  return `(() => ({ title: document.title, links: [...(${linksInDocument.toString()})(${JSON.stringify(selectors)}), ...${forms}, ...${feeds}], media: (${mediaInDocument.toString()})() }))()`;
+  // Media sources are a help, not the page's links: a page whose media elements cannot be read still gives its links.
+  const media = `(() => { try { return (${mediaInDocument.toString()})(); } catch { return []; } })()`;
+  return `(() => ({ title: document.title, links: [...(${linksInDocument.toString()})(${JSON.stringify(selectors)}), ...${forms}, ...${feeds}], media: ${media} }))()`;
 }
 
 /**
@@ -69,7 +71,7 @@ function frameScript(selectors: readonly LinkSelector[], kinds: LinkKinds): stri
 export async function readPage(tab: Page, selectors: readonly LinkSelector[], kinds: LinkKinds = ALL_LINK_KINDS): Promise<PageRead> {
   const script = frameScript(selectors, kinds);
   const main = tab.mainFrame();
-  const inFrame = (frame: Frame) => withTimeout(frame.evaluate(script) as Promise<Omit<PageRead, "media"> & { media: string[] }>, FRAME_DEADLINE_MS, "links not read in time");
+  const inFrame = (frame: Frame) => withTimeout(frame.evaluate(script) as Promise<PageRead>, FRAME_DEADLINE_MS, "links not read in time");
   const others = tab.frames().filter((frame) => frame !== main && !frame.detached);
   const [top, ...rest] = await Promise.allSettled([inFrame(main), ...others.map(inFrame)]);
   if (top.status === "rejected") throw top.reason;
