@@ -137,22 +137,24 @@ export function savedCrawlState(value: unknown): SavedCrawlState {
   };
 }
 
-/** Ours: the budgets' counts (savedState.ts), four mappings of numbers (seedEnds: of budget names). */
+/** Ours: the budgets' counts (savedState.ts): mappings of numbers, and seedEnds of budget names. */
 function savedBudgetCounts(value: unknown, where: string): BudgetCounts {
-  const mapping = (key: keyof BudgetCounts, numeric: boolean): Record<string, number> | Record<string, string> => {
-    const raw = (value as Record<string, unknown>)[key] ?? {};
-    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new OptionsError(`${where}.${key} must be a mapping`);
+  const isMapping = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+  if (!isMapping(value)) throw new OptionsError(`${where} must be a mapping`);
+  const mapping = <T>(key: keyof BudgetCounts, valid: (v: unknown) => v is T, what: string): Record<string, T> => {
+    const raw = value[key] ?? {};
+    if (!isMapping(raw)) throw new OptionsError(`${where}.${key} must be a mapping`);
     for (const [name, v] of Object.entries(raw)) {
-      const ok = numeric ? typeof v === "number" && Number.isFinite(v) && v >= 0 : v === "pageLimit" || v === "sizeLimit";
-      if (!ok) throw new OptionsError(`${where}.${key}.${name} must be ${numeric ? "a number" : "pageLimit or sizeLimit"}, got ${JSON.stringify(v)}`);
+      if (!valid(v)) throw new OptionsError(`${where}.${key}.${name} must be ${what}, got ${JSON.stringify(v)}`);
     }
-    return raw as Record<string, number>;
+    return raw as Record<string, T>;
   };
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new OptionsError(`${where} must be a mapping`);
+  const count = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
+  const budgetEnd = (v: unknown): v is string => v === "pageLimit" || v === "sizeLimit";
   return {
-    seedPages: mapping("seedPages", true) as Record<string, number>,
-    seedBytes: mapping("seedBytes", true) as Record<string, number>,
-    hostPages: mapping("hostPages", true) as Record<string, number>,
-    seedEnds: mapping("seedEnds", false) as Record<string, string>,
+    seedPages: mapping("seedPages", count, "a number"),
+    seedBytes: mapping("seedBytes", count, "a number"),
+    hostPages: mapping("hostPages", count, "a number"),
+    seedEnds: mapping("seedEnds", budgetEnd, "pageLimit or sizeLimit"),
   };
 }
