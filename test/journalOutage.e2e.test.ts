@@ -36,11 +36,11 @@ afterEach(async () => {
   rmSync(cwd, { recursive: true, force: true });
 });
 
-function startCrawler() {
+function startCrawler(env: Record<string, string> = {}) {
   const child = spawn(process.execPath, [
     "dist/src/cli/crawl.js", "--url", `${site.url}/page/0.html`, "--crawlId", CRAWL, "--collection", CRAWL, "--cwd", cwd, ...NO_BEHAVIORS,
     "--redisStoreUrl", state.url, "--redisDedupeUrl", dedupe.url, "--generateWACZ", "--workers", "2", "--netIdleWait", "1",
-  ], { stdio: ["ignore", "ignore", "pipe"] });
+  ], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...env } });
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
@@ -140,5 +140,38 @@ describe("a crawler SIGKILLed while the dedupe index is away and index notes wai
     const victimNotes = atKill[`notes-${adopted[0]}.jsonl`] ?? 0;
     expect(victimNotes, `index notes in the victim's journal at the kill (${JSON.stringify(atKill)})`).toBeGreaterThan(0);
     console.log(`journal outage, survivor: victim (${adopted[0]}) killed after ${victim.crawled()} pages with ${victimNotes} notes journaled; ${stored.length} stored responses checked`);
+  }, 300_000);
+});
+
+/** Paused for ten minutes right after its first record is written, before the index (or a journal) is told of it. */
+const PAUSED_AFTER_WRITE = { CRAWLER_TEST_PAUSE_AT: "record-written", CRAWLER_TEST_PAUSE_MS: "600000" };
+const NOTED_FROM_RECORDS = "indexed records a crawler that died had written but not yet noted in the index";
+
+describe("a crawler SIGKILLed between writing a record and noting it (the index up all along)", () => {
+  /** Kills the crawler once it paused after a record; returns how many records were then written and not noted (one per pause). */
+  async function killAtThePause(crawler: ReturnType<typeof startCrawler>): Promise<number> {
+    await until(() => crawler.log().includes("test pause at record-written") || crawler.child.exitCode !== null, "the pause after a record is written");
+    expect(crawler.child.exitCode, crawler.log().slice(-2000)).toBeNull();
+    crawler.child.kill("SIGKILL");
+    expect((await crawler.exit).signal, "killed by the SIGKILL, not ended on its own").toBe("SIGKILL");
+    return logLines(crawler.log()).filter((l) => l.message === "test pause at record-written").length;
+  }
+
+  it("the same command run again notes that record from the WARC file: the committed index counts exactly what the archive holds", async () => {
+    const unnoted = await killAtThePause(startCrawler(PAUSED_AFTER_WRITE));
+    const second = startCrawler();
+    const rerun = await second.exit;
+    expect(rerun.code, second.log().split("\n").filter((l) => /"(error|warn)"/.test(l)).slice(-8).join("\n")).toBe(0);
+    await expectIndexEqualsArchive();
+    expect(logLines(second.log()).filter((l) => l.message === NOTED_FROM_RECORDS).map((l) => l.details.records)).toEqual([unnoted]);
+  }, 300_000);
+
+  it("a survivor packaging the killed crawler's files notes that record before it commits", async () => {
+    const [victim, survivor] = [startCrawler(PAUSED_AFTER_WRITE), startCrawler()];
+    const unnoted = await killAtThePause(victim);
+    const end = await survivor.exit;
+    expect(end.code, survivor.log().split("\n").filter((l) => /"(error|warn)"/.test(l)).slice(-8).join("\n")).toBe(0);
+    await expectIndexEqualsArchive();
+    expect(logLines(survivor.log()).filter((l) => l.message === NOTED_FROM_RECORDS).map((l) => l.details.records)).toEqual([unnoted]);
   }, 300_000);
 });

@@ -1,4 +1,5 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
@@ -21,7 +22,7 @@ class RecordingWriter extends IndexNoteWriter {
 }
 
 const page = (i: number) => `https://site.example/page/${i}`;
-const revisitOf = (i: number) => revisitNote({ warcType: "revisit", url: page(i), date: "2026-01-02T03:04:05Z", length: 100 }, 1100);
+const revisitOf = (i: number) => revisitNote({ warcType: "revisit", url: page(i), date: "2026-01-02T03:04:05Z", length: 100, recordId: `<urn:uuid:${randomUUID()}>` }, 1100);
 
 let dir: string;
 beforeAll(() => void (dir = mkdtempSync(join(tmpdir(), "note-journal-"))));

@@ -14,7 +14,7 @@ import { ExitCode } from "../lifecycle/exitCodes.js";
 import { exitCodeOf, type CrawlEnd, type CrawlOutcome, type CrawlStats, type CrawlStatus } from "./outcome.js";
 import { writeCollectionFiles } from "./collectionOutputs.js";
 import { reportSeeds } from "./seedOutcomes.js";
-import { commitFinishedCrawl, MissingWarcError, packageOrphans, packageWaczFiles, type PackagingContext } from "./packaging.js";
+import { commitFinishedCrawl, MissingWarcError, noteRecordsOfDeadWriter, packageOrphans, packageWaczFiles, type PackagingContext } from "./packaging.js";
 import type { PagePhaseResult } from "./pages/pagePhase.js";
 import type { StopControl } from "./stopControl.js";
 
@@ -41,6 +41,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     try {
       // Every index note of what the WARC files hold must be in the index before it is packaged or committed.
       await run.pipeline.notes.settle();
+      if (await inheritsKilledRun(run)) await noteRecordsOfDeadWriter(packaging, run.pipeline.plan);
     } catch (err) {
       failure = packagingFailure(err, run.paths.root);
       status = "failed";
@@ -219,4 +220,11 @@ async function howItEnded(counts: CrawlCounts, state: CrawlState, stop: StopCont
 async function skippedStats(state: CrawlState): Promise<Pick<CrawlStats, "skippedDuplicates" | "skippedPageLimit">> {
   const skipped = await state.skippedCounts();
   return { skippedDuplicates: skipped.duplicate, skippedPageLimit: skipped.pageLimit };
+}
+
+/** Whether a WARC file of this writer was found cut off at the start: a run of it was killed before. */
+async function inheritsKilledRun(run: CrawlRun): Promise<boolean> {
+  if (!run.pipeline.repairedAtStart.length) return false;
+  const own = new Set((await run.pipeline.plan.groups()).flatMap((g) => g.warcFiles));
+  return run.pipeline.repairedAtStart.some((f) => own.has(f));
 }

@@ -10,6 +10,7 @@ import { CaptureHistory } from "../dedupe/captureHistory.js";
 import { IndexNoteWriter } from "../dedupe/notes/indexNotes.js";
 import { NoteBacklog } from "../dedupe/notes/noteBacklog.js";
 import { noteJournalPath } from "../dedupe/notes/noteJournal.js";
+import { noteUnnotedRecords } from "../dedupe/notes/recordNotes.js";
 import { withDedupeRetries } from "../dedupe/retry.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { repairAbandonedWarcs } from "../pipeline/openPipeline.js";
@@ -147,6 +148,8 @@ export async function packageOrphans({ packaging, stateRedis, membership, slots 
     const plan = new WaczPlan(stateRedis, membership.keys, packaging.dedupe, { collection: options.collection, rolloverSize: options.rolloverSize, writer: writerName(adoption.slot) });
     // The index notes it journaled while the index was away go in first (its files are committed with this crawl).
     await replayJournal(packaging, plan, writerName(adoption.slot));
+    // Then what it wrote and was killed before noting.
+    await noteRecordsOfDeadWriter(packaging, plan);
     if (options.generateWACZ) {
       paths.push(...(await packageWaczFiles({ ...packaging, plan })).map((r) => r.path));
     }
@@ -165,6 +168,24 @@ async function replayJournal(packaging: Omit<PackagingContext, "plan">, plan: Wa
   const { dedupe, archiveDir } = packaging;
   const notes = new IndexNoteWriter(dedupe, new CaptureHistory(dedupe.redis, dedupe.crawlId), (wacz) => plan.registeredIndex(wacz));
   await NoteBacklog.replay(noteJournalPath(archiveDir, writer), notes);
+}
+
+/**
+ * A writer killed between writing a record and noting it left that record out of the index: before its
+ * files are packaged, every record of its unpackaged WARC files that has no note is noted (once: see
+ * recordNotes.ts). For the files of a dead writer taken over, and for a writer's own after a run of it was killed.
+ */
+export async function noteRecordsOfDeadWriter(packaging: Pick<PackagingContext, "dedupe" | "archiveDir">, plan: WaczPlan): Promise<void> {
+  const { dedupe, archiveDir } = packaging;
+  const waczOfWarc = new Map<string, string>();
+  for (const group of await plan.groups()) {
+    if (!(await plan.isSealed(group.filename))) for (const warc of group.warcFiles) waczOfWarc.set(warc, group.filename);
+  }
+  const paths = [...waczOfWarc.keys()].map((f) => join(archiveDir, f)).filter((p) => existsSync(p));
+  const notes = new IndexNoteWriter(dedupe, new CaptureHistory(dedupe.redis, dedupe.crawlId), (wacz) => plan.registeredIndex(wacz));
+  await withDedupeRetries("index the records a crawler that died had not noted", () =>
+    noteUnnotedRecords(paths, (warc) => waczOfWarc.get(warc) ?? plan.waczFilenameOf(warc), dedupe, notes),
+  );
 }
 
 /** Commit a finished crawl to the merged dedupe index; on failure it stays uncommitted (and says how to finish). */

@@ -172,6 +172,13 @@ export class DedupeIndex {
     await this.redis.eval(ADD_COUNTS_LUA, 2, this.keys.crawlCounts(this.crawlId), this.keys.appliedNotes(this.crawlId), noteId ?? "", ...fields);
   }
 
+  /** Of these note ids, those whose counts this crawl has not added yet (see addCounts). */
+  async unappliedNotes(noteIds: string[]): Promise<string[]> {
+    if (!noteIds.length) return [];
+    const applied = await this.redis.smismember(this.keys.appliedNotes(this.crawlId), ...noteIds);
+    return noteIds.filter((_, i) => applied[i] !== 1);
+  }
+
   async counts(crawlId = this.crawlId): Promise<Record<CountField, number>> {
     const raw = await this.redis.hgetall(this.keys.crawlCounts(crawlId));
     return Object.fromEntries(COUNT_FIELDS.map((f) => [f, Number(raw[f] ?? 0)])) as Record<CountField, number>;

@@ -18,6 +18,7 @@ import type { CaptureRecord } from "../dedupe/indexKeys.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ClaimResult, ExchangeClaims, ExchangeIdentity } from "../state/exchangeClaims.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
+import { pauseForTests } from "../util/testPause.js";
 import type { ExchangeSink, StoreOutcome } from "./exchangeSink.js";
 import type { WaczPlan } from "./waczPlan.js";
 
@@ -26,7 +27,7 @@ const PENDING_CLAIM_WAIT_MS = 60_000;
 const PENDING_CLAIM_POLL_MS = 50;
 
 /** A written record as the index notes need it, with its WARC file (whose WACZ is resolved when a note is written). */
-type WrittenPlacement = Omit<RecordPlacement, "wacz"> & { filename: string };
+type WrittenPlacement = Omit<RecordPlacement, "wacz"> & { filename: string; recordId: string };
 
 /** Records written for an exchange (its WACZ is added by writeOutcome). */
 type WrittenOutcome = { kind: "response" | "revisit"; record: WrittenRecord; request: WrittenRecord };
@@ -190,6 +191,8 @@ export class CapturePipeline implements ExchangeSink {
       const original = exchange.originalBody ? [originalResponseRecord({ ...exchange, originalBody: exchange.originalBody }, recordId)] : [];
       const [record, request] = await writer.writeRecords([main, requestRecord(exchange, recordId), ...original], (file) => this.recordDependency(dependsOn, file));
       const placement = this.placementOf(record);
+      // Tests kill the crawler here: a record in the WARC that no note tells the index of (recordNotes.ts).
+      await pauseForTests("record-written");
       if (decision.kind === "revisit") await this.noteRevisit(decision.original, placement);
       else await this.noteResponse(digest, placement, decision.indexable);
       await this.recordHistory(exchange, record, digest);
@@ -235,7 +238,7 @@ export class CapturePipeline implements ExchangeSink {
 
   /** Where a written record is, as the index needs it (its WACZ's index is resolved when a note is written). */
   private placementOf(record: WrittenRecord): WrittenPlacement {
-    return { warcType: record.type, url: record.url, date: record.date, length: record.length, filename: record.filename };
+    return { warcType: record.type, url: record.url, date: record.date, length: record.length, filename: record.filename, recordId: record.recordId };
   }
 
   /**

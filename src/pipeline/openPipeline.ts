@@ -61,6 +61,11 @@ export interface OpenPipeline {
   notes: NoteBacklog;
   /** Finish pending writes and close the current WARC file (before packaging). */
   close(): Promise<void>;
+  /**
+   * WARC files (of any writer) found cut off at the start, their writer dead: if one is this writer's,
+   * its previous run was killed and may have left records it never noted (see packaging.ts).
+   */
+  repairedAtStart: string[];
 }
 
 /**
@@ -71,7 +76,7 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
   const { settings, stateRedis, dedupe, membership, liveness, archiveDir } = inputs;
   const plan = new WaczPlan(stateRedis, membership.keys, dedupe, { collection: settings.collection, rolloverSize: settings.rolloverSize, writer: inputs.writer });
   await plan.load();
-  await repairAbandonedWarcs(archiveDir, membership);
+  const repairedAtStart = await repairAbandonedWarcs(archiveDir, membership);
 
   const writer = new WarcWriter({
     dir: archiveDir,
@@ -107,7 +112,7 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
     archiveDir,
     events: inputs.events ?? null,
   });
-  return { sink, pageResources: new PageResourceRecorder(writer), writer, plan, dependencies, history, notes, close: () => writer.close() };
+  return { sink, pageResources: new PageResourceRecorder(writer), writer, plan, dependencies, history, notes, close: () => writer.close(), repairedAtStart };
 }
 
 /** The fields of the warcinfo record each WARC file starts with (the combined ones of --combineWARC too). */
@@ -127,12 +132,14 @@ export function warcinfoFields(settings: PipelineSettings): Record<string, strin
  * WARC files cut short by a writer that died end at their last whole record again. A writer's files are
  * repaired only once it is fenced: should it be merely stalled, it will not write on.
  */
-export async function repairAbandonedWarcs(archiveDir: string, membership: Membership): Promise<void> {
+export async function repairAbandonedWarcs(archiveDir: string, membership: Membership): Promise<string[]> {
   const alive = async (owner: string) => !(await membership.fenceIfDead(owner));
   // A marker is exact while its writer's page cache is: same boot, same pid namespace (processIdentity.ts).
   const here = localityTag();
   const trustsMarker = (owner: string) => here !== null && parseProcessId(owner)?.locality === here;
-  for (const repaired of await repairUnfinishedWarcs(archiveDir, alive, trustsMarker)) {
+  const repairedFiles = await repairUnfinishedWarcs(archiveDir, alive, trustsMarker);
+  for (const repaired of repairedFiles) {
     logger.warn("writer", "repaired a WARC file left unfinished by a crawler that died", { ...repaired });
   }
+  return repairedFiles.map((r) => r.filename);
 }

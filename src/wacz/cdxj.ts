@@ -25,6 +25,8 @@ export interface CdxjIndexOptions {
   readHighWaterMark?: number;
   /** Request bodies larger than this are read only up to this prefix. */
   maxRequestBodyBytes?: number;
+  /** WARC headers added to each line as fields of that name (e.g. "WARC-Record-ID"), when the record has them. */
+  warcFields?: readonly string[];
 }
 
 class StreamingCDXIndexer extends CDXIndexer {
@@ -108,6 +110,8 @@ export async function* iterCdxjLines(
   const indexer = new StreamingCDXIndexer(
     opts.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES,
   );
+  // Names warcio does not know as CDX fields are looked up among the record's WARC headers.
+  indexer.fields.push(...(opts.warcFields ?? []));
   for (const path of paths) {
     const stream = createReadStream(path, {
       highWaterMark: opts.readHighWaterMark ?? 128 * 1024,

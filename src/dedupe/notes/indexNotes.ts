@@ -18,25 +18,30 @@ export type IndexNote =
   | { kind: "history"; id: string; wacz: string; url: string; capture: Omit<CaptureRecord, "waczIndex"> }
   | { kind: "outlinks"; id: string; url: string; links: string[] };
 
-/** A written record as the notes need it: WARC-Type, target URL, WARC-Date as written, record length. */
+/** A written record as the notes need it: WARC-Type, target URL, WARC-Date as written, record length, WARC-Record-ID. */
 export interface WrittenRecordFacts {
   warcType: string;
   url: string;
   date: string;
   length: number;
+  /**
+   * A response's or revisit's note is known by its record's WARC-Record-ID: a note made again from the
+   * record (recordNotes.ts, for records of a crawler that died before noting them) is then counted once.
+   */
+  recordId: string;
 }
 
 /** Index a written response (its hash entry, if indexable) and count it. */
 export function responseNote(digest: string, record: WrittenRecordFacts, wacz: string, indexable: boolean): IndexNote {
   return {
-    kind: "response", id: randomUUID(), wacz, digest, date: warcDateToDigits(record.date), url: record.url, size: record.length, indexable,
+    kind: "response", id: record.recordId, wacz, digest, date: warcDateToDigits(record.date), url: record.url, size: record.length, indexable,
     counts: captureCounts(captureKind(record.warcType, record.url)),
   };
 }
 
 /** Count a written revisit of an original `originalSize` bytes long. */
 export function revisitNote(record: WrittenRecordFacts, originalSize: number): IndexNote {
-  return { kind: "revisit", id: randomUUID(), url: record.url, counts: captureCounts(captureKind(record.warcType, record.url), originalSize - record.length) };
+  return { kind: "revisit", id: record.recordId, url: record.url, counts: captureCounts(captureKind(record.warcType, record.url), originalSize - record.length) };
 }
 
 export function historyNote(url: string, wacz: string, capture: Omit<CaptureRecord, "waczIndex">): IndexNote {
