@@ -35,7 +35,7 @@ const SECONDS_ON_CI: Record<string, number> = {
   "test/dedupeCluster.e2e.test.ts": 51,
   // Two crawlers on a 3-node cluster with a node restart: 21 s on a quiet machine, 86 s at load 8-17.
   "test/frontierCluster.e2e.test.ts": 40,
-  "test/journalOutage.e2e.test.ts": 51,
+  "test/journalOutage.e2e.test.ts": 110,
   "test/crawl.e2e.test.ts": 51,
   "test/refresh.e2e.test.ts": 47,
   "test/membership.e2e.test.ts": 44,
