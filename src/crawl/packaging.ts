@@ -165,9 +165,12 @@ export async function packageOrphans({ packaging, stateRedis, membership, slots 
 
 /** Write every index note a writer journaled (idempotent: a note written before is not counted again), then remove its journal. */
 async function replayJournal(packaging: Omit<PackagingContext, "plan">, plan: WaczPlan, writer: string): Promise<void> {
-  const { dedupe, archiveDir } = packaging;
-  const notes = new IndexNoteWriter(dedupe, new CaptureHistory(dedupe.redis, dedupe.crawlId), (wacz) => plan.registeredIndex(wacz));
-  await NoteBacklog.replay(noteJournalPath(archiveDir, writer), notes);
+  await NoteBacklog.replay(noteJournalPath(packaging.archiveDir, writer), noteWriterFor(packaging.dedupe, plan));
+}
+
+/** Writes the index notes of the records in a writer's WACZ files (their index resolved through its plan). */
+function noteWriterFor(dedupe: DedupeIndex, plan: WaczPlan): IndexNoteWriter {
+  return new IndexNoteWriter(dedupe, new CaptureHistory(dedupe.redis, dedupe.crawlId), (wacz) => plan.registeredIndex(wacz));
 }
 
 /**
@@ -182,7 +185,7 @@ export async function noteRecordsOfDeadWriter(packaging: Pick<PackagingContext, 
     if (!(await plan.isSealed(group.filename))) for (const warc of group.warcFiles) waczOfWarc.set(warc, group.filename);
   }
   const paths = [...waczOfWarc.keys()].map((f) => join(archiveDir, f)).filter((p) => existsSync(p));
-  const notes = new IndexNoteWriter(dedupe, new CaptureHistory(dedupe.redis, dedupe.crawlId), (wacz) => plan.registeredIndex(wacz));
+  const notes = noteWriterFor(dedupe, plan);
   await withDedupeRetries("index the records a crawler that died had not noted", () =>
     noteUnnotedRecords(paths, (warc) => waczOfWarc.get(warc) ?? plan.waczFilenameOf(warc), dedupe, notes),
   );

@@ -2,7 +2,7 @@ import { basename } from "node:path";
 import { warcDateToDigits } from "../../archive/warcDate.js";
 import { logger } from "../../log/logger.js";
 import { iterCdxjLines, parseCdxjLine, type CdxjRecord } from "../../wacz/index.js";
-import { captureCounts, captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload } from "../captureRule.js";
+import { captureCounts, captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, type CaptureKind } from "../captureRule.js";
 import type { DedupeIndex } from "../dedupeIndex.js";
 import type { IndexNote, IndexNoteWriter } from "./indexNotes.js";
 
@@ -28,19 +28,21 @@ export async function noteUnnotedRecords(
   notes: IndexNoteWriter,
 ): Promise<number> {
   let noted = 0;
-  let batch: CdxjRecord[] = [];
+  let batch: Capture[] = [];
   const flush = async () => {
-    const missing = new Set(await index.unappliedNotes(batch.map((r) => String(r[RECORD_ID]))));
-    for (const record of batch.filter((r) => missing.has(String(r[RECORD_ID])))) {
-      await notes.apply(await noteOf(record, waczOf, index), true);
+    const missing = new Set(await index.unappliedNotes(batch.map((c) => c.id)));
+    for (const capture of batch.filter((c) => missing.has(c.id))) {
+      await notes.apply(await noteOf(capture, waczOf, index), true);
       noted += 1;
     }
     batch = [];
   };
   for await (const line of iterCdxjLines(warcPaths, { warcFields: [RECORD_ID, WARC_DATE, TRUNCATED] })) {
     const record = parseCdxjLine(line);
-    if (!captureKind(cdxWarcType(record.mime, record.status), record.url) || typeof record[RECORD_ID] !== "string") continue;
-    batch.push(record);
+    const kind = captureKind(cdxWarcType(record.mime, record.status), record.url);
+    const id = record[RECORD_ID];
+    if (!kind || typeof id !== "string") continue;
+    batch.push({ record, kind, id });
     if (batch.length >= BATCH) await flush();
   }
   if (batch.length) await flush();
@@ -48,12 +50,17 @@ export async function noteUnnotedRecords(
   return noted;
 }
 
+/** A response or revisit read from a WARC file: its CDXJ line, what it counts as, its WARC-Record-ID. */
+interface Capture {
+  record: CdxjRecord;
+  kind: CaptureKind;
+  id: string;
+}
+
 /** The note the pipeline makes for a written response or revisit, made from its CDXJ line. */
-async function noteOf(record: CdxjRecord, waczOf: (warcFilename: string) => string, index: DedupeIndex): Promise<IndexNote> {
-  const id = String(record[RECORD_ID]);
+async function noteOf({ record, kind, id }: Capture, waczOf: (warcFilename: string) => string, index: DedupeIndex): Promise<IndexNote> {
   const digest = record.digest ? `sha256:${record.digest}` : EMPTY_PAYLOAD_DIGEST;
   const length = Number(record.length ?? 0);
-  const kind = captureKind(cdxWarcType(record.mime, record.status), record.url);
   if (kind === "revisit") {
     const original = await index.lookup(digest);
     return { kind: "revisit", id, url: record.url, counts: captureCounts(kind, original ? original.size - length : 0) };
