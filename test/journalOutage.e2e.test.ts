@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { startGeneratedSite, type GeneratedSite } from "../bench/lib/generatedSite.js";
 import { logLines, NO_BEHAVIORS } from "./helpers/cli.js";
 import { writerName } from "../src/state/membership/writerSlots.js";
+import { crawlStateKeys } from "../src/state/stateKeys.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { httpStatus, readWarcRecords } from "./helpers/warcFile.js";
 
@@ -148,30 +149,61 @@ const PAUSED_AFTER_WRITE = { CRAWLER_TEST_PAUSE_AT: "record-written", CRAWLER_TE
 const NOTED_FROM_RECORDS = "indexed records a crawler that died had written but not yet noted in the index";
 
 describe("a crawler SIGKILLed between writing a record and noting it (the index up all along)", () => {
-  /** Kills the crawler once it paused after a record; returns how many records were then written and not noted (one per pause). */
-  async function killAtThePause(crawler: ReturnType<typeof startCrawler>): Promise<number> {
+  /**
+   * Kills the crawler once it paused after a record. The pause holds one record unnoted; the crawler's other
+   * exchanges go on meanwhile, so more records may be written and not yet noted at the kill. What the kill left
+   * unnoted is read from the index and the journals at that moment: the WARC files then present and the notes
+   * applied or journaled then.
+   */
+  async function killAtThePause(crawler: ReturnType<typeof startCrawler>) {
     await until(() => crawler.log().includes("test pause at record-written") || crawler.child.exitCode !== null, "the pause after a record is written");
     expect(crawler.child.exitCode, crawler.log().slice(-2000)).toBeNull();
     crawler.child.kill("SIGKILL");
     expect((await crawler.exit).signal, "killed by the SIGKILL, not ended on its own").toBe("SIGKILL");
-    return logLines(crawler.log()).filter((l) => l.message === "test pause at record-written").length;
+    // Every exchange that reached the pause holds its record unnoted (a page's exchanges are stored concurrently).
+    const pauses = logLines(crawler.log()).filter((l) => l.message === "test pause at record-written").length;
+    // Which WACZ (so which writer) each WARC file goes into, from the crawl state.
+    const waczOfWarc = await state.client.hgetall(crawlStateKeys(CRAWL).warcToWacz);
+    const warcFiles = readdirSync(archive()).filter((f) => f.endsWith(".warc.gz")).map((f) => ({ file: f, wacz: waczOfWarc[f] }));
+    const journaled = Object.keys(journals()).flatMap((f) => readFileSync(join(archive(), f), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l).id as string));
+    const noted = new Set([...(await dedupe.client.smembers(`h:${CRAWL}:notes`)), ...journaled]);
+    return { warcFiles, noted, pauses };
+  }
+
+  /**
+   * Responses and revisits (as the archive ends up) whose record no note had told the index of at the kill, in
+   * the WARC files of the WACZ `wacz` (the killed writer's: a survivor's own records are noted by the survivor).
+   */
+  function unnotedAtKill({ warcFiles, noted, pauses }: Awaited<ReturnType<typeof killAtThePause>>, wacz: string): string[] {
+    const files = warcFiles.filter((f) => f.wacz === wacz && existsSync(join(archive(), f.file)));
+    expect(files.length, `WARC files of ${wacz} at the kill`).toBeGreaterThan(0);
+    const unnoted = files.flatMap((f) => readWarcRecords(join(archive(), f.file)))
+      .filter((r) => ["response", "revisit"].includes(r.headers.get("warc-type")!) && /^https?:/.test(r.headers.get("warc-target-uri")!))
+      .map((r) => r.headers.get("warc-record-id")!)
+      .filter((id) => !noted.has(id));
+    expect(unnoted.length, `at least the ${pauses} records held at the pause`).toBeGreaterThanOrEqual(pauses);
+    return unnoted;
   }
 
   it("the same command run again notes that record from the WARC file: the committed index counts exactly what the archive holds", async () => {
-    const unnoted = await killAtThePause(startCrawler(PAUSED_AFTER_WRITE));
+    const atKill = await killAtThePause(startCrawler(PAUSED_AFTER_WRITE));
     const second = startCrawler();
     const rerun = await second.exit;
     expect(rerun.code, second.log().split("\n").filter((l) => /"(error|warn)"/.test(l)).slice(-8).join("\n")).toBe(0);
     await expectIndexEqualsArchive();
-    expect(logLines(second.log()).filter((l) => l.message === NOTED_FROM_RECORDS).map((l) => l.details.records)).toEqual([unnoted]);
+    const unnoted = unnotedAtKill(atKill, `${CRAWL}.wacz`);
+    expect(logLines(second.log()).filter((l) => l.message === NOTED_FROM_RECORDS).map((l) => l.details.records)).toEqual([unnoted.length]);
   }, 300_000);
 
   it("a survivor packaging the killed crawler's files notes that record before it commits", async () => {
     const [victim, survivor] = [startCrawler(PAUSED_AFTER_WRITE), startCrawler()];
-    const unnoted = await killAtThePause(victim);
+    const atKill = await killAtThePause(victim);
     const end = await survivor.exit;
     expect(end.code, survivor.log().split("\n").filter((l) => /"(error|warn)"/.test(l)).slice(-8).join("\n")).toBe(0);
     await expectIndexEqualsArchive();
-    expect(logLines(survivor.log()).filter((l) => l.message === NOTED_FROM_RECORDS).map((l) => l.details.records)).toEqual([unnoted]);
+    const adopted = logLines(survivor.log()).filter((l) => l.message === "packaging the files of a crawler process that died").map((l) => writerName(l.details.writer as number));
+    expect(adopted).toHaveLength(1);
+    const unnoted = unnotedAtKill(atKill, adopted[0] === "main" ? `${CRAWL}.wacz` : `${CRAWL}-${adopted[0]}.wacz`);
+    expect(logLines(survivor.log()).filter((l) => l.message === NOTED_FROM_RECORDS).map((l) => l.details.records)).toEqual([unnoted.length]);
   }, 300_000);
 });
