@@ -2,7 +2,8 @@
  * Issue 28 item 9: nothing counts as stored that a host crash can take away. A crawl (real Chromium, a
  * redis-server of its own that outlives the crash, as an external Redis would) is SIGKILLed with its
  * browser at a seeded random moment; then the power loss: every WARC file is cut back to what its last
- * completed fdatasync vouched for (the crawler's CRAWLER_TEST_SYNC_LOG), and so is every page list. Right
+ * completed fdatasync vouched for (the crawler's CRAWLER_TEST_SYNC_LOG), and so is every page list; a file
+ * (WARC, `.open` marker, page list) whose name was never synced, by a sync of its folder, is removed. Right
  * then, every exchange the crawl state calls stored, every page done (its record and its page list line)
  * and every dedupe original must be in what is left; and the same command run again must finish a crawl
  * whose WACZ holds each of them, valid, with no record twice.
@@ -53,7 +54,7 @@ let redis: TestRedis;
 let cwd: string;
 const started: ChildProcess[] = [];
 const clients: Redis[] = [];
-const trials: { crawlId: string; killedAfterPages: number; cutBytes: number; pageListBytesCut: number; storedAtKill: number }[] = [];
+const trials: { crawlId: string; killedAfterPages: number; cutBytes: number; pageListBytesCut: number; filesRemoved: string[]; storedAtKill: number }[] = [];
 beforeAll(async () => {
   site = await startFaultySite(PAGES, {});
   redis = await startTestRedis(true);
@@ -229,7 +230,7 @@ async function crashedCrawl(crawlId: string, db: number, kill: Kill, env: Record
   const crawler = startCrawler(crawlId, db, env);
   const killedAfterPages = await killMidCrawl(crawler, crawlId, kill);
   const cut: CutFile[] = cutToLastSync(join(cwd, "collections", crawlId), syncLogOf(crawlId));
-  const warcs = cut.filter((c) => c.filename.endsWith(".warc.gz"));
+  const warcs = cut.filter((c) => c.filename.endsWith(".warc.gz") && !c.removed);
   const archive = archiveView(await recordsOf(warcs.map((c) => readFileSync(join(archiveOf(crawlId), c.filename)))));
   return { killedAfterPages, cut, warcs, archive, listed: listedPages(join(cwd, "collections", crawlId)) };
 }
@@ -280,7 +281,8 @@ describe(`a crawl killed with its host (seed ${SEED})`, () => {
       expect(await claimedButMissing(crawlId, db, crash.archive, crash.listed)).toEqual([]);
       const cutBytes = crash.warcs.reduce((sum, c) => sum + c.sizeAtKill - c.synced, 0);
       const pageListBytesCut = crash.cut.filter((c) => !c.filename.endsWith(".warc.gz")).reduce((sum, c) => sum + c.sizeAtKill - c.synced, 0);
-      trials.push({ crawlId, killedAfterPages: crash.killedAfterPages, cutBytes, pageListBytesCut, storedAtKill: [...claimsAtKill.values()].filter(Boolean).length });
+      const filesRemoved = crash.cut.filter((c) => c.removed).map((c) => c.filename);
+      trials.push({ crawlId, killedAfterPages: crash.killedAfterPages, cutBytes, pageListBytesCut, filesRemoved, storedAtKill: [...claimsAtKill.values()].filter(Boolean).length });
 
       // The same command again, with the same Redis: it repairs, resumes and finishes the crawl.
       if (kill.reboot) await rebooted(crawlId, db);

@@ -7,6 +7,7 @@ import { WARCSerializer } from "warcio/node";
 import { filePayloadOf, gzippedFileRecord } from "./fileRecord.js";
 import { warcinfoRecord } from "./records.js";
 import { timestampDigits } from "./warcDate.js";
+import { syncDirectory } from "./syncDirectory.js";
 
 /** Where one record landed: enough to index it and to point revisits and CDX lines at it. */
 export interface WrittenRecord {
@@ -68,6 +69,8 @@ export interface WarcWriterOptions {
    * before any write that sync covers counts as written: the power-loss test cuts files back to this.
    */
   onSynced?: (filename: string, upTo: number) => void;
+  /** Told that a new file's name (the WARC file's, its `.open` marker's) is on disk: its folder was synced. */
+  onEntrySynced?: (filename: string) => void;
 }
 
 /** Write `chunks` at byte `position` of the file; resolves with how many bytes were really written. */
@@ -191,6 +194,12 @@ export class WarcWriter {
     try {
       this.marker = await open(join(this.options.dir, openMarkerName(this.filename)), "w");
       await this.marker.write(`${"0".padStart(20, "0")}\n${this.options.owner}\n`, 0);
+      // Before any of its records counts as written: a crash must keep the file, and its marker too (without
+      // it, a file cut mid-record would be taken as closed and packaged as it is, not repaired).
+      if (this.options.durable !== false) {
+        await syncDirectory(this.options.dir);
+        for (const name of [this.filename, openMarkerName(this.filename)]) this.options.onEntrySynced?.(name);
+      }
       await this.options.onFileOpened?.(this.filename);
       await this.append(warcinfoRecord(this.filename, this.options.warcinfo));
       await this.markComplete();

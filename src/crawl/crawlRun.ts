@@ -12,7 +12,7 @@ import type { CollectionPaths } from "../config/collectionPaths.js";
 import type { CrawlWatch } from "./crawlWatch.js";
 import { PageList, type PageEntry } from "../reports/pageList.js";
 import { SkippedReport } from "../reports/skippedReport.js";
-import { durableWritesForTests, syncLogForTests } from "../util/durabilityHooks.js";
+import { durableWritesForTests, entrySyncLogForTests, syncLogForTests } from "../util/durabilityHooks.js";
 import type { CrawlSession } from "./session.js";
 import type { StopControl } from "./stopControl.js";
 
@@ -57,6 +57,7 @@ export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, s
     pageList: new PageList(paths.pages, `${options.collection}.wacz`, options.text.includes("to-pages"), (entry, filename) => lists.page(btxPageEntry(entry, filename, options)), {
       durable: durableWritesForTests(),
       onSynced: syncLogForTests(),
+      onEntrySynced: entrySyncLogForTests(),
     }),
     report: new ChangeReport(reportName("changes"), session.redis, { kinds: session.membership.keys.changeKinds(writer), counts: session.membership.keys.changeCounts(writer) }),
     truncatedReport: reportName("truncated"),

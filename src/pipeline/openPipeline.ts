@@ -13,7 +13,7 @@ import { ExchangeClaims } from "../state/exchangeClaims.js";
 import type { Liveness } from "../state/membership/fencing.js";
 import type { Membership } from "../state/membership/membership.js";
 import { localityTag, parseProcessId } from "../state/membership/processIdentity.js";
-import { durableWritesForTests, syncLogForTests } from "../util/durabilityHooks.js";
+import { durableWritesForTests, entrySyncLogForTests, syncLogForTests } from "../util/durabilityHooks.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import { SOFTWARE } from "../version.js";
 import { CapturePipeline, type PipelineEvents } from "./capturePipeline.js";
@@ -95,6 +95,7 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
     onFileDiscarded: (filename) => plan.unassignWarc(filename),
     durable: durableWritesForTests(),
     onSynced: syncLogForTests(),
+    onEntrySynced: entrySyncLogForTests(),
   });
   const dependencies = new DependencyTracker(stateRedis, membership.keys, settings.crawlId);
   const history = new CaptureHistory(dedupe.redis, settings.crawlId);

@@ -2,6 +2,7 @@ import { appendFileSync, createReadStream, existsSync, mkdirSync } from "node:fs
 import { open } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { createInterface } from "node:readline";
+import { syncDirectory } from "../archive/syncDirectory.js";
 
 /** One crawled page as listed in pages.jsonl / extraPages.jsonl. */
 export interface PageEntry {
@@ -32,6 +33,8 @@ const HEADERS = {
 export class PageList {
   /** Per file: bytes known to be on disk, and the sync under way. */
   private readonly syncs = new Map<string, { syncedUpTo: number; running: Promise<void> | null }>();
+  /** Per file: its name on disk (its folder synced once this process first wrote to it). */
+  private readonly entries = new Map<string, Promise<void>>();
 
   constructor(
     private readonly pagesDir: string,
@@ -44,7 +47,7 @@ export class PageList {
      * `durable: false`: a page counts as listed once appended, unsynced (tests and the benchmark). `onSynced`:
      * told that a list (its path in the collection: "pages/...") is on disk up to `bytes` (the power-loss test).
      */
-    private readonly durability: { durable: boolean; onSynced?: (file: string, bytes: number) => void } = { durable: true },
+    private readonly durability: { durable: boolean; onSynced?: (file: string, bytes: number) => void; onEntrySynced?: (file: string) => void } = { durable: true },
   ) {}
 
   files(waczFilename: string): { pagesFile: string; extraPagesFile: string } {
@@ -56,15 +59,28 @@ export class PageList {
     const isSeed = entry.seed;
     const { pagesFile, extraPagesFile } = this.files(waczFilename);
     const file = isSeed ? pagesFile : extraPagesFile;
+    let createdDir: string | undefined;
     if (!existsSync(file)) {
-      mkdirSync(dirname(file), { recursive: true });
+      createdDir = mkdirSync(dirname(file), { recursive: true });
       const header = isSeed ? HEADERS.pages : HEADERS.extraPages;
       appendFileSync(file, JSON.stringify(this.hasText ? { ...header, hasText: true } : header) + "\n");
     }
+    // Also a list an earlier run created: it may have died before its folder was synced.
+    if (this.durability.durable && !this.entries.has(file)) this.entries.set(file, this.syncEntry(file, createdDir));
     // Appended whole and in order at once (synchronously); synced after.
     appendFileSync(file, JSON.stringify(entry) + "\n");
-    if (this.durability.durable) await this.synced(file);
+    if (this.durability.durable) {
+      await this.entries.get(file);
+      await this.synced(file);
+    }
     this.onAdd?.(entry, waczFilename);
+  }
+
+  /** The list's name on disk: its folder synced, and the folder above the first one created for it. */
+  private async syncEntry(file: string, createdDir: string | undefined): Promise<void> {
+    await syncDirectory(dirname(file));
+    if (createdDir) await syncDirectory(dirname(createdDir));
+    this.durability.onEntrySynced?.(relative(dirname(this.pagesDir), file));
   }
 
   /** Resolves once everything appended to `file` so far is on disk: one fdatasync for the pages listed meanwhile. */

@@ -15,6 +15,16 @@ export function syncLogForTests(): ((filename: string, upTo: number) => void) | 
   return (filename, upTo) => appendFileSync(path, `${filename} ${upTo}\n`);
 }
 
+/**
+ * The same log's "<name> entry" lines: the file's name is on disk (its folder synced after it was created), so a
+ * host crash keeps the file; the test removes a file whose entry was never synced, as a crash may.
+ */
+export function entrySyncLogForTests(): ((filename: string) => void) | undefined {
+  const path = process.env.CRAWLER_TEST_SYNC_LOG;
+  if (!path) return undefined;
+  return (filename) => appendFileSync(path, `${filename} entry\n`);
+}
+
 /** CRAWLER_TEST_NO_DURABLE_WRITES=1: records and page list lines count as written without waiting for a sync (what the test must catch). */
 export function durableWritesForTests(): boolean {
   return process.env.CRAWLER_TEST_NO_DURABLE_WRITES !== "1";

@@ -1,5 +1,6 @@
 import { open, readFile, readdir, rm, stat, truncate, type FileHandle } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { syncDirectory } from "../../archive/syncDirectory.js";
 import { isIndexNote, type IndexNote } from "./indexNotes.js";
 
 /** A writer's journal: beside its WARC files in the archive folder, so whoever packages them finds it. */
@@ -31,6 +32,8 @@ export class NoteJournal {
   private unbuffered = 0;
   /** Bytes in the file (complete lines only). */
   private fileSize = 0;
+  /** The file's name is on disk (its folder synced since this process created or first appended to it). */
+  private entrySynced = false;
   /** Appends, reads and removal one at a time, in order. */
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -76,6 +79,9 @@ export class NoteJournal {
       } finally {
         await file.close();
       }
+      // A kept note's file must survive a host crash too, not only its bytes.
+      if (!this.entrySynced) await syncDirectory(dirname(this.path));
+      this.entrySynced = true;
       this.fileSize += line.length;
       if (this.unbuffered === 0 && this.buffered.length < this.window) {
         this.buffered.push(note);
@@ -99,6 +105,7 @@ export class NoteJournal {
       await this.serially(async () => {
         if (this.size > 0) return;
         await rm(this.path, { force: true });
+        this.entrySynced = false;
         this.fileSize = 0;
         this.readOffset = 0;
       });
