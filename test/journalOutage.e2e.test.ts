@@ -165,7 +165,15 @@ describe("a crawler SIGKILLed between writing a record and noting it (the index 
     // Which WACZ (so which writer) each WARC file goes into, from the crawl state.
     const waczOfWarc = await state.client.hgetall(crawlStateKeys(CRAWL).warcToWacz);
     const warcFiles = readdirSync(archive()).filter((f) => f.endsWith(".warc.gz")).map((f) => ({ file: f, wacz: waczOfWarc[f] }));
-    const journaled = Object.keys(journals()).flatMap((f) => readFileSync(join(archive(), f), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l).id as string));
+    // A journal line the kill cut short was never kept: it names no note.
+    const noteId = (line: string): string[] => {
+      try {
+        return [(JSON.parse(line) as { id: string }).id];
+      } catch {
+        return [];
+      }
+    };
+    const journaled = Object.keys(journals()).flatMap((f) => readFileSync(join(archive(), f), "utf8").split("\n").filter(Boolean).flatMap(noteId));
     const noted = new Set([...(await dedupe.client.smembers(`h:${CRAWL}:notes`)), ...journaled]);
     return { warcFiles, noted, pauses };
   }
