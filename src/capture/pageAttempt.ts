@@ -64,6 +64,8 @@ export class PageAttempt {
   ended = false;
   /** When the page's last request was sent on (epoch ms). */
   lastSentAt = 0;
+  /** Requests sent on whose answer has not started yet (network id -> when sent): a page's end waits for the recent ones. */
+  readonly unanswered = new Map<string, number>();
   /** What the page's end cut off (for its timings line). */
   readonly cutAtEnd: CutAtEnd = { refused: 0, unfinished: 0 };
   /** URLs whose exchange was still being stored at the drain's deadline: not known to be in the archive. */
@@ -126,4 +128,15 @@ const SENT_REACHES_MS = 50;
 export async function sentRequestsArrived(attempt: PageAttempt): Promise<void> {
   const left = attempt.lastSentAt + SENT_REACHES_MS - Date.now();
   if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
+  // On a loaded machine a request sent on can take longer to reach its server: wait (within a deadline) for the
+  // answers of those sent in the last moment. One sent long ago and still unanswered (a long poll) has arrived.
+  const deadline = Date.now() + SENT_ANSWER_DEADLINE_MS;
+  const since = Date.now() - SENT_ANSWER_WINDOW_MS;
+  const recent = () => [...attempt.unanswered.values()].some((sentAt) => sentAt > since);
+  while (recent() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
 }
+
+/** How long a page's end waits at most for the answers of requests sent just before it. */
+const SENT_ANSWER_DEADLINE_MS = 1000;
+/** Requests sent on within this long before the page's end count as maybe not arrived yet. */
+const SENT_ANSWER_WINDOW_MS = 1000;

@@ -93,6 +93,7 @@ export class PageCapture {
     const { cdp, extras } = capture;
     cdp.on("Fetch.requestPaused", (event: Protocol.Fetch.RequestPausedEvent) => {
       const attempt = capture.attempt;
+      if (event.responseStatusCode !== undefined || event.responseErrorReason) attempt.unanswered.delete(event.networkId ?? event.requestId);
       if (attempt.ended) return capture.refuseAfterEnd(event, attempt);
       const work = capture.onPaused(event, attempt).catch((err: unknown) => {
         attempt.lost.add(event.request.url);
@@ -102,6 +103,7 @@ export class PageCapture {
     });
     capture.sockets = new SocketRecorder(cdp, capture.sink); // WebSockets
     capture.loads.listen(cdp);
+    cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => void capture.attempt.unanswered.delete(event.requestId));
     await cdp.send("Network.enable");
     // Requests answered by a site's service worker never reach the network stage we capture (--serviceWorker).
     if (extras.bypassServiceWorker) await cdp.send("Network.setBypassServiceWorker", { bypass: true });
@@ -369,6 +371,7 @@ export class PageCapture {
     if (this.attempt.ended) return this.refuseAfterEnd(event, this.attempt); // paused before the page's end: not sent
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
     this.attempt.lastSentAt = Date.now();
+    this.attempt.unanswered.set(event.networkId ?? event.requestId, this.attempt.lastSentAt);
     const added = requestHeadersFor(target ?? event.request.url); // --header
     if (!pending && !target && !added.length) return this.continue(event.requestId);
     if (target) this.redirects.sent(event.requestId, event.request.url, target);
