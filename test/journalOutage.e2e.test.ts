@@ -13,6 +13,7 @@ import { startGeneratedSite, type GeneratedSite } from "../bench/lib/generatedSi
 import { logLines, NO_BEHAVIORS } from "./helpers/cli.js";
 import { writerName } from "../src/state/membership/writerSlots.js";
 import { crawlStateKeys } from "../src/state/stateKeys.js";
+import { dedupeKeys } from "../src/dedupe/indexKeys.js";
 import { startTestRedis, type TestRedis } from "./helpers/redis.js";
 import { httpStatus, readWarcRecords } from "./helpers/warcFile.js";
 
@@ -162,9 +163,12 @@ describe("a crawler SIGKILLed between writing a record and noting it (the index 
     expect((await crawler.exit).signal, "killed by the SIGKILL, not ended on its own").toBe("SIGKILL");
     // Every exchange that reached the pause holds its record unnoted (a page's exchanges are stored concurrently).
     const pauses = logLines(crawler.log()).filter((l) => l.message === "test pause at record-written").length;
-    // Which WACZ (so which writer) each WARC file goes into, from the crawl state.
-    const waczOfWarc = await state.client.hgetall(crawlStateKeys(CRAWL).warcToWacz);
+    // Which WACZ each WARC file goes into, and each writer's WACZ files, from the crawl state.
+    const keys = crawlStateKeys(CRAWL);
+    const waczOfWarc = await state.client.hgetall(keys.warcToWacz);
     const warcFiles = readdirSync(archive()).filter((f) => f.endsWith(".warc.gz")).map((f) => ({ file: f, wacz: waczOfWarc[f] }));
+    const writers = [writerName(0), writerName(1)];
+    const waczOfWriter = new Map(await Promise.all(writers.map(async (w) => [w, await state.client.lrange(keys.waczNames(w), 0, -1)] as const)));
     // A journal line the kill cut short was never kept: it names no note.
     const noteId = (line: string): string[] => {
       try {
@@ -174,17 +178,18 @@ describe("a crawler SIGKILLed between writing a record and noting it (the index 
       }
     };
     const journaled = Object.keys(journals()).flatMap((f) => readFileSync(join(archive(), f), "utf8").split("\n").filter(Boolean).flatMap(noteId));
-    const noted = new Set([...(await dedupe.client.smembers(`h:${CRAWL}:notes`)), ...journaled]);
-    return { warcFiles, noted, pauses };
+    const noted = new Set([...(await dedupe.client.smembers(dedupeKeys.appliedNotes(CRAWL))), ...journaled]);
+    return { warcFiles, waczOfWriter, noted, pauses };
   }
 
   /**
    * Responses and revisits (as the archive ends up) whose record no note had told the index of at the kill, in
-   * the WARC files of the WACZ `wacz` (the killed writer's: a survivor's own records are noted by the survivor).
+   * the WARC files of `writer`'s WACZ files (the killed writer's: a survivor's own records are noted by the survivor).
    */
-  function unnotedAtKill({ warcFiles, noted, pauses }: Awaited<ReturnType<typeof killAtThePause>>, wacz: string): string[] {
-    const files = warcFiles.filter((f) => f.wacz === wacz && existsSync(join(archive(), f.file)));
-    expect(files.length, `WARC files of ${wacz} at the kill`).toBeGreaterThan(0);
+  function unnotedAtKill({ warcFiles, waczOfWriter, noted, pauses }: Awaited<ReturnType<typeof killAtThePause>>, writer: string): string[] {
+    const own = new Set(waczOfWriter.get(writer) ?? []);
+    const files = warcFiles.filter((f) => own.has(f.wacz) && existsSync(join(archive(), f.file)));
+    expect(files.length, `WARC files of writer ${writer} at the kill`).toBeGreaterThan(0);
     const unnoted = files.flatMap((f) => readWarcRecords(join(archive(), f.file)))
       .filter((r) => ["response", "revisit"].includes(r.headers.get("warc-type")!) && /^https?:/.test(r.headers.get("warc-target-uri")!))
       .map((r) => r.headers.get("warc-record-id")!)
@@ -199,7 +204,7 @@ describe("a crawler SIGKILLed between writing a record and noting it (the index 
     const rerun = await second.exit;
     expect(rerun.code, second.log().split("\n").filter((l) => /"(error|warn)"/.test(l)).slice(-8).join("\n")).toBe(0);
     await expectIndexEqualsArchive();
-    const unnoted = unnotedAtKill(atKill, `${CRAWL}.wacz`);
+    const unnoted = unnotedAtKill(atKill, writerName(0));
     expect(logLines(second.log()).filter((l) => l.message === NOTED_FROM_RECORDS).map((l) => l.details.records)).toEqual([unnoted.length]);
   }, 300_000);
 
@@ -211,7 +216,7 @@ describe("a crawler SIGKILLed between writing a record and noting it (the index 
     await expectIndexEqualsArchive();
     const adopted = logLines(survivor.log()).filter((l) => l.message === "packaging the files of a crawler process that died").map((l) => writerName(l.details.writer as number));
     expect(adopted).toHaveLength(1);
-    const unnoted = unnotedAtKill(atKill, adopted[0] === "main" ? `${CRAWL}.wacz` : `${CRAWL}-${adopted[0]}.wacz`);
+    const unnoted = unnotedAtKill(atKill, adopted[0]!);
     expect(logLines(survivor.log()).filter((l) => l.message === NOTED_FROM_RECORDS).map((l) => l.details.records)).toEqual([unnoted.length]);
   }, 300_000);
 });
