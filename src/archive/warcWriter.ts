@@ -7,7 +7,7 @@ import { WARCSerializer } from "warcio/node";
 import { filePayloadOf, gzippedFileRecord } from "./fileRecord.js";
 import { warcinfoRecord } from "./records.js";
 import { timestampDigits } from "./warcDate.js";
-import { syncDirectory } from "./syncDirectory.js";
+import { syncDirectory } from "../durable/syncDirectory.js";
 
 /** Where one record landed: enough to index it and to point revisits and CDX lines at it. */
 export interface WrittenRecord {

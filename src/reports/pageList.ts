@@ -2,7 +2,7 @@ import { appendFileSync, createReadStream, existsSync, mkdirSync } from "node:fs
 import { open } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { createInterface } from "node:readline";
-import { syncDirectory } from "../archive/syncDirectory.js";
+import { syncDirectory } from "../durable/syncDirectory.js";
 
 /** One crawled page as listed in pages.jsonl / extraPages.jsonl. */
 export interface PageEntry {

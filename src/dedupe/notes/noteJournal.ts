@@ -1,6 +1,6 @@
 import { open, readFile, readdir, rm, stat, truncate, type FileHandle } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { syncDirectory } from "../../archive/syncDirectory.js";
+import { syncDirectory } from "../../durable/syncDirectory.js";
 import { isIndexNote, type IndexNote } from "./indexNotes.js";
 
 /** A writer's journal: beside its WARC files in the archive folder, so whoever packages them finds it. */
