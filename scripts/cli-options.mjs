@@ -3,7 +3,7 @@
 // (the built programs in dist/: run `npm run build` first).
 //   node scripts/cli-options.mjs           write the file
 //   node scripts/cli-options.mjs --check   write nothing; exit 1 if the file differs from what would be written
-// test/cliOptionsDoc.test.ts runs the check, so a flag added or changed without regenerating fails the tests.
+// test/unit/project/cliOptionsDoc.test.ts runs the check, so a flag added or changed without regenerating fails the tests.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -68,7 +68,7 @@ export function render() {
     "",
     "This page is generated from the `--help` of each command: do not edit it by hand. To change it, change the",
     `option's help text in the source, then run \`${COMMAND}\` and commit the result.`,
-    "`test/cliOptionsDoc.test.ts` fails when this page no longer matches the programs.",
+    "`test/unit/project/cliOptionsDoc.test.ts` fails when this page no longer matches the programs.",
     "",
     "Commands:",
     "",
