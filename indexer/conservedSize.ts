@@ -1,6 +1,6 @@
 // What each imported WACZ's revisits conserved (conservedSize), counted once every queued WACZ is imported:
 // the originals they point at are all in the index then, so the sum does not depend on the order the WACZ
-// files were imported in (issue 28, item 6). Each WACZ waits in src:conserve (importWacz.ts puts it there);
+// files were imported in. Each WACZ waits in src:conserve (importWacz.ts puts it there);
 // any run may count it (a killed run's too), and the count is added once: the step that adds it takes the
 // WACZ out of src:conserve, and whoever does so second adds nothing. Two runs count the same sum.
 import { keysOf, layoutOf, LUA_KEY, type DedupeRedis, entriesSharded, captureKind, cdxWarcType, pauseForTests } from "../src/dedupe/index.js";

@@ -1,7 +1,7 @@
 // One import batch of hash entries as the one script call that writes it, in Redis protocol (RESP) bytes
 // written straight into a reusable buffer, one string write per line:
 //   EVAL <IMPORT_LINES_LUA> 2 h:<crawlId> allhashes <crawlId> <digest> <entry> ...
-// Both rules are order-independent (issue 28): in h:<crawlId> the entry of the WACZ latest in the crawl's
+// Both rules are order-independent: in h:<crawlId> the entry of the WACZ latest in the crawl's
 // list wins (within one WACZ its last line, as a clean run in manifest order had it); in allhashes a payload
 // no crawl holds yet is taken, and the others are handed back (digest, holder) for the crawl order to decide
 // (src/dedupe/crawlOrder.ts). Hand-made bytes: 1,000 ioredis arguments per batch would cost the importer

@@ -69,7 +69,7 @@ export class LiveStreams {
 
   /**
    * Hand the response on to the page. Chromium holds back the data and the end of a script's fetch answer marked
-   * `Cache-Control: no-store` until the page reads its body (measured: a poll nobody reads gets one
+   * `Cache-Control: no-store` until the page reads its body (a poll nobody reads gets one
    * dataReceived once all of it is in, then never loadingFinished, so it would be cut at the page's end as
    * unfinished): the page is handed `no-cache` in its place (neither may be reused without asking the server
    * again), and then Chromium reports the end of the body as for any other. The archive keeps the header as sent.

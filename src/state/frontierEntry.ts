@@ -39,7 +39,7 @@ export function unpackEntry(entry: string): QueuedPage {
 /**
  * A page key's fingerprint in the seen set: `member`, 64 bits of its SHA-1 as a signed decimal (Redis
  * keeps it as an 8-byte integer), and `bucket`, 32 further bits choosing its bucket at every level. Two
- * keys are taken for one only if all 64 member bits match within one bucket (odds in docs/scaling.md).
+ * keys are taken for one only if all 64 member bits match within one bucket (odds in docs/user-guide/scaling.md).
  */
 export interface Fingerprint {
   member: string;
