@@ -17,7 +17,9 @@ import { conditionalRequest, isFresh, latestCapture, previousOf, reportChange } 
 import { followSeedRedirect } from "./seedRedirect.js";
 
 // A page's life, step by step (as a processor chain settles a URI): each step lets the page go on or says
-// how the attempt ends; settlePage settles it. The order is the order of the checks on a loaded page.
+// how the attempt ends; settlePage settles it. What needs no load comes first; then the outcomes of the
+// load that end the attempt (content check, logged out, rate limit, stop, failure, duplicate), before the
+// page is listed and its links followed.
 
 /** The page result the steps after the load read (the load step always sets one). */
 function loaded(attempt: PageAttempt): PageLoadResult {
