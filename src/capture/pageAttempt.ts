@@ -25,7 +25,7 @@ export interface RateLimitAnswer {
 /**
  * How long large bodies of declared length may go on arriving after their page is done: a body the size of the
  * default --maxResourceSize (512 MB) needs ~4.5 MB/s through CDP in 120 s (60 s, ~8.5 MB/s, cut it short on a
- * loaded machine). A page's hard deadline leaves room for it (crawl/pages/crawlPage.ts).
+ * loaded machine). A page's hard deadline leaves room for it (crawl/pages/pageSteps.ts).
  */
 export const DOWNLOAD_GRACE_MS = 120_000;
 /**

@@ -26,7 +26,7 @@ export async function admitSeeds(options: CrawlOptions, state: CrawlState, budge
   const scopes = options.seeds.map((seed, i) => new SeedScope(seed, options.seedScopes[i]));
   const robotsTxt = new RobotsTxt({ userAgent: options.userAgent, agent: options.robots?.agent ?? "*" });
   // --dedupePagesMinDepth: how many queued pages are duplicates is unknown, so the queue is not capped;
-  // the limit counts crawled pages as they are taken instead (crawl/pages/pageDedupe.ts), as browsertrix-crawler does.
+  // the limit counts crawled pages as they are taken instead (crawl/pages/pageSteps.ts), as browsertrix-crawler does.
   const queueLimit = options.dedupeFlags.pagesMinDepth >= 0 ? 0 : options.limit;
   const admission = new PageAdmission(state, queueLimit, options.robots ? robotsTxt : null, onSkipped, budgets);
   for (const [seedId, scope] of scopes.entries()) {

@@ -100,7 +100,7 @@ export class PageWorker {
 
   /**
    * The tab, opened (or reset: the last page's end stopped its scripts) for the next page. Called before a
-   * host's turn is taken too (crawl/pages/crawlPage.ts), so that a turn is the page's request, not the tab's start.
+   * host's turn is taken too (crawl/pages/pageSteps.ts), so that a turn is the page's request, not the tab's start.
    */
   async readyTab(): Promise<{ tab: Page; capture: PageCapture; popups: PopupCloser }> {
     const ready = await this.ensureTab();

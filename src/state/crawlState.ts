@@ -185,12 +185,14 @@ export class CrawlState {
   }
 
   /** For each URL: the WACZ whose pages list keeps it (null: none named; "" for a page crawled before this was kept). */
-  async listedIn(urls: string[]): Promise<(string | null)[]> {
+  async listedIn(urls: string[], viaAlias = true): Promise<(string | null)[]> {
     if (!urls.length) return [];
-    return Promise.all(urls.map(async (url) => {
+    const aliasOf = viaAlias ? await this.redis.hmget(this.keys.listingAliases, ...urls) : [];
+    return Promise.all(urls.map(async (url, i) => {
       const s = await this.shardOfUrl(url);
       const [named, done] = await Promise.all([this.redis.hget(s.listedPages, url), this.redis.sismember(s.done, url)]);
-      return named ?? (done === 1 ? "" : null);
+      const page = aliasOf[i]; // listed as another name of that page (addSeenAlias): kept where it is
+      return named ?? (done === 1 ? "" : page ? ((await this.listedIn([page], false))[0] ?? null) : null);
     }));
   }
 
@@ -207,10 +209,12 @@ export class CrawlState {
 
   /**
    * A page's key that is known without being queued (the URL a seed redirected to, already crawled
-   * with the seed): links to it are "seen", and it takes no place under the page limit.
+   * with the seed): links to it are "seen", and it takes no place under the page limit. `listedFor`: the
+   * page is listed under this URL too; packaging keeps that listing in the WACZ that keeps the page's.
    */
-  async addSeenAlias(key: string): Promise<void> {
+  async addSeenAlias(key: string, listedFor?: { url: string; pageUrl: string }): Promise<void> {
     await this.redis.sadd(this.keys.seenAliases, key);
+    if (listedFor) await this.redis.hset(this.keys.listingAliases, listedFor.url, listedFor.pageUrl);
     await this.addSeen([key]);
   }
 

@@ -37,6 +37,8 @@ export function crawlStateKeys(crawlId: string, clustered = false) {
     frontierShard: (shard: number) => frontierShardKeys(`${crawlId}:{${crawlId}/${shard}}`),
     /** Set of page keys known without being queued (a seed's redirect target): links to them are seen; not counted by the limit. */
     seenAliases: `${p}:salias`,
+    /** Hash URL listed for a page under another name (a seed's redirect target) -> that page's URL: the listing is kept where the page's is. */
+    listingAliases: `${p}:lalias`,
     /** List of seeds added at a seed's redirect target (--addRedirectedSeeds), JSON {origSeedId, url}; seed id = seeds given + index. */
     extraSeeds: `${p}:extraSeeds`,
     /** Hash url -> index in extraSeeds (a redirect target is added once). */

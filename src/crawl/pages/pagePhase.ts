@@ -16,6 +16,7 @@ import { HostPacing } from "../../state/hostPacing.js";
 import type { Membership } from "../../state/membership/membership.js";
 import { SitemapClaim } from "../../state/sitemapClaim.js";
 import { withTimeout } from "../../util/process.js";
+import { pauseForTests } from "../../util/testPause.js";
 import { storageErrorMessage } from "../../util/storageErrors.js";
 import { crawlPage, extractOptionsOf, type PageContext } from "./crawlPage.js";
 import type { CrawlRun } from "../crawlRun.js";
@@ -224,9 +225,16 @@ async function resumeOrphanedSitemapReading(loop: WorkLoop): Promise<void> {
   }
 }
 
-/** Nothing queued or in progress anywhere, and no sitemap still being read (by this or another process). */
+/**
+ * No sitemap still being read (by this or another process), and then nothing queued or in progress
+ * anywhere. In that order: a reading ends only once its pages are queued, so a queue found empty after
+ * it ended stays empty; looked at first, the queue could be empty just before a reading queued its last
+ * pages and ended, and the crawl would end with them queued.
+ */
 async function crawlIsDrained(state: CrawlState, sitemapClaim: SitemapClaim): Promise<boolean> {
-  return (await state.frontierEmpty()) && !(await sitemapClaim.inProgress());
+  if (await sitemapClaim.inProgress()) return false;
+  await pauseForTests("drain-check");
+  return state.frontierEmpty();
 }
 
 /**

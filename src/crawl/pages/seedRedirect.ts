@@ -22,7 +22,8 @@ export async function followSeedRedirect(
   current: SeedOfPage,
   deps: { state: CrawlState; scopes: SeedScopes; addRedirectedSeeds: boolean },
 ): Promise<SeedOfPage> {
-  await deps.state.addSeenAlias(crawlKey(landedAt, true));
+  // Listed under both URLs (pageSteps.ts): packaging keeps the second listing where it keeps the seed's.
+  await deps.state.addSeenAlias(crawlKey(landedAt, true), { url: landedAt, pageUrl: seedUrl });
   if (current.scope.covers(landedAt)) return current;
   const details = { url: seedUrl, redirectedTo: landedAt, seedId: current.seedId };
   if (!deps.addRedirectedSeeds) {
