@@ -1,6 +1,6 @@
 import { open, readFile, readdir, rm, stat, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import { AppendLog, type AppendLogOptions } from "../../durable/appendLog.js";
+import { AppendLog, cutTornTail, lineLogEnd, type AppendLogOptions } from "../../durable/appendLog.js";
 import { isIndexNote, type IndexNote } from "./indexNotes.js";
 
 /** A writer's journal: beside its WARC files in the archive folder, so whoever packages them finds it. */
@@ -32,7 +32,7 @@ export class NoteJournal {
   private unbuffered = 0;
   /** Bytes in the file (the kept notes' lines: nothing else is ever left in it). */
   private fileSize = 0;
-  /** The file, open for appends (none while no note is kept). */
+  /** The file, open for appends (from the first append on). */
   private log: AppendLog | null = null;
   /** Appends, reads and removal one at a time, in order. */
   private queue: Promise<unknown> = Promise.resolve();
@@ -51,8 +51,7 @@ export class NoteJournal {
     const journal = new NoteJournal(path, window, writing);
     if ((await stat(path).catch(() => null)) === null) return journal;
     // A line cut short by a kill mid-append was never synced: that note never counted as kept (cut off here).
-    journal.log = await AppendLog.open(path, { ...writing, durable: true });
-    journal.fileSize = journal.log.size;
+    journal.fileSize = (await cutTornTail(path, lineLogEnd, writing.openFile)).kept;
     const content = await readFile(path);
     journal.unbuffered = content.subarray(0, journal.fileSize).toString("utf8").split("\n").filter(Boolean).length;
     await journal.refill();
