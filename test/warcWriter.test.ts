@@ -61,6 +61,7 @@ describe("WARC writer", () => {
     let open = (): void => undefined;
     let gate = new Promise<void>((resolve) => (open = resolve));
     let syncs = 0;
+    let writeCalls = 0;
     const writer = new WarcWriter({
       dir, filenamePrefix: "rec-sync", rolloverSize: 1e9, owner: "test", warcinfo: { software: "test" },
       openFile: filesWith((file) => ({
@@ -68,6 +69,10 @@ describe("WARC writer", () => {
           syncs += 1;
           await gate;
           await file.datasync();
+        },
+        write: (buffer, offset, length, position) => {
+          writeCalls += 1;
+          return file.write(buffer, offset, length, position);
         },
       })),
     });
@@ -78,7 +83,9 @@ describe("WARC writer", () => {
       await writer.writeRecords([responseRecord(ex, id, await payloadDigest(ex.body)), requestRecord(ex, id)]);
       resolved.push(ex.url);
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The warcinfo and the four batches' records written (waited for: a loaded machine takes its time).
+    for (const deadline = Date.now() + 10_000; writeCalls < 9 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, 50));
     // All four batches are in the file, none counts as written: the first sync is held.
     expect(resolved).toEqual([]);
     expect(syncs).toBe(1);

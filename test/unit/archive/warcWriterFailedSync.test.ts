@@ -20,6 +20,14 @@ function exchange(n: number): Exchange {
   };
 }
 
+/** Wait for `done` (a loaded machine takes its time; a fixed sleep would not do). */
+async function until(done: () => boolean): Promise<void> {
+  for (const deadline = Date.now() + 10_000; !done(); ) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 const end = (records: WrittenRecord[]) => records[records.length - 1]!.offset + records[records.length - 1]!.length;
 const urlsIn = (path: string) => readWarcRecords(path).map((r) => r.headers.get("warc-target-uri") ?? "warcinfo");
 
@@ -28,6 +36,7 @@ describe("WARC writer after a failed fsync", () => {
     const dir = mkdtempSync(join(tmpdir(), "warc-writer-failed-sync-"));
     dirs.push(dir);
     let syncs = 0;
+    let writeCalls = 0;
     let failNow = (): void => undefined;
     const failing = new Promise<void>((resolve) => (failNow = resolve));
     const closed: [string, number][] = [];
@@ -36,6 +45,10 @@ describe("WARC writer after a failed fsync", () => {
       dir, filenamePrefix: "rec-eio", rolloverSize: 1e9, owner: "test", warcinfo: { software: "test" }, durable: true,
       // The second sync fails (EIO), once two more batches were written while it ran; every sync after it works.
       openFile: filesWith((file) => ({
+        write: (buffer, offset, length, position) => {
+          writeCalls += 1;
+          return file.write(buffer, offset, length, position);
+        },
         datasync: async () => {
           if (++syncs !== 2) return file.datasync();
           await failing;
@@ -52,10 +65,11 @@ describe("WARC writer after a failed fsync", () => {
     };
     const first = await write(1);
     const second = write(2);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await until(() => syncs === 2);
     const third = write(3);
     const fourth = write(4);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The warcinfo and four batches of two records written.
+    await until(() => writeCalls === 9);
     failNow();
     const outcomes = await Promise.allSettled([second, third, fourth]);
     expect(outcomes.map((o) => (o.status === "rejected" ? (o.reason as NodeJS.ErrnoException).code : "stored"))).toEqual(["EIO", "EIO", "EIO"]);

@@ -14,6 +14,14 @@ function tempDir(): string {
   return dir;
 }
 
+/** Wait for `done` (a loaded machine takes its time; a fixed sleep would not do). */
+async function until(done: () => boolean): Promise<void> {
+  for (const deadline = Date.now() + 10_000; !done(); ) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 const line = (i: number) => `{"n":${i},"pad":"${"x".repeat(i * 7)}"}\n`;
 
 describe("append log: checked writes", () => {
@@ -89,9 +97,9 @@ describe("append log: group sync", () => {
       const offset = await log.append(bytes);
       resolved.push({ i, end: offset + bytes.length, coveredThen: Math.max(0, ...covered) });
     });
-    await new Promise((resolve) => setTimeout(resolve, 200));
     // Every line is written, none counts: the first sync is held.
-    expect(statSync(path).size).toBe(Buffer.byteLength(Array.from({ length: 20 }, (_, i) => line(i)).join("")));
+    await until(() => statSync(path).size === Buffer.byteLength(Array.from({ length: 20 }, (_, i) => line(i)).join("")));
+    await new Promise((resolve) => setTimeout(resolve, 20));
     expect(resolved).toEqual([]);
     release();
     await Promise.all(appends);
@@ -123,11 +131,10 @@ describe("append log: a failed fsync", () => {
     await log.append(Buffer.from(line(1)));
     // The second sync fails, after two more lines were written while it ran.
     const second = log.append(Buffer.from(line(2)));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await until(() => syncs === 2);
     const third = log.append(Buffer.from(line(3)));
     const fourth = log.append(Buffer.from(line(4)));
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(readFileSync(path, "utf8")).toBe(line(1) + line(2) + line(3) + line(4));
+    await until(() => readFileSync(path, "utf8") === line(1) + line(2) + line(3) + line(4));
     failNow();
     for (const append of [second, third, fourth]) await expect(append).rejects.toMatchObject({ code: "EIO" });
     expect(log.failed).toBe(true);
