@@ -98,7 +98,8 @@ export class AppendLog {
     private readonly folders: string[],
     private readonly options: AppendLogOptions,
   ) {
-    this.whole = this.written = size;
+    // What the file held when opened is what a failure cuts it back to at most: this log vouches for no less.
+    this.whole = this.written = this.syncedTo = size;
     this.durable = options.durable ?? durableWritesForTests();
     this.logName = options.logName ?? basename(path);
   }

@@ -147,6 +147,18 @@ describe("append log: a failed fsync", () => {
     expect(readFileSync(path, "utf8")).toBe(line(1));
   });
 
+  it("in a file opened with lines in it, cuts back to those lines, never further", async () => {
+    const path = join(tempDir(), "log.jsonl");
+    writeFileSync(path, line(1) + line(2));
+    const log = await AppendLog.open(path, {
+      durable: true,
+      openFile: filesWith(() => ({ datasync: () => Promise.reject(fsError("EIO", "input/output error")) })),
+    });
+    await expect(log.append(Buffer.from(line(3)))).rejects.toMatchObject({ code: "EIO" });
+    await expect(log.close()).rejects.toMatchObject({ code: "EIO" });
+    expect(readFileSync(path, "utf8")).toBe(line(1) + line(2));
+  });
+
   it("reopened after a failure, the file goes on from what the failed log vouched for", async () => {
     const path = join(tempDir(), "log.jsonl");
     let syncs = 0;
