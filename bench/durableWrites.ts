@@ -15,6 +15,7 @@ import type { Exchange } from "../src/archive/exchange.js";
 import { payloadDigest } from "../src/archive/digest.js";
 import { newRecordId, requestRecord, responseRecord } from "../src/archive/records.js";
 import { WarcWriter } from "../src/archive/warcWriter.js";
+import { openLogFile } from "../src/durable/appendLog.js";
 
 const { values } = parseArgs({ options: { batches: { type: "string", default: "3000" }, bodyKb: { type: "string", default: "16" }, concurrency: { type: "string", default: "16" }, dir: { type: "string", default: tmpdir() } } });
 const batches = Number(values.batches);
@@ -26,9 +27,19 @@ async function run(durable: boolean): Promise<Record<string, number>> {
   let syncs = 0;
   const writer = new WarcWriter({
     dir, filenamePrefix: "bench", rolloverSize: 1e9, owner: "bench", warcinfo: { software: "bench" }, durable,
-    syncFile: async (handle) => {
-      syncs += 1;
-      await handle.datasync();
+    openFile: async (path, flags) => {
+      const file = await openLogFile(path, flags);
+      return {
+        write: (buffer, offset, length, position) => file.write(buffer, offset, length, position),
+        read: (buffer, offset, length, position) => file.read(buffer, offset, length, position),
+        truncate: (length) => file.truncate(length),
+        stat: () => file.stat(),
+        close: () => file.close(),
+        datasync: async () => {
+          syncs += 1;
+          await file.datasync();
+        },
+      };
     },
   });
   let next = 0;

@@ -1,5 +1,6 @@
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, truncateSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { cutTornTail } from "../durable/appendLog.js";
 import { lastWholeMemberEnd } from "./gzipMembers.js";
 import { openMarkerName } from "./warcWriter.js";
 
@@ -34,13 +35,11 @@ export async function repairUnfinishedWarcs(
     if (!existsSync(markerPath)) continue;
     const [sizeText = "", owner = ""] = readFileSync(markerPath, "utf8").split("\n");
     if (owner && (await isWriterAlive(owner))) continue;
-    const path = join(dir, name);
-    const size = statSync(path).size;
     const scanned = !/^\d+$/.test(sizeText) || !owner || !trustsMarker(owner);
-    const wholeSize = scanned ? await lastWholeMemberEnd(path) : Number(sizeText);
-    if (wholeSize < size) truncateSync(path, wholeSize);
+    // The torn tail is cut (and the cut synced) by the one durable-append helper, with where a WARC file is whole.
+    const { size, kept } = await cutTornTail(join(dir, name), async (_file, _size, path) => (scanned ? lastWholeMemberEnd(path) : Number(sizeText)));
     rmSync(markerPath);
-    repaired.push({ filename: name, truncatedBytes: Math.max(0, size - wholeSize), scanned });
+    repaired.push({ filename: name, truncatedBytes: size - kept, scanned });
   }
   return repaired;
 }

@@ -12,7 +12,6 @@ import type { CollectionPaths } from "../config/collectionPaths.js";
 import type { CrawlWatch } from "./crawlWatch.js";
 import { PageList, type PageEntry } from "../reports/pageList.js";
 import { SkippedReport } from "../reports/skippedReport.js";
-import { durableWritesForTests, entrySyncLogForTests, syncLogForTests } from "../util/durabilityHooks.js";
 import type { CrawlSession } from "./session.js";
 import type { StopControl } from "./stopControl.js";
 
@@ -54,11 +53,7 @@ export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, s
   // Writer slot 0 keeps the plain names; other writers of a shared crawl (same folder) get their own files.
   const reportName = (kind: string) => join(paths.root, "reports", session.slot === 0 ? `${kind}.jsonl` : `${kind}-${writer}.jsonl`);
   return {
-    pageList: new PageList(paths.pages, `${options.collection}.wacz`, options.text.includes("to-pages"), (entry, filename) => lists.page(btxPageEntry(entry, filename, options)), {
-      durable: durableWritesForTests(),
-      onSynced: syncLogForTests(),
-      onEntrySynced: entrySyncLogForTests(),
-    }),
+    pageList: new PageList(paths.pages, `${options.collection}.wacz`, options.text.includes("to-pages"), (entry, filename) => lists.page(btxPageEntry(entry, filename, options))),
     report: new ChangeReport(reportName("changes"), session.redis, { kinds: session.membership.keys.changeKinds(writer), counts: session.membership.keys.changeCounts(writer) }),
     truncatedReport: reportName("truncated"),
     skipped: options.output.reportSkipped ? new SkippedReport(reportName("skippedPages"), (seedId) => options.seeds[seedId] ?? "", options.text.includes("to-pages")) : null,

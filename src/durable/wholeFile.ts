@@ -36,12 +36,20 @@ export async function writeWholeFile(path: string, content: WholeFileContent, op
   }
 }
 
-/** Write every byte of `bytes` at the handle's position: a short write goes on from where it stopped. */
-export async function writeFully(handle: { write(buffer: Uint8Array, offset: number, length: number): Promise<{ bytesWritten: number }> }, bytes: Uint8Array): Promise<void> {
+/** What a checked write needs of a file: FileHandle's positional write. */
+export interface WritableFile {
+  write(buffer: Uint8Array, offset: number, length: number, position?: number | null): Promise<{ bytesWritten: number }>;
+}
+
+/**
+ * Write every byte of `bytes`, at `position` if given (else at the handle's position): a short write goes on
+ * from where it stopped; a write that takes no bytes at all is the disk being full (ENOSPC).
+ */
+export async function writeFully(handle: WritableFile, bytes: Uint8Array, position?: number): Promise<void> {
   let offset = 0;
   while (offset < bytes.length) {
-    const { bytesWritten } = await handle.write(bytes, offset, bytes.length - offset);
-    if (bytesWritten <= 0) throw new Error("the disk took no bytes (short write)");
+    const { bytesWritten } = await handle.write(bytes, offset, bytes.length - offset, position === undefined ? null : position + offset);
+    if (bytesWritten <= 0) throw Object.assign(new Error(`short write: the disk took ${offset} of ${bytes.length} bytes`), { code: "ENOSPC" });
     offset += bytesWritten;
   }
 }

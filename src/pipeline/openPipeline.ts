@@ -13,7 +13,6 @@ import { ExchangeClaims } from "../state/exchangeClaims.js";
 import type { Liveness } from "../state/membership/fencing.js";
 import type { Membership } from "../state/membership/membership.js";
 import { localityTag, parseProcessId } from "../state/membership/processIdentity.js";
-import { durableWritesForTests, entrySyncLogForTests, syncLogForTests } from "../util/durabilityHooks.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import { SOFTWARE } from "../version.js";
 import { CapturePipeline, type PipelineEvents } from "./capturePipeline.js";
@@ -93,9 +92,6 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
       else logger.warn("writer", "a full WARC file could not be closed cleanly; its records stand", { filename, error: errorMessage(err) });
     },
     onFileDiscarded: (filename) => plan.unassignWarc(filename),
-    durable: durableWritesForTests(),
-    onSynced: syncLogForTests(),
-    onEntrySynced: entrySyncLogForTests(),
   });
   const dependencies = new DependencyTracker(stateRedis, membership.keys, settings.crawlId);
   const history = new CaptureHistory(dedupe.redis, settings.crawlId);

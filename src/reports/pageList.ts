@@ -1,8 +1,8 @@
-import { appendFileSync, createReadStream, existsSync, mkdirSync } from "node:fs";
+import { createReadStream } from "node:fs";
 import { open } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { createInterface } from "node:readline";
-import { syncDirectory } from "../durable/syncDirectory.js";
+import { AppendLog, type AppendLogOptions } from "../durable/appendLog.js";
 
 /** One crawled page as listed in pages.jsonl / extraPages.jsonl. */
 export interface PageEntry {
@@ -26,15 +26,14 @@ const HEADERS = {
 
 /**
  * Appends crawled pages to pages/pages.jsonl (seeds) and pages/extraPages.jsonl (the rest). When a crawl
- * rolls over into more WACZ files, the pages of a later WACZ go to pages/<wacz name>/ instead. A page
- * counts as listed (and is then marked done) only once an fdatasync covers its line: a host crash must
- * not take the listing of a page the crawl state calls done. Pages listed while a sync runs share the next.
+ * rolls over into more WACZ files, the pages of a later WACZ go to pages/<wacz name>/ instead. Each list is an
+ * append log (durable/appendLog.ts): a line torn by a host crash is cut off when the list is opened again, and a
+ * page counts as listed (and is then marked done) only once an fdatasync covers its line: a host crash must not
+ * take the listing of a page the crawl state calls done. Pages listed while a sync runs share the next.
  */
 export class PageList {
-  /** Per file: bytes known to be on disk, and the sync under way. */
-  private readonly syncs = new Map<string, { syncedUpTo: number; running: Promise<void> | null }>();
-  /** Per file: its name on disk (its folder synced once this process first wrote to it). */
-  private readonly entries = new Map<string, Promise<void>>();
+  /** Per file: its open log. */
+  private readonly logs = new Map<string, Promise<AppendLog>>();
 
   constructor(
     private readonly pagesDir: string,
@@ -43,11 +42,8 @@ export class PageList {
     private readonly hasText = false,
     /** Told of each page listed (--writePagesToRedis). */
     private readonly onAdd: ((entry: PageEntry, waczFilename: string) => void) | null = null,
-    /**
-     * `durable: false`: a page counts as listed once appended, unsynced (tests and the benchmark). `onSynced`:
-     * told that a list (its path in the collection: "pages/...") is on disk up to `bytes` (the power-loss test).
-     */
-    private readonly durability: { durable: boolean; onSynced?: (file: string, bytes: number) => void; onEntrySynced?: (file: string) => void } = { durable: true },
+    /** `durable: false`: a page counts as listed once appended, unsynced (tests and benchmarks); `openFile`: how lists are opened (tests). */
+    private readonly writing: Pick<AppendLogOptions, "durable" | "openFile"> = {},
   ) {}
 
   files(waczFilename: string): { pagesFile: string; extraPagesFile: string } {
@@ -55,55 +51,56 @@ export class PageList {
     return { pagesFile: join(dir, "pages.jsonl"), extraPagesFile: join(dir, "extraPages.jsonl") };
   }
 
+  /** Resolves once the page's line is on disk. */
   async add(entry: PageEntry, waczFilename: string): Promise<void> {
-    const isSeed = entry.seed;
     const { pagesFile, extraPagesFile } = this.files(waczFilename);
-    const file = isSeed ? pagesFile : extraPagesFile;
-    let createdDir: string | undefined;
-    if (!existsSync(file)) {
-      createdDir = mkdirSync(dirname(file), { recursive: true });
-      const header = isSeed ? HEADERS.pages : HEADERS.extraPages;
-      appendFileSync(file, JSON.stringify(this.hasText ? { ...header, hasText: true } : header) + "\n");
-    }
-    // Also a list an earlier run created: it may have died before its folder was synced.
-    if (this.durability.durable && !this.entries.has(file)) this.entries.set(file, this.syncEntry(file, createdDir));
-    // Appended whole and in order at once (synchronously); synced after.
-    appendFileSync(file, JSON.stringify(entry) + "\n");
-    if (this.durability.durable) {
-      await this.entries.get(file);
-      await this.synced(file);
+    const log = await this.logOf(entry.seed ? pagesFile : extraPagesFile, entry.seed);
+    try {
+      await log.append(Buffer.from(JSON.stringify(entry) + "\n"));
+    } catch (err) {
+      // Ended at once (cut back to what its last good sync covered); the next page opens it again.
+      if (log.failed) await log.close().catch(() => undefined);
+      throw err;
     }
     this.onAdd?.(entry, waczFilename);
   }
 
-  /** The list's name on disk: its folder synced, and the folder above the first one created for it. */
-  private async syncEntry(file: string, createdDir: string | undefined): Promise<void> {
-    await syncDirectory(dirname(file));
-    if (createdDir) await syncDirectory(dirname(createdDir));
-    this.durability.onEntrySynced?.(relative(dirname(this.pagesDir), file));
+  /** Close every list (each synced). */
+  async close(): Promise<void> {
+    const logs = [...this.logs.values()];
+    this.logs.clear();
+    for (const log of logs) await (await log.catch(() => null))?.close();
   }
 
-  /** Resolves once everything appended to `file` so far is on disk: one fdatasync for the pages listed meanwhile. */
-  private async synced(file: string): Promise<void> {
-    let state = this.syncs.get(file);
-    if (!state) this.syncs.set(file, (state = { syncedUpTo: 0, running: null }));
-    const handle = await open(file, "r");
-    try {
-      const appended = (await handle.stat()).size;
-      while (state.syncedUpTo < appended) {
-        state.running ??= (async () => {
-          const upTo = (await handle.stat()).size;
-          await handle.datasync();
-          if (upTo > state.syncedUpTo) {
-            state.syncedUpTo = upTo;
-            this.durability.onSynced?.(relative(dirname(this.pagesDir), file), upTo);
-          }
-        })().finally(() => (state.running = null));
-        await state.running;
+  /** The list's log: opened (or, after a failure, opened again) with its header line. */
+  private async logOf(file: string, isSeed: boolean): Promise<AppendLog> {
+    for (;;) {
+      let opening = this.logs.get(file);
+      if (!opening) {
+        opening = this.withHeader(AppendLog.open(file, { makeFolders: true, logName: relative(dirname(this.pagesDir), file), ...this.writing }), isSeed);
+        this.logs.set(file, opening);
       }
-    } finally {
-      await handle.close();
+      let log: AppendLog;
+      try {
+        log = await opening;
+      } catch (err) {
+        if (this.logs.get(file) === opening) this.logs.delete(file);
+        throw err;
+      }
+      if (!log.failed) return log;
+      if (this.logs.get(file) === opening) this.logs.set(file, this.withHeader(log.reopen(), isSeed));
     }
+  }
+
+  private async withHeader(opening: Promise<AppendLog>, isSeed: boolean): Promise<AppendLog> {
+    const log = await opening;
+    if (log.size > 0) return log;
+    const header = isSeed ? HEADERS.pages : HEADERS.extraPages;
+    await log.append(Buffer.from(JSON.stringify(this.hasText ? { ...header, hasText: true } : header) + "\n")).catch(async (err: unknown) => {
+      await log.close().catch(() => undefined);
+      throw err;
+    });
+    return log;
   }
 }
 

@@ -1,6 +1,6 @@
-import { open, readFile, readdir, rm, stat, truncate, type FileHandle } from "node:fs/promises";
-import { dirname, join } from "node:path";
-import { syncDirectory } from "../../durable/syncDirectory.js";
+import { open, readFile, readdir, rm, stat, type FileHandle } from "node:fs/promises";
+import { join } from "node:path";
+import { AppendLog, cutTornTail, lineLogEnd, type AppendLogOptions } from "../../durable/appendLog.js";
 import { isIndexNote, type IndexNote } from "./indexNotes.js";
 
 /** A writer's journal: beside its WARC files in the archive folder, so whoever packages them finds it. */
@@ -20,9 +20,9 @@ const READ_CHUNK = 64 * 1024;
 
 /**
  * Index notes the dedupe index could not take yet, in order: every one is appended to a JSON-lines file
- * and fsync'd before it counts as kept (a crawler killed during an outage loses none), and only the
- * first `window` are held in memory; the rest are read back from the file as the first ones are applied.
- * Once every note is applied the file is removed.
+ * (an append log, durable/appendLog.ts) and synced before it counts as kept (a crawler killed during an
+ * outage loses none), and only the first `window` are held in memory; the rest are read back from the file
+ * as the first ones are applied. Once every note is applied the file is removed.
  */
 export class NoteJournal {
   /** The oldest notes, parsed (at most `window`). */
@@ -30,30 +30,30 @@ export class NoteJournal {
   /** Byte offset in the file of the first note not in `buffered`, and how many such notes follow it. */
   private readOffset = 0;
   private unbuffered = 0;
-  /** Bytes in the file (complete lines only). */
+  /** Bytes in the file (the kept notes' lines: nothing else is ever left in it). */
   private fileSize = 0;
-  /** The file's name is on disk (its folder synced since this process created or first appended to it). */
-  private entrySynced = false;
+  /** The file, open for appends (from the first append on). */
+  private log: AppendLog | null = null;
   /** Appends, reads and removal one at a time, in order. */
   private queue: Promise<unknown> = Promise.resolve();
 
   private constructor(
     readonly path: string,
     private readonly window: number,
+    private readonly writing: Pick<AppendLogOptions, "openFile">,
   ) {}
 
-  /** Open a writer's journal, taking over the notes a previous run (or a dead writer) left in it. */
-  static async open(path: string, window = 1000): Promise<NoteJournal> {
-    const journal = new NoteJournal(path, window);
-    const content = await readFile(path).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === "ENOENT") return Buffer.alloc(0);
-      throw err;
-    });
-    // A line cut short by a kill mid-append was never fsync'd: that note never counted as kept.
-    const complete = content.lastIndexOf(0x0a) + 1;
-    if (complete < content.length) await truncate(path, complete);
-    journal.fileSize = complete;
-    journal.unbuffered = content.subarray(0, complete).toString("utf8").split("\n").filter(Boolean).length;
+  /**
+   * Open a writer's journal, taking over the notes a previous run (or a dead writer) left in it. `writing.openFile`:
+   * how the file is opened (tests inject failing writes and syncs).
+   */
+  static async open(path: string, window = 1000, writing: Pick<AppendLogOptions, "openFile"> = {}): Promise<NoteJournal> {
+    const journal = new NoteJournal(path, window, writing);
+    if ((await stat(path).catch(() => null)) === null) return journal;
+    // A line cut short by a kill mid-append was never synced: that note never counted as kept (cut off here).
+    journal.fileSize = (await cutTornTail(path, lineLogEnd, writing.openFile)).kept;
+    const content = await readFile(path);
+    journal.unbuffered = content.subarray(0, journal.fileSize).toString("utf8").split("\n").filter(Boolean).length;
     await journal.refill();
     return journal;
   }
@@ -68,21 +68,23 @@ export class NoteJournal {
     return this.buffered.length;
   }
 
-  /** Append a note and fsync it; resolves once it is on disk. */
+  /**
+   * Append a note; resolves once it is on disk, and only then is it counted. A failed append leaves the file as
+   * the counts say: its line is cut off again (the file ended; the next append opens it again).
+   */
   append(note: IndexNote): Promise<void> {
     return this.serially(async () => {
       const line = Buffer.from(JSON.stringify(note) + "\n");
-      const file = await open(this.path, "a");
+      if (this.log?.failed) this.log = await this.log.reopen();
+      this.log ??= await AppendLog.open(this.path, { ...this.writing, durable: true });
+      const log = this.log;
       try {
-        await file.write(line);
-        await file.sync();
-      } finally {
-        await file.close();
+        await log.append(line);
+      } catch (err) {
+        await this.endFailed(log);
+        throw err;
       }
-      // A kept note's file must survive a host crash too, not only its bytes.
-      if (!this.entrySynced) await syncDirectory(dirname(this.path));
-      this.entrySynced = true;
-      this.fileSize += line.length;
+      this.fileSize = log.size;
       if (this.unbuffered === 0 && this.buffered.length < this.window) {
         this.buffered.push(note);
         this.readOffset = this.fileSize;
@@ -90,6 +92,15 @@ export class NoteJournal {
         this.unbuffered += 1;
       }
     });
+  }
+
+  /** Close a log whose append failed (cut back to the kept notes); a journal left with none is removed. */
+  private async endFailed(log: AppendLog): Promise<void> {
+    await log.close().catch(() => undefined);
+    if (log.size === 0 && this.size === 0) {
+      this.log = null;
+      await rm(this.path, { force: true }).catch(() => undefined);
+    }
   }
 
   /** The oldest note kept, reading more back from the file when memory holds none. */
@@ -104,8 +115,9 @@ export class NoteJournal {
     if (this.size === 0) {
       await this.serially(async () => {
         if (this.size > 0) return;
+        await this.log?.close().catch(() => undefined);
+        this.log = null;
         await rm(this.path, { force: true });
-        this.entrySynced = false;
         this.fileSize = 0;
         this.readOffset = 0;
       });

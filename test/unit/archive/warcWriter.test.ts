@@ -8,10 +8,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Exchange } from "../../../src/archive/exchange.js";
 import { storedResponseHeaders } from "../../../src/archive/httpHeaders.js";
 import { newRecordId, requestRecord, responseRecord } from "../../../src/archive/records.js";
-import { WarcWriter, type WriteAt, type WrittenRecord } from "../../../src/archive/warcWriter.js";
+import { WarcWriter, type WrittenRecord } from "../../../src/archive/warcWriter.js";
 import { indexWarcFiles } from "../../../src/wacz/cdxj.js";
 import { cdxjLineParts as parseCdxjLine } from "../../../src/wacz/cdxjLine.js";
 import { payloadDigest } from "../../../src/archive/digest.js";
+import { filesWith, fsError } from "../../helpers/logFiles.js";
 import { gzipMembers, parseRecord, readWarcRecords, sha256 } from "../../helpers/warcFile.js";
 
 const dirs: string[] = [];
@@ -60,13 +61,20 @@ describe("WARC writer", () => {
     let open = (): void => undefined;
     let gate = new Promise<void>((resolve) => (open = resolve));
     let syncs = 0;
+    let writeCalls = 0;
     const writer = new WarcWriter({
       dir, filenamePrefix: "rec-sync", rolloverSize: 1e9, owner: "test", warcinfo: { software: "test" },
-      syncFile: async (handle) => {
-        syncs += 1;
-        await gate;
-        await handle.datasync();
-      },
+      openFile: filesWith((file) => ({
+        datasync: async () => {
+          syncs += 1;
+          await gate;
+          await file.datasync();
+        },
+        write: (buffer, offset, length, position) => {
+          writeCalls += 1;
+          return file.write(buffer, offset, length, position);
+        },
+      })),
     });
     const resolved: string[] = [];
     const writes = [0, 1, 2, 3].map(async (i) => {
@@ -75,7 +83,9 @@ describe("WARC writer", () => {
       await writer.writeRecords([responseRecord(ex, id, await payloadDigest(ex.body)), requestRecord(ex, id)]);
       resolved.push(ex.url);
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The warcinfo and the four batches' records written (waited for: a loaded machine takes its time).
+    for (const deadline = Date.now() + 10_000; writeCalls < 9 && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, 50));
     // All four batches are in the file, none counts as written: the first sync is held.
     expect(resolved).toEqual([]);
     expect(syncs).toBe(1);
@@ -103,18 +113,20 @@ describe("WARC writer", () => {
     const writer = new WarcWriter({
       dir, filenamePrefix: "rec-synced", rolloverSize: 1e9, owner: "test", warcinfo: { software: "test" },
       // The first sync is held until the third batch is half written.
-      syncFile: async (handle) => {
-        if (++syncs === 1) await syncGate;
-        await handle.datasync();
-      },
       // Writes: warcinfo, then a response and its request per batch; the 7th (the third batch's request) is held.
-      writeAt: async (handle, chunks, position) => {
-        if (++writes === 7) {
-          heldWriteReached();
-          await writeGate;
-        }
-        return (await handle.writev(chunks, position)).bytesWritten;
-      },
+      openFile: filesWith((file) => ({
+        datasync: async () => {
+          if (++syncs === 1) await syncGate;
+          await file.datasync();
+        },
+        write: async (buffer, offset, length, position) => {
+          if (++writes === 7) {
+            heldWriteReached();
+            await writeGate;
+          }
+          return file.write(buffer, offset, length, position);
+        },
+      })),
       onSynced: (filename, upTo) => reported.push([filename, upTo]),
     });
     const batch = async (i: number) => {
@@ -229,30 +241,40 @@ describe("WARC writer, a body in a temp file", () => {
 });
 
 describe("WARC writer after a failed write", () => {
-  /** Writes like writev at the given position, except that the calls listed write only half their bytes. */
-  function shortWritesOn(calls: Set<number>, mode: "short" | "throw"): { writeAt: WriteAt; calls: () => number } {
+  /**
+   * Writes like a real file, except the calls listed: "throw" writes half the bytes and fails (ENOSPC); "short"
+   * writes half and says so, and the call that goes on with the rest takes nothing (the disk is full).
+   */
+  function failingWritesOn(calls: Set<number>, mode: "short" | "throw") {
     let n = 0;
+    let full = false;
     return {
       calls: () => n,
-      writeAt: async (handle, chunks, position) => {
-        n += 1;
-        if (!calls.has(n)) return (await handle.writev(chunks, position)).bytesWritten;
-        const all = Buffer.concat(chunks);
-        const half = all.subarray(0, Math.floor(all.length / 2));
-        const { bytesWritten } = await handle.write(half, 0, half.length, position);
-        if (mode === "throw") throw Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
-        return bytesWritten;
-      },
+      openFile: filesWith((file) => ({
+        write: async (buffer, offset, length, position) => {
+          n += 1;
+          if (full) {
+            full = false;
+            return { bytesWritten: 0 };
+          }
+          if (!calls.has(n)) return file.write(buffer, offset, length, position);
+          const { bytesWritten } = await file.write(buffer, offset, Math.floor(length / 2), position);
+          if (mode === "throw") throw fsError("ENOSPC", "no space left on device");
+          full = true;
+          return { bytesWritten };
+        },
+      })),
     };
   }
 
   for (const mode of ["short", "throw"] as const) {
-    it(`cuts a ${mode === "short" ? "short" : "failed"} write off and writes the next record right after the last whole one`, async () => {
+    it(`cuts a ${mode === "short" ? "short" : "failed"} write off, ends that file at its last whole record and goes on in a new one`, async () => {
       const dir = mkdtempSync(join(tmpdir(), "warc-writer-"));
       dirs.push(dir);
-      // Call 1 is the warcinfo; each exchange is two calls (response, request). Fail a response (4, exchange 1) and a request (8, exchange 3).
-      const injected = shortWritesOn(new Set([4, 8]), mode);
-      const writer = new WarcWriter({ dir, filenamePrefix: "rec-short", rolloverSize: 1e9, owner: "test", warcinfo: { software: "test" }, writeAt: injected.writeAt });
+      // Each file starts with a warcinfo write; each exchange is a response and a request write (a short write
+      // takes one more call). Fail exchange 1's response (call 4) and exchange 3's request (call 9 or 10).
+      const injected = failingWritesOn(new Set(mode === "throw" ? [4, 9] : [4, 10]), mode);
+      const writer = new WarcWriter({ dir, filenamePrefix: "rec-short", rolloverSize: 1e9, owner: "test", warcinfo: { software: "test" }, openFile: injected.openFile });
       const written: WrittenRecord[] = [];
       const failed: string[] = [];
       for (let i = 0; i < 7; i++) {
@@ -266,31 +288,36 @@ describe("WARC writer after a failed write", () => {
         }
       }
       await writer.close();
-      expect(injected.calls()).toBe(1 + 2 * 7 - 1); // the exchange whose response failed never wrote its request
+      expect(injected.calls()).toBe(mode === "throw" ? 16 : 18);
       expect(failed).toEqual(["http://a.test/1", "http://a.test/3"]);
+      expect(writer.filesWritten).toHaveLength(3);
+      expect(readdirSync(dir).sort()).toEqual([...writer.filesWritten].sort());
 
-      const [file] = writer.filesWritten;
-      const bytes = readFileSync(join(dir, file));
-      // The file is exactly warcinfo + the whole exchanges, back to back: no gap, no half record.
-      const members = gzipMembers(bytes);
-      const records = readWarcRecords(join(dir, file));
-      expect(records.map((r) => r.headers.get("warc-target-uri") ?? "warcinfo")).toEqual([
-        "warcinfo", ...["0", "2", "4", "5", "6"].flatMap((i) => [`http://a.test/${i}`, `http://a.test/${i}`]),
-      ]);
-      expect(members.map((m) => [m.offset, m.length])).toEqual(records.map((r) => [r.offset, r.length]));
-      expect(written.map((w) => [w.offset, w.length])).toEqual(records.slice(1).map((r) => [r.offset, r.length]));
-      expect(writer.bytesWritten).toBe(bytes.length);
+      let bytes = 0;
+      const expected = [["0"], ["2"], ["4", "5", "6"]];
+      for (const [n, file] of writer.filesWritten.entries()) {
+        const content = readFileSync(join(dir, file));
+        bytes += content.length;
+        // Each file is exactly warcinfo + its whole exchanges, back to back: no gap, no half record.
+        const members = gzipMembers(content);
+        const records = readWarcRecords(join(dir, file));
+        expect(records.map((r) => r.headers.get("warc-target-uri") ?? "warcinfo")).toEqual(["warcinfo", ...expected[n]!.flatMap((i) => [`http://a.test/${i}`, `http://a.test/${i}`])]);
+        expect(members.map((m) => [m.offset, m.length])).toEqual(records.map((r) => [r.offset, r.length]));
+        const inFile = written.filter((w) => w.filename === file);
+        expect(inFile.map((w) => [w.offset, w.length])).toEqual(records.slice(1).map((r) => [r.offset, r.length]));
 
-      // Every CDXJ line's offset and length read back one whole record of that URL.
-      const lines = await indexWarcFiles([join(dir, file)]);
-      expect(lines).toHaveLength(5);
-      for (const line of lines) {
-        const { json } = parseCdxjLine(line);
-        const offset = Number(json.offset);
-        const record = parseRecord(gunzipSync(bytes.subarray(offset, offset + Number(json.length))));
-        expect(record.headers.get("warc-target-uri")).toBe(json.url);
-        expect(record.headers.get("warc-type")).toBe("response");
+        // Every CDXJ line's offset and length read back one whole record of that URL.
+        const lines = await indexWarcFiles([join(dir, file)]);
+        expect(lines).toHaveLength(expected[n]!.length);
+        for (const line of lines) {
+          const { json } = parseCdxjLine(line);
+          const offset = Number(json.offset);
+          const record = parseRecord(gunzipSync(content.subarray(offset, offset + Number(json.length))));
+          expect(record.headers.get("warc-target-uri")).toBe(json.url);
+          expect(record.headers.get("warc-type")).toBe("response");
+        }
       }
+      expect(writer.bytesWritten).toBe(bytes);
     });
   }
 });

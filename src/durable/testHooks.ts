@@ -2,12 +2,13 @@ import { appendFileSync } from "node:fs";
 
 /**
  * Test seams of the power-loss test (test/durableWrites.e2e.test.ts) and the per-page cost benchmark
- * (bench/durablePages.ts); without their variables they do nothing.
+ * (bench/durablePages.ts), read here only (appendLog.ts): no writer reads them itself. Without their
+ * variables they do nothing.
  *
- * CRAWLER_TEST_SYNC_LOG=<path>: each time a WARC file or a page list is known to be on disk up to some size
- * (a completed fdatasync, or a WARC file's close), "<name> <bytes>\n" is appended there (a WARC file by its
- * name, a page list by its path in the collection: "pages/..."), before anything that sync covers counts as
- * written. A test that kills the crawler cuts each file back to its last line: what a host crash would leave.
+ * CRAWLER_TEST_SYNC_LOG=<path>: each time an append log is known to be on disk up to some size (a completed
+ * fdatasync, or its close), "<name> <bytes>\n" is appended there (a WARC file by its name, a page list by its
+ * path in the collection: "pages/..."), before anything that sync covers counts as written. A test that kills
+ * the crawler cuts each file back to its last line: what a host crash would leave.
  */
 export function syncLogForTests(): ((filename: string, upTo: number) => void) | undefined {
   const path = process.env.CRAWLER_TEST_SYNC_LOG;
@@ -25,7 +26,7 @@ export function entrySyncLogForTests(): ((filename: string) => void) | undefined
   return (filename) => appendFileSync(path, `${filename} entry\n`);
 }
 
-/** CRAWLER_TEST_NO_DURABLE_WRITES=1: records and page list lines count as written without waiting for a sync (what the test must catch). */
+/** CRAWLER_TEST_NO_DURABLE_WRITES=1: appends count as written without waiting for a sync (what the power-loss test must catch). */
 export function durableWritesForTests(): boolean {
   return process.env.CRAWLER_TEST_NO_DURABLE_WRITES !== "1";
 }
