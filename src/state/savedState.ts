@@ -206,6 +206,7 @@ export async function loadCrawlState(state: CrawlState, redis: StateRedis, keys:
   const kept = new Set(shards.flatMap((shard) => [shard.done, shard.listedPages]));
   for (const name of await frontierKeyNames(redis, shards)) if (!kept.has(name)) await redis.del(name);
   await Promise.all([keys.frontierQueuedEver, keys.seenAliases, keys.btxErrors].map((k) => redis.del(k)));
+  await pauseForTests("state-load");
   const seen = new Set(saved.finished.map(opts.keyOf));
   const toQueue: { page: QueuedPage; retry: number }[] = [];
   const failed: FailedPage[] = [];
@@ -241,7 +242,6 @@ export async function loadCrawlState(state: CrawlState, redis: StateRedis, keys:
   }
   for (const { page } of toQueue) seen.add(opts.keyOf(page.url));
   await state.pushPages(toQueue);
-  await pauseForTests("state-load");
   await state.addSeen([...seen]);
   // The page limit counts every page the saved crawl had queued, as it did there.
   await redis.set(keys.frontierQueuedEver, seen.size);
