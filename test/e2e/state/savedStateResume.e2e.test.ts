@@ -107,6 +107,14 @@ describe("resuming from a state file", () => {
     const before = pagesHit();
     expect(before.length).toBeGreaterThanOrEqual(3);
 
+    // The same file cut short inside its finished list (still valid YAML): refused, one line naming it, exit 4.
+    const text = readFileSync(stateFile, "utf8");
+    const cut = join(cwd, "cut-state.yaml");
+    writeFileSync(cut, text.slice(0, text.indexOf("\n", text.indexOf("  finished:\n") + 14) + 1));
+    const refused = await runCli("crawl", ["--config", cut, ...base]);
+    expect(refused.code).toBe(4);
+    expect(refused.stderr.trim().split("\n")).toEqual([`crawl: --config ${cut}: this state file was cut short (it lacks its last line "crawlStateFileEnd: true"): refused; resume from a whole one`]);
+
     const resumed = await runCli("crawl", ["--config", stateFile, ...base]);
     expect(resumed.code, resumed.stderr.slice(-2000)).toBe(0);
     expect(resumed.stderr).toContain("crawl state loaded from the --config file");
