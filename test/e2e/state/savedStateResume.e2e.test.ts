@@ -129,4 +129,24 @@ describe("resuming from a state file", () => {
     expect(existsSync(join(collectionDir(name), "pages", "pages.jsonl"))).toBe(true);
     expect(sorted(listed)).toEqual(sorted(ALL_PAGES));
   }, 240_000);
+
+  it("a seed with a password: no state file holds the password, and the log says what was left out", async () => {
+    hits.clear();
+    const name = "password-seed";
+    const seed = origin.replace("http://", "http://alice:s3cr3tpw@") + "/s/";
+    const run = await runCli("crawl", ["--url", seed, "--collection", name, "--cwd", cwd, ...NO_BEHAVIORS, "--netIdleWait", "0", "--workers", "1", "--saveState", "always", "--saveStateInterval", "1"]);
+    expect(run.code, run.stderr.slice(-2000)).toBe(0);
+    const crawls = join(collectionDir(name), "crawls");
+    const files = readdirSync(crawls).filter((f) => f.endsWith(".yaml"));
+    expect(files.length).toBeGreaterThan(0);
+    for (const file of files) {
+      const text = readFileSync(join(crawls, file), "utf8");
+      expect(text, file).not.toContain("s3cr3tpw");
+      expect(text, file).toContain("secretsWithheld:");
+      expect(text, file).toContain(`alice@127.0.0.1`);
+    }
+    const saved = run.stderr.split("\n").filter((l) => l.includes('"message":"crawl state saved"'));
+    expect(saved.length).toBeGreaterThan(0);
+    for (const line of saved) expect(JSON.parse(line)).toMatchObject({ details: { settingsWithheld: ["url"], urlPasswordsWithheld: expect.any(Number) } });
+  }, 240_000);
 });
