@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Redis } from "ioredis";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCrawlProgram, crawlFlags } from "../../../src/cli/crawl.js";
 import { stateOptions } from "../../../src/config/groups/stateOptions.js";
@@ -96,6 +96,30 @@ describe("loading a state into the collection's Redis", () => {
     expect(result).toMatchObject({ loaded: true, finished: 2, queued: 1 });
     expect(await state.listedIn(["http://a.test/1", "http://a.test/2", "http://a.test/3"])).toEqual(["first.wacz", "first.wacz", null]);
     expect((await state.counts()).done).toBe(2);
+  });
+
+  it("a load whose process was cut off midway (its frontier emptied, nothing loaded yet) is loaded whole by the next one", async () => {
+    await redis.client.flushdb();
+    const source = crawl("midway-src");
+    const urls = Array.from({ length: 50 }, (_, i) => `http://a.test/${i}`);
+    for (const url of urls) await source.enqueue(page(url), 0);
+    const saved = await serializeCrawlState(source, redis.client, source.keys, "midway-src", (url) => url);
+    // The first loader stops at the test pause (after emptying the frontier); its connection is then cut, as a kill would.
+    const doomed = new Redis(redis.url);
+    doomed.on("error", () => {});
+    process.env.CRAWLER_TEST_PAUSE_AT = "state-load";
+    process.env.CRAWLER_TEST_PAUSE_MS = "1500";
+    const first = crawl("midway", "first", 1, doomed);
+    const cutOff = loadCrawlState(first, doomed, first.keys, saved, { ...loadOptions, processId: "first" }).catch((err: unknown) => err);
+    while (!(await redis.client.get(first.keys.stateLoaded))) await new Promise((r) => setTimeout(r, 20));
+    doomed.disconnect();
+    delete process.env.CRAWLER_TEST_PAUSE_AT;
+    expect(await cutOff).toBeInstanceOf(Error);
+    const second = crawl("midway", "second");
+    const result = await loadCrawlState(second, redis.client, second.keys, saved, { ...loadOptions, processId: "second", loaderGone: async (p) => p === "first" });
+    expect(result).toMatchObject({ loaded: true, queued: 50 });
+    const back = await serializeCrawlState(second, redis.client, second.keys, "midway", (url) => url);
+    expect(sorted(back.queued.map(urlOf))).toEqual(sorted(urls));
   });
 
   it("a load claimed by a process that died is loaded again; one whose loader finished is not", async () => {
