@@ -7,6 +7,7 @@ import { applyConfig, readConfigFile } from "../config/configFile.js";
 import { addBrowsertrixNames, compatWarnings, foldDottedFlags, setAsideUnimplementedValues } from "../config/browsertrix/flags.js";
 import { withCrawlArgs } from "../config/browsertrix/crawlArgs.js";
 import { configToSave, restoreWithheld, WITHHELD_KEY } from "../config/savedConfig.js";
+import { checkedStateFile } from "../config/stateFile.js";
 import { hideSecretsFromProcessList, registerSecrets, registerSecretsIn, scrubSecrets } from "../log/secrets.js";
 import { SCOPE_TYPES } from "../scope/seedScope.js";
 import { headerFlagSecrets } from "../config/groups/pageLoadOptions.js";
@@ -170,7 +171,7 @@ export function crawlFlags(program: Command, argv: string[], from: "node" | "use
   program.parse(foldDottedFlags(args), { from: "user" });
   const configFile = program.opts<RawCrawlFlags>().config;
   // A state file (--saveState) is a config with a `state:` section: the crawl resumes from it.
-  const { state: savedState, [WITHHELD_KEY]: withheld, ...config } = configFile ? readConfigFile(configFile) : {};
+  const { state: savedState, [WITHHELD_KEY]: withheld, ...config } = configFile ? checkedStateFile(readConfigFile(configFile), configFile) : {};
   if (configFile) applyConfig(program, config, configFile);
   // A state file left out the values holding secrets: they come again from where they came from.
   restoreWithheld(program, withheld);

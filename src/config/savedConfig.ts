@@ -3,15 +3,15 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { configKeyOf } from "./browsertrix/flags.js";
 import { applyConfig, readConfigFile } from "./configFile.js";
-import { holdsSecret } from "../log/secrets.js";
+import { holdsSecret, stringsOf } from "../log/secrets.js";
 import { logger } from "../log/logger.js";
 
 /** Options about the command itself: never written into a state file. */
 const NOT_SAVED = new Set(["config", "version", "help"]);
 /**
  * The seeds are the archive's content, not settings: kept whatever their query says (`?key=` may be a page's
- * own), as their URLs are in the state's queue and in every record anyway; only browsertrix-crawler's per-seed
- * `auth` is dropped.
+ * own), as their URLs are in the state's queue and in every record anyway; browsertrix-crawler's per-seed
+ * `auth` is dropped, and seeds holding a password (`https://user:pw@host/`) are withheld like any secret.
  */
 const SEED_KEYS = new Set(["url", "seeds"]);
 /** Request headers (--header, `headers:`) are cookies and tokens more often than not: never written. */
@@ -44,7 +44,7 @@ export function configToSave(program: Command, config: Record<string, unknown>, 
   const withheld: WithheldSecrets = { keys: [...(previous?.keys ?? [])], config: previous?.config ?? null };
   for (const [key, value] of Object.entries(config)) {
     const kept = key === "seeds" ? withoutSeedAuth(value) : value;
-    if (ALWAYS_WITHHELD.has(key) || (!SEED_KEYS.has(key) && holdsSecret(kept))) {
+    if (withheldValue(key, kept)) {
       if (!withheld.keys.includes(key)) withheld.keys.push(key);
       if (configFile && configFile !== "stdin") withheld.config = resolve(configFile);
     } else {
@@ -64,7 +64,7 @@ export function configToSave(program: Command, config: Record<string, unknown>, 
     if (source !== "cli" && source !== "env") continue;
     for (const key of keysOf.get(name) ?? []) delete saved[key];
     const value = program.getOptionValue(name) as unknown;
-    if (ALWAYS_WITHHELD.has(name) || (!SEED_KEYS.has(name) && holdsSecret(value))) {
+    if (withheldValue(name, value)) {
       if (!withheld.keys.includes(name)) withheld.keys.push(name);
       continue;
     }
@@ -73,6 +73,19 @@ export function configToSave(program: Command, config: Record<string, unknown>, 
   }
   if (withheld.keys.length) saved[WITHHELD_KEY] = withheld;
   return saved;
+}
+
+function withheldValue(key: string, value: unknown): boolean {
+  if (ALWAYS_WITHHELD.has(key)) return true;
+  return SEED_KEYS.has(key) ? stringsOf(value).some(holdsUrlPassword) : holdsSecret(value);
+}
+
+function holdsUrlPassword(text: string): boolean {
+  try {
+    return new URL(text).password !== "";
+  } catch {
+    return false;
+  }
 }
 
 /** browsertrix-crawler's per-seed `auth` (user:password) is not used here: a state file never keeps it. */

@@ -1,11 +1,14 @@
-import { chmod, mkdir, unlink, writeFile } from "node:fs/promises";
+import { mkdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { dump } from "js-yaml";
 import type { CrawlOptions } from "../config/crawlOptions.js";
+import { stateFileChunks, withoutUrlPasswords, withUrlPasswords } from "../config/stateFile.js";
+import { WITHHELD_KEY, type WithheldSecrets } from "../config/savedConfig.js";
+import { writeWholeFile } from "../durable/wholeFile.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { SeedScope } from "../scope/seedScope.js";
 import { crawlKey } from "../scope/urls.js";
 import type { QueuedPage } from "../state/crawlState.js";
+import { isLocalProcessGone } from "../state/membership/processIdentity.js";
 import { loadCrawlState, serializeCrawlState } from "../state/savedState.js";
 import { withTimeout } from "../util/process.js";
 import type { CrawlSession } from "./session.js";
@@ -18,14 +21,18 @@ const SERIALIZE_DEADLINE_MS = 60_000;
  * crawler's): before the seeds are queued, so seeds it lists as finished are not crawled again.
  */
 export async function resumeFromStateFile(options: CrawlOptions, session: CrawlSession): Promise<void> {
-  const saved = options.state.resumeFrom;
-  if (!saved) return;
+  const fromFile = options.state.resumeFrom;
+  if (!fromFile) return;
+  // The file left the URLs' passwords out: the seeds given now have them.
+  const saved = withUrlPasswords(fromFile, options.seeds);
   const scopes = options.seeds.map((seed, i) => new SeedScope(seed, options.seedScopes[i]));
   const keys = session.membership.keys;
   const result = await loadCrawlState(session.state, session.redis, keys, saved, {
     maxRetries: options.maxPageRetries,
     keyOf: (url) => keyOf(url, scopes),
     inScope: (page) => inScope(page, scopes),
+    processId: session.membership.processId,
+    loaderGone: async (owner) => isLocalProcessGone(owner) || !(await session.membership.isAlive(owner)),
   });
   if (!result.loaded) {
     logger.info("state", "crawl state of the --config file was loaded before: going on from where the crawl is now");
@@ -101,15 +108,21 @@ export class StateFiles {
     const { options, session } = this;
     const scopes = options.seeds.map((seed, i) => new SeedScope(seed, options.seedScopes[i]));
     const serialized = serializeCrawlState(session.state, session.redis, session.membership.keys, options.crawlId, (url) => keyOf(url, scopes));
-    const state = await withTimeout(serialized, SERIALIZE_DEADLINE_MS, "the crawl state could not be read from Redis in time");
+    const { state, withheld } = withoutUrlPasswords(await withTimeout(serialized, SERIALIZE_DEADLINE_MS, "the crawl state could not be read from Redis in time"));
     const dir = join(this.collectionDir, "crawls");
     await mkdir(dir, { recursive: true });
     const stamp = timestampDigits(new Date());
     const file = join(dir, `${stamp}-${options.crawlId}.yaml`);
     // Its owner's only: it holds the crawl's URLs and settings (values holding secrets are left out of it).
-    await writeFile(file, dump({ ...options.state.configToSave, state }, { lineWidth: -1 }), { mode: 0o600 });
-    await chmod(file, 0o600);
-    logger.info("state", "crawl state saved", { file, finished: state.finished.length, queued: state.queued.length, pending: state.pending.length, failed: state.failed.length });
+    // Written beside and renamed over, in pieces: never seen cut short, never one string however large.
+    await writeWholeFile(file, stateFileChunks(options.state.configToSave, state), { mode: 0o600 });
+    const withheldKeys = (options.state.configToSave[WITHHELD_KEY] as WithheldSecrets | undefined)?.keys ?? [];
+    logger.info("state", "crawl state saved", {
+      file, finished: state.finished.length, queued: state.queued.length, pending: state.pending.length, failed: state.failed.length,
+      // What it left out: settings holding secrets (named in the file), and the passwords of URLs (a seed's user:password@).
+      ...(withheldKeys.length ? { settingsWithheld: withheldKeys } : {}),
+      ...(withheld ? { urlPasswordsWithheld: withheld } : {}),
+    });
     if (!this.written.includes(file)) this.written.push(file);
     while (this.written.length > options.state.saveStateHistory) {
       const old = this.written.shift()!;

@@ -154,7 +154,7 @@ export class CrawlState {
     for (let tried = 0; tried < shards.length; tried++) {
       const n = (this.nextShard + tried) % shards.length;
       const s = shards[n]!;
-      const entry = (await this.redis.eval(TAKE_LUA, 5, s.meta, s.depths, s.delayed, s.pending, s.leases, s.queueAtDepth, this.processId)) as string | null;
+      const entry = (await this.redis.eval(TAKE_LUA, 6, s.meta, s.depths, s.delayed, s.pending, s.leases, s.snapshotHold, s.queueAtDepth, this.processId)) as string | null;
       if (entry) {
         this.nextShard = n;
         return unpackEntry(entry);

@@ -128,10 +128,12 @@ return #ARGV - 1
 
 /**
  * Take the shard's next page and lease it. Retries that are due move back into their depth's list first.
- * KEYS: meta, depths, delayed, pending, leases. ARGV: queue prefix, owner. Returns the entry or nil.
+ * Nothing is taken while a --saveState snapshot holds the shard (frontierShards.ts exportFrontier).
+ * KEYS: meta, depths, delayed, pending, leases, snapshot hold. ARGV: queue prefix, owner. Returns the entry or nil.
  */
 export const TAKE_LUA = HELPERS + `
 local meta, depths, delayed = KEYS[1], KEYS[2], KEYS[3]
+if redis.call('EXISTS', KEYS[6]) == 1 then return false end
 for _, entry in ipairs(redis.call('ZRANGEBYSCORE', delayed, '-inf', nowMs(), 'LIMIT', 0, 100)) do
   redis.call('ZREM', delayed, entry)
   push(meta, depths, ARGV[1], entry)

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import { fingerprint, packEntry, type QueuedPage } from "./frontierEntry.js";
 import { ADD_SEEN_LUA, PUSH_LUA } from "./frontierScripts.js";
@@ -97,15 +98,101 @@ export interface FrontierContents {
   retries: Record<string, string>;
 }
 
+/** How long a snapshot's hold lasts unless renewed (a process that died while reading holds nothing for long). */
+const HOLD_MS = 30_000;
+const HOLD_RENEW_MS = 5_000;
+/** Entries read per command: a large frontier is read in pieces, never as one reply. */
+const READ_BATCH = 10_000;
+
+const RENEW_HOLD_LUA = `
+-- KEYS: hold; ARGV: token, ms. 1 while the hold is still ours.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`;
+const RELEASE_HOLD_LUA = `
+-- KEYS: hold; ARGV: token
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+`;
+
+/**
+ * The frontier as of one moment, read while workers go on crawling. Every shard is held first (no page is
+ * taken from it: TAKE_LUA); from then on until the hold is released, pages are leased only by fewer and fewer
+ * (only a take leases one), only a leased page settles (done, skipped, failed, back to a list or the delayed
+ * set) or queues links, and the lists, the delayed set and the done, skipped and failed pages only grow (only
+ * a take removes from the first two). The leased pages of every shard are read first (P), then the rest, in
+ * pieces. Why nothing is missed:
+ * - a page leased when the rest began to be read was leased all through the read of P, so it is in P: saved
+ *   as pending, whatever it does later (links queued into a shard already read, a move to the delayed set)
+ *   is done again when the file is resumed;
+ * - a page absent from where it is now got there after that place was read, so from a page leased then: in P;
+ * - a page read as finished and not in P had settled before the rest was read (it could not be leased again),
+ *   so the links it queued were there before, and each was read where it was (nothing leaves a list or a
+ *   set but by a take).
+ * Read shard by shard without the hold, a retry moving from the delayed set into a list, or a link queued into
+ * a shard already read by a page that finished in a shard read after, could be lost.
+ */
 export async function exportFrontier(redis: Redis | Cluster, shards: FrontierShardKeys[]): Promise<FrontierContents> {
-  const contents: FrontierContents = { queued: [], pending: [], failed: [], finished: [], retries: {} };
-  for (const shard of shards) {
-    for (const depth of await redis.zrange(shard.depths, 0, -1)) contents.queued.push(...(await redis.lrange(shard.queueAtDepth + depth, 0, -1)));
-    contents.queued.push(...(await redis.zrange(shard.delayed, 0, -1)));
-    contents.pending.push(...(await redis.hvals(shard.pending)));
-    contents.failed.push(...(await redis.lrange(shard.failed, 0, -1)));
-    contents.finished.push(...(await redis.smembers(shard.done)), ...(await redis.hkeys(shard.skippedPages)));
-    Object.assign(contents.retries, await redis.hgetall(shard.retries));
+  const token = randomBytes(12).toString("hex");
+  let lost = false;
+  const holdAll = async () => {
+    for (const shard of shards) {
+      if ((await redis.eval(RENEW_HOLD_LUA, 1, shard.snapshotHold, token, HOLD_MS)) !== 1) lost = true;
+    }
+  };
+  for (const shard of shards) await redis.set(shard.snapshotHold, token, "PX", HOLD_MS);
+  const renewal = setInterval(() => void holdAll().catch(() => (lost = true)), HOLD_RENEW_MS);
+  try {
+    const contents: FrontierContents = { queued: [], pending: [], failed: [], finished: [], retries: {} };
+    for (const shard of shards) contents.pending.push(...Object.values(await hashEntries(redis, shard.pending)));
+    for (const shard of shards) {
+      for (const depth of await redis.zrange(shard.depths, 0, -1)) contents.queued.push(...(await listEntries(redis, shard.queueAtDepth + depth)));
+      for (let at = 0; ; at += READ_BATCH) {
+        const some = await redis.zrange(shard.delayed, at, at + READ_BATCH - 1);
+        contents.queued.push(...some);
+        if (some.length < READ_BATCH) break;
+      }
+      contents.failed.push(...(await listEntries(redis, shard.failed)));
+      contents.finished.push(...(await setMembers(redis, shard.done)), ...Object.keys(await hashEntries(redis, shard.skippedPages)));
+      Object.assign(contents.retries, await hashEntries(redis, shard.retries));
+    }
+    await holdAll();
+    if (lost) throw new Error("the frontier took too long to read (its hold expired): not saved this time");
+    return contents;
+  } finally {
+    clearInterval(renewal);
+    for (const shard of shards) await redis.eval(RELEASE_HOLD_LUA, 1, shard.snapshotHold, token).catch(() => undefined);
   }
-  return contents;
+}
+
+async function listEntries(redis: Redis | Cluster, key: string): Promise<string[]> {
+  const all: string[] = [];
+  for (let at = 0; ; at += READ_BATCH) {
+    const some = await redis.lrange(key, at, at + READ_BATCH - 1);
+    all.push(...some);
+    if (some.length < READ_BATCH) return all;
+  }
+}
+
+async function setMembers(redis: Redis | Cluster, key: string): Promise<string[]> {
+  const all: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, some] = await redis.sscan(key, cursor, "COUNT", READ_BATCH);
+    cursor = next;
+    all.push(...some);
+  } while (cursor !== "0");
+  return [...new Set(all)];
+}
+
+async function hashEntries(redis: Redis | Cluster, key: string): Promise<Record<string, string>> {
+  const all: Record<string, string> = {};
+  let cursor = "0";
+  do {
+    const [next, some] = await redis.hscan(key, cursor, "COUNT", READ_BATCH);
+    cursor = next;
+    for (let i = 0; i + 1 < some.length; i += 2) all[some[i]!] = some[i + 1]!;
+  } while (cursor !== "0");
+  return all;
 }

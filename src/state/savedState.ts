@@ -4,6 +4,7 @@ import { unpackEntry } from "./frontierEntry.js";
 import { exportFrontier, frontierKeyNames } from "./frontierShards.js";
 import { ExtraSeeds, type ExtraSeed } from "./extraSeeds.js";
 import type { CrawlStateKeys } from "./stateKeys.js";
+import { pauseForTests } from "../util/testPause.js";
 
 /**
  * browsertrix-crawler's serialized crawl state (its src/util/state.ts SaveState), the `state:` section
@@ -94,10 +95,12 @@ export async function serializeCrawlState(state: CrawlState, redis: StateRedis, 
     const page = unpackEntry(entry);
     return { page, json: toBtxEntry(page, Number(frontier.retries[page.url] ?? 0)) };
   };
-  const queued = frontier.queued.map(entry);
-  for (const { page } of queued) leave(page.url);
-  const pending = frontier.pending.map(entry);
-  for (const { page } of pending) leave(page.url);
+  // A page read twice while the frontier moved (a list and the delayed set, leased and then handed back) is saved once.
+  const listed = new Set<string>();
+  const once = (entries: string[]) => entries.map(entry).filter(({ page }) => !listed.has(page.url) && listed.add(page.url));
+  const pending = once(frontier.pending);
+  const queued = once(frontier.queued);
+  for (const { page } of [...pending, ...queued]) leave(page.url);
   const failed = frontier.failed.map((json) => {
     const f = JSON.parse(json) as FailedPage;
     leave(f.url);
@@ -127,19 +130,83 @@ export interface LoadResult {
   failed: number;
 }
 
+export interface LoadOptions {
+  maxRetries: number;
+  keyOf: (url: string) => string;
+  inScope: (page: QueuedPage) => boolean;
+  /** This process (it claims the load while it loads). */
+  processId: string;
+  /** Whether the process that claimed a load is gone (then its load is done again). */
+  loaderGone: (processId: string) => Promise<boolean>;
+}
+
+const LOAD_WAIT_MS = 500;
+
+// Claim the load of a state: only if the key still holds what was read (another process may have claimed it).
+const CLAIM_LOAD_LUA = `
+-- KEYS: stateLoaded; ARGV: digest, claim, value read before ('' for none)
+local now = redis.call('GET', KEYS[1]) or ''
+if now == ARGV[1] then return 'loaded' end
+if now ~= ARGV[3] then return 'changed' end
+redis.call('SET', KEYS[1], ARGV[2])
+return 'claimed'
+`;
+
+/** sha256 of JSON.stringify(saved), hashed piece by piece (a large state is never one string). */
+function digestOf(saved: SavedCrawlState): string {
+  const hash = createHash("sha256");
+  let first = true;
+  for (const [name, value] of Object.entries(saved)) {
+    if (value === undefined) continue;
+    hash.update(`${first ? "{" : ","}${JSON.stringify(name)}:`);
+    first = false;
+    if (!Array.isArray(value)) {
+      hash.update(JSON.stringify(value));
+      continue;
+    }
+    hash.update("[");
+    value.forEach((item: unknown, i) => hash.update(`${i ? "," : ""}${JSON.stringify(item)}`));
+    hash.update("]");
+  }
+  return hash.update(first ? "{}" : "}").digest("hex");
+}
+
+/**
+ * Whether this process loads the state: not if it is loaded already (then false), nor while another live
+ * process loads it (waited for). A load claimed by a process that is gone (killed while loading) is done again.
+ */
+async function claimLoad(redis: StateRedis, key: string, digest: string, opts: LoadOptions): Promise<boolean> {
+  for (;;) {
+    const now = (await redis.get(key)) ?? "";
+    if (now === digest) return false;
+    const [word, , owner] = now.split(" ");
+    if (word === "loading" && owner && owner !== opts.processId && !(await opts.loaderGone(owner))) {
+      await new Promise((resolve) => setTimeout(resolve, LOAD_WAIT_MS));
+      continue;
+    }
+    const result = await redis.eval(CLAIM_LOAD_LUA, 1, key, digest, `loading ${digest} ${opts.processId}`, now);
+    if (result === "claimed") return true;
+    if (result === "loaded") return false;
+  }
+}
+
 /**
  * Replace the crawl's frontier with a saved state, as browsertrix-crawler's load() does: finished
  * pages are seen (never crawled again), queued and pending ones are queued, failed ones queued again
  * while retries are left, errors restored, and (ours) the budgets' counts. Pages crawled into this
- * collection stay listed (done).
- * Loaded once per Redis: a rerun with the same file (or another process joining) keeps the progress made since.
+ * collection stay done and listed in their WACZ (its pages list keeps them).
+ * Loaded once per Redis: a rerun with the same file (or another process joining) keeps the progress made
+ * since. The state counts as loaded only once all of it is in: a process killed while loading it leaves it
+ * claimed, and the next one (the same command run again) loads it again from the start.
  */
-export async function loadCrawlState(state: CrawlState, redis: StateRedis, keys: CrawlStateKeys, saved: SavedCrawlState, opts: { maxRetries: number; keyOf: (url: string) => string; inScope: (page: QueuedPage) => boolean }): Promise<LoadResult> {
-  const digest = createHash("sha256").update(JSON.stringify(saved)).digest("hex");
-  if ((await redis.set(keys.stateLoaded, digest, "GET")) === digest) return { loaded: false, finished: 0, queued: 0, failed: 0 };
+export async function loadCrawlState(state: CrawlState, redis: StateRedis, keys: CrawlStateKeys, saved: SavedCrawlState, opts: LoadOptions): Promise<LoadResult> {
+  const digest = digestOf(saved);
+  if (!(await claimLoad(redis, keys.stateLoaded, digest, opts))) return { loaded: false, finished: 0, queued: 0, failed: 0 };
   const shards = await state.shards();
-  for (const name of await frontierKeyNames(redis, shards)) await redis.del(name);
+  const kept = new Set(shards.flatMap((shard) => [shard.done, shard.listedPages]));
+  for (const name of await frontierKeyNames(redis, shards)) if (!kept.has(name)) await redis.del(name);
   await Promise.all([keys.frontierQueuedEver, keys.seenAliases, keys.btxErrors].map((k) => redis.del(k)));
+  await pauseForTests("state-load");
   const seen = new Set(saved.finished.map(opts.keyOf));
   const toQueue: { page: QueuedPage; retry: number }[] = [];
   const failed: FailedPage[] = [];
@@ -186,5 +253,6 @@ export async function loadCrawlState(state: CrawlState, redis: StateRedis, keys:
   for (const error of saved.errors) await redis.lpush(keys.btxErrors, error);
   if (saved.sitemapDone) await redis.set(keys.sitemapRead, "done");
   await writeBudgetCounts(redis, keys, saved.budgetCounts);
+  await redis.set(keys.stateLoaded, digest);
   return { loaded: true, finished: saved.finished.length, queued: toQueue.length, failed: failed.length };
 }

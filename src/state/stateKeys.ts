@@ -95,7 +95,10 @@ export function crawlStateKeys(crawlId: string, clustered = false) {
     uploadedWacz: `${p}:uploaded`,
     /** Set of object names claimed for uploads (STORE_FILENAME filled in): two WACZ files never get one name. */
     uploadNames: `${p}:uploadNames`,
-    /** String: digest of the --saveState file loaded into this Redis (loaded once: a rerun keeps the progress made since). */
+    /**
+     * String: the digest of the --saveState file loaded into this Redis (loaded once: a rerun keeps the progress
+     * made since), or "loading <digest> <process id>" while that process loads it (savedState.ts).
+     */
     stateLoaded: `${p}:stateLoaded`,
     // browsertrix-crawler's own names (src/util/state.ts), read by the Browsertrix service:
     /** List of crawled pages, JSON, newest first (--writePagesToRedis). */
@@ -162,6 +165,8 @@ function frontierShardKeys(s: string) {
     listedPages: `${s}:listed`,
     /** List of failed page JSON. */
     failed: `${s}:f`,
+    /** String (expiring): set while a --saveState snapshot reads the frontier: no page is taken from the shard meanwhile. */
+    snapshotHold: `${s}:hold`,
   };
 }
 

@@ -83,7 +83,7 @@ describe("frontier", () => {
     expect(saved.failed.map((j) => JSON.parse(j))).toEqual([{ url: "http://a.test/2", seedId: 0, depth: 1, extraHops: 0, retry: 0 }]);
 
     const resumed = stateOf("resumed");
-    const loaded = await loadCrawlState(resumed, redis.client, resumed.keys, saved, { maxRetries: 2, keyOf, inScope: () => true });
+    const loaded = await loadCrawlState(resumed, redis.client, resumed.keys, saved, { maxRetries: 2, keyOf, inScope: () => true, processId: "p1", loaderGone: async () => true });
     expect(loaded).toEqual({ loaded: true, finished: 1, queued: 5, failed: 0 });
     // The failed page had retries left under the new --maxPageRetries: queued again.
     expect((await drain(resumed)).map((p) => p.url)).toEqual(["http://a.test/5", "http://a.test/6", "http://a.test/3", "http://a.test/4", "http://a.test/2"]);
