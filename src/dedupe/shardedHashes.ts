@@ -4,6 +4,7 @@
 // Fields and values are stored compact (indexKeys.ts) and given back as the single-node layout has them.
 import { compactHashEntry, digestField, digestOfField, expandHashEntry, shardKeys, shardOfDigest } from "./indexKeys.js";
 import type { DedupeRedis } from "./layout.js";
+import { fencedArgs, fencedScript, type Fence } from "../ownership/fencedLease.js";
 import { forEachSlotGroup, luaScript, runScript, type Sharded } from "./shardSlots.js";
 
 export { writeEntriesSharded } from "./shardedImport.js";
@@ -95,13 +96,14 @@ export async function entriesSharded(redis: DedupeRedis, layout: Sharded, crawlI
 const pairKeys = (crawlId: string, shards: string[], into: "live" | "rebuild" = "live") =>
   shards.flatMap((shard) => [shardKeys.crawlHashes(crawlId, shard), into === "live" ? shardKeys.allHashes(shard) : shardKeys.rebuildHashes(shard)]);
 
-// KEYS: (rebuilt, live) pairs: each rebuilt key replaces its live one (none rebuilt: the live one goes).
-export const SWAP_KEYS_LUA = luaScript(`
+// KEYS: fence, then (rebuilt, live) pairs; ARGV: the merge lease's epoch. Each rebuilt key replaces its
+// live one (none rebuilt: the live one goes), unless a newer rebuild took the lease over (fencedScript).
+export const SWAP_KEYS_LUA = luaScript(fencedScript(`
 for k = 1, #KEYS, 2 do
   if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('RENAME', KEYS[k], KEYS[k + 1]) else redis.call('DEL', KEYS[k + 1]) end
 end
 return 1
-`);
+`));
 
 /** Merge a crawl's hashes into allhashes (or the one a purge is rebuilding); returns how many it has. */
 export async function mergeCrawlSharded(redis: DedupeRedis, layout: Sharded, crawlId: string, into: "live" | "rebuild" = "live"): Promise<number> {
@@ -130,12 +132,16 @@ export async function clearRebuildSharded(redis: DedupeRedis, layout: Sharded): 
   await forEachSlotGroup(layout, (shards) => redis.del(...shards.map((shard) => shardKeys.rebuildHashes(shard))));
 }
 
-/** Put the rebuilt allhashes in place, shard by shard (each shard atomically: a lookup sees the old or the new). */
-export async function swapRebuiltSharded(redis: DedupeRedis, layout: Sharded): Promise<void> {
-  await forEachSlotGroup(layout, (shards) =>
-    runScript(redis, SWAP_KEYS_LUA, shards.length * 2, ...shards.flatMap((shard) => [shardKeys.rebuildHashes(shard), shardKeys.allHashes(shard)])));
+/**
+ * Put the rebuilt allhashes in place, shard by shard (each shard atomically: a lookup sees the old or the
+ * new), each slot group fenced by the merge lease (`fenceOf` its shards).
+ */
+export async function swapRebuiltSharded(redis: DedupeRedis, layout: Sharded, fenceOf: (shards: string[]) => Fence): Promise<void> {
+  await forEachSlotGroup(layout, (shards) => runScript(
+    redis, SWAP_KEYS_LUA, 1 + shards.length * 2, ...fencedArgs(fenceOf(shards)),
+    ...shards.flatMap((shard) => [shardKeys.rebuildHashes(shard), shardKeys.allHashes(shard)]),
+  ));
 }
-
 
 /**
  * Every entry of a crawl's h: (or, crawlId null, of allhashes) over all shards, as the single-node layout
