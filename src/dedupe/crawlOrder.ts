@@ -66,7 +66,7 @@ export async function rankCrawls(redis: DedupeRedis, crawlIds: string[]): Promis
 }
 
 export async function renumberCrawls(redis: DedupeRedis, fence: Fence): Promise<void> {
-  await redis.eval(RENUMBER_LUA, 2, ...fencedArgs(fence), keysOf(redis).crawlOrder);
+  await redis.eval(RENUMBER_LUA, ...fencedArgs(fence, [keysOf(redis).crawlOrder]));
 }
 
 /** crawlorder as this process knows it: read again when a crawl it has not seen turns up. */

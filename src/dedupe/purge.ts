@@ -131,9 +131,9 @@ async function rebuildUnderLease(redis: DedupeRedis, lease: MergeLease): Promise
   await pauseForTests("purge-rebuilt-aside");
   if (layout.kind === "sharded") {
     await swapRebuiltSharded(redis, layout, (shards) => lease.shardFence(shards));
-    await runScript(redis, SWAP_KEYS_LUA, 3, ...fencedArgs(lease.fence), dedupeKeys.rebuildUrls, dedupeKeys.allUrls);
+    await runScript(redis, SWAP_KEYS_LUA, ...fencedArgs(lease.fence, [dedupeKeys.rebuildUrls, dedupeKeys.allUrls]));
   } else {
-    await runScript(redis, SWAP_KEYS_LUA, 5, ...fencedArgs(lease.fence), dedupeKeys.rebuildHashes, dedupeKeys.allHashes, dedupeKeys.rebuildUrls, dedupeKeys.allUrls);
+    await runScript(redis, SWAP_KEYS_LUA, ...fencedArgs(lease.fence, [dedupeKeys.rebuildHashes, dedupeKeys.allHashes, dedupeKeys.rebuildUrls, dedupeKeys.allUrls]));
   }
   await lease.raiseEpoch();
   // Crawls committed while the lease had lapsed (a stalled purger no other took over from), and what
@@ -144,6 +144,6 @@ async function rebuildUnderLease(redis: DedupeRedis, lease: MergeLease): Promise
     await mergeCrawlUrls(redis, crawlId);
   }
   for (const crawlId of (await redis.smembers(dedupeKeys.concurrentCrawls)).sort()) await mergeCrawlHashes(redis, crawlId);
-  await redis.eval(RECOUNT_LUA(redis), 3, ...fencedArgs(lease.fence), dedupeKeys.allCrawls, dedupeKeys.allCounts, ...REMOVED_COUNT_FIELDS);
+  await redis.eval(RECOUNT_LUA(redis), ...fencedArgs(lease.fence, [dedupeKeys.allCrawls, dedupeKeys.allCounts], [...REMOVED_COUNT_FIELDS]));
   await renumberCrawls(redis, lease.fence);
 }

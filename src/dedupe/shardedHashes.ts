@@ -138,8 +138,7 @@ export async function clearRebuildSharded(redis: DedupeRedis, layout: Sharded): 
  */
 export async function swapRebuiltSharded(redis: DedupeRedis, layout: Sharded, fenceOf: (shards: string[]) => Fence): Promise<void> {
   await forEachSlotGroup(layout, (shards) => runScript(
-    redis, SWAP_KEYS_LUA, 1 + shards.length * 2, ...fencedArgs(fenceOf(shards)),
-    ...shards.flatMap((shard) => [shardKeys.rebuildHashes(shard), shardKeys.allHashes(shard)]),
+    redis, SWAP_KEYS_LUA, ...fencedArgs(fenceOf(shards), shards.flatMap((shard) => [shardKeys.rebuildHashes(shard), shardKeys.allHashes(shard)])),
   ));
 }
 

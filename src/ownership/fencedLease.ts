@@ -51,8 +51,12 @@ if fence > caller_epoch then return redis.error_reply('${FENCED_REPLY} epoch ' .
 ${body}`;
 }
 
-/** The leading key and argument of a fenced script's call. */
-export const fencedArgs = (fence: Fence): [string, number] => [fence.key, fence.epoch];
+type ScriptArg = string | Buffer | number;
+
+/** A fenced script's numkeys, KEYS and ARGV: the fence's key before `keys`, its epoch before `args`. */
+export function fencedArgs(fence: Fence, keys: (string | Buffer)[], args: ScriptArg[] = []): [number, ...ScriptArg[]] {
+  return [1 + keys.length, fence.key, ...keys, fence.epoch, ...args];
+}
 
 // KEYS: fence; ARGV: epoch. A fence value never goes down: an older holder raising late changes nothing.
 export const RAISE_FENCE_LUA = `
@@ -125,7 +129,7 @@ export class FencedLease {
 
   /** Raise the epoch (readers compare it to tell that something changed), only while still the holder. */
   async raiseEpoch(): Promise<void> {
-    this.current = Number(await this.redis.eval(fencedScript(`return redis.call('INCR', KEYS[1])`), 2, ...fencedArgs(this.fence), this.keys.epoch));
+    this.current = Number(await this.redis.eval(fencedScript(`return redis.call('INCR', KEYS[1])`), ...fencedArgs(this.fence, [this.keys.epoch])));
   }
 
   /** Throws LeaseLostError when a newer holder took over (a check between steps, not a fence). */
