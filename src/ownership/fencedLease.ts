@@ -25,7 +25,7 @@ export interface Fence {
 /** Thrown where a fenced write was refused: a newer holder took the lease over. */
 export class LeaseLostError extends Error {
   constructor(what: string, cause: unknown) {
-    super(`${what}: its lease was taken over by a newer holder, so it stopped without writing (${cause instanceof Error ? cause.message : String(cause)})`);
+    super(`${what}: its lease was taken over by a newer holder, which does the work instead; this one stopped, its fenced writes refused (${cause instanceof Error ? cause.message : String(cause)})`);
     this.name = "LeaseLostError";
   }
 }
