@@ -6,10 +6,11 @@
 // - the step that puts a crawl in allcrawls runs only while no lease is held and the epoch is the one read
 //   before the crawl's hashes were merged (COMMIT_GUARD_LUA); otherwise the caller waits for the rebuild to
 //   end, merges again (idempotent) and tries again;
-// - every step of the rebuild that replaces live keys is fenced by the epoch it holds: a rebuild whose
-//   lease was taken over (it stalled, or was taken for dead) is refused and stops, so two rebuilds never
-//   both swap their keys in. In the sharded layout each slot group of hash shards has a fence of its own
-//   (shardKeys.mergeFence), raised to the new holder's epoch before it touches a rebuild key.
+// - every write of the rebuild (the keys it builds aside, the swap, recount, renumbering) is fenced by the
+//   epoch it holds: a rebuild whose lease was taken over (it stalled, or was taken for dead) is refused and
+//   stops, so two rebuilds never both swap their keys in, nor write into each other's keys aside. In the
+//   sharded layout each slot group of hash shards has a fence of its own (shardKeys.mergeFence), raised to
+//   the new holder's epoch before it touches a rebuild key.
 // A rebuild whose lease only lapsed (no other took it) goes on: it merges, once it has replaced allhashes,
 // every crawl committed since it began.
 import { FencedLease, LeaseLostError, isFenced, RAISE_FENCE_LUA, type Fence } from "../ownership/fencedLease.js";
@@ -77,14 +78,13 @@ export class MergeLease {
     await this.lease.raiseEpoch();
   }
 
-  async assertHeld(what: string): Promise<void> {
-    await this.lease.assertHeld(what);
-  }
-
   async release(): Promise<void> {
     await this.lease.release();
   }
 }
+
+/** Where a merge goes: the live merged index, or the one a rebuild builds aside under its (fenced) lease. */
+export type MergeTarget = "live" | MergeLease;
 
 /** A fenced script's refusal as a LeaseLostError naming what stopped; any other error as it is. */
 export function leaseLostOr(err: unknown, what: string): unknown {

@@ -10,7 +10,7 @@ import { REMOVED_COUNT_FIELDS } from "./indexKeys.js";
 import { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "./layout.js";
 import { leaseLostOr, MergeLease } from "./mergeLease.js";
 import { fencedArgs, fencedScript } from "../ownership/fencedLease.js";
-import { clearRebuildSharded, deleteCrawlSharded, SWAP_KEYS_LUA, swapRebuiltSharded } from "./shardedHashes.js";
+import { clearRebuildSharded, DELETE_KEYS_LUA, deleteCrawlSharded, SWAP_KEYS_LUA, swapRebuiltSharded } from "./shardedHashes.js";
 import { runScript } from "./shardSlots.js";
 import { pauseForTests } from "../util/testPause.js";
 
@@ -96,9 +96,9 @@ async function forgetImportsOf(redis: DedupeRedis, crawlIds: Set<string>): Promi
 /**
  * allhashes, allurls and allcounts again from the committed crawls (in crawl order), built aside and put in
  * place when complete, under the merge lease that commits respect (mergeLease.ts): lookups meanwhile see the
- * old index (less the crawls being purged), and no commit meanwhile is lost. Every step that replaces live
- * keys is fenced by the lease: a rebuild whose lease another took over throws LeaseLostError and swaps nothing
- * more in (the newer rebuild does it all).
+ * old index (less the crawls being purged), and no commit meanwhile is lost. Every write under the lease
+ * (clearing and filling the keys aside, the swap, the epoch, the recount, the renumbering) is fenced by it: a
+ * rebuild whose lease another took over throws LeaseLostError at its next write (the newer one does it all).
  */
 export async function rebuildMergedIndex(redis: DedupeRedis): Promise<void> {
   const lease = await MergeLease.acquire(redis);
@@ -114,20 +114,17 @@ export async function rebuildMergedIndex(redis: DedupeRedis): Promise<void> {
 async function rebuildUnderLease(redis: DedupeRedis, lease: MergeLease): Promise<void> {
   const dedupeKeys = keysOf(redis);
   const layout = layoutOf(redis);
-  const what = "the rebuild of the merged index (allhashes) after a purge";
-  // What a rebuild killed before its end left aside.
-  if (layout.kind === "sharded") await clearRebuildSharded(redis, layout);
-  await redis.del(...(layout.kind === "sharded" ? [] : [dedupeKeys.rebuildHashes]), dedupeKeys.rebuildUrls);
+  // What a rebuild killed before its end left aside (fenced: never what a newer rebuild is building).
+  if (layout.kind === "sharded") await clearRebuildSharded(redis, layout, (shards) => lease.shardFence(shards));
+  await runScript(redis, DELETE_KEYS_LUA, ...fencedArgs(lease.fence, [...(layout.kind === "sharded" ? [] : [dedupeKeys.rebuildHashes]), dedupeKeys.rebuildUrls]));
   const merged = await new CrawlOrder(redis).sorted(await redis.smembers(dedupeKeys.allCrawls));
   for (const crawlId of merged) {
-    // Not a fence (the swap is): a rebuild taken over stops early instead of merging into the newer one's keys.
-    await lease.assertHeld(what);
-    await mergeCrawlHashes(redis, crawlId, 5000, "rebuild");
-    await mergeCrawlUrls(redis, crawlId, "rebuild");
+    await mergeCrawlHashes(redis, crawlId, 5000, lease);
+    await mergeCrawlUrls(redis, crawlId, lease);
   }
   // Concurrent crawls still running keep their hashes findable (--dedupeConcurrent), as before the purge.
   const concurrent = (await redis.smembers(dedupeKeys.concurrentCrawls)).filter((id) => !merged.includes(id)).sort();
-  for (const crawlId of concurrent) await mergeCrawlHashes(redis, crawlId, 5000, "rebuild");
+  for (const crawlId of concurrent) await mergeCrawlHashes(redis, crawlId, 5000, lease);
   await pauseForTests("purge-rebuilt-aside");
   if (layout.kind === "sharded") {
     await swapRebuiltSharded(redis, layout, (shards) => lease.shardFence(shards));

@@ -132,12 +132,6 @@ export class FencedLease {
     this.current = Number(await this.redis.eval(fencedScript(`return redis.call('INCR', KEYS[1])`), ...fencedArgs(this.fence, [this.keys.epoch])));
   }
 
-  /** Throws LeaseLostError when a newer holder took over (a check between steps, not a fence). */
-  async assertHeld(what: string): Promise<void> {
-    const epoch = Number((await this.redis.get(this.keys.epoch)) ?? 0);
-    if (epoch > this.current) throw new LeaseLostError(what, new Error(`${FENCED_REPLY} epoch ${this.current} < ${epoch}`));
-  }
-
   async release(): Promise<void> {
     clearInterval(this.renewal);
     await this.redis.eval(RELEASE_LUA, 1, this.keys.lease, this.holder);

@@ -6,9 +6,11 @@
 // each of its hashes in allhashes, and the purged crawls are gone.
 import { Redis } from "ioredis";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import { commitCrawl } from "../../../src/dedupe/commit.js";
+import { mergeCrawlUrls } from "../../../src/dedupe/captureHistory.js";
+import { commitCrawl, mergeCrawlHashes } from "../../../src/dedupe/commit.js";
 import { DedupeIndex } from "../../../src/dedupe/dedupeIndex.js";
 import { createShardedLayout, keysOf, loadLayout, type DedupeRedis } from "../../../src/dedupe/layout.js";
+import { MergeLease } from "../../../src/dedupe/mergeLease.js";
 import { purgeCrawls } from "../../../src/dedupe/purge.js";
 import { logger } from "../../../src/log/logger.js";
 import { singleLayoutView } from "../../helpers/dedupeCluster.js";
@@ -109,5 +111,31 @@ describe("two rebuilds whose merge leases collide", () => {
       if (layout === "sharded") await createShardedLayout(redis.client, 2);
       await collide(true);
     }, 30_000);
+  }
+});
+
+describe("a merge lease taken over", () => {
+  for (const layout of ["single", "sharded"] as const) {
+    it(`${layout} layout: its holder's writes aside are refused, the newer holder's are not`, async () => {
+      if (layout === "sharded") await createShardedLayout(redis.client, 2);
+      const [stale, fresh, view] = await Promise.all([connect(), connect(), connect()]);
+      await writeCommittedCrawl(view, "kept0", 0, 50);
+      const older = await MergeLease.acquire(stale);
+      await view.del(keysOf(view).mergeLease); // lapsed: its holder stalled
+      const newer = await MergeLease.acquire(fresh);
+      try {
+        await expect(mergeCrawlHashes(stale, "kept0", 5000, older)).rejects.toThrow(/FENCED epoch 1 < 2/);
+        await expect(mergeCrawlUrls(stale, "kept0", older)).rejects.toThrow(/FENCED/);
+        await expect(older.raiseEpoch()).rejects.toThrow(/FENCED/);
+        expect(await view.get(keysOf(view).mergeEpoch)).toBe("2");
+        await mergeCrawlHashes(fresh, "kept0", 5000, newer);
+        const asideKeys = layout === "single" ? [keysOf(view).rebuildHashes] : await view.keys("{*}ah:rebuild");
+        const aside = (await Promise.all(asideKeys.map((key) => view.hlen(key)))).reduce((sum, n) => sum + n, 0);
+        expect(aside).toBe(50);
+      } finally {
+        await older.release();
+        await newer.release();
+      }
+    });
   }
 });
