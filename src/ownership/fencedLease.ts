@@ -5,7 +5,7 @@
  * fence value in its own slot to the caller's epoch and refuses when a newer holder raised it. So a holder
  * that stalled past its lease, or was wrongly taken for dead, cannot act again once another took over,
  * though it cannot know so itself. Keys in other cluster slots carry a fence value of their own, raised by
- * each new holder before it touches them (raiseFenceArgs), see README.md.
+ * each new holder before it touches them (RAISE_FENCE_LUA), see README.md.
  */
 import type { Cluster, Redis } from "ioredis";
 import { isHolderGone, newHolderId } from "./processIdentity.js";
@@ -122,7 +122,7 @@ export class FencedLease {
     return { key: this.keys.epoch, epoch: this.current };
   }
 
-  /** A fence in another slot, raised to `takenAt` by raiseFenceArgs when the lease was taken. */
+  /** A fence in another slot, raised to `takenAt` (RAISE_FENCE_LUA) when the lease was taken. */
   fenceAt(key: string): Fence {
     return { key, epoch: this.takenAt };
   }
