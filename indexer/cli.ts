@@ -2,7 +2,7 @@
 // A young generation of 8 MB instead of 16: the importer's per-line garbage dies young either way, so
 // a bigger one only adds RSS (about 8 MB less peak RSS, same CPU; smaller costs CPU): see bench/indexer.ts.
 import { Command, CommanderError } from "commander";
-import { cancelCrawl, CancelRefusedError, commitCrawl, connectDedupeIndex, holderId } from "../src/dedupe/index.js";
+import { cancelCrawl, CancelRefusedError, commitCrawl, connectDedupeIndex, newHolderId } from "../src/dedupe/index.js";
 import { errorMessage, logger } from "../src/log/logger.js";
 import { VERSION } from "../src/version.js";
 import { RemovalRefusedError } from "./removal.js";
@@ -83,7 +83,7 @@ async function main(argv: string[]): Promise<number> {
       sourceCrawlId: flags.sourceCrawlId,
       remove: Boolean(flags.remove),
       force: Boolean(flags.force),
-      importerId: holderId(),
+      importerId: newHolderId(),
       history: Boolean(flags.history),
     });
     if (summary.failed.length) {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { holderIsDead, keysOf, type DedupeRedis, ownerScript } from "../src/dedupe/index.js";
+import { isHolderGone, keysOf, type DedupeRedis, ownerScript } from "../src/dedupe/index.js";
 import type { ImportResource } from "./sources.js";
 
 // Queue the resources (JSON, ARGV) not imported (src:d), not queued (src:q) and not being imported
@@ -150,9 +150,9 @@ export class ImportQueue {
       const lease = this.keys.importLease(name);
       let requeued = await this.redis.eval(REQUEUE_LUA, 3, lease, this.keys.importPending, this.keys.importQueue, name);
       const token = requeued === 1 ? null : await this.redis.get(lease);
-      // Its importer ran here and its process is gone: no need to wait for the lease to expire (a live one
+      // Its importer's process is gone (same pid namespace, src/ownership/processIdentity.ts): no need to wait for the lease to expire (a live one
       // mistaken for dead only imports the entry twice, idempotently; its token no longer releases it).
-      if (token && holderIsDead(token)) requeued = await this.redis.eval(REQUEUE_DEAD_LUA, 3, lease, this.keys.importPending, this.keys.importQueue, name, token);
+      if (token && isHolderGone(token)) requeued = await this.redis.eval(REQUEUE_DEAD_LUA, 3, lease, this.keys.importPending, this.keys.importQueue, name, token);
       if (requeued === 1) recovered.push(name);
     }
     return recovered;

@@ -13,7 +13,7 @@ import { EmbeddedRedis } from "../redis/embedded.js";
 import { CrawlState } from "../state/crawlState.js";
 import { Liveness } from "../state/membership/fencing.js";
 import { Membership } from "../state/membership/membership.js";
-import { newProcessId } from "../state/membership/processIdentity.js";
+import { newProcessId } from "../ownership/processIdentity.js";
 import { WriterSlots } from "../state/membership/writerSlots.js";
 import { withTimeout } from "../util/process.js";
 import type { CollectionPaths } from "../config/collectionPaths.js";

@@ -8,7 +8,7 @@ import { errorMessage, logger } from "../log/logger.js";
 import { SeedScope } from "../scope/seedScope.js";
 import { crawlKey } from "../scope/urls.js";
 import type { QueuedPage } from "../state/crawlState.js";
-import { isLocalProcessGone } from "../state/membership/processIdentity.js";
+import { isLocalProcessGone } from "../ownership/processIdentity.js";
 import { loadCrawlState, serializeCrawlState } from "../state/savedState.js";
 import { withTimeout } from "../util/process.js";
 import type { CrawlSession } from "./session.js";

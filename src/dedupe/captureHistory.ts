@@ -1,5 +1,8 @@
 import { parseWaczEntry, type CaptureRecord } from "./indexKeys.js";
+import type { LuaKeys } from "./indexKeys.js";
 import { keysOf, scriptByLayout, type DedupeRedis } from "./layout.js";
+import type { MergeTarget } from "./mergeLease.js";
+import { fencedArgs, fencedScript } from "../ownership/fencedLease.js";
 
 /** The latest committed capture of a URL, with where it is and what the page linked to. */
 export interface KnownCapture extends CaptureRecord {
@@ -24,7 +27,7 @@ return {crawl, capture, outlinks, wacz}
 `);
 
 // Merge one HSCAN page of u:<crawl> into allurls: a URL points at the crawl with its newest capture.
-const MERGE_URLS_LUA = scriptByLayout((LUA_KEY) => `
+const mergeUrlsPage = (LUA_KEY: LuaKeys) => `
 local function newer(a, b)
   local da, db = cjson.decode(a).date, cjson.decode(b).date
   local sa, sb = string.sub(da, 1, 14), string.sub(db, 1, 14)
@@ -39,7 +42,10 @@ for i = 1, #fields, 2 do
   if not currentCapture or newer(fields[i + 1], currentCapture) then redis.call('HSET', KEYS[1], fields[i], ARGV[1]) end
 end
 return page[1]
-`);
+`;
+const MERGE_URLS_LUA = scriptByLayout(mergeUrlsPage);
+// The same into the allurls a purge rebuilds, fenced by its merge lease.
+const MERGE_URLS_REBUILD_LUA = scriptByLayout((lua) => fencedScript(mergeUrlsPage(lua)));
 
 // Set u:<crawl>[url] unless what is there is newer (by date: seconds, then the fraction).
 const RECORD_CAPTURE_LUA = `
@@ -116,10 +122,12 @@ export async function listCaptures(redis: DedupeRedis, url: string): Promise<Kno
 }
 
 /** Point allurls (or the one a purge is rebuilding) at a committed crawl's captures where they are the newest (idempotent). */
-export async function mergeCrawlUrls(redis: DedupeRedis, crawlId: string, into: "live" | "rebuild" = "live"): Promise<void> {
+export async function mergeCrawlUrls(redis: DedupeRedis, crawlId: string, into: MergeTarget = "live"): Promise<void> {
   const dedupeKeys = keysOf(redis);
   let cursor = "0";
   do {
-    cursor = (await redis.eval(MERGE_URLS_LUA(redis), 1, into === "live" ? dedupeKeys.allUrls : dedupeKeys.rebuildUrls, crawlId, cursor)) as string;
+    cursor = (await (into === "live"
+      ? redis.eval(MERGE_URLS_LUA(redis), 1, dedupeKeys.allUrls, crawlId, cursor)
+      : redis.eval(MERGE_URLS_REBUILD_LUA(redis), ...fencedArgs(into.fence, [dedupeKeys.rebuildUrls], [crawlId, cursor])))) as string;
   } while (cursor !== "0");
 }

@@ -2,7 +2,8 @@ import { LUA_KEY } from "./indexKeys.js";
 import { mergeCrawlUrls } from "./captureHistory.js";
 import { CrawlOrder } from "./crawlOrder.js";
 import { keysOf, layoutOf, type DedupeRedis } from "./layout.js";
-import { COMMIT_GUARD_LUA, epochWhenNoRebuild } from "./mergeLease.js";
+import { COMMIT_GUARD_LUA, epochWhenNoRebuild, type MergeTarget } from "./mergeLease.js";
+import { fencedArgs, fencedScript } from "../ownership/fencedLease.js";
 import { deleteCrawlSharded, mergeCrawlSharded, unpublishCrawlSharded } from "./shardedHashes.js";
 import { logger } from "../log/logger.js";
 import { pauseForTests } from "../util/testPause.js";
@@ -18,6 +19,8 @@ for i = 1, #fields, 2 do
 end
 return page[1]
 `;
+// The same into the allhashes a purge rebuilds, fenced by its merge lease.
+const MERGE_PAGE_REBUILD_LUA = fencedScript(MERGE_PAGE_LUA);
 
 // The step that makes a commit count: atomic, so a crash before it repeats only idempotent work and a
 // second commit finds the crawl in allcrawls and adds nothing. Not while a purge rebuilds allhashes, nor
@@ -80,10 +83,10 @@ export async function commitCrawl(redis: DedupeRedis, crawlId: string, pageSize 
 }
 
 /**
- * Add every hash of h:<crawlId> to allhashes unless another crawl has it already (idempotent); `into`
- * "rebuild": to the allhashes a purge is rebuilding instead.
+ * Add every hash of h:<crawlId> to allhashes unless another crawl has it already (idempotent); `into` a
+ * merge lease: to the allhashes its purge is rebuilding instead, refused once a newer rebuild took over.
  */
-export async function mergeCrawlHashes(redis: DedupeRedis, crawlId: string, pageSize = 5000, into: "live" | "rebuild" = "live"): Promise<void> {
+export async function mergeCrawlHashes(redis: DedupeRedis, crawlId: string, pageSize = 5000, into: MergeTarget = "live"): Promise<void> {
   const layout = layoutOf(redis);
   if (layout.kind === "sharded") {
     await mergeCrawlSharded(redis, layout, crawlId, into);
@@ -92,7 +95,9 @@ export async function mergeCrawlHashes(redis: DedupeRedis, crawlId: string, page
   const dedupeKeys = keysOf(redis);
   let cursor = "0";
   do {
-    cursor = (await redis.eval(MERGE_PAGE_LUA, 1, into === "live" ? dedupeKeys.allHashes : dedupeKeys.rebuildHashes, crawlId, cursor, pageSize)) as string;
+    cursor = (await (into === "live"
+      ? redis.eval(MERGE_PAGE_LUA, 1, dedupeKeys.allHashes, crawlId, cursor, pageSize)
+      : redis.eval(MERGE_PAGE_REBUILD_LUA, ...fencedArgs(into.fence, [dedupeKeys.rebuildHashes], [crawlId, cursor, pageSize])))) as string;
   } while (cursor !== "0");
 }
 

@@ -9,6 +9,7 @@
 import type { Buffer } from "node:buffer";
 import { keysOf, type DedupeRedis } from "./layout.js";
 import { luaScript, runScript } from "./shardSlots.js";
+import { fencedArgs, fencedScript, type Fence } from "../ownership/fencedLease.js";
 
 // The crawls ranked before that the manifest does not list, in their order, then the manifest's crawls in
 // its order: one script (a kill leaves the old order or the new). The same manifest again changes nothing;
@@ -26,14 +27,15 @@ return #ARGV + #others
 `;
 
 // 1..n again in the same order, after a purge took crawls out (dense: the next crawl met gets n + 1).
-const RENUMBER_LUA = `
+// Fenced by the purge's merge lease (its fence key and epoch go first).
+const RENUMBER_LUA = fencedScript(`
 local flat = redis.call('HGETALL', KEYS[1])
 local ranked = {}
 for i = 1, #flat, 2 do ranked[#ranked + 1] = {flat[i], tonumber(flat[i + 1])} end
 table.sort(ranked, function(a, b) if a[2] ~= b[2] then return a[2] < b[2] end return a[1] < b[1] end)
 for i, entry in ipairs(ranked) do redis.call('HSET', KEYS[1], entry[1], i) end
 return #ranked
-`;
+`);
 
 // KEYS[1]: one allhashes (shard); ARGV: crawl, then field/holder pairs. Take a field while the holder read
 // is still its holder (or none is); return the ARGV position and new holder of those that moved meanwhile.
@@ -63,8 +65,8 @@ export async function rankCrawls(redis: DedupeRedis, crawlIds: string[]): Promis
   await redis.eval(RANK_LUA, 1, keysOf(redis).crawlOrder, ...new Set(crawlIds));
 }
 
-export async function renumberCrawls(redis: DedupeRedis): Promise<void> {
-  await redis.eval(RENUMBER_LUA, 1, keysOf(redis).crawlOrder);
+export async function renumberCrawls(redis: DedupeRedis, fence: Fence): Promise<void> {
+  await redis.eval(RENUMBER_LUA, ...fencedArgs(fence, [keysOf(redis).crawlOrder]));
 }
 
 /** crawlorder as this process knows it: read again when a crawl it has not seen turns up. */

@@ -16,9 +16,8 @@ export { cancelCrawl, CancelRefusedError, commitCrawl, mergeCrawlHashes } from "
 export { crawlsMissingFrom, finishPurges, purgeCrawls, trackRemovedCrawls } from "./purge.js";
 // The import's final step respects a purge's rebuild as a commit does.
 export { COMMIT_GUARD_LUA, epochWhenNoRebuild } from "./mergeLease.js";
-// Lease holders' ids, and whether one is provably dead (same host, process gone): import leases use them too.
-export { holderId, holderIsDead } from "./mergeLease.js";
-// Import leases follow the crawl's one rule of shared ownership (a dead holder's lease is taken over).
-export { ownerScript } from "../redis/ownerRule.js";
+// Import leases are held under the one liveness identity and follow the one rule of shared ownership.
+export { isHolderGone, newHolderId } from "../ownership/processIdentity.js";
+export { ownerScript } from "../ownership/ownerRule.js";
 // Kill points of the fault tests: no-ops unless CRAWLER_TEST_PAUSE_AT names them.
 export { pauseForTests } from "../util/testPause.js";

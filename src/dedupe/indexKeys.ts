@@ -139,6 +139,8 @@ export const SHARDED_LUA_KEY: LuaKeys = {
 export const shardKeys = {
   allHashes: (shard: string) => `{${shard}}ah`,
   rebuildHashes: (shard: string) => `{${shard}}ah:rebuild`,
+  /** The merge lease's fence of the slot group whose first shard this is (dedupe/mergeLease.ts). */
+  mergeFence: (shard: string) => `{${shard}}ah:fence`,
   crawlHashes: (crawlId: string, shard: string) => `{${shard}}h:${crawlId}`,
   /** Lua: h:<crawl> of the shard whose name is in `shardExpr`. */
   luaCrawlHashes: (shardExpr: string, idExpr: string) => `'{' .. ${shardExpr} .. '}h:' .. ${idExpr}`,

@@ -8,14 +8,16 @@ import { mergeCrawlUrls } from "./captureHistory.js";
 import { CrawlOrder, renumberCrawls } from "./crawlOrder.js";
 import { REMOVED_COUNT_FIELDS } from "./indexKeys.js";
 import { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "./layout.js";
-import { MergeLease } from "./mergeLease.js";
-import { clearRebuildSharded, deleteCrawlSharded, SWAP_KEYS_LUA, swapRebuiltSharded } from "./shardedHashes.js";
+import { leaseLostOr, MergeLease } from "./mergeLease.js";
+import { fencedArgs, fencedScript } from "../ownership/fencedLease.js";
+import { clearRebuildSharded, DELETE_KEYS_LUA, deleteCrawlSharded, SWAP_KEYS_LUA, swapRebuiltSharded } from "./shardedHashes.js";
 import { runScript } from "./shardSlots.js";
 import { pauseForTests } from "../util/testPause.js";
 
 // allcounts again from scratch: the sums of the committed crawls' counts, nothing removed. One script, so a
 // commit (which adds its counts as it joins allcrawls) is counted exactly once, before or after it.
-const RECOUNT_LUA = scriptByLayout((lua) => `
+// Fenced by the merge lease (the fence key and epoch go first).
+const RECOUNT_LUA = scriptByLayout((lua) => fencedScript(`
 local sums = {}
 for _, crawl in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   local counts = redis.call('HGETALL', ${lua.crawlCounts("crawl")})
@@ -25,7 +27,7 @@ redis.call('DEL', KEYS[2])
 for field, sum in pairs(sums) do redis.call('HSET', KEYS[2], field, string.format('%.0f', sum)) end
 for i = 1, #ARGV do redis.call('HSET', KEYS[2], ARGV[i], 0) end
 return 1
-`);
+`));
 
 /** Committed crawls not in `keep`, with the total size of each. */
 export async function crawlsMissingFrom(redis: DedupeRedis, keep: Set<string>): Promise<{ crawlId: string; size: number }[]> {
@@ -94,43 +96,51 @@ async function forgetImportsOf(redis: DedupeRedis, crawlIds: Set<string>): Promi
 /**
  * allhashes, allurls and allcounts again from the committed crawls (in crawl order), built aside and put in
  * place when complete, under the merge lease that commits respect (mergeLease.ts): lookups meanwhile see the
- * old index (less the crawls being purged), and no commit meanwhile is lost.
+ * old index (less the crawls being purged), and no commit meanwhile is lost. Every write under the lease
+ * (clearing and filling the keys aside, the swap, the epoch, the recount, the renumbering) is fenced by it: a
+ * rebuild whose lease another took over throws LeaseLostError at its next write (the newer one does it all).
  */
 export async function rebuildMergedIndex(redis: DedupeRedis): Promise<void> {
-  const dedupeKeys = keysOf(redis);
-  const layout = layoutOf(redis);
   const lease = await MergeLease.acquire(redis);
   try {
-    // What a rebuild killed before its end left aside.
-    if (layout.kind === "sharded") await clearRebuildSharded(redis, layout);
-    await redis.del(...(layout.kind === "sharded" ? [] : [dedupeKeys.rebuildHashes]), dedupeKeys.rebuildUrls);
-    const merged = await new CrawlOrder(redis).sorted(await redis.smembers(dedupeKeys.allCrawls));
-    for (const crawlId of merged) {
-      await mergeCrawlHashes(redis, crawlId, 5000, "rebuild");
-      await mergeCrawlUrls(redis, crawlId, "rebuild");
-    }
-    // Concurrent crawls still running keep their hashes findable (--dedupeConcurrent), as before the purge.
-    const concurrent = (await redis.smembers(dedupeKeys.concurrentCrawls)).filter((id) => !merged.includes(id)).sort();
-    for (const crawlId of concurrent) await mergeCrawlHashes(redis, crawlId, 5000, "rebuild");
-    await pauseForTests("purge-rebuilt-aside");
-    if (layout.kind === "sharded") {
-      await swapRebuiltSharded(redis, layout);
-      await runScript(redis, SWAP_KEYS_LUA, 2, dedupeKeys.rebuildUrls, dedupeKeys.allUrls);
-    } else {
-      await runScript(redis, SWAP_KEYS_LUA, 4, dedupeKeys.rebuildHashes, dedupeKeys.allHashes, dedupeKeys.rebuildUrls, dedupeKeys.allUrls);
-    }
-    await lease.raiseEpoch();
-    // Crawls committed while the lease had lapsed (a stalled purger), and what concurrent crawls published
-    // into the old allhashes meanwhile: merged into the new one (filling holes only).
-    const committedSince = (await redis.smembers(dedupeKeys.allCrawls)).filter((id) => !merged.includes(id)).sort();
-    for (const crawlId of committedSince) {
-      await mergeCrawlHashes(redis, crawlId);
-      await mergeCrawlUrls(redis, crawlId);
-    }
-    for (const crawlId of (await redis.smembers(dedupeKeys.concurrentCrawls)).sort()) await mergeCrawlHashes(redis, crawlId);
-    await redis.eval(RECOUNT_LUA(redis), 2, dedupeKeys.allCrawls, dedupeKeys.allCounts, ...REMOVED_COUNT_FIELDS);
-    await renumberCrawls(redis);
+    await rebuildUnderLease(redis, lease);
+  } catch (err) {
+    throw leaseLostOr(err, "the rebuild of the merged index (allhashes) after a purge");
   } finally {
     await lease.release();
   }
+}
+
+async function rebuildUnderLease(redis: DedupeRedis, lease: MergeLease): Promise<void> {
+  const dedupeKeys = keysOf(redis);
+  const layout = layoutOf(redis);
+  // What a rebuild killed before its end left aside (fenced: never what a newer rebuild is building).
+  if (layout.kind === "sharded") await clearRebuildSharded(redis, layout, (shards) => lease.shardFence(shards));
+  await runScript(redis, DELETE_KEYS_LUA, ...fencedArgs(lease.fence, [...(layout.kind === "sharded" ? [] : [dedupeKeys.rebuildHashes]), dedupeKeys.rebuildUrls]));
+  const merged = await new CrawlOrder(redis).sorted(await redis.smembers(dedupeKeys.allCrawls));
+  for (const crawlId of merged) {
+    await mergeCrawlHashes(redis, crawlId, 5000, lease);
+    await mergeCrawlUrls(redis, crawlId, lease);
+  }
+  // Concurrent crawls still running keep their hashes findable (--dedupeConcurrent), as before the purge.
+  const concurrent = (await redis.smembers(dedupeKeys.concurrentCrawls)).filter((id) => !merged.includes(id)).sort();
+  for (const crawlId of concurrent) await mergeCrawlHashes(redis, crawlId, 5000, lease);
+  await pauseForTests("purge-rebuilt-aside");
+  if (layout.kind === "sharded") {
+    await swapRebuiltSharded(redis, layout, (shards) => lease.shardFence(shards));
+    await runScript(redis, SWAP_KEYS_LUA, ...fencedArgs(lease.fence, [dedupeKeys.rebuildUrls, dedupeKeys.allUrls]));
+  } else {
+    await runScript(redis, SWAP_KEYS_LUA, ...fencedArgs(lease.fence, [dedupeKeys.rebuildHashes, dedupeKeys.allHashes, dedupeKeys.rebuildUrls, dedupeKeys.allUrls]));
+  }
+  await lease.raiseEpoch();
+  // Crawls committed while the lease had lapsed (a stalled purger no other took over from), and what
+  // concurrent crawls published into the old allhashes meanwhile: merged into the new one (filling holes only).
+  const committedSince = (await redis.smembers(dedupeKeys.allCrawls)).filter((id) => !merged.includes(id)).sort();
+  for (const crawlId of committedSince) {
+    await mergeCrawlHashes(redis, crawlId);
+    await mergeCrawlUrls(redis, crawlId);
+  }
+  for (const crawlId of (await redis.smembers(dedupeKeys.concurrentCrawls)).sort()) await mergeCrawlHashes(redis, crawlId);
+  await redis.eval(RECOUNT_LUA(redis), ...fencedArgs(lease.fence, [dedupeKeys.allCrawls, dedupeKeys.allCounts], [...REMOVED_COUNT_FIELDS]));
+  await renumberCrawls(redis, lease.fence);
 }

@@ -4,6 +4,8 @@
 // Fields and values are stored compact (indexKeys.ts) and given back as the single-node layout has them.
 import { compactHashEntry, digestField, digestOfField, expandHashEntry, shardKeys, shardOfDigest } from "./indexKeys.js";
 import type { DedupeRedis } from "./layout.js";
+import type { MergeTarget } from "./mergeLease.js";
+import { fencedArgs, fencedScript, type Fence } from "../ownership/fencedLease.js";
 import { forEachSlotGroup, luaScript, runScript, type Sharded } from "./shardSlots.js";
 
 export { writeEntriesSharded } from "./shardedImport.js";
@@ -53,11 +55,14 @@ return ${opts.result ?? "1"}
 }
 
 // Merged into allhashes (first writer wins); returns how many hashes the crawl has in these shards.
-const MERGE_GROUP_LUA = luaScript(overShardPairs("redis.call('HSETNX', KEYS[k + 1], fields[i], ARGV[1])", {
+const mergeGroup = overShardPairs("redis.call('HSETNX', KEYS[k + 1], fields[i], ARGV[1])", {
   before: "local total = 0",
   perShard: "total = total + redis.call('HLEN', KEYS[k])",
   result: "total",
-}));
+});
+const MERGE_GROUP_LUA = luaScript(mergeGroup);
+// The same into the allhashes a purge rebuilds, fenced by its merge lease (the slot group's fence).
+const MERGE_GROUP_REBUILD_LUA = luaScript(fencedScript(mergeGroup));
 
 // A cancelled concurrent crawl's hashes out of allhashes where they point at it.
 const UNPUBLISH_GROUP_LUA = luaScript(overShardPairs("if redis.call('HGET', KEYS[k + 1], fields[i]) == ARGV[1] then redis.call('HDEL', KEYS[k + 1], fields[i]) end"));
@@ -92,50 +97,59 @@ export async function entriesSharded(redis: DedupeRedis, layout: Sharded, crawlI
 }
 
 /** KEYS of a whole-crawl script for one slot's shards: h:<crawl> and allhashes (or the one being rebuilt) of each. */
-const pairKeys = (crawlId: string, shards: string[], into: "live" | "rebuild" = "live") =>
+const pairKeys = (crawlId: string, shards: string[], into: "live" | "rebuild") =>
   shards.flatMap((shard) => [shardKeys.crawlHashes(crawlId, shard), into === "live" ? shardKeys.allHashes(shard) : shardKeys.rebuildHashes(shard)]);
 
-// KEYS: (rebuilt, live) pairs: each rebuilt key replaces its live one (none rebuilt: the live one goes).
-export const SWAP_KEYS_LUA = luaScript(`
+// KEYS: fence, then (rebuilt, live) pairs; ARGV: the merge lease's epoch. Each rebuilt key replaces its
+// live one (none rebuilt: the live one goes), unless a newer rebuild took the lease over (fencedScript).
+export const SWAP_KEYS_LUA = luaScript(fencedScript(`
 for k = 1, #KEYS, 2 do
   if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('RENAME', KEYS[k], KEYS[k + 1]) else redis.call('DEL', KEYS[k + 1]) end
 end
 return 1
-`);
+`));
 
-/** Merge a crawl's hashes into allhashes (or the one a purge is rebuilding); returns how many it has. */
-export async function mergeCrawlSharded(redis: DedupeRedis, layout: Sharded, crawlId: string, into: "live" | "rebuild" = "live"): Promise<number> {
+/** Merge a crawl's hashes into allhashes (or the one a purge is rebuilding under `into`); returns how many it has. */
+export async function mergeCrawlSharded(redis: DedupeRedis, layout: Sharded, crawlId: string, into: MergeTarget = "live"): Promise<number> {
   let total = 0;
   await forEachSlotGroup(layout, async (shards) => {
-    const count = (await runScript(redis, MERGE_GROUP_LUA, shards.length * 2, ...pairKeys(crawlId, shards, into), crawlId)) as number;
+    const count = (await (into === "live"
+      ? runScript(redis, MERGE_GROUP_LUA, shards.length * 2, ...pairKeys(crawlId, shards, "live"), crawlId)
+      : runScript(redis, MERGE_GROUP_REBUILD_LUA, ...fencedArgs(into.shardFence(shards), pairKeys(crawlId, shards, "rebuild"), [crawlId])))) as number;
     total += count;
   });
   return total;
 }
 
 export async function unpublishCrawlSharded(redis: DedupeRedis, layout: Sharded, crawlId: string): Promise<void> {
-  await forEachSlotGroup(layout, (shards) => runScript(redis, UNPUBLISH_GROUP_LUA, shards.length * 2, ...pairKeys(crawlId, shards), crawlId));
+  await forEachSlotGroup(layout, (shards) => runScript(redis, UNPUBLISH_GROUP_LUA, shards.length * 2, ...pairKeys(crawlId, shards, "live"), crawlId));
 }
 
 export async function rollbackWaczSharded(redis: DedupeRedis, layout: Sharded, crawlId: string, waczIndex: number): Promise<void> {
-  await forEachSlotGroup(layout, (shards) => runScript(redis, ROLLBACK_GROUP_LUA, shards.length * 2, ...pairKeys(crawlId, shards), crawlId, String(waczIndex)));
+  await forEachSlotGroup(layout, (shards) => runScript(redis, ROLLBACK_GROUP_LUA, shards.length * 2, ...pairKeys(crawlId, shards, "live"), crawlId, String(waczIndex)));
 }
 
 export async function deleteCrawlSharded(redis: DedupeRedis, layout: Sharded, crawlId: string): Promise<void> {
   await forEachSlotGroup(layout, (shards) => redis.del(...shards.map((shard) => shardKeys.crawlHashes(crawlId, shard))));
 }
 
-/** Drop what an earlier, unfinished rebuild left of the allhashes it was building. */
-export async function clearRebuildSharded(redis: DedupeRedis, layout: Sharded): Promise<void> {
-  await forEachSlotGroup(layout, (shards) => redis.del(...shards.map((shard) => shardKeys.rebuildHashes(shard))));
+// KEYS: fence, then keys to delete; ARGV: the merge lease's epoch.
+export const DELETE_KEYS_LUA = luaScript(fencedScript(`return redis.call('DEL', unpack(KEYS))`));
+
+/** Drop what an earlier, unfinished rebuild left of the allhashes it was building (fenced: see SWAP_KEYS_LUA). */
+export async function clearRebuildSharded(redis: DedupeRedis, layout: Sharded, fenceOf: (shards: string[]) => Fence): Promise<void> {
+  await forEachSlotGroup(layout, (shards) => runScript(redis, DELETE_KEYS_LUA, ...fencedArgs(fenceOf(shards), shards.map((shard) => shardKeys.rebuildHashes(shard)))));
 }
 
-/** Put the rebuilt allhashes in place, shard by shard (each shard atomically: a lookup sees the old or the new). */
-export async function swapRebuiltSharded(redis: DedupeRedis, layout: Sharded): Promise<void> {
-  await forEachSlotGroup(layout, (shards) =>
-    runScript(redis, SWAP_KEYS_LUA, shards.length * 2, ...shards.flatMap((shard) => [shardKeys.rebuildHashes(shard), shardKeys.allHashes(shard)])));
+/**
+ * Put the rebuilt allhashes in place, shard by shard (each shard atomically: a lookup sees the old or the
+ * new), each slot group fenced by the merge lease (`fenceOf` its shards).
+ */
+export async function swapRebuiltSharded(redis: DedupeRedis, layout: Sharded, fenceOf: (shards: string[]) => Fence): Promise<void> {
+  await forEachSlotGroup(layout, (shards) => runScript(
+    redis, SWAP_KEYS_LUA, ...fencedArgs(fenceOf(shards), shards.flatMap((shard) => [shardKeys.rebuildHashes(shard), shardKeys.allHashes(shard)])),
+  ));
 }
-
 
 /**
  * Every entry of a crawl's h: (or, crawlId null, of allhashes) over all shards, as the single-node layout

@@ -12,7 +12,7 @@ import { errorMessage, logger } from "../log/logger.js";
 import { ExchangeClaims } from "../state/exchangeClaims.js";
 import type { Liveness } from "../state/membership/fencing.js";
 import type { Membership } from "../state/membership/membership.js";
-import { localityTag, parseProcessId } from "../state/membership/processIdentity.js";
+import { localityTag, parseProcessId } from "../ownership/processIdentity.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import { SOFTWARE } from "../version.js";
 import { CapturePipeline, type PipelineEvents } from "./capturePipeline.js";

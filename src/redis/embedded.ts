@@ -40,7 +40,7 @@ interface ServerRecord {
   locality?: string | null;
 }
 
-/** This boot and pid namespace (see state/membership/processIdentity.ts), or null where unknown. */
+/** This boot and pid namespace (see ownership/processIdentity.ts), or null where unknown. */
 function locality(): string | null {
   const boot = bootId();
   const namespace = pidNamespace();

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import type { Membership } from "./membership/membership.js";
-import { ownerScript } from "../redis/ownerRule.js";
+import { ownerScript } from "../ownership/ownerRule.js";
 
 /** What tells exchanges apart: status, method and URL (and the request body's digest, for other methods than GET and HEAD). */
 export interface ExchangeIdentity {
@@ -53,8 +53,16 @@ return redis.call('HDEL', KEYS[1], ARGV[1])
  * Which exchanges this crawl has stored, shared by its processes: an exchange is stored once per crawl.
  * A claim stays provisional (held by the writing process) until its records are safely in a WARC; a
  * provisional claim of a process that died (its record may have been cut off with its WARC) is taken over.
+ *
+ * This process knows which of its own provisional claims a tab of it is writing now (`writing`): one it
+ * holds in Redis that no tab is writing (its confirm and its unclaim both failed while Redis was away) is
+ * resolved at the next claim of that exchange, as claimed again by the tab asking, instead of read as
+ * "being written" until the wait for it runs out.
  */
 export class ExchangeClaims {
+  /** Fields of the exchanges whose claim this process holds and a tab of it is writing. */
+  private readonly writing = new Set<string>();
+
   constructor(
     private readonly redis: Redis | Cluster,
     private readonly membership: Membership,
@@ -66,21 +74,37 @@ export class ExchangeClaims {
    */
   async claim(exchange: ExchangeIdentity): Promise<ClaimResult> {
     const { keys, processId, heartbeatPrefix } = this.membership;
-    const result = (await this.redis.eval(CLAIM_LUA, 2, keys.storedExchanges, keys.fenced, exchangeField(exchange), processId, heartbeatPrefix)) as number | string;
-    if (result === 1) return { claimed: true };
+    const field = exchangeField(exchange);
+    const result = (await this.redis.eval(CLAIM_LUA, 2, keys.storedExchanges, keys.fenced, field, processId, heartbeatPrefix)) as number | string;
+    // No await between reading `writing` and adding to it: of two tabs asking at once, one writes.
+    if (result === 1 || (result === "mine" && !this.writing.has(field))) {
+      this.writing.add(field);
+      return { claimed: true };
+    }
     if (result === "mine" || result === "busy") return { claimed: false, storedIn: null, pending: true };
     const storedIn = typeof result === "string" && result.startsWith(`${STORED} `) ? result.slice(STORED.length + 1) : null;
     return { claimed: false, storedIn };
   }
 
   /** The exchange's records are safely in the WARC that goes into WACZ `waczFilename`. */
+  // Whether it succeeds or not, the write is over: a claim left behind is no tab's any more (see above).
   async confirm(exchange: ExchangeIdentity, waczFilename: string): Promise<void> {
-    await this.redis.eval(CONFIRM_LUA, 1, this.membership.keys.storedExchanges, exchangeField(exchange), this.membership.processId, `${STORED} ${waczFilename}`);
+    const field = exchangeField(exchange);
+    try {
+      await this.redis.eval(CONFIRM_LUA, 1, this.membership.keys.storedExchanges, field, this.membership.processId, `${STORED} ${waczFilename}`);
+    } finally {
+      this.writing.delete(field);
+    }
   }
 
   /** Undo a claim whose records could not be written, so a later fetch may store it. */
   async unclaim(exchange: ExchangeIdentity): Promise<void> {
-    await this.redis.eval(UNCLAIM_LUA, 1, this.membership.keys.storedExchanges, exchangeField(exchange), this.membership.processId);
+    const field = exchangeField(exchange);
+    try {
+      await this.redis.eval(UNCLAIM_LUA, 1, this.membership.keys.storedExchanges, field, this.membership.processId);
+    } finally {
+      this.writing.delete(field);
+    }
   }
 
   /** Whether the exchange's records are in a WARC already (a provisional claim does not count). */

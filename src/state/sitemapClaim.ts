@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import type { Membership } from "./membership/membership.js";
-import { ownerScript } from "../redis/ownerRule.js";
+import { ownerScript } from "../ownership/ownerRule.js";
 
 // Take on reading the sitemaps unless they were read, or a live process is reading them (a dead
 // reader's claim is taken over, see ownerRule.ts; a failed read is read again).

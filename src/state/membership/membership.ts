@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from "ioredis";
 import { crawlStateKeys, type CrawlStateKeys } from "../stateKeys.js";
-import { ownerScript } from "../../redis/ownerRule.js";
-import { isLocalProcessGone } from "./processIdentity.js";
+import { ownerScript } from "../../ownership/ownerRule.js";
+import { isLocalProcessGone } from "../../ownership/processIdentity.js";
 
 /** Default heartbeat lifetime: a process is taken for dead this long after its last renewal. */
 export const HEARTBEAT_TTL_MS = 15_000;

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import type { Cluster, Redis } from "ioredis";
 import type { Membership } from "./membership.js";
-import { ownerScript } from "../../redis/ownerRule.js";
+import { ownerScript } from "../../ownership/ownerRule.js";
 
 // Take this process's slot back, else the lowest slot of a dead process that wrote into this same
 // folder on this same machine (a restart of that writer: its files are here), else a new slot. A dead

@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { hostname } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Membership } from "../../../src/state/membership/membership.js";
-import { isLocalProcessGone, localityTag, newProcessId, parseProcessId } from "../../../src/state/membership/processIdentity.js";
+import { isLocalProcessGone, localityTag, newProcessId, parseProcessId } from "../../../src/ownership/processIdentity.js";
 import { pidNamespace, processStartTime } from "../../../src/util/procfs.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
 

@@ -6,10 +6,10 @@
  * its pid and its start time (so a reused pid is never taken for it). Only a process of the same
  * locality is judged by its pid; any other one is alive exactly while its heartbeat is.
  */
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { isPidAlive } from "../../util/process.js";
-import { bootId, pidNamespace, processStartTime } from "../../util/procfs.js";
+import { isPidAlive } from "../util/process.js";
+import { bootId, pidNamespace, processStartTime } from "../util/procfs.js";
 
 /**
  * The set of processes whose pids this process can check: one boot of one kernel, one pid namespace.
@@ -57,4 +57,18 @@ export function isLocalProcessGone(id: string): boolean {
   if (!identity || identity.locality === null || here === null || identity.locality !== here) return false;
   if (!isPidAlive(identity.pid)) return true;
   return identity.startTime !== null && processStartTime(identity.pid) !== identity.startTime;
+}
+
+/** A lease holder's id: this process's id with a random part of its own (one per lease taken). */
+export function newHolderId(): string {
+  return newProcessId(randomUUID().slice(0, 8));
+}
+
+/**
+ * Whether the holder a lease value names is provably gone (isLocalProcessGone). The value is a holder id,
+ * or "<holder id>:<take>" where each take of a lease has a token of its own (import leases).
+ */
+export function isHolderGone(leaseValue: string): boolean {
+  const take = leaseValue.indexOf(":");
+  return isLocalProcessGone(take < 0 ? leaseValue : leaseValue.slice(0, take));
 }
