@@ -1,7 +1,7 @@
 import type { Browser, Page, Target } from "puppeteer-core";
 import { defaultBodyLimits, type BodyLimits } from "../fetch/bodyLimits.js";
 import { FallbackFetcher } from "../fetch/fallbackFetcher.js";
-import { gateFailureExplained } from "../fetch/socketGate.js";
+import type { RunContext } from "../fetch/connectionRules.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
@@ -53,6 +53,8 @@ export interface PageWorkerOptions {
   extras?: CaptureExtras;
   /** Told when the worker's tab opens and closes (the live view casts it: src/screencast/). */
   tabWatch?: TabWatch;
+  /** The run's address policy, --header rules, blocking and socket gate: the tab and the fetches outside it obey them. */
+  context: RunContext;
 }
 
 /** Who wants to know the worker's current tab; both calls return at once and never throw. */
@@ -89,7 +91,7 @@ export class PageWorker {
     const acceptLanguage = options.tab?.acceptLanguage;
     // What the browser sends elsewhere (--originOverride), fetches outside it do too.
     const redirects = new OriginRedirects(options.extras?.originOverride ?? []);
-    this.fetcher = new FallbackFetcher({ userAgent: options.userAgent, limits: this.limits, headers: acceptLanguage ? [["Accept-Language", acceptLanguage]] : [], target: (url) => redirects.target(url) });
+    this.fetcher = new FallbackFetcher({ rules: options.context, userAgent: options.userAgent, limits: this.limits, headers: acceptLanguage ? [["Accept-Language", acceptLanguage]] : [], target: (url) => redirects.target(url) });
     this.behaviorHooks = {
       addLink: (url) => {
         if (this.behaviorLinks.size < MAX_BEHAVIOR_LINKS) this.behaviorLinks.add(url);
@@ -181,7 +183,7 @@ export class PageWorker {
         await tab.goto(pageUrl, { waitUntil: [...(this.options.waitUntil ?? ["load"])], timeout: this.options.pageLoadTimeoutMs });
       });
     } catch (err) {
-      navigationError = gateFailureExplained(errorMessage(err), url);
+      navigationError = this.options.context.socketGate.failureExplained(errorMessage(err), url);
     }
     if (attempt.rateLimited || attempt.loggedOut) return { document: null, title: "", links: [], error: navigationError };
     if (attempt.duplicate) {

@@ -58,6 +58,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     ...(profile ? { prepareProfile: unpackInto(profile) } : {}),
     ...(options.profile.saveProfile ? { beforeRemove: packInto(pendingProfileFile(options.profile.saveProfile)) } : {}),
     onRestart: () => run.watch.browserRestarted(),
+    socketGate: run.context.socketGate,
   });
   const debugAccess = options.browserMisc.debugAccessBrowser ? await startBrowserDebugAccess(async () => (await host.browser()).wsEndpoint()) : null;
   try {
@@ -100,6 +101,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         claimClick,
         contentCheck: options.lifecycle.failOnContentCheck,
         tabWatch: run.live?.worker(i),
+        context: run.context,
       }),
     );
     const stopProgress = showProgress(session.state, () => pipeline.writer.bytesWritten, options.logging.includes("stats"), run.live);
@@ -107,7 +109,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     try {
       const sitemap = options.sitemap;
       const readSitemaps = sitemap
-        ? () => startSitemapReading(sitemap, { claim: sitemapClaim, admission: seeding.admission, scopes: seeding.scopes, robotsTxt: seeding.robotsTxt, stop, userAgent: options.userAgent })
+        ? () => startSitemapReading(sitemap, { claim: sitemapClaim, admission: seeding.admission, scopes: seeding.scopes, robotsTxt: seeding.robotsTxt, stop, userAgent: options.userAgent, rules: run.context })
         : null;
       const loop: WorkLoop = { context, membership: session.membership, sitemapClaim, active: new Set(), taking: 0, idle: new IdleWorkers(), readSitemaps, sitemapReadings: [] };
       if (readSitemaps) loop.sitemapReadings.push((await readSitemaps()).finished);
