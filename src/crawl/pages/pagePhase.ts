@@ -237,7 +237,7 @@ async function crawlIsDrained(state: CrawlState, sitemapClaim: SitemapClaim): Pr
  */
 async function recoverWork(loop: WorkLoop, stop: StopControl, idleMark: number): Promise<void> {
   const { state, options } = loop.context;
-  await loop.membership.reapLocalDeadProcesses();
+  await loop.membership.reapLocalDeadProcesses(state);
   await resumeOrphanedSitemapReading(loop);
   await state.recoverAbandoned(options.maxPageRetries);
   if (loop.taking === 0) {
