@@ -12,13 +12,14 @@ import { NO_EXTRAS, OriginRedirects, type CaptureExtras } from "../capture/captu
 import { PageCapture, type CapturedSummary, type PageAttempt } from "../capture/pageCapture.js";
 import { DialogGuard } from "./dialogs.js";
 import { isRenderedDocumentType } from "../capture/documentTypes.js";
-import { DEFAULT_LINK_SELECTORS, readPage, type LinkSelector } from "./linkExtract.js";
-import type { LinkKinds } from "./formFeedLinks.js";
+import { readPage } from "./linkExtract.js";
+import { DEFAULT_LINK_SELECTORS, type LinkKinds, type LinkSelector } from "./linkSelectors.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
 import { PageTimings } from "./pageTimings.js";
 import { PopupCloser } from "./popups.js";
 import { watchServiceWorkers } from "./serviceWorkers.js";
-import { applyTabSettings, type TabSettings, type WaitUntilEvent } from "../browser/pageSetup.js";
+import { applyTabSettings, type TabSettings } from "../browser/pageSetup.js";
+import type { WaitUntilEvent } from "../browser/browserSetup.js";
 import { ContentCheck } from "./contentCheck.js";
 import type { LoadOptions, PageLoadResult } from "./pageLoadResult.js";
 
