@@ -18,6 +18,7 @@ import { StopControl } from "../src/crawl/stopControl.js";
 import { logger } from "../src/log/logger.js";
 import { EmbeddedRedis } from "../src/redis/embedded.js";
 import { RobotsTxt } from "../src/robots/robotsTxt.js";
+import { rulesOutsideACrawl } from "../src/fetch/connectionRules.js";
 import { startSitemapReading } from "../src/sitemap/sitemapSeeds.js";
 import { CrawlState } from "../src/state/crawlState.js";
 import { Membership } from "../src/state/membership/membership.js";
@@ -58,7 +59,8 @@ try {
   const state = new CrawlState(redis, membership);
   await membership.heartbeat();
   const scope = new SeedScope(`${origin}/site/`, { scopeType: "prefix", include: [], exclude: [], depth: -1, extraHops: 0 });
-  const robotsTxt = new RobotsTxt({ userAgent: null, agent: "*" });
+  const rules = rulesOutsideACrawl();
+  const robotsTxt = new RobotsTxt({ rules, userAgent: null, agent: "*" });
   const heapBefore = heapMb();
   let heapAtTenth = 0;
   const sampler = setInterval(() => {
@@ -68,7 +70,7 @@ try {
   }, 50);
   const started = performance.now();
   const reading = await startSitemapReading({ url: null, fromDate: null, toDate: null }, {
-    claim: new SitemapClaim(redis, membership), admission: new PageAdmission(state, 0, null), scopes: [scope], robotsTxt, stop: new StopControl(), userAgent: null,
+    claim: new SitemapClaim(redis, membership), admission: new PageAdmission(state, rules.addresses, 0, null), scopes: [scope], robotsTxt, stop: new StopControl(), userAgent: null, rules,
   });
   await reading.finished;
   const seconds = (performance.now() - started) / 1000;

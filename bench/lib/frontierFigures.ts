@@ -6,6 +6,7 @@ import { Redis, type Cluster } from "ioredis";
 import { EmbeddedRedis } from "../../src/redis/embedded.js";
 import { connectMaybeCluster } from "../../src/redis/cluster.js";
 import { PageAdmission } from "../../src/scope/admission.js";
+import { AddressPolicy } from "../../src/fetch/addressPolicy.js";
 import { CrawlState, type QueuedPage } from "../../src/state/crawlState.js";
 import { Membership } from "../../src/state/membership/membership.js";
 import { startLocalCluster, type LocalCluster } from "./localCluster.js";
@@ -93,7 +94,7 @@ export async function measureFrontier(options: FrontierBenchOptions): Promise<Fr
   try {
     const membership = new Membership(client as Redis, "bench", "bench-1-abcd");
     const state = new CrawlState(client, membership);
-    const admission = new PageAdmission(state, 0, null);
+    const admission = new PageAdmission(state, AddressPolicy.outsideACrawl(), 0, null);
     await state.shards();
     // Settle the allocator and the per-call overheads before the first sample.
     await admission.admitMany([{ url: "http://127.0.0.1/", depth: 0, seedId: 0, extraHops: 0 }]);

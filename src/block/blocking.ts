@@ -92,6 +92,18 @@ export class Blocking {
     logger.warn("blocking", "a page on an ad host is crawled all the same: pages are never blocked (--exclude keeps them out)", { url, adHost: listed });
   }
 
+  /**
+   * For the crawler's own fetches of what it archives (outside the browser): whether `url` is blocked,
+   * judged as a request of no frame (the ad list, and the rules without inFrameUrl or frameTextMatch);
+   * recorded when it is.
+   */
+  blockedOutsideBrowser(url: string, page: string | null = null): boolean {
+    const verdict = this.judge({ url, frameUrl: "", navigation: false });
+    if (verdict.action !== "block") return false;
+    this.record({ url, by: verdict.by, rule: verdict.rule, page, frameUrl: null, resourceType: "Direct" });
+    return true;
+  }
+
   /** Report a blocked request (count, report line, debug log): the listener set by the crawl. */
   record(blocked: BlockedRequest): void {
     this.listener(blocked);
@@ -104,28 +116,4 @@ function hostOf(url: string): string | null {
   } catch {
     return null;
   }
-}
-
-let current: Blocking | null = null;
-
-/** Make `blocking` the one every tab and fetch of this process obeys (null: nothing is blocked). */
-export function useBlocking(blocking: Blocking | null): void {
-  current = blocking && blocking.active ? blocking : null;
-}
-
-/** This process's blocking, or null when nothing is blocked. */
-export function currentBlocking(): Blocking | null {
-  return current;
-}
-
-/**
- * For the crawler's own fetches of what it archives (outside the browser): whether `url` is blocked,
- * judged as a request of no frame (the ad list, and the rules without inFrameUrl or frameTextMatch);
- * recorded when it is.
- */
-export function blockedOutsideBrowser(url: string, page: string | null = null): boolean {
-  const verdict = current?.judge({ url, frameUrl: "", navigation: false });
-  if (!current || !verdict || verdict.action !== "block") return false;
-  current.record({ url, by: verdict.by, rule: verdict.rule, page, frameUrl: null, resourceType: "Direct" });
-  return true;
 }

@@ -1,7 +1,7 @@
 import puppeteer, { type Browser } from "puppeteer-core";
 import { existsSync } from "node:fs";
 import { chromiumHostResolverArgs } from "../fetch/addressPolicy.js";
-import { socketGateArgs } from "../fetch/socketGate.js";
+import type { SocketGate } from "../fetch/socketGate.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { chromiumProxyArgs } from "../proxy/activeProxies.js";
 import { withTimeout } from "../util/process.js";
@@ -22,6 +22,8 @@ export interface LaunchOptions {
   prepareProfile?: (profileDir: string) => Promise<void>;
   /** Reads the user-data folder once the browser has exited, before it is removed (create-login-profile saves it). */
   beforeRemove?: (profileDir: string) => Promise<void>;
+  /** The gate of the run's address policy (fetch/socketGate.ts), handed in by whoever runs the browser. */
+  socketGate: SocketGate;
   /**
    * A crawl's browser: without a proxy, every connection it opens goes through the address policy's gate
    * (fetch/socketGate.ts), which resolves the name and connects only to approved addresses; Chromium never
@@ -61,10 +63,10 @@ export const CHROMIUM_ARGS = [
  * browser, the WebSockets of others), unless the caller's switches set a proxy of their own
  * (create-login-profile --proxyServer, --extraChromeArgs).
  */
-async function browserProxyArgs(extraArgs: readonly string[], gateEveryConnection: boolean): Promise<string[]> {
+function browserProxyArgs(extraArgs: readonly string[], gate: SocketGate, gateEveryConnection: boolean): string[] {
   const proxy = chromiumProxyArgs();
   if (proxy.length) return proxy;
-  return extraArgs.some((arg) => /^--(proxy-server|proxy-pac-url|no-proxy-server)(=|$)/.test(arg)) ? [] : socketGateArgs(gateEveryConnection);
+  return extraArgs.some((arg) => /^--(proxy-server|proxy-pac-url|no-proxy-server)(=|$)/.test(arg)) ? [] : gate.args(gateEveryConnection);
 }
 
 export interface LaunchedBrowser {
@@ -104,7 +106,7 @@ export async function launchBrowser(options: LaunchOptions, records: BrowserReco
     discard();
     throw new Error(`cannot set up the browser profile: ${errorMessage(err)}`);
   }
-  const proxyArgs = await browserProxyArgs(options.extraArgs ?? [], options.gateEveryConnection === true);
+  const proxyArgs = browserProxyArgs(options.extraArgs ?? [], options.socketGate, options.gateEveryConnection === true);
   // The gate's own resolver rules (no name resolved by Chromium at all) replace the test host map.
   const resolverArgs = proxyArgs.some((arg) => arg.startsWith("--host-resolver-rules=")) ? [] : chromiumHostResolverArgs();
   let browser: Browser;

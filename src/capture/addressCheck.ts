@@ -1,5 +1,5 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
-import { checkAddress } from "../fetch/addressPolicy.js";
+import type { AddressPolicy } from "../fetch/addressPolicy.js";
 import { logger } from "../log/logger.js";
 
 /** Host names already logged as not resolving (bounded: the log says it once per host, not per request). */
@@ -10,8 +10,8 @@ const unresolvedHosts = new Set<string>();
  * name that does not resolve, is failed before Chromium sends it (then the relay, which connects only to what
  * the policy approves, would refuse it anyway; here the page learns why). Returns whether it was refused.
  */
-export async function refuseByAddress(cdp: CDPSession, event: Protocol.Fetch.RequestPausedEvent, url: string): Promise<boolean> {
-  const verdict = await checkAddress(url);
+export async function refuseByAddress(addresses: AddressPolicy, cdp: CDPSession, event: Protocol.Fetch.RequestPausedEvent, url: string): Promise<boolean> {
+  const verdict = await addresses.check(url);
   if (verdict.allowed) return false;
   if (verdict.unresolved) {
     const host = hostOf(url);

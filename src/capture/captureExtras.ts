@@ -1,18 +1,6 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
-
-/** One --originOverride: requests to `from` (an origin) go to `to` (an origin); the archive keeps `from`. */
-export interface OriginOverrideRule {
-  from: string;
-  to: string;
-}
-
-/** One --rateLimitOnMatch rule: a text response matching `regex` (and, if not 0, answered `status`) is a rate-limit answer. */
-export interface RateLimitMatchRule {
-  regex: RegExp;
-  /** 0: any status. */
-  status: number;
-}
+import type { OriginOverrideRule, RateLimitMatchRule } from "./captureRules.js";
 
 /** What a tab's capture does beyond recording (browsertrix-crawler's --serviceWorker, --originOverride, --rateLimitOnMatch, --saveStorage). */
 export interface CaptureExtras {

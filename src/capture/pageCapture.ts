@@ -3,7 +3,6 @@ import type { CDPSession, Page, Protocol } from "puppeteer-core";
 import { bodySize, headerValue, shortOfDeclaredLength, type ConfirmedCapture, type Exchange, type ExchangeBody, type TruncationReason } from "../archive/exchange.js";
 import { noteCutShort, type BodyLimits } from "../fetch/bodyLimits.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
-import { requestHeadersFor, withRequestHeaders } from "../fetch/requestHeaders.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
@@ -108,7 +107,7 @@ export class PageCapture {
     // Requests answered by a site's service worker never reach the network stage we capture (--serviceWorker).
     if (extras.bypassServiceWorker) await cdp.send("Network.setBypassServiceWorker", { bypass: true });
     watchCacheHits(cdp, () => capture.attempt, capture.fallbacks); // the HTTP cache stays on: its hits never pause here
-    capture.blocking = await TabBlocking.start(cdp, capture.mainFrameId);
+    capture.blocking = await TabBlocking.start(capture.fetcher.rules.blocking, cdp, capture.mainFrameId);
     await cdp.send("Fetch.enable", {
       handleAuthRequests: answerProxyChallenges(cdp),
       patterns: [
@@ -366,19 +365,19 @@ export class PageCapture {
 
   private async onRequestStage(event: Protocol.Fetch.RequestPausedEvent): Promise<void> {
     const target = this.redirects.target(event.request.url);
-    if (await refuseByAddress(this.cdp, event, target ?? event.request.url)) return;
+    if (await refuseByAddress(this.fetcher.rules.addresses, this.cdp, event, target ?? event.request.url)) return;
     if (await this.blocking?.atRequest(event, this.attempt.pageUrl || null)) return;
     if (this.attempt.ended) return this.refuseAfterEnd(event, this.attempt); // paused before the page's end: not sent
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
     this.attempt.lastSentAt = Date.now();
     this.attempt.unanswered.set(event.networkId ?? event.requestId, this.attempt.lastSentAt);
-    const added = requestHeadersFor(target ?? event.request.url); // --header
+    const added = this.fetcher.rules.headers.for(target ?? event.request.url); // --header
     if (!pending && !target && !added.length) return this.continue(event.requestId);
     if (target) this.redirects.sent(event.requestId, event.request.url, target);
     if (pending) this.conditional.delete(event.request.url);
     if (pending) this.sentConditional.set(event.networkId ?? event.requestId, pending.confirms);
     // Chromium refuses a Host header here ("unsafe"): an overridden origin's server sees its own host.
-    const headers = pending || added.length ? withRequestHeaders(target ?? event.request.url, Object.entries({ ...event.request.headers, ...pending?.headers })).map(([name, value]) => ({ name, value: String(value) })) : undefined;
+    const headers = pending || added.length ? this.fetcher.rules.headers.with(target ?? event.request.url, Object.entries({ ...event.request.headers, ...pending?.headers })).map(([name, value]) => ({ name, value: String(value) })) : undefined;
     await this.cdp.send("Fetch.continueRequest", { requestId: event.requestId, ...(headers ? { headers } : {}), ...(target ? { url: target } : {}) }).catch(() => undefined);
   }
 

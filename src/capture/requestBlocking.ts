@@ -1,5 +1,5 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
-import { currentBlocking, type Blocking, type BlockedRequest } from "../block/blocking.js";
+import type { Blocking, BlockedRequest } from "../block/blocking.js";
 import { textVerdict, type BlockRule } from "../block/rules.js";
 import { logger } from "../log/logger.js";
 
@@ -32,9 +32,8 @@ export class TabBlocking {
     private readonly mainFrameId: string,
   ) {}
 
-  /** The tab's blocking, or null when this process blocks nothing. Call before Fetch.enable. */
-  static async start(cdp: CDPSession, mainFrameId: string): Promise<TabBlocking | null> {
-    const blocking = currentBlocking();
+  /** The tab's blocking, or null when the run blocks nothing. Call before Fetch.enable. */
+  static async start(blocking: Blocking | null, cdp: CDPSession, mainFrameId: string): Promise<TabBlocking | null> {
     if (!blocking) return null;
     const tab = new TabBlocking(cdp, blocking, mainFrameId);
     cdp.on("Page.frameAttached", (e: Protocol.Page.FrameAttachedEvent) => tab.frames.set(e.frameId, { url: "about:blank", parentId: e.parentFrameId }));

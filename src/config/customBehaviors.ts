@@ -4,11 +4,15 @@ import { tmpdir } from "node:os";
 import { basename, extname, join, relative, resolve } from "node:path";
 import { promisify } from "node:util";
 import type { CustomBehaviorScript } from "../behaviors/behaviors.js";
+import { rulesOutsideACrawl } from "../fetch/connectionRules.js";
 import { discard, plainFetch, readText } from "../fetch/plainFetch.js";
 import { errorMessage } from "../log/logger.js";
 import { gitProxyEnv } from "../proxy/activeProxies.js";
 import { withTimeout } from "../util/process.js";
 import { OptionsError } from "./optionsError.js";
+
+// Fetched before the seeds are known: the rules outside a crawl apply (a local server is allowed).
+const BEFORE_THE_CRAWL = rulesOutsideACrawl();
 
 /**
  * --customBehaviors sources, as browsertrix-crawler takes them: a .js file (a behavior class) or a .json
@@ -66,7 +70,7 @@ function fileNameOf(url: string): string {
 async function downloadBehavior(url: string, path: string, userAgent: string | null): Promise<string> {
   try {
     const text = await withTimeout((async () => {
-      const response = await plainFetch(url, { userAgent, timeoutMs: FETCH_TIMEOUT_MS, maxBytes: MAX_BEHAVIOR_BYTES });
+      const response = await plainFetch(url, { rules: BEFORE_THE_CRAWL, userAgent, timeoutMs: FETCH_TIMEOUT_MS, maxBytes: MAX_BEHAVIOR_BYTES });
       if (response.status !== 200) {
         discard(response.body);
         throw new Error(`HTTP ${response.status}`);

@@ -1,10 +1,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { rulesOutsideACrawl } from "../fetch/connectionRules.js";
 import { discard, plainFetch, readText } from "../fetch/plainFetch.js";
 import { errorMessage } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
 import { OptionsError } from "./optionsError.js";
+
+// Fetched before the seeds are known: the rules outside a crawl apply (a local server is allowed).
+const BEFORE_THE_CRAWL = rulesOutsideACrawl();
 
 const SEED_FILE_TIMEOUT_MS = 60_000;
 const SEED_FILE_MAX_BYTES = 100_000_000;
@@ -19,7 +23,7 @@ export async function localSeedFile(seedFile: string, userAgent: string | null):
   let text: string;
   try {
     text = await withTimeout((async () => {
-      const response = await plainFetch(seedFile, { userAgent, timeoutMs: SEED_FILE_TIMEOUT_MS, maxBytes: SEED_FILE_MAX_BYTES });
+      const response = await plainFetch(seedFile, { rules: BEFORE_THE_CRAWL, userAgent, timeoutMs: SEED_FILE_TIMEOUT_MS, maxBytes: SEED_FILE_MAX_BYTES });
       if (response.status !== 200) {
         discard(response.body);
         throw new Error(`HTTP ${response.status}`);

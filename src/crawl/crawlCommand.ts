@@ -12,7 +12,7 @@ import { DedupeIndexUnavailableError } from "../dedupe/retry.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { scrubSecrets } from "../log/secrets.js";
 import { TerminalDisplay } from "../log/terminal.js";
-import { AddressRefusedError, checkAddress, policyLookup } from "../fetch/addressPolicy.js";
+import { AddressPolicy, AddressRefusedError } from "../fetch/addressPolicy.js";
 import { openCrawlProfile, ProfileSourceError, settleSavedProfile, type CrawlProfile } from "../profile/crawlProfile.js";
 import { ProxyConfigError, proxySettings } from "../proxy/proxySettings.js";
 import { checkProxyCredentials, ProxyStartError, startProxies, stopProxies } from "../proxy/activeProxies.js";
@@ -24,22 +24,25 @@ import { StopControl } from "./stopControl.js";
 
 /** Run `crawl` with flags already parsed and checked by the command line; resolves to the exit code. */
 export async function runCrawlCommand(flags: RawCrawlFlags): Promise<number> {
+  // What the browser's connections through the proxy relay, and the --qa replay's, may reach: the policy
+  // outside a crawl until the crawl has resolved its seeds, the crawl's from then on.
+  const addresses = { policy: AddressPolicy.outsideACrawl() };
   // Proxies first: the seed file and behaviors fetched below go through them too.
   try {
-    await startProxies(proxySettings(flags), { verdict: checkAddress, lookup: policyLookup });
+    await startProxies(proxySettings(flags), { verdict: (url) => addresses.policy.check(url), lookup: (hostname, options, callback) => addresses.policy.lookup(hostname, options, callback) });
   } catch (err) {
     if (!(err instanceof ProxyConfigError || err instanceof ProxyStartError)) throw err;
     process.stderr.write(`crawl: ${scrubSecrets(err.message)}\n`);
     return err instanceof ProxyConfigError ? ExitCode.BadUsage : ExitCode.ProxyError;
   }
   try {
-    return await crawlWithFlags(flags);
+    return await crawlWithFlags(flags, addresses);
   } finally {
     await stopProxies();
   }
 }
 
-async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {
+async function crawlWithFlags(flags: RawCrawlFlags, addresses: { policy: AddressPolicy }): Promise<number> {
   let options;
   let profile: CrawlProfile | null = null;
   try {
@@ -114,12 +117,12 @@ async function crawlWithFlags(flags: RawCrawlFlags): Promise<number> {
     // process exits, --qa and --waitOnDone included, so that the last scrape sees the final counts.
     // prom-client is loaded only then (tens of ms of every crawler's start otherwise).
     metricsServer = options.lifecycle.metricsPort ? await (await import("../metrics/metricsServer.js")).MetricsServer.start(options.lifecycle.metricsPort) : null;
-    const outcome = await runCrawl(options, stop, metricsServer?.metrics ?? null);
+    const outcome = await runCrawl(options, stop, metricsServer?.metrics ?? null, (policy) => (addresses.policy = policy));
     if (options.profile.saveProfile) settleSavedProfile(options.profile.saveProfile, outcome.exitCode === ExitCode.Finished && !outcome.failure);
     if (outcome.failure) process.stderr.write(`crawl: ${scrubSecrets(outcome.failure)}\n`);
     // --qa: after the crawl, on its own WACZ files; the exit code stays the crawl's.
     const qa = options.output.qa;
-    if (qa && stop.reason !== "signal") await checkCrawl(outcome.waczPaths, { qa, collectionDir: collectionPaths(options.cwd, options.collection).root, executablePath: options.browserPath, pageLoadTimeoutSeconds: options.pageLoadTimeout });
+    if (qa && stop.reason !== "signal") await checkCrawl(outcome.waczPaths, { qa, collectionDir: collectionPaths(options.cwd, options.collection).root, executablePath: options.browserPath, pageLoadTimeoutSeconds: options.pageLoadTimeout, addresses: addresses.policy });
     // A crawl stopped by a signal is not "done": it exits as asked.
     if (options.browserMisc.waitOnDone && stop.reason !== "signal") await waitForStopSignal();
     return outcome.exitCode;

@@ -1,5 +1,7 @@
 import { join } from "node:path";
 import type { AdHostList } from "../block/adHosts.js";
+import type { Blocking } from "../block/blocking.js";
+import type { RunContext } from "./runContext.js";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import type { LiveView } from "../screencast/liveView.js";
 import type { OpenPipeline } from "../pipeline/openPipeline.js";
@@ -27,6 +29,8 @@ export interface PageOutputs {
   skipped: SkippedReport | null;
   /** --blockRules / --blockAds: requests blocked, counted and listed (reports/blocked.jsonl); null = nothing blocked. */
   blocked: BlockedReport | null;
+  /** --blockRules / --blockAds: what is blocked (the run context hands it on); null = nothing blocked. */
+  blocking: Blocking | null;
   /** Each seed's pages, bytes and end (reports/seeds.jsonl), written as the crawl ends. */
   seedsReport: string;
 }
@@ -46,6 +50,8 @@ export interface CrawlRun extends PageOutputs {
   live: LiveView | null;
   /** Each seed's budget and counts, the per-host page cap (reports/seeds.jsonl at the end). */
   budgets: SeedBudgets;
+  /** What every connection of the run obeys (runContext.ts): address policy, --header, blocking, socket gate. */
+  context: RunContext;
 }
 
 export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, session: CrawlSession, lists: BtxLists, adHosts: AdHostList | null = null): PageOutputs {
@@ -57,7 +63,7 @@ export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, s
     report: new ChangeReport(reportName("changes"), session.redis, { kinds: session.membership.keys.changeKinds(writer), counts: session.membership.keys.changeCounts(writer) }),
     truncatedReport: reportName("truncated"),
     skipped: options.output.reportSkipped ? new SkippedReport(reportName("skippedPages"), (seedId) => options.seeds[seedId] ?? "", options.text.includes("to-pages")) : null,
-    blocked: startBlocking(options.block, adHosts, reportName("blocked"), session.state),
+    ...startBlocking(options.block, adHosts, reportName("blocked"), session.state),
     seedsReport: reportName("seeds"),
   };
 }

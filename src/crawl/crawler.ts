@@ -2,8 +2,7 @@ import { join } from "node:path";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import { LiveView } from "../screencast/liveView.js";
 import { logger } from "../log/logger.js";
-import { useBlocking } from "../block/blocking.js";
-import { useRequestHeaders } from "../fetch/requestHeaders.js";
+import type { AddressPolicy } from "../fetch/addressPolicy.js";
 import { adHostsFor } from "../reports/blockedReport.js";
 import { openCapturePipeline } from "../pipeline/openPipeline.js";
 import { BtxLists } from "../state/serviceLists.js";
@@ -20,6 +19,7 @@ import type { CrawlMetrics } from "../metrics/crawlMetrics.js";
 import { overwriteCollection } from "../lifecycle/overwrite.js";
 import { crawlPages } from "./pages/pagePhase.js";
 import { admitSeeds } from "./seeds.js";
+import { closeRunContext, openRunContext, type RunContext } from "./runContext.js";
 import { openCrawlSession } from "./session.js";
 import { StateFiles, resumeFromStateFile } from "./stateFiles.js";
 import { StopControl } from "./stopControl.js";
@@ -37,7 +37,7 @@ export type { CrawlOutcome, CrawlStats } from "./outcome.js";
  *   5. the page phase: browser and workers until the queue is drained            pagePhase.ts
  *   6. the end: status, WACZ packaging, dead writers' files, commit, stats      finishCrawl.ts
  */
-export async function runCrawl(options: CrawlOptions, stop = new StopControl(), metrics: CrawlMetrics | null = null): Promise<CrawlOutcome> {
+export async function runCrawl(options: CrawlOptions, stop = new StopControl(), metrics: CrawlMetrics | null = null, onAddressPolicy?: (policy: AddressPolicy) => void): Promise<CrawlOutcome> {
   const started = Date.now();
   // First of all: a health check port in use fails the crawl before anything is deleted or written.
   const health = options.lifecycle.healthCheckPort ? await HealthCheck.start(options.lifecycle.healthCheckPort, options.workers) : null;
@@ -46,7 +46,7 @@ export async function runCrawl(options: CrawlOptions, stop = new StopControl(), 
     // The live view's port likewise (--screencastPort); --screencastRedis alone serves no page.
     const { screencastPort, screencastRedis } = options.lifecycle;
     live = screencastPort || screencastRedis ? await LiveView.start(screencastPort, options.workers) : null;
-    return await runCrawlWith(options, stop, started, { health, live, metrics });
+    return await runCrawlWith(options, stop, started, { health, live, metrics, onAddressPolicy });
   } finally {
     await live?.close();
     await health?.close();
@@ -58,9 +58,11 @@ interface Watchers {
   health: HealthCheck | null;
   live: LiveView | null;
   metrics: CrawlMetrics | null;
+  /** Told the run's address policy once the seeds have set it (the crawl command's proxy relay and --qa replay obey it too). */
+  onAddressPolicy: ((policy: AddressPolicy) => void) | undefined;
 }
 
-async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: number, { health, live, metrics }: Watchers): Promise<CrawlOutcome> {
+async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: number, { health, live, metrics, onAddressPolicy }: Watchers): Promise<CrawlOutcome> {
   // --blockAds: its list is read first, so that a missing one stops the crawl before anything is written.
   const adHosts = adHostsFor(options.block);
   const paths = openCollection(options);
@@ -72,6 +74,7 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
   });
   const stateFiles = new StateFiles(options, session, paths.root);
   metrics?.readCrawlStateFrom(() => session.state.counts());
+  let context: RunContext | null = null;
   try {
     const pipeline = await openCapturePipeline({
       settings: options,
@@ -87,11 +90,13 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
     metrics?.readBytesWrittenFrom(() => pipeline.writer.bytesWritten);
     const watch = new CrawlWatch({ lifecycle: options.lifecycle, rateLimit: options.rateLimit, redis: session.redis, crawlId: options.crawlId, stop, health, metrics, proxied: proxyInUse() });
     const budgets = new SeedBudgets(session.redis, session.membership.keys, session.membership.processId, options.budgets.seeds, options.budgets.maxPagesPerHost);
-    const run: CrawlRun = { options, paths, session, pipeline, stop, started, watch, live, budgets, ...openPageOutputs(options, paths, session, lists, adHosts) };
+    const outputs = openPageOutputs(options, paths, session, lists, adHosts);
     if (live && options.lifecycle.screencastRedis) await live.shareThrough(session.redis, session.membership.keys);
     await resumeFromStateFile(options, session);
-    useRequestHeaders(options.pageLoad.requestHeaders);
-    const seeding = await admitSeeds(options, session.state, budgets, run.skipped ? (page, reason) => run.skipped?.add(page, reason) : undefined);
+    context = await openRunContext(options, outputs.blocking);
+    onAddressPolicy?.(context.addresses);
+    const run: CrawlRun = { options, paths, session, pipeline, stop, started, watch, live, budgets, context, ...outputs };
+    const seeding = await admitSeeds(options, context, session.state, budgets, run.skipped ? (page, reason) => run.skipped?.add(page, reason) : undefined);
     logger.milestone("crawl", "crawl started", { crawlId: options.crawlId, processId: session.processId, seeds: options.seeds, collection: options.collection });
     stop.watchLimits({ timeLimitSeconds: options.timeLimit, sizeLimitBytes: options.sizeLimit, bytesWritten: () => pipeline.writer.bytesWritten });
     stateFiles.start();
@@ -106,8 +111,7 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
     // The crawl state's Redis connection closes: scrapes from now on serve the last counts.
     metrics?.crawlEnded(null);
     stateFiles.stop();
-    useBlocking(null);
-    useRequestHeaders([]);
+    await closeRunContext(context);
     logger.onLine(null);
     await lists.flush();
     await session.close();

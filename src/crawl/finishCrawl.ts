@@ -69,7 +69,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
     await session.slots.markPackaged(session.slot);
     if (status === "done") {
       try {
-        waczPaths.push(...(await packageOrphans({ packaging, stateRedis: session.redis, membership: session.membership, slots: session.slots })));
+        waczPaths.push(...(await packageOrphans({ packaging, stateRedis: session.redis, membership: session.membership, frontier: session.state, slots: session.slots })));
       } catch (err) {
         failure = packagingFailure(err, run.paths.root);
         status = "failed";

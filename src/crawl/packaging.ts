@@ -15,7 +15,7 @@ import { withDedupeRetries } from "../dedupe/retry.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { repairAbandonedWarcs } from "../pipeline/openPipeline.js";
 import { WaczPlan } from "../pipeline/waczPlan.js";
-import type { Membership } from "../state/membership/membership.js";
+import type { LeaseHolders, Membership } from "../state/membership/membership.js";
 import { writerName, type UnreachableWriter, type WriterSlots } from "../state/membership/writerSlots.js";
 import { writeWacz, type WaczResult } from "../wacz/index.js";
 import { waczSigner } from "../upload/waczSigning.js";
@@ -121,6 +121,8 @@ export interface OrphanPackaging {
   packaging: Omit<PackagingContext, "plan">;
   stateRedis: Redis | Cluster;
   membership: Membership;
+  /** The frontier: who holds its leases. */
+  frontier: LeaseHolders;
   slots: WriterSlots;
 }
 
@@ -130,13 +132,13 @@ export interface OrphanPackaging {
  * archive folder can be packaged here; a dead writer of another folder must be run again to package its
  * own, and until then the crawl is not committed (its records would otherwise be silently left out).
  */
-export async function packageOrphans({ packaging, stateRedis, membership, slots }: OrphanPackaging): Promise<string[]> {
+export async function packageOrphans({ packaging, stateRedis, membership, frontier, slots }: OrphanPackaging): Promise<string[]> {
   const { options } = packaging;
   const paths: string[] = [];
   const deadline = Date.now() + 20_000;
   let unreachable: UnreachableWriter[] = [];
   while (!(await slots.allPackaged()) && Date.now() < deadline) {
-    await membership.reapLocalDeadProcesses();
+    await membership.reapLocalDeadProcesses(frontier);
     const adoption = await slots.adoptOrphan();
     unreachable = adoption.unreachable;
     if (adoption.slot === null) {

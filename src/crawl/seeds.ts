@@ -1,5 +1,5 @@
 import type { CrawlOptions } from "../config/crawlOptions.js";
-import { AddressPolicy, useAddressPolicy } from "../fetch/addressPolicy.js";
+import type { RunContext } from "../fetch/connectionRules.js";
 import { RobotsTxt } from "../robots/robotsTxt.js";
 import { PageAdmission, type SkipListener } from "../scope/admission.js";
 import { SeedScope } from "../scope/seedScope.js";
@@ -17,18 +17,16 @@ export interface Seeding {
 }
 
 /**
- * Set the crawl's address policy (what the seeds are on, and --allowAddresses), then queue the seeds
- * (robots.txt permitting, with --robots); seen before, as on a restart, they are not queued again.
+ * Queue the seeds (robots.txt permitting, with --robots; the run's address policy permitting); seen before, as on a restart, they are not queued again.
  * `onSkipped` hears of every page found but not queued, seeds and links alike (--reportSkipped).
  */
-export async function admitSeeds(options: CrawlOptions, state: CrawlState, budgets: SeedBudgets, onSkipped?: SkipListener): Promise<Seeding> {
-  useAddressPolicy(await AddressPolicy.forSeeds(options.seeds, options.allowAddresses));
+export async function admitSeeds(options: CrawlOptions, context: RunContext, state: CrawlState, budgets: SeedBudgets, onSkipped?: SkipListener): Promise<Seeding> {
   const scopes = options.seeds.map((seed, i) => new SeedScope(seed, options.seedScopes[i]));
-  const robotsTxt = new RobotsTxt({ userAgent: options.userAgent, agent: options.robots?.agent ?? "*" });
+  const robotsTxt = new RobotsTxt({ rules: context, userAgent: options.userAgent, agent: options.robots?.agent ?? "*" });
   // --dedupePagesMinDepth: how many queued pages are duplicates is unknown, so the queue is not capped;
   // the limit counts crawled pages as they are taken instead (crawl/pages/pageSteps.ts), as browsertrix-crawler does.
   const queueLimit = options.dedupeFlags.pagesMinDepth >= 0 ? 0 : options.limit;
-  const admission = new PageAdmission(state, queueLimit, options.robots ? robotsTxt : null, onSkipped, budgets);
+  const admission = new PageAdmission(state, context.addresses, queueLimit, options.robots ? robotsTxt : null, onSkipped, budgets);
   for (const [seedId, scope] of scopes.entries()) {
     await admission.admit({ url: scope.url, depth: 0, seedId, extraHops: 0 });
   }

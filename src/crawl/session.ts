@@ -73,7 +73,7 @@ export async function openCrawlSession(options: CrawlOptions, paths: CollectionP
     await liveness.start();
     const state = new CrawlState(redis, membership);
     await state.setStatus("running");
-    const reaped = await membership.reapLocalDeadProcesses();
+    const reaped = await membership.reapLocalDeadProcesses(state);
     if (reaped.length) logger.info("crawl", "taking over from crawler processes of this machine that died", { processes: reaped });
     const slots = new WriterSlots(redis, membership, paths.archive);
     const slot = await slots.claim();

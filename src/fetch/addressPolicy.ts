@@ -18,6 +18,8 @@ export type AddressVerdict = { allowed: true } | { allowed: false; reason: strin
 
 export class AddressRefusedError extends Error {}
 
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
 /** What --allowAddresses allows beyond the defaults. */
 export interface AddressAllowance {
   categories: AddressCategory[];
@@ -114,6 +116,14 @@ export class AddressPolicy {
   }
 
   /**
+   * The policy outside a crawl (the tools, and what the options point at before the seeds are known):
+   * loopback and private addresses are allowed (a local server), link-local and metadata addresses are not.
+   */
+  static outsideACrawl(): AddressPolicy {
+    return new AddressPolicy({ categories: ["loopback", "private"], ranges: [] });
+  }
+
+  /**
    * The policy of a crawl: --allowAddresses, plus loopback or private addresses when a seed resolves
    * to one. A seed on an address that stays refused is bad input (thrown, with the way out).
    */
@@ -174,6 +184,29 @@ export class AddressPolicy {
     return addresses;
   }
 
+  /** Throws AddressRefusedError when the crawler may not fetch `url`. */
+  async refuseForbidden(url: string): Promise<void> {
+    const verdict = await this.check(url);
+    if (!verdict.allowed) throw new AddressRefusedError(`not fetched: ${verdict.reason}`);
+  }
+
+  /**
+   * A `lookup` for the crawler's own sockets (undici's connect option): names resolve as the policy
+   * resolves them, and a socket is never opened to an address the policy refuses.
+   */
+  readonly lookup = (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+    this.resolveAllowed(hostname).then(
+      (addresses) => {
+        const found = addresses.map((address) => ({ address, family: isIP(address) }));
+        const wanted = options.family === 4 || options.family === 6 ? found.filter((a) => a.family === options.family) : found;
+        if (!wanted.length) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), "");
+        if (options.all) callback(null, wanted);
+        else callback(null, wanted[0].address, wanted[0].family);
+      },
+      (err: Error) => callback(err, ""),
+    );
+  };
+
   private judge(host: string, address: string): AddressVerdict {
     if (this.allowedRanges.some((range) => range.contains(address))) return { allowed: true };
     const category = this.categoryOf(address);
@@ -191,49 +224,3 @@ function hostOf(url: URL): string {
   return url.hostname.toLowerCase().replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "");
 }
 
-// Until a crawl sets its own, loopback and private addresses are allowed (tools and tests that fetch
-// from a local server), link-local and metadata addresses are not.
-let current = new AddressPolicy({ categories: ["loopback", "private"], ranges: [] });
-
-/** Make `policy` the one every fetch of this process is checked against. */
-export function useAddressPolicy(policy: AddressPolicy): void {
-  current = policy;
-}
-
-/** Whether the crawler may fetch `url` (scheme, host name, and every address it resolves to). */
-export function checkAddress(url: string): Promise<AddressVerdict> {
-  return current.check(url);
-}
-
-/**
- * The addresses the crawler may connect to for `host` (a name or an address): all it resolves to, each allowed;
- * AddressRefusedError when one is not, an ENOTFOUND error when it does not resolve.
- */
-export function allowedAddresses(host: string): Promise<string[]> {
-  return current.resolveAllowed(host);
-}
-
-/** Throws AddressRefusedError when the crawler may not fetch `url`. */
-export async function refuseForbiddenAddress(url: string): Promise<void> {
-  const verdict = await current.check(url);
-  if (!verdict.allowed) throw new AddressRefusedError(`not fetched: ${verdict.reason}`);
-}
-
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
-
-/**
- * A `lookup` for the crawler's own sockets (undici's connect option): names resolve as the policy
- * resolves them, and a socket is never opened to an address the policy refuses.
- */
-export function policyLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
-  current.resolveAllowed(hostname).then(
-    (addresses) => {
-      const found = addresses.map((address) => ({ address, family: isIP(address) }));
-      const wanted = options.family === 4 || options.family === 6 ? found.filter((a) => a.family === options.family) : found;
-      if (!wanted.length) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), "");
-      if (options.all) callback(null, wanted);
-      else callback(null, wanted[0].address, wanted[0].family);
-    },
-    (err: Error) => callback(err, ""),
-  );
-}

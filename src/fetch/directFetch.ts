@@ -2,9 +2,9 @@ import { STATUS_CODES } from "node:http";
 import { TLSSocket } from "node:tls";
 import { Agent, buildConnector, request, type Dispatcher } from "undici";
 import { headerValue, shortOfDeclaredLength, type Exchange, type ExchangeBody } from "../archive/exchange.js";
-import { withRequestHeaders } from "./requestHeaders.js";
 import { warcProtocolId } from "../archive/records.js";
-import { policyLookup, refuseForbiddenAddress } from "./addressPolicy.js";
+import type { AddressPolicy } from "./addressPolicy.js";
+import type { ConnectionRules } from "./connectionRules.js";
 import { proxyDispatcherFor } from "../proxy/activeProxies.js";
 import { BodySpool, defaultBodyLimits, noteCutShort, type BodyLimits } from "./bodyLimits.js";
 import { decoded } from "./contentDecoding.js";
@@ -13,7 +13,8 @@ import { decoded } from "./contentDecoding.js";
 export const DEFAULT_USER_AGENT = "Mozilla/5.0 (compatible; warc-crawler)";
 const UNCONDITIONAL_DROPS = new Set(["host", "accept-encoding", "range", "if-range", "if-none-match", "if-modified-since", "if-match", "if-unmodified-since"]);
 
-let directAgent: Dispatcher | null = null;
+/** The direct agent of each address policy (a run has one policy, so one agent). */
+const directAgents = new WeakMap<AddressPolicy, Dispatcher>();
 /** The TLS version of the direct agent's latest connection to each origin (Node's "TLSv1.3"), for WARC-Protocol. */
 const tlsVersions = new Map<string, string>();
 
@@ -21,8 +22,8 @@ const tlsVersions = new Map<string, string>();
  * The direct agent: sockets resolve and check their address themselves (what the name resolves to when
  * connecting counts), as plainFetch's do; each TLS connection's version is noted for its origin.
  */
-function directDispatcher(): Dispatcher {
-  const connect = buildConnector({ lookup: policyLookup });
+function directDispatcher(policy: AddressPolicy): Dispatcher {
+  const connect = buildConnector({ lookup: policy.lookup });
   return new Agent({
     connect: (options, callback) => connect(options, (...args) => {
       const [, socket] = args;
@@ -46,6 +47,8 @@ function directProtocols(url: string, proxied: boolean): string[] {
 }
 
 export interface DirectFetchOptions {
+  /** The run's address policy and --header rules. */
+  rules: Pick<ConnectionRules, "addresses" | "headers">;
   userAgent?: string | null;
   headers?: [string, string][];
   /** Total time allowed for the fetch, connect to last byte (default 60 s). */
@@ -64,11 +67,12 @@ export interface DirectFetchOptions {
  * 206). undici hands over the body with transfer-encoding removed and content-encoding kept, exactly
  * the WARC payload (unless `decode`); redirects are not followed, they are captured as they are.
  */
-export async function directFetch(url: string, options: DirectFetchOptions = {}): Promise<Exchange> {
-  await refuseForbiddenAddress(url);
+export async function directFetch(url: string, options: DirectFetchOptions): Promise<Exchange> {
+  const { addresses, headers } = options.rules;
+  await addresses.refuseForbidden(url);
   // The browser's headers are kept, except those that would make the answer partial or conditional
   // (a direct fetch is made to get the full resource) and Accept-Encoding (only codings replay tools read).
-  const given = withRequestHeaders(url, options.headers ?? []).filter(([n]) => !UNCONDITIONAL_DROPS.has(n.toLowerCase()));
+  const given = headers.with(url, options.headers ?? []).filter(([n]) => !UNCONDITIONAL_DROPS.has(n.toLowerCase()));
   const defaults: [string, string][] = [
     ["User-Agent", options.userAgent ?? DEFAULT_USER_AGENT],
     ["Accept", "*/*"],
@@ -85,7 +89,8 @@ export async function directFetch(url: string, options: DirectFetchOptions = {})
   // now and then (or an endless stream) hold the fetch forever.
   const deadline = AbortSignal.timeout(timeout);
   // Through a proxy the socket goes to the proxy; directly, see directDispatcher.
-  directAgent ??= directDispatcher();
+  let directAgent = directAgents.get(addresses);
+  if (!directAgent) directAgents.set(addresses, (directAgent = directDispatcher(addresses)));
   const proxy = proxyDispatcherFor(url);
   const response = await request(url, {
     dispatcher: proxy ?? directAgent,

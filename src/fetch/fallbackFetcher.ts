@@ -1,14 +1,16 @@
 import { rm } from "node:fs/promises";
 import { headerValue, type Exchange, type ExchangeBody } from "../archive/exchange.js";
-import { blockedOutsideBrowser } from "../block/blocking.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { BodyLimits } from "./bodyLimits.js";
 import { directFetch } from "./directFetch.js";
+import type { ConnectionRules } from "./connectionRules.js";
 
 /** Total time a fallback fetch may take (connect to last byte) unless told otherwise. */
 const DEFAULT_FALLBACK_DEADLINE_MS = 60_000;
 
 export interface FallbackFetcherOptions {
+  /** The run's address policy, --header rules and blocking (fetch/connectionRules.ts). */
+  rules: ConnectionRules;
   userAgent: string | null;
   /** Headers every fetch sends unless the browser's request had its own (the tabs' Accept-Language, --lang). */
   headers?: readonly [string, string][];
@@ -31,17 +33,26 @@ export interface FallbackFetcherOptions {
 export class FallbackFetcher {
   constructor(private readonly options: FallbackFetcherOptions) {}
 
+  /** The rules the fetcher's requests obey: those of the run it fetches for. */
+  get rules(): ConnectionRules {
+    return this.options.rules;
+  }
+
+  private blocked(url: string): boolean {
+    return this.options.rules.blocking?.blockedOutsideBrowser(url) ?? false;
+  }
+
   private async fetch(url: string, headers?: [string, string][], timeoutMs = this.options.timeoutMs ?? DEFAULT_FALLBACK_DEADLINE_MS, decode = false): Promise<Exchange> {
     const own = (this.options.headers ?? []).filter(([name]) => !headers?.some(([given]) => given.toLowerCase() === name.toLowerCase()));
     const target = this.options.target?.(url) ?? null;
-    const exchange = await directFetch(target ?? url, { userAgent: this.options.userAgent, headers: [...own, ...(headers ?? [])], timeoutMs, limits: this.options.limits, decode });
+    const exchange = await directFetch(target ?? url, { rules: this.options.rules, userAgent: this.options.userAgent, headers: [...own, ...(headers ?? [])], timeoutMs, limits: this.options.limits, decode });
     // Redirects are not followed: the exchange is the answer for the URL asked for.
     return target ? { ...exchange, url } : exchange;
   }
 
   /** The browser got a 206 (a fragment): the whole resource, when the server sends it whole (200). */
   async wholeResource(url: string, requestHeaders: [string, string][]): Promise<Exchange | null> {
-    if (blockedOutsideBrowser(url)) return null;
+    if (this.blocked(url)) return null;
     try {
       const exchange = await this.fetch(url, requestHeaders);
       if (exchange.status === 200) return exchange;
@@ -55,7 +66,7 @@ export class FallbackFetcher {
 
   /** The browser revalidated its own cached copy (304): the full response, fetched without its validators. */
   async fullResponse(url: string, requestHeaders: [string, string][], pageDocument = false): Promise<Exchange | null> {
-    if (!pageDocument && blockedOutsideBrowser(url)) return null;
+    if (!pageDocument && this.blocked(url)) return null;
     try {
       return await this.fetch(url, requestHeaders);
     } catch (err) {
@@ -66,7 +77,7 @@ export class FallbackFetcher {
 
   /** The browser could not give a response's body: the same response (same status) fetched again, else null. */
   async sameResponse(url: string, requestHeaders: [string, string][], status: number): Promise<Exchange | null> {
-    if (blockedOutsideBrowser(url)) return null;
+    if (this.blocked(url)) return null;
     try {
       const exchange = await this.fetch(url, requestHeaders);
       if (exchange.status === status) return exchange;
@@ -85,7 +96,7 @@ export class FallbackFetcher {
    * ("length"); null when the answer is not the same (status, Content-Encoding) or did not come whole.
    */
   async decodedBody(url: string, requestHeaders: [string, string][], status: number, contentEncoding: string): Promise<{ body: ExchangeBody; truncated: "length" | null } | null> {
-    if (blockedOutsideBrowser(url)) return null;
+    if (this.blocked(url)) return null;
     try {
       const exchange = await this.fetch(url, requestHeaders, undefined, true);
       const encoding = (headerValue(exchange.responseHeaders, "content-encoding") ?? "").trim().toLowerCase();

@@ -1,9 +1,9 @@
 import { Readable, Transform, type TransformCallback } from "node:stream";
 import { Agent, request, type Dispatcher } from "undici";
-import { policyLookup, refuseForbiddenAddress } from "./addressPolicy.js";
+import type { AddressPolicy } from "./addressPolicy.js";
 import { decoded, forward } from "./contentDecoding.js";
 import { DEFAULT_USER_AGENT } from "./directFetch.js";
-import { requestHeadersFor } from "./requestHeaders.js";
+import type { ConnectionRules } from "./connectionRules.js";
 import { proxyDispatcherFor } from "../proxy/activeProxies.js";
 
 /**
@@ -12,6 +12,8 @@ import { proxyDispatcherFor } from "../proxy/activeProxies.js";
  * the whole fetch bounded in time, so a hostile server can neither fill memory or disk nor hold it.
  */
 export interface PlainFetchOptions {
+  /** The run's address policy and --header rules (fetch/connectionRules.ts). */
+  rules: Pick<ConnectionRules, "addresses" | "headers">;
   userAgent: string | null;
   /**
    * Total deadline of the fetch: connecting, every redirect, the headers and the whole body. Past it
@@ -34,11 +36,14 @@ export class FetchDeadlineError extends Error {}
 
 // RFC 9309 asks crawlers to follow at least five redirects for robots.txt; sitemaps are treated alike.
 const MAX_REDIRECTS = 5;
-let agent: Dispatcher | null = null;
+/** The agent of each address policy (a run has one policy, so one agent). */
+const agents = new WeakMap<AddressPolicy, Dispatcher>();
 
 export async function plainFetch(url: string, options: PlainFetchOptions): Promise<PlainResponse> {
   // Sockets resolve and check their address themselves too: what the name resolves to when connecting counts.
-  agent ??= new Agent({ connect: { lookup: policyLookup } });
+  const { addresses, headers: headerRules } = options.rules;
+  let agent = agents.get(addresses);
+  if (!agent) agents.set(addresses, (agent = new Agent({ connect: { lookup: addresses.lookup } })));
   const deadline = new AbortController();
   let body: Readable | null = null;
   const timer = setTimeout(() => {
@@ -51,7 +56,7 @@ export async function plainFetch(url: string, options: PlainFetchOptions): Promi
     for (let redirects = 0; ; redirects += 1) {
       // The target's address is checked here on every hop; through a proxy the socket goes to the proxy
       // (allowed wherever it is: the operator chose it), so the connect-time check is the proxy's own.
-      await refuseForbiddenAddress(current);
+      await addresses.refuseForbidden(current);
       if (deadline.signal.aborted) throw deadline.signal.reason;
       const response = await request(current, {
         method: "GET",
@@ -62,7 +67,7 @@ export async function plainFetch(url: string, options: PlainFetchOptions): Promi
           accept: "*/*",
           "accept-encoding": "gzip, deflate, br",
           // Lower-cased like ours, so that a rule's User-Agent or Accept replaces ours rather than going twice.
-          ...Object.fromEntries(requestHeadersFor(current).map(([name, value]) => [name.toLowerCase(), value])),
+          ...Object.fromEntries(headerRules.for(current).map(([name, value]) => [name.toLowerCase(), value])),
         },
         headersTimeout: options.timeoutMs,
         bodyTimeout: options.timeoutMs,

@@ -56,34 +56,35 @@ export function headerSecrets(rules: readonly HeaderRule[]): string[] {
   return rules.filter((rule) => CREDENTIAL_NAME.test(rule.name) || rule.value.length >= 16).map((rule) => rule.value);
 }
 
-let rules: readonly HeaderRule[] = [];
+/** The crawl's header rules (--header), for every request it makes: the browser's and its own. */
+export class RequestHeaders {
+  /** No rules: nothing is added (outside a crawl, and most crawls). */
+  static readonly none = new RequestHeaders([]);
 
-/** The crawl's header rules, for every fetch of this process. */
-export function useRequestHeaders(given: readonly HeaderRule[]): void {
-  rules = given;
-}
+  constructor(private readonly rules: readonly HeaderRule[]) {}
 
-/** The headers to add to a request for `url`, later rules winning for the same name; [] for most crawls. */
-export function requestHeadersFor(url: string): [string, string][] {
-  if (rules.length === 0) return [];
-  let host: string;
-  try {
-    host = new URL(url).hostname.toLowerCase();
-  } catch {
-    return [];
+  /** The headers to add to a request for `url`, later rules winning for the same name; [] for most crawls. */
+  for(url: string): [string, string][] {
+    if (this.rules.length === 0) return [];
+    let host: string;
+    try {
+      host = new URL(url).hostname.toLowerCase();
+    } catch {
+      return [];
+    }
+    const byName = new Map<string, [string, string]>();
+    for (const rule of this.rules) {
+      if (rule.host !== null && host !== rule.host && !host.endsWith(`.${rule.host}`)) continue;
+      byName.set(rule.name.toLowerCase(), [rule.name, rule.value]);
+    }
+    return [...byName.values()];
   }
-  const byName = new Map<string, [string, string]>();
-  for (const rule of rules) {
-    if (rule.host !== null && host !== rule.host && !host.endsWith(`.${rule.host}`)) continue;
-    byName.set(rule.name.toLowerCase(), [rule.name, rule.value]);
-  }
-  return [...byName.values()];
-}
 
-/** `headers` with the rules' headers for `url` put in (replacing the same names). */
-export function withRequestHeaders(url: string, headers: readonly [string, string][]): [string, string][] {
-  const extra = requestHeadersFor(url);
-  if (extra.length === 0) return [...headers];
-  const names = new Set(extra.map(([name]) => name.toLowerCase()));
-  return [...headers.filter(([name]) => !names.has(name.toLowerCase())), ...extra];
+  /** `headers` with the rules' headers for `url` put in (replacing the same names). */
+  with(url: string, headers: readonly [string, string][]): [string, string][] {
+    const extra = this.for(url);
+    if (extra.length === 0) return [...headers];
+    const names = new Set(extra.map(([name]) => name.toLowerCase()));
+    return [...headers.filter(([name]) => !names.has(name.toLowerCase())), ...extra];
+  }
 }

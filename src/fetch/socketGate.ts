@@ -1,6 +1,6 @@
 import { connect, createServer, isIP, type Server, type Socket } from "node:net";
 import { errorMessage, logger } from "../log/logger.js";
-import { AddressRefusedError, allowedAddresses } from "./addressPolicy.js";
+import { AddressRefusedError, type AddressPolicy } from "./addressPolicy.js";
 
 /**
  * The address policy when a connection is opened, for the browser: a loopback SOCKS5 server (raw TCP: what
@@ -16,47 +16,95 @@ import { AddressRefusedError, allowedAddresses } from "./addressPolicy.js";
  * it nothing it could not connect to itself.
  */
 
-let gate: Promise<number> | null = null;
+export class SocketGate {
+  /** Why the gate last failed to connect to host:port, in Chromium's words (bounded: the newest 1,000). */
+  private readonly recentFailures = new Map<string, string>();
 
-/**
- * Chromium's switches for the gate (started on first use, once a process): every connection (a crawl's
- * browser), or only WebSockets (http and https direct).
- */
-export async function socketGateArgs(everyConnection: boolean): Promise<string[]> {
-  gate ??= startGate();
-  const port = await gate;
-  const rules = everyConnection ? `socks5://127.0.0.1:${port}` : `http=direct://;https=direct://;socks=socks5://127.0.0.1:${port}`;
-  // <-loopback>: Chromium would otherwise never proxy loopback and link-local hosts, the very ones checked here.
-  const args = [`--proxy-server=${rules}`, "--proxy-bypass-list=<-loopback>"];
-  if (!everyConnection) return args;
-  // Nothing else of Chromium's resolves a name (DNS prefetching, say: a packet to a DNS server of the page's
-  // choosing) or sends UDP past the gate (WebRTC's ICE candidates, to any address a page names).
-  return [...args, "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1", "--force-webrtc-ip-handling-policy=disable_non_proxied_udp"];
-}
+  private constructor(
+    private readonly server: Server,
+    private readonly policy: AddressPolicy,
+    readonly port: number,
+  ) {}
 
-async function startGate(): Promise<number> {
-  const server: Server = createServer((client) => {
-    client.on("error", () => undefined);
-    void serve(client).catch((err: unknown) => {
-      logger.debug("capture", "socket gate: connection dropped", { error: errorMessage(err) });
-      client.destroy();
+  /** A gate checking connections against `policy`, for the browsers of a run; it never keeps the process alive. */
+  static async start(policy: AddressPolicy): Promise<SocketGate> {
+    let gate: SocketGate | null = null;
+    const server: Server = createServer((client) => {
+      client.on("error", () => undefined);
+      void serve(client, gate!).catch((err: unknown) => {
+        logger.debug("capture", "socket gate: connection dropped", { error: errorMessage(err) });
+        client.destroy();
+      });
     });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  // It serves the browsers of this process and must not keep the process alive.
-  server.unref();
-  const address = server.address();
-  if (!address || typeof address === "string") throw new Error("socket gate has no port");
-  return address.port;
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => resolve());
+    });
+    server.unref();
+    const address = server.address();
+    if (!address || typeof address === "string") throw new Error("socket gate has no port");
+    gate = new SocketGate(server, policy, address.port);
+    return gate;
+  }
+
+  /**
+   * Chromium's switches for the gate: every connection (a crawl's browser), or only WebSockets (http and
+   * https direct).
+   */
+  args(everyConnection: boolean): string[] {
+    const rules = everyConnection ? `socks5://127.0.0.1:${this.port}` : `http=direct://;https=direct://;socks=socks5://127.0.0.1:${this.port}`;
+    // <-loopback>: Chromium would otherwise never proxy loopback and link-local hosts, the very ones checked here.
+    const args = [`--proxy-server=${rules}`, "--proxy-bypass-list=<-loopback>"];
+    if (!everyConnection) return args;
+    // Nothing else of Chromium's resolves a name (DNS prefetching, say: a packet to a DNS server of the page's
+    // choosing) or sends UDP past the gate (WebRTC's ICE candidates, to any address a page names).
+    return [...args, "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1", "--force-webrtc-ip-handling-policy=disable_non_proxied_udp"];
+  }
+
+  /** The addresses a client may be connected to for `host`: AddressRefusedError when one is refused. */
+  allowedAddresses(host: string): Promise<string[]> {
+    return this.policy.resolveAllowed(host);
+  }
+
+  noteFailure(host: string, port: number, netError: string): void {
+    const key = `${host.toLowerCase()}:${port}`;
+    this.recentFailures.delete(key);
+    if (this.recentFailures.size >= 1000) this.recentFailures.delete(this.recentFailures.keys().next().value!);
+    this.recentFailures.set(key, netError);
+  }
+
+  /**
+   * A navigation error of a page loaded through the gate, as Chromium would have said it connecting itself:
+   * Chromium names every failure a SOCKS server reports ERR_SOCKS_CONNECTION_FAILED, which would hide a
+   * refused connection (and count as a proxy's failure); the gate knows what happened. Others are kept.
+   */
+  failureExplained(error: string, url: string): string {
+    if (!/net::ERR_SOCKS_CONNECTION_(FAILED|HOST_UNREACHABLE)/.test(error)) return error;
+    try {
+      const parsed = new URL(url);
+      const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
+      const port = Number(parsed.port || (parsed.protocol === "https:" ? 443 : 80));
+      const known = this.recentFailures.get(`${host.toLowerCase()}:${port}`);
+      return known ? error.replace(/net::ERR_SOCKS_CONNECTION_(FAILED|HOST_UNREACHABLE)/, known) : error;
+    } catch {
+      return error;
+    }
+  }
+
+  /**
+   * Stop accepting connections. Those open run to their end, not waited for: one hung upstream must not hold
+   * the end of a run (the server never keeps the process alive).
+   */
+  close(): Promise<void> {
+    this.server.close();
+    return Promise.resolve();
+  }
 }
 
 const REPLY = { succeeded: 0, notAllowed: 2, hostUnreachable: 4, refused: 5, commandNotSupported: 7, addressNotSupported: 8 } as const;
 
 /** One SOCKS5 client (RFC 1928, no authentication, CONNECT only). */
-async function serve(client: Socket): Promise<void> {
+async function serve(client: Socket, gate: SocketGate): Promise<void> {
   const input = new SocketReader(client);
   const [version, methodCount] = await input.read(2);
   const methods = await input.read(methodCount);
@@ -72,17 +120,17 @@ async function serve(client: Socket): Promise<void> {
   if (command !== 1) return reply(client, REPLY.commandNotSupported);
   let addresses: string[];
   try {
-    addresses = await allowedAddresses(host);
+    addresses = await gate.allowedAddresses(host);
   } catch (err) {
     const refused = err instanceof AddressRefusedError;
     if (refused) logger.warn("capture", "socket blocked: not an address the crawler may fetch", { host, port, reason: errorMessage(err) });
     else logger.debug("capture", "socket not opened: its host name does not resolve", { host, port });
-    noteFailure(host, port, refused ? "net::ERR_BLOCKED_BY_CLIENT" : "net::ERR_NAME_NOT_RESOLVED");
+    gate.noteFailure(host, port, refused ? "net::ERR_BLOCKED_BY_CLIENT" : "net::ERR_NAME_NOT_RESOLVED");
     return reply(client, refused ? REPLY.notAllowed : REPLY.hostUnreachable);
   }
   const upstream = await connectFirst(addresses, port);
   if (upstream instanceof Error) {
-    noteFailure(host, port, NET_ERRORS[(upstream as NodeJS.ErrnoException).code ?? ""] ?? "net::ERR_CONNECTION_FAILED");
+    gate.noteFailure(host, port, NET_ERRORS[(upstream as NodeJS.ErrnoException).code ?? ""] ?? "net::ERR_CONNECTION_FAILED");
     return reply(client, REPLY.refused);
   }
   reply(client, REPLY.succeeded, false);
@@ -123,34 +171,6 @@ const NET_ERRORS: Record<string, string> = {
   EHOSTUNREACH: "net::ERR_ADDRESS_UNREACHABLE",
   ENETUNREACH: "net::ERR_ADDRESS_UNREACHABLE",
 };
-
-/** Why the gate last failed to connect to host:port, in Chromium's words (bounded: the newest 1,000). */
-const recentFailures = new Map<string, string>();
-
-function noteFailure(host: string, port: number, netError: string): void {
-  const key = `${host.toLowerCase()}:${port}`;
-  recentFailures.delete(key);
-  if (recentFailures.size >= 1000) recentFailures.delete(recentFailures.keys().next().value!);
-  recentFailures.set(key, netError);
-}
-
-/**
- * A navigation error of a page loaded through the gate, as Chromium would have said it connecting itself:
- * Chromium names every failure a SOCKS server reports ERR_SOCKS_CONNECTION_FAILED, which would hide a
- * refused connection (and count as a proxy's failure); the gate knows what happened. Others are kept.
- */
-export function gateFailureExplained(error: string, url: string): string {
-  if (!/net::ERR_SOCKS_CONNECTION_(FAILED|HOST_UNREACHABLE)/.test(error)) return error;
-  try {
-    const parsed = new URL(url);
-    const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
-    const port = Number(parsed.port || (parsed.protocol === "https:" ? 443 : 80));
-    const known = recentFailures.get(`${host.toLowerCase()}:${port}`);
-    return known ? error.replace(/net::ERR_SOCKS_CONNECTION_(FAILED|HOST_UNREACHABLE)/, known) : error;
-  } catch {
-    return error;
-  }
-}
 
 function ipv6Text(bytes: Buffer): string {
   return Array.from({ length: 8 }, (_, i) => bytes.readUInt16BE(i * 2).toString(16)).join(":");

@@ -1,7 +1,7 @@
 /**
  * Secrets in configuration values: what counts as one, and the process-wide list of those the crawl was
  * given (from --config, the command line, the environment), which the logger scrubs out of every line it
- * writes. A secret is a URL's password (`redis://:pw@`, `http://user:pw@`), a token standing alone before
+ * writes (process-wide as the logger is: README.md says why). A secret is a URL's password (`redis://:pw@`, `http://user:pw@`), a token standing alone before
  * the `@` (`https://TOKEN@host`), or the value of a query parameter named like a credential (`?token=`,
  * `?key=`, `?sig=`, S3's `X-Amz-Signature`...), and the whole value of the variables SECRET_ENV names.
  */

@@ -4,16 +4,6 @@
  * serializes them), so each holds everything it uses.
  */
 
-/** Which of these links a page's links include (both by default). */
-export interface LinkKinds {
-  /** --extractFormLinks: the URL each GET form submits with its default values, and with each option of its selects. */
-  forms: boolean;
-  /** --extractFeedLinks: `<link rel=alternate>` feeds, and the items a feed document lists. */
-  feeds: boolean;
-}
-
-export const ALL_LINK_KINDS: LinkKinds = { forms: true, feeds: true };
-
 /**
  * Options of one select tried per form select: a select is often a site's only menu (browsertrix-crawler
  * #702), but one with thousands of entries (countries, dates) would flood the queue.

@@ -1,25 +1,9 @@
 import type { Frame, Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/process.js";
-import { ALL_LINK_KINDS, feedLinksInDocument, formLinksInDocument, MAX_FORM_LINKS, MAX_OPTIONS_PER_SELECT, type LinkKinds } from "./formFeedLinks.js";
+import { feedLinksInDocument, formLinksInDocument, MAX_FORM_LINKS, MAX_OPTIONS_PER_SELECT } from "./formFeedLinks.js";
+import { ALL_LINK_KINDS, type LinkKinds, type LinkSelector } from "./linkSelectors.js";
 import { mediaInDocument } from "./mediaSources.js";
-
-/**
- * One --selectLinks entry (browsertrix-crawler's `selector->property` or `selector->@attribute`): the
- * elements matching `selector` give a link each, read from their `extract` property, or from their
- * attribute of that name when the property is empty (always from the attribute when `attrOnly`).
- */
-export interface LinkSelector {
-  selector: string;
-  extract: string;
-  attrOnly: boolean;
-}
-
-/** browsertrix-crawler's default, and the image map areas we always followed. */
-export const DEFAULT_LINK_SELECTORS: readonly LinkSelector[] = [
-  { selector: "a[href]", extract: "href", attrOnly: false },
-  { selector: "area[href]", extract: "href", attrOnly: false },
-];
 
 const FRAME_DEADLINE_MS = 10_000;
 

@@ -1,7 +1,7 @@
 import type { Browser, Page, Target } from "puppeteer-core";
 import { defaultBodyLimits, type BodyLimits } from "../fetch/bodyLimits.js";
 import { FallbackFetcher } from "../fetch/fallbackFetcher.js";
-import { gateFailureExplained } from "../fetch/socketGate.js";
+import type { RunContext } from "../fetch/connectionRules.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
@@ -12,13 +12,14 @@ import { NO_EXTRAS, OriginRedirects, type CaptureExtras } from "../capture/captu
 import { PageCapture, type CapturedSummary, type PageAttempt } from "../capture/pageCapture.js";
 import { DialogGuard } from "./dialogs.js";
 import { isRenderedDocumentType } from "../capture/documentTypes.js";
-import { DEFAULT_LINK_SELECTORS, readPage, type LinkSelector } from "./linkExtract.js";
-import type { LinkKinds } from "./formFeedLinks.js";
+import { readPage } from "./linkExtract.js";
+import { DEFAULT_LINK_SELECTORS, type LinkKinds, type LinkSelector } from "./linkSelectors.js";
 import { takePageExtracts, type ExtractOptions, type PageExtracts } from "./pageExtracts.js";
 import { PageTimings } from "./pageTimings.js";
 import { PopupCloser } from "./popups.js";
 import { watchServiceWorkers } from "./serviceWorkers.js";
-import { applyTabSettings, type TabSettings, type WaitUntilEvent } from "../browser/pageSetup.js";
+import { applyTabSettings, type TabSettings } from "../browser/pageSetup.js";
+import type { WaitUntilEvent } from "../browser/browserSetup.js";
 import { ContentCheck } from "./contentCheck.js";
 import type { LoadOptions, PageLoadResult } from "./pageLoadResult.js";
 
@@ -53,6 +54,8 @@ export interface PageWorkerOptions {
   extras?: CaptureExtras;
   /** Told when the worker's tab opens and closes (the live view casts it: src/screencast/). */
   tabWatch?: TabWatch;
+  /** The run's address policy, --header rules, blocking and socket gate: the tab and the fetches outside it obey them. */
+  context: RunContext;
 }
 
 /** Who wants to know the worker's current tab; both calls return at once and never throw. */
@@ -89,7 +92,7 @@ export class PageWorker {
     const acceptLanguage = options.tab?.acceptLanguage;
     // What the browser sends elsewhere (--originOverride), fetches outside it do too.
     const redirects = new OriginRedirects(options.extras?.originOverride ?? []);
-    this.fetcher = new FallbackFetcher({ userAgent: options.userAgent, limits: this.limits, headers: acceptLanguage ? [["Accept-Language", acceptLanguage]] : [], target: (url) => redirects.target(url) });
+    this.fetcher = new FallbackFetcher({ rules: options.context, userAgent: options.userAgent, limits: this.limits, headers: acceptLanguage ? [["Accept-Language", acceptLanguage]] : [], target: (url) => redirects.target(url) });
     this.behaviorHooks = {
       addLink: (url) => {
         if (this.behaviorLinks.size < MAX_BEHAVIOR_LINKS) this.behaviorLinks.add(url);
@@ -181,7 +184,7 @@ export class PageWorker {
         await tab.goto(pageUrl, { waitUntil: [...(this.options.waitUntil ?? ["load"])], timeout: this.options.pageLoadTimeoutMs });
       });
     } catch (err) {
-      navigationError = gateFailureExplained(errorMessage(err), url);
+      navigationError = this.options.context.socketGate.failureExplained(errorMessage(err), url);
     }
     if (attempt.rateLimited || attempt.loggedOut) return { document: null, title: "", links: [], error: navigationError };
     if (attempt.duplicate) {

@@ -3,6 +3,8 @@ import { join } from "node:path";
 import type { Browser, CDPSession, Page, Protocol } from "puppeteer-core";
 import { launchBrowser, type LaunchedBrowser } from "../browser/launch.js";
 import { answerProxyChallengesOf } from "../capture/proxyAuth.js";
+import { AddressPolicy } from "../fetch/addressPolicy.js";
+import { SocketGate } from "../fetch/socketGate.js";
 import { startProxies, stopProxies } from "../proxy/activeProxies.js";
 import { proxySettings } from "../proxy/proxySettings.js";
 import { errorMessage, logger } from "../log/logger.js";
@@ -37,9 +39,12 @@ export class LoginBrowser {
     // holds the proxy's credentials: a --proxy-server with user:password@ would show them to `ps` (and
     // Chromium ignores them there).
     if (options.proxyServer) await startProxies(proxySettings({ proxyServer: options.proxyServer }, {}), undefined, { relayAlways: true });
+    // Its WebSockets go through a gate of the policy outside a crawl (no seeds: a local site may be logged in to).
+    const socketGate = await SocketGate.start(AddressPolicy.outsideACrawl());
     let launched: LaunchedBrowser;
     try {
-      launched = await launchBrowser({
+      const browser = await launchBrowser({
+        socketGate,
         executablePath: options.browserPath,
         headless: options.headless,
         extraArgs,
@@ -51,7 +56,9 @@ export class LoginBrowser {
           await packProfile(profileDir, saveTo.file);
         },
       });
+      launched = { browser: browser.browser, close: () => browser.close().finally(() => socketGate.close()) };
     } catch (err) {
+      await socketGate.close();
       base?.dispose();
       await stopProxies();
       throw err;

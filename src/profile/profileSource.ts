@@ -2,11 +2,15 @@ import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
+import { rulesOutsideACrawl } from "../fetch/connectionRules.js";
 import { discard, plainFetch } from "../fetch/plainFetch.js";
 import { errorMessage } from "../log/logger.js";
 import { downloadObject } from "../upload/downloadObject.js";
 import { readStoreSettings } from "../upload/storeSettings.js";
 import { withTimeout } from "../util/process.js";
+
+// Fetched before the seeds are known: the rules outside a crawl apply (a local server is allowed).
+const BEFORE_THE_CRAWL = rulesOutsideACrawl();
 
 /** A profile URL gets this long to download, and at most this many bytes. */
 export const PROFILE_DOWNLOAD_TIMEOUT_MS = 300_000;
@@ -37,7 +41,7 @@ export async function localProfile(source: string, userAgent: string | null, env
   }
   try {
     await withTimeout((async () => {
-      const response = await plainFetch(source, { userAgent, timeoutMs: PROFILE_DOWNLOAD_TIMEOUT_MS, maxBytes: PROFILE_DOWNLOAD_MAX_BYTES });
+      const response = await plainFetch(source, { rules: BEFORE_THE_CRAWL, userAgent, timeoutMs: PROFILE_DOWNLOAD_TIMEOUT_MS, maxBytes: PROFILE_DOWNLOAD_MAX_BYTES });
       if (response.status !== 200) {
         discard(response.body);
         throw new Error(`HTTP ${response.status}`);

@@ -10,8 +10,10 @@ import { openSshTunnel, type SshTunnel } from "./sshTunnel.js";
 /**
  * The proxies of this process, once started: ssh tunnels open, each proxy checked reachable, one undici
  * dispatcher per proxy for the crawler's own fetches, and what Chromium is given (a --proxy-server, or the
- * relay of browserRelay.ts, and the credentials it answers proxy challenges with). Process-wide, like the
- * address policy: every fetch of the process asks here which way a URL goes.
+ * relay of browserRelay.ts, and the credentials it answers proxy challenges with). Process-wide: the
+ * tunnels and the relay are the process's own resources, started once before anything is fetched (the
+ * seed file, the behaviors) and stopped when the command ends; every fetch of the process asks here which
+ * way a URL goes. The address policy the relay applies is handed in (TargetPolicy).
  */
 
 /** A proxy that cannot be used at the start: not reachable, its ssh tunnel not opened, its credentials refused (exit 21). */

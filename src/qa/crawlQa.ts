@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { RawCrawlFlags } from "../config/crawlOptions.js";
 import type { OutputOptions } from "../config/groups/outputOptions.js";
+import type { AddressPolicy } from "../fetch/addressPolicy.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { QaSummary } from "./pageResult.js";
 
@@ -25,6 +26,8 @@ export interface CrawlQaSettings {
   collectionDir: string;
   executablePath: string;
   pageLoadTimeoutSeconds: number;
+  /** The crawl's address policy: the replay's WebSockets obey it too. */
+  addresses: AddressPolicy;
 }
 
 /**
@@ -51,6 +54,7 @@ export async function checkCrawl(waczPaths: string[], settings: CrawlQaSettings)
       quietMs: 500,
       postLoadDelayMs: 0,
       debugImageDiff: settings.qa.debugImageDiff,
+      addresses: settings.addresses,
     });
     const report = join(settings.collectionDir, "qa", "index.html");
     if (summary.below.length) {

@@ -7,6 +7,7 @@ import { pageFileName, worstFirst, type QaPageResult, type QaSummary } from "./p
 import { openQaSource } from "./qaSource.js";
 import { loadReplayAssets } from "./replayAssets.js";
 import { startReplayServer } from "./replayServer.js";
+import { AddressPolicy } from "../fetch/addressPolicy.js";
 import { ReplayTab, type ReplayedPage } from "./replayTab.js";
 import type { ListedPage } from "./waczPages.js";
 
@@ -27,6 +28,8 @@ export interface QaOptions {
   postLoadDelayMs: number;
   /** --qaDebugImageDiff: also write each page's pixel difference image. */
   debugImageDiff: boolean;
+  /** What the replay's WebSockets may connect to: after a crawl (--qa) the crawl's policy; absent, the policy outside a crawl. */
+  addresses?: AddressPolicy;
 }
 
 export { DEFAULT_QA_THRESHOLD } from "../config/groups/outputOptions.js";
@@ -56,7 +59,7 @@ export async function runQa(options: QaOptions): Promise<QaSummary> {
     logger.info("qa", "QA started", { source: options.source, pages: pages.length, replayWeb: assets.dir });
     const server = await startReplayServer(assets, source.archives);
     try {
-      const tab = await ReplayTab.open(server, options);
+      const tab = await ReplayTab.open(server, { ...options, addresses: options.addresses ?? AddressPolicy.outsideACrawl() });
       try {
         for (const page of pages) results.push(await checkPage(tab, source.replaySource, page, qaDir, options));
       } finally {

@@ -1,5 +1,7 @@
 import type { CDPSession, Frame, Page, Protocol } from "puppeteer-core";
 import { launchBrowser, type LaunchedBrowser } from "../browser/launch.js";
+import type { AddressPolicy } from "../fetch/addressPolicy.js";
+import { SocketGate } from "../fetch/socketGate.js";
 import { textOfSnapshot } from "../page/pageText.js";
 import { archivedUrlOf, ReplayTraffic, type ReplayRequest } from "./replayTraffic.js";
 import { REPLAY_PREFIX, SW_READY_PATH, type ReplayServer } from "./replayServer.js";
@@ -10,6 +12,8 @@ export const VIEWPORT = { width: 1366, height: 900 };
 
 export interface ReplayTabOptions {
   executablePath: string;
+  /** What the replayed pages' WebSockets may connect to (through the tab's own socket gate). */
+  addresses: AddressPolicy;
   /** Longest wait for a replayed page to load and its traffic to go quiet. */
   pageTimeoutMs: number;
   /** How long the replayed page's traffic must be quiet before it counts as loaded. */
@@ -51,6 +55,7 @@ export class ReplayTab {
 
   private constructor(
     private readonly browser: LaunchedBrowser,
+    private readonly gate: SocketGate,
     private readonly tab: Page,
     private readonly cdp: CDPSession,
     private readonly traffic: ReplayTraffic,
@@ -59,7 +64,14 @@ export class ReplayTab {
   ) {}
 
   static async open(server: ReplayServer, options: ReplayTabOptions): Promise<ReplayTab> {
-    const browser = await launchBrowser({ executablePath: options.executablePath, headless: true });
+    const gate = await SocketGate.start(options.addresses);
+    let browser: LaunchedBrowser;
+    try {
+      browser = await launchBrowser({ executablePath: options.executablePath, headless: true, socketGate: gate });
+    } catch (err) {
+      await gate.close();
+      throw err;
+    }
     try {
       const tab = await browser.browser.newPage();
       await tab.setViewport(VIEWPORT);
@@ -69,9 +81,10 @@ export class ReplayTab {
       await tab.waitForFunction(() => document.title !== "installing", { timeout: options.pageTimeoutMs });
       const state = await tab.title();
       if (state !== "sw-ready") throw new Error(`ReplayWeb.page's service worker did not start: ${state}`);
-      return new ReplayTab(browser, tab, cdp, new ReplayTraffic(cdp), server, options);
+      return new ReplayTab(browser, gate, tab, cdp, new ReplayTraffic(cdp), server, options);
     } catch (err) {
       await browser.close();
+      await gate.close();
       throw err;
     }
   }
@@ -79,6 +92,7 @@ export class ReplayTab {
   async close(): Promise<void> {
     this.traffic.dispose();
     await this.browser.close();
+    await this.gate.close();
   }
 
   /** Replay one page from `source` (as served) and read back what the crawl kept of it. */

@@ -1,7 +1,7 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { loadAdHosts, type AdHostList } from "../block/adHosts.js";
-import { Blocking, useBlocking, type BlockedRequest } from "../block/blocking.js";
+import { Blocking, type BlockedRequest } from "../block/blocking.js";
 import type { BlockOptions } from "../config/groups/blockOptions.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { CrawlState } from "../state/crawlState.js";
@@ -78,16 +78,15 @@ export class BlockedReport {
   }
 }
 
-/** Set this process's blocking for the crawl (tabs and direct fetches obey it); null when nothing is blocked. */
-export function startBlocking(options: BlockOptions, adHosts: AdHostList | null, path: string, state: CrawlState): BlockedReport | null {
+/**
+ * The crawl's blocking (the run context hands it to the tabs and the direct fetches) and its report (`blocked`);
+ * both null when nothing is blocked.
+ */
+export function startBlocking(options: BlockOptions, adHosts: AdHostList | null, path: string, state: CrawlState): { blocking: Blocking | null; blocked: BlockedReport | null } {
   const blocking = new Blocking({ rules: options.rules, adHosts, blockMessage: options.blockMessage, adBlockMessage: options.adBlockMessage });
-  if (!blocking.active) {
-    useBlocking(null);
-    return null;
-  }
+  if (!blocking.active) return { blocking: null, blocked: null };
   const report = new BlockedReport(path, state, adHosts);
   blocking.onBlocked((blocked) => report.add(blocked));
-  useBlocking(blocking);
   if (options.rules.length) logger.info("blocking", "block rules", { rules: options.rules.map((r) => r.text) });
-  return report;
+  return { blocking, blocked: report };
 }

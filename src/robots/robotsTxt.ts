@@ -2,6 +2,7 @@ import type { Readable } from "node:stream";
 import robotsParserModule from "robots-parser";
 import { errorMessage, logger } from "../log/logger.js";
 import { discard, plainFetch } from "../fetch/plainFetch.js";
+import type { ConnectionRules } from "../fetch/connectionRules.js";
 
 /** What one host's robots.txt says, as far as this crawler is concerned. */
 export type RobotsRules =
@@ -15,6 +16,8 @@ export type RobotsRules =
 export type RobotsVerdict = { allowed: true } | { allowed: false; reason: "disallowed" | "robots.txt unreachable" };
 
 export interface RobotsTxtOptions {
+  /** The crawl's address policy and --header rules (fetch/connectionRules.ts). */
+  rules: Pick<ConnectionRules, "addresses" | "headers">;
   userAgent: string | null;
   /** Product token matched against robots.txt User-agent lines. */
   agent: string;
@@ -114,6 +117,7 @@ export class RobotsTxt {
     };
     try {
       const response = await plainFetch(robotsUrl, {
+        rules: this.options.rules,
         userAgent: this.options.userAgent,
         timeoutMs: this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
         maxBytes: Number.MAX_SAFE_INTEGER,

@@ -1,4 +1,4 @@
-import { checkAddress } from "../fetch/addressPolicy.js";
+import type { AddressPolicy } from "../fetch/addressPolicy.js";
 import { logger } from "../log/logger.js";
 import type { RobotsTxt } from "../robots/robotsTxt.js";
 import type { CrawlState, QueuedPage } from "../state/crawlState.js";
@@ -29,6 +29,8 @@ export class PageAdmission {
 
   constructor(
     private readonly state: CrawlState,
+    /** The crawl's address policy: a page on a refused address is never queued. */
+    private readonly addresses: AddressPolicy,
     private readonly limit: number,
     private readonly robots: RobotsTxt | null,
     private readonly onSkipped: SkipListener = () => undefined,
@@ -71,7 +73,7 @@ export class PageAdmission {
 
   /** Why a page may not be queued whatever the frontier holds (null: it may). */
   private async precheck(page: QueuedPage, refusal: BudgetRefusal | null): Promise<Admission | null> {
-    const address = await checkAddress(page.url);
+    const address = await this.addresses.check(page.url);
     // A page whose name does not resolve (now) is queued: loading it is refused and fails, and a retry may find it.
     if (!address.allowed && !address.unresolved) {
       const host = new URL(page.url).host;

@@ -3,6 +3,7 @@ import { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { XMLToSitemapIndexStream, XMLToSitemapItemStream, type IndexItem, type SitemapItem } from "sitemap";
 import { capped, discard, forward, plainFetch } from "../fetch/plainFetch.js";
+import type { ConnectionRules } from "../fetch/connectionRules.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { parseW3cDate } from "./w3cDate.js";
 
@@ -14,6 +15,8 @@ export interface SitemapEntry {
 }
 
 export interface SitemapReaderOptions {
+  /** The crawl's address policy and --header rules (fetch/connectionRules.ts). */
+  rules: Pick<ConnectionRules, "addresses" | "headers">;
   userAgent: string | null;
   /** Time allowed to read one sitemap file whole (a total deadline: a server dripping bytes cannot hold the reading). */
   timeoutMs?: number;
@@ -124,7 +127,7 @@ const MAX_XML_ERRORS = 20;
 
 async function openSitemap(url: string, options: SitemapReaderOptions): Promise<SitemapDocument> {
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
-  const response = await plainFetch(url, { userAgent: options.userAgent, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, maxBytes });
+  const response = await plainFetch(url, { rules: options.rules, userAgent: options.userAgent, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, maxBytes });
   if (response.status < 200 || response.status >= 300) {
     discard(response.body);
     throw new Error(`HTTP ${response.status}`);

@@ -3,6 +3,7 @@ import type { SeedScope } from "../scope/seedScope.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { RobotsTxt } from "../robots/robotsTxt.js";
+import type { ConnectionRules } from "../fetch/connectionRules.js";
 import type { QueuedPage } from "../state/crawlState.js";
 import type { SitemapClaim } from "../state/sitemapClaim.js";
 import { pauseForTests } from "../util/testPause.js";
@@ -51,6 +52,8 @@ interface SitemapContext {
   /** The crawl is stopping: reading ends (a restart reads the sitemaps again). */
   stop: { readonly requested: boolean };
   userAgent: string | null;
+  /** The crawl's address policy and --header rules, for the sitemaps' fetches. */
+  rules: Pick<ConnectionRules, "addresses" | "headers">;
 }
 
 // Sitemap pages are queued in batches: one Redis round trip for many entries, yet bounded memory.
@@ -102,7 +105,7 @@ async function queueSitemapPages(options: SitemapOptions, context: SitemapContex
 
   let complete = true;
   for (const { roots, seedIds } of groups.values()) {
-    const entries = readSitemaps(roots, { userAgent: context.userAgent, notBefore: options.fromDate }, counts);
+    const entries = readSitemaps(roots, { rules: context.rules, userAgent: context.userAgent, notBefore: options.fromDate }, counts);
     let batch: SitemapEntry[] = [];
     const flush = async () => {
       await pauseForTests("sitemap-queue");

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import type { CrawlStateKeys, FrontierShardKeys } from "./stateKeys.js";
-import type { Membership } from "./membership/membership.js";
+import type { LeaseHolders, Membership } from "./membership/membership.js";
 import { fingerprint, packEntry, shardOf, unpackEntry, type FailedPage, type QueuedPage } from "./frontierEntry.js";
 import { ADD_SEEN_LUA, ENQUEUE_LUA, RESERVE_LUA, FINISH_LUA, PUSH_LUA, RATE_LIMITED_LUA, RELEASE_LUA, SHARD_COUNTS_LUA, SKIP_LUA, TAKE_LUA } from "./frontierScripts.js";
 import { openFrontier } from "./frontierShards.js";
@@ -53,9 +53,9 @@ export interface FrontierOptions {
  * crawls them, retries waiting out their backoff, finished and failed pages, and the counts over all of
  * them. Pages are spread over shards by host (stateKeys.ts frontierShard; one shard on a plain Redis),
  * each shard's keys in one cluster slot. A lease is held by a process id (Membership); pages of a process
- * taken for dead go back to the queue.
+ * taken for dead go back to the queue (the membership asks who holds leases: leaseHolders).
  */
-export class CrawlState {
+export class CrawlState implements LeaseHolders {
   readonly keys: CrawlStateKeys;
   readonly crawlId: string;
   private readonly processId: string;
@@ -74,7 +74,11 @@ export class CrawlState {
     this.crawlId = membership.crawlId;
     this.processId = membership.processId;
     this.clustered = redis.isCluster;
-    membership.leaseHolders = async () => (await this.allLeases()).map(([, owner]) => owner);
+  }
+
+  /** The processes holding page leases (Membership.reapLocalDeadProcesses asks). */
+  async leaseHolders(): Promise<string[]> {
+    return (await this.allLeases()).map(([, owner]) => owner);
   }
 
   /** The frontier's shards (the first call settles their number and moves an older build's frontier in). */

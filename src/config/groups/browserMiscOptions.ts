@@ -1,4 +1,4 @@
-import type { OriginOverrideRule, RateLimitMatchRule } from "../../capture/captureExtras.js";
+import type { OriginOverrideRule, RateLimitMatchRule } from "../../capture/captureRules.js";
 import { OptionsError } from "../optionsError.js";
 
 /** browsertrix-crawler's --serviceWorker (--sw) choices. */

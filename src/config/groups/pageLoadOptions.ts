@@ -2,7 +2,7 @@ import { KnownDevices } from "puppeteer-core";
 import { OptionsError } from "../optionsError.js";
 import { headerSecrets, HeaderRuleError, parseHeaderRule, type HeaderRule } from "../../fetch/requestHeaders.js";
 import { splitList } from "../flagValues.js";
-import { WAIT_UNTIL_EVENTS, type BrowserSetup, type DeviceEmulation, type WaitUntilEvent } from "../../browser/pageSetup.js";
+import { WAIT_UNTIL_EVENTS, type BrowserSetup, type DeviceEmulation, type WaitUntilEvent } from "../../browser/browserSetup.js";
 
 /** How each page is loaded, and the browser it is loaded in (browsertrix-crawler's flag names). */
 export interface PageLoadOptions {

@@ -59,6 +59,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     ...(profile ? { prepareProfile: unpackInto(profile) } : {}),
     ...(options.profile.saveProfile ? { beforeRemove: packInto(pendingProfileFile(options.profile.saveProfile)) } : {}),
     onRestart: () => run.watch.browserRestarted(),
+    socketGate: run.context.socketGate,
   });
   const debugAccess = options.browserMisc.debugAccessBrowser ? await startBrowserDebugAccess(async () => (await host.browser()).wsEndpoint()) : null;
   try {
@@ -101,6 +102,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         claimClick,
         contentCheck: options.lifecycle.failOnContentCheck,
         tabWatch: run.live?.worker(i),
+        context: run.context,
       }),
     );
     const stopProgress = showProgress(session.state, () => pipeline.writer.bytesWritten, options.logging.includes("stats"), run.live);
@@ -108,7 +110,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     try {
       const sitemap = options.sitemap;
       const readSitemaps = sitemap
-        ? () => startSitemapReading(sitemap, { claim: sitemapClaim, admission: seeding.admission, scopes: seeding.scopes, robotsTxt: seeding.robotsTxt, stop, userAgent: options.userAgent })
+        ? () => startSitemapReading(sitemap, { claim: sitemapClaim, admission: seeding.admission, scopes: seeding.scopes, robotsTxt: seeding.robotsTxt, stop, userAgent: options.userAgent, rules: run.context })
         : null;
       const loop: WorkLoop = { context, membership: session.membership, sitemapClaim, active: new Set(), taking: 0, idle: new IdleWorkers(), readSitemaps, sitemapReadings: [] };
       if (readSitemaps) loop.sitemapReadings.push((await readSitemaps()).finished);
@@ -243,7 +245,7 @@ async function crawlIsDrained(state: CrawlState, sitemapClaim: SitemapClaim): Pr
  */
 async function recoverWork(loop: WorkLoop, stop: StopControl, idleMark: number): Promise<void> {
   const { state, options } = loop.context;
-  await loop.membership.reapLocalDeadProcesses();
+  await loop.membership.reapLocalDeadProcesses(state);
   await resumeOrphanedSitemapReading(loop);
   await state.recoverAbandoned(options.maxPageRetries);
   if (loop.taking === 0) {

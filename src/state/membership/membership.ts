@@ -20,6 +20,11 @@ const FENCE_LUA = ownerScript(`
 return take_over(KEYS[1], KEYS[2], ARGV[1]) and 1 or 0
 `);
 
+/** Who holds the frontier's page leases (CrawlState: it knows its shards). */
+export interface LeaseHolders {
+  leaseHolders(): Promise<string[]>;
+}
+
 /**
  * This process as a member of a shared crawl: its identity, its heartbeat, and the ownership rule
  * (ownerRule.ts) as TypeScript code asks it: is that owner alive, and fence it if it is not. Several
@@ -27,8 +32,6 @@ return take_over(KEYS[1], KEYS[2], ARGV[1]) and 1 or 0
  */
 export class Membership {
   readonly keys: CrawlStateKeys;
-  /** The owners of the frontier's page leases (set by CrawlState, which knows its shards). */
-  leaseHolders: () => Promise<string[]> = async () => [];
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -75,10 +78,11 @@ export class Membership {
    * Processes of this pid namespace that are gone (killed, crashed) need not wait for their heartbeat
    * to expire: drop it now and fence them, so their leases, writer slots and sitemap reading are taken
    * over at once. Processes this one cannot see (other machines, other containers) are left to their
-   * heartbeat (processIdentity.ts).
+   * heartbeat (processIdentity.ts). The holders are those of the frontier's leases, of the writer slots and of
+ * the sitemap reading.
    */
-  async reapLocalDeadProcesses(): Promise<string[]> {
-    const holders = await Promise.all([this.leaseHolders(), this.redis.hvals(this.keys.writers), this.redis.get(this.keys.sitemapRead)]);
+  async reapLocalDeadProcesses(frontier: LeaseHolders): Promise<string[]> {
+    const holders = await Promise.all([frontier.leaseHolders(), this.redis.hvals(this.keys.writers), this.redis.get(this.keys.sitemapRead)]);
     const reaped: string[] = [];
     for (const owner of new Set(holders.flat())) {
       if (owner === null || owner === this.processId || !isLocalProcessGone(owner)) continue;

@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { browserProcesses, killBrowserProcesses } from "../../../src/browser/browserProcesses.js";
 import type { BrowserRecord } from "../../../src/browser/runningBrowsers.js";
 import { launchBrowser } from "../../../src/browser/launch.js";
+import { AddressPolicy } from "../../../src/fetch/addressPolicy.js";
+import { SocketGate } from "../../../src/fetch/socketGate.js";
 import { isPidAlive } from "../../../src/util/process.js";
 import { bootId, pidNamespace, processStartTime } from "../../../src/util/procfs.js";
 import { logLines } from "../../helpers/cli.js";
@@ -190,7 +192,8 @@ describe("Chromium does not outlive its crawler", () => {
   }, 300_000);
 
   it("a browser that does not close within the deadline is killed, with all its processes", async () => {
-    const launched = await launchBrowser({ executablePath: CHROMIUM, headless: true });
+    const socketGate = await SocketGate.start(AddressPolicy.outsideACrawl());
+    const launched = await launchBrowser({ executablePath: CHROMIUM, headless: true, socketGate });
     const pid = launched.browser.process()!.pid!;
     const profileArg = launched.browser.process()!.spawnargs.find((a) => a.startsWith("--user-data-dir="))!;
     const profileDir = profileArg.slice("--user-data-dir=".length);
@@ -198,6 +201,7 @@ describe("Chromium does not outlive its crawler", () => {
     process.kill(pid, "SIGSTOP"); // a browser that no longer answers
     // Without the deadline, close() waits for the protocol timeout (120 s): longer than this test may run.
     await launched.close();
+    await socketGate.close();
     expect(browserProcesses(profileDir)).toEqual([]);
     expect(existsSync(profileDir)).toBe(false);
   }, 60_000);

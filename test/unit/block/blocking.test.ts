@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { HostSet, hostRules, loadAdHosts, AdHostsUnavailableError } from "../../../src/block/adHosts.js";
-import { Blocking, blockedOutsideBrowser, useBlocking, type BlockedRequest } from "../../../src/block/blocking.js";
+import { Blocking, type BlockedRequest } from "../../../src/block/blocking.js";
 import { judgeByRules, parseBlockRule, textVerdict, BlockRuleError } from "../../../src/block/rules.js";
 import { buildCrawlProgram, crawlFlags } from "../../../src/cli/crawl.js";
 import { resolveCrawlOptions } from "../../../src/config/crawlOptions.js";
@@ -168,15 +168,9 @@ describe("Blocking", () => {
     const seen: BlockedRequest[] = [];
     const blocking = new Blocking({ rules: [parseBlockRule({ url: "\\.mp4$", inFrameUrl: "." }), parseBlockRule("worker\\.js")], adHosts, blockMessage: "", adBlockMessage: "" });
     blocking.onBlocked((b) => seen.push(b));
-    useBlocking(blocking);
-    try {
-      expect(blockedOutsideBrowser("https://ads.test/sw.js")).toBe(true);
-      expect(blockedOutsideBrowser("https://p.test/worker.js")).toBe(true);
-      expect(blockedOutsideBrowser("https://p.test/video.mp4")).toBe(false);
-      expect(seen.map((b) => [b.url, b.by, b.resourceType])).toEqual([["https://ads.test/sw.js", "ad host", "Direct"], ["https://p.test/worker.js", "rule", "Direct"]]);
-    } finally {
-      useBlocking(null);
-    }
-    expect(blockedOutsideBrowser("https://ads.test/sw.js")).toBe(false);
+    expect(blocking.blockedOutsideBrowser("https://ads.test/sw.js")).toBe(true);
+    expect(blocking.blockedOutsideBrowser("https://p.test/worker.js")).toBe(true);
+    expect(blocking.blockedOutsideBrowser("https://p.test/video.mp4")).toBe(false);
+    expect(seen.map((b) => [b.url, b.by, b.resourceType])).toEqual([["https://ads.test/sw.js", "ad host", "Direct"], ["https://p.test/worker.js", "rule", "Direct"]]);
   });
 });

@@ -3,6 +3,9 @@ import { rateLimitRuleMatched } from "../../../src/capture/captureExtras.js";
 import { OriginRedirects } from "../../../src/capture/captureExtras.js";
 import { browserMiscOptions, DEFAULT_RATE_LIMIT_ON_MATCH, parseOriginOverride, parseRateLimitRule } from "../../../src/config/groups/browserMiscOptions.js";
 import { OptionsError } from "../../../src/config/optionsError.js";
+import { rulesOutsideACrawl } from "../../../src/fetch/connectionRules.js";
+
+const LOCAL_RULES = rulesOutsideACrawl();
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
@@ -70,7 +73,7 @@ describe("fetches outside the browser with --originOverride", () => {
     const override = await start("override");
     try {
       const redirects = new OriginRedirects([parseOriginOverride(`${original.origin}=${override.origin}`)]);
-      const fetcher = new FallbackFetcher({ userAgent: null, target: (url) => redirects.target(url) });
+      const fetcher = new FallbackFetcher({ rules: LOCAL_RULES, userAgent: null, target: (url) => redirects.target(url) });
       const exchange = await fetcher.page(`${original.origin}/file.bin?x=1`, 10_000, "download");
       expect(exchange?.url).toBe(`${original.origin}/file.bin?x=1`);
       expect(exchange?.body.kind === "bytes" ? Buffer.from(exchange.body.bytes).toString() : null).toBe("override-bytes");

@@ -1,12 +1,14 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LookupAddress } from "node:dns";
-import { AddressPolicy, AddressRefusedError, chromiumHostResolverArgs, parseAddressAllowance, policyLookup, useAddressPolicy } from "../../../src/fetch/addressPolicy.js";
+import { AddressPolicy, AddressRefusedError, chromiumHostResolverArgs, parseAddressAllowance } from "../../../src/fetch/addressPolicy.js";
 import { categoryOf, embeddedIpv4 } from "../../../src/fetch/addressRanges.js";
 import { plainFetch } from "../../../src/fetch/plainFetch.js";
 import { directFetch } from "../../../src/fetch/directFetch.js";
 import { RobotsTxt } from "../../../src/robots/robotsTxt.js";
 import { readSitemaps } from "../../../src/sitemap/sitemapReader.js";
+import { RequestHeaders } from "../../../src/fetch/requestHeaders.js";
+import type { ConnectionRules } from "../../../src/fetch/connectionRules.js";
 import { startFaultySite, type FaultySite } from "../../helpers/faultySite.js";
 
 const NONE = { categories: [], ranges: [] };
@@ -102,6 +104,7 @@ describe("the address policy on the crawler's own fetches (robots.txt, sitemaps,
   let forbidden: FaultySite;
   let redirector: Server;
   let redirectorUrl: string;
+  let rules: ConnectionRules;
   const saved = { ...process.env };
 
   beforeAll(async () => {
@@ -117,11 +120,11 @@ describe("the address policy on the crawler's own fetches (robots.txt, sitemaps,
     redirectorUrl = `http://127.0.0.1:${(redirector.address() as { port: number }).port}`;
     process.env.CRAWLER_TEST_HOSTS = "evil.test=127.0.0.2";
     process.env.CRAWLER_TEST_LINK_LOCAL = "127.0.0.2/32";
-    useAddressPolicy(await AddressPolicy.forSeeds([site.url + "/"], NONE));
+    const addresses = await AddressPolicy.forSeeds([site.url + "/"], NONE);
+    rules = { addresses, headers: RequestHeaders.none, blocking: null };
   });
   afterAll(async () => {
     process.env = saved;
-    useAddressPolicy(new AddressPolicy({ categories: ["loopback", "private"], ranges: [] }));
     await Promise.all([site.close(), forbidden.close(), new Promise((resolve) => redirector.close(resolve))]);
   });
 
@@ -134,7 +137,7 @@ describe("the address policy on the crawler's own fetches (robots.txt, sitemaps,
 
   it("the crawler's sockets resolve through the policy and never connect to a refused address", async () => {
     const lookup = (host: string, all: boolean) =>
-      new Promise<string | LookupAddress[]>((resolve, reject) => policyLookup(host, { all }, (err, address) => (err ? reject(err) : resolve(address))));
+      new Promise<string | LookupAddress[]>((resolve, reject) => rules.addresses.lookup(host, { all }, (err, address) => (err ? reject(err) : resolve(address))));
     await expect(lookup("evil.test", false)).rejects.toThrow("not fetched: evil.test resolves to 127.0.0.2, a link-local address");
     await expect(lookup("127.0.0.2", true)).rejects.toThrow(AddressRefusedError);
     await expect(lookup("127.0.0.1", true)).resolves.toEqual([{ address: "127.0.0.1", family: 4 }]);
@@ -142,21 +145,21 @@ describe("the address policy on the crawler's own fetches (robots.txt, sitemaps,
   });
 
   it("a redirect hop to a forbidden address is not followed, and nothing reaches that server", async () => {
-    await expect(plainFetch(`${redirectorUrl}/by-name`, { userAgent: null, timeoutMs: 5000, maxBytes: 1000 })).rejects.toThrow(AddressRefusedError);
-    await expect(plainFetch(`${redirectorUrl}/by-address`, { userAgent: null, timeoutMs: 5000, maxBytes: 1000 })).rejects.toThrow(
+    await expect(plainFetch(`${redirectorUrl}/by-name`, { rules, userAgent: null, timeoutMs: 5000, maxBytes: 1000 })).rejects.toThrow(AddressRefusedError);
+    await expect(plainFetch(`${redirectorUrl}/by-address`, { rules, userAgent: null, timeoutMs: 5000, maxBytes: 1000 })).rejects.toThrow(
       "not fetched: 127.0.0.2, a link-local address",
     );
-    await expect(directFetch(`${forbidden.url}/page/1`)).rejects.toThrow(AddressRefusedError);
+    await expect(directFetch(`${forbidden.url}/page/1`, { rules })).rejects.toThrow(AddressRefusedError);
 
     // robots.txt redirected there: unreachable (RFC 9309), so nothing on that host is crawled.
-    const robots = new RobotsTxt({ userAgent: null, agent: "warc-crawler" });
+    const robots = new RobotsTxt({ rules, userAgent: null, agent: "warc-crawler" });
     const redirectedRobots = `http://evil.test:${new URL(forbidden.url).port}`;
     expect(await robots.check(`${redirectedRobots}/page/1`)).toEqual({ allowed: false, reason: "robots.txt unreachable" });
 
     // A sitemap redirected there, and a child sitemap there: failed, not read.
     const counts = { sitemaps: 0, failed: 0, skipped: 0 };
     const entries = [];
-    for await (const entry of readSitemaps([`${redirectorUrl}/to-sitemap`, `${forbidden.url}/sitemap.xml`], { userAgent: null, timeoutMs: 5000 }, counts)) entries.push(entry);
+    for await (const entry of readSitemaps([`${redirectorUrl}/to-sitemap`, `${forbidden.url}/sitemap.xml`], { rules, userAgent: null, timeoutMs: 5000 }, counts)) entries.push(entry);
     expect(entries).toEqual([]);
     expect(counts).toEqual({ sitemaps: 2, failed: 2, skipped: 0 });
     expect(Object.fromEntries(forbidden.hits)).toEqual({});

@@ -8,6 +8,9 @@ import { BodySpool, defaultBodyLimits } from "../../../src/fetch/bodyLimits.js";
 import { directFetch } from "../../../src/fetch/directFetch.js";
 import type { ExchangeBody } from "../../../src/archive/exchange.js";
 import { resolveCrawlOptions } from "../../../src/config/crawlOptions.js";
+import { rulesOutsideACrawl } from "../../../src/fetch/connectionRules.js";
+
+const LOCAL_RULES = rulesOutsideACrawl();
 
 const bytesOf = (body: ExchangeBody) => (body.kind === "bytes" ? Buffer.from(body.bytes) : readFileSync(body.path));
 
@@ -108,7 +111,7 @@ describe("directFetch: a total deadline and the size cap", () => {
 
   it("a body dripping forever is kept as received at the deadline, marked time", async () => {
     const started = Date.now();
-    const exchange = await directFetch(`${origin}/drip`, { timeoutMs: 1500 });
+    const exchange = await directFetch(`${origin}/drip`, { rules: LOCAL_RULES, timeoutMs: 1500 });
     expect(Date.now() - started).toBeLessThan(5000);
     expect(exchange.truncated).toBe("time");
     expect(bytesOf(exchange.body).toString()).toMatch(/^x+$/);
@@ -116,13 +119,13 @@ describe("directFetch: a total deadline and the size cap", () => {
 
   it("a server that never answers fails at the deadline", async () => {
     const started = Date.now();
-    await expect(directFetch(`${origin}/silent`, { timeoutMs: 1000 })).rejects.toThrow();
+    await expect(directFetch(`${origin}/silent`, { rules: LOCAL_RULES, timeoutMs: 1000 })).rejects.toThrow();
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
   it("an endless body is cut at the cap, marked length", async () => {
     const limits = defaultBodyLimits(3_000_000);
-    const exchange = await directFetch(`${origin}/endless`, { timeoutMs: 20_000, limits });
+    const exchange = await directFetch(`${origin}/endless`, { rules: LOCAL_RULES, timeoutMs: 20_000, limits });
     expect(exchange.truncated).toBe("length");
     expect(bytesOf(exchange.body)).toEqual(Buffer.alloc(3_000_000, 1));
     expect(limits.cutShort).toEqual({ length: 1, time: 0 });

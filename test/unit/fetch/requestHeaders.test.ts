@@ -1,7 +1,5 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { headerSecrets, parseHeaderRule, requestHeadersFor, useRequestHeaders, withRequestHeaders } from "../../../src/fetch/requestHeaders.js";
-
-afterEach(() => useRequestHeaders([]));
+import { describe, expect, it } from "vitest";
+import { headerSecrets, parseHeaderRule, RequestHeaders } from "../../../src/fetch/requestHeaders.js";
 
 describe("--header rules", () => {
   it("parse: every host, one host (and its subdomains), a host given apart; names and hosts checked", () => {
@@ -20,14 +18,13 @@ describe("--header rules", () => {
   });
 
   it("apply by host: subdomains yes, look-alike names no; later rules win; given headers replaced", () => {
-    useRequestHeaders(["From: a@b.org", "example.com X-Token: t1", "www.example.com X-Token: t2", "FROM: c@d.org"].map((text) => parseHeaderRule(text)));
-    expect(requestHeadersFor("https://example.com/")).toEqual([["FROM", "c@d.org"], ["X-Token", "t1"]]);
-    expect(requestHeadersFor("https://www.example.com:8443/x")).toEqual([["FROM", "c@d.org"], ["X-Token", "t2"]]);
-    expect(requestHeadersFor("https://badexample.com/")).toEqual([["FROM", "c@d.org"]]);
-    expect(requestHeadersFor("not a url")).toEqual([]);
-    expect(withRequestHeaders("http://a.example.com/", [["Accept", "*/*"], ["x-token", "old"]])).toEqual([["Accept", "*/*"], ["FROM", "c@d.org"], ["X-Token", "t1"]]);
-    useRequestHeaders([]);
-    expect(withRequestHeaders("http://a.example.com/", [["Accept", "*/*"]])).toEqual([["Accept", "*/*"]]);
+    const headers = new RequestHeaders(["From: a@b.org", "example.com X-Token: t1", "www.example.com X-Token: t2", "FROM: c@d.org"].map((text) => parseHeaderRule(text)));
+    expect(headers.for("https://example.com/")).toEqual([["FROM", "c@d.org"], ["X-Token", "t1"]]);
+    expect(headers.for("https://www.example.com:8443/x")).toEqual([["FROM", "c@d.org"], ["X-Token", "t2"]]);
+    expect(headers.for("https://badexample.com/")).toEqual([["FROM", "c@d.org"]]);
+    expect(headers.for("not a url")).toEqual([]);
+    expect(headers.with("http://a.example.com/", [["Accept", "*/*"], ["x-token", "old"]])).toEqual([["Accept", "*/*"], ["FROM", "c@d.org"], ["X-Token", "t1"]]);
+    expect(RequestHeaders.none.with("http://a.example.com/", [["Accept", "*/*"]])).toEqual([["Accept", "*/*"]]);
   });
 
   it("values that look like credentials are secrets", () => {

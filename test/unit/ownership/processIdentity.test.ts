@@ -66,10 +66,11 @@ describe("reaping dead processes of this namespace", () => {
     const deadHere = `${hostname()}-${pid}-${start}-${localityTag()}-bbbb`;
     const container = `${hostname()}-${pid}-${start}-${otherNamespaceTag()}-cccc`;
     for (const id of [me.processId, deadHere, container]) await new Membership(redis.client, "reap", id, 60_000).heartbeat();
-    // The leases are the frontier's (one shard on a plain Redis), which tells the membership who holds them.
-    await new CrawlState(redis.client, me).shards();
+    // The leases are the frontier's (one shard on a plain Redis), which the membership asks who holds them.
+    const frontier = new CrawlState(redis.client, me);
+    await frontier.shards();
     await redis.client.hset(me.keys.frontierShard(0).leases, "http://a.test/1", deadHere, "http://a.test/2", container, "http://a.test/3", me.processId);
-    expect(await me.reapLocalDeadProcesses()).toEqual([deadHere]);
+    expect(await me.reapLocalDeadProcesses(frontier)).toEqual([deadHere]);
     expect(await redis.client.smembers(me.keys.fenced)).toEqual([deadHere]);
     expect(await me.isAlive(container)).toBe(true);
   });

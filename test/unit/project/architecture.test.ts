@@ -209,6 +209,41 @@ describe("architecture", () => {
     expect(unitFolders.filter((name) => !known(name))).toEqual([]);
   });
 
+  it("no process-wide setters: no `export let`, and no exported function assigns a module-level `let` (the run's collaborators are handed in)", () => {
+    // Each allowed module says why it holds process-wide state that exported functions change.
+    const allowed = new Map([
+      // The logger's scrubber: secrets become known at several stages (flags, the embedded Redis password, the live view's token) and every line the process writes is scrubbed of them (log/README.md).
+      ["src/log/secrets.ts", ["registerSecrets", "scrubSecrets", "forgetSecrets"]],
+      // The proxies' ssh tunnels and relay: the process's own resources, started once before anything is fetched, stopped as the command ends.
+      ["src/proxy/activeProxies.ts", ["startProxies", "stopProxies"]],
+      // A memo of the installed uBlock Origin lists (the same for the whole process: no caller chooses it).
+      ["src/block/adHosts.ts", ["loadAdHosts"]],
+      // A warning said once per process.
+      ["src/browser/deathSignal.ts", ["executableWithDeathSignal"]],
+    ]);
+    const found: string[] = [];
+    for (const file of files.filter((f) => f.startsWith("src/"))) {
+      const text = readFileSync(join(ROOT, file), "utf8");
+      if (/^export let /m.test(text)) found.push(`${file}: export let`);
+      const lets = [...text.matchAll(/^let (.+)/gm)].flatMap((m) => [...m[1]!.matchAll(/(?:^|,\s*)(\w+)\s*(?::[^=,]+)?=/g)].map((n) => n[1]!));
+      if (!lets.length) continue;
+      for (const fn of text.matchAll(/^export (?:async )?function\*? (\w+)[\s\S]*?\n}\n/gm)) {
+        const body = fn[0].slice(fn[0].indexOf("{"));
+        const assigned = lets.filter((name) => new RegExp(`(^|[^.\\w])${name}\\s*(=(?!=)|\\?\\?=|\\|\\|=|&&=|\\+=|-=|\\+\\+|--)`, "m").test(body));
+        if (assigned.length && !allowed.get(file)?.includes(fn[1]!)) found.push(`${file}: ${fn[1]} assigns ${assigned.join(", ")}`);
+      }
+    }
+    expect(found).toEqual([]);
+  });
+
+  it("options are data: config/groups/ imports from browser/, capture/ and page/ only modules with no run-time import", () => {
+    const runtime = ["src/browser/", "src/capture/", "src/page/"];
+    const targets = importsOf("src/config/groups/").filter(({ to }) => runtime.some((p) => to.startsWith(p)));
+    expect(targets.length).toBeGreaterThan(0);
+    const importsAtRunTime = (file: string) => [...readFileSync(join(ROOT, file), "utf8").matchAll(/^import (?!type )[^;]*?from\s*["']([^"']+)["']/gm)].map((m) => m[1]);
+    expect(targets.filter(({ to }) => importsAtRunTime(to).length > 0).map(({ from, to }) => `${from} imports ${to}: ${importsAtRunTime(to).join(", ")}`)).toEqual([]);
+  });
+
   it("runCrawl reads as the list of its stages (under 80 lines)", () => {
     const text = readFileSync(join(ROOT, "src/crawl/crawler.ts"), "utf8");
     const start = text.indexOf("export async function runCrawl(");

@@ -2,8 +2,9 @@
 // refused addresses and names that do not resolve are never connected to, and a page failing there keeps the
 // error Chromium would have named connecting itself. The suite's policy: loopback allowed, link-local refused.
 import { connect, type Socket } from "node:net";
-import { describe, expect, it } from "vitest";
-import { gateFailureExplained, socketGateArgs } from "../../../src/fetch/socketGate.js";
+import { afterAll, describe, expect, it } from "vitest";
+import { AddressPolicy } from "../../../src/fetch/addressPolicy.js";
+import { SocketGate } from "../../../src/fetch/socketGate.js";
 import { isProxyFailure } from "../../../src/proxy/proxyFailure.js";
 import { closedPort } from "../../helpers/closedPort.js";
 
@@ -35,28 +36,30 @@ async function socksConnect(gatePort: number, host: string, port: number): Promi
   return reply[1];
 }
 
-const gatePort = async () => Number(/127\.0\.0\.1:(\d+)/.exec((await socketGateArgs(true))[0])![1]);
 
 describe("the socket gate", () => {
+  const gate = SocketGate.start(AddressPolicy.outsideACrawl());
+  afterAll(async () => (await gate).close());
+
   it("sends every connection of a crawl's browser through it, and lets Chromium resolve no name nor send UDP itself", async () => {
-    const args = await socketGateArgs(true);
+    const args = (await gate).args(true);
     expect(args[0]).toMatch(/^--proxy-server=socks5:\/\/127\.0\.0\.1:\d+$/);
     expect(args).toContain("--proxy-bypass-list=<-loopback>");
     expect(args).toContain("--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1");
     expect(args).toContain("--force-webrtc-ip-handling-policy=disable_non_proxied_udp");
-    expect((await socketGateArgs(false))[0]).toMatch(/^--proxy-server=http=direct:\/\/;https=direct:\/\/;socks=socks5:\/\/127\.0\.0\.1:\d+$/);
+    expect((await gate).args(false)[0]).toMatch(/^--proxy-server=http=direct:\/\/;https=direct:\/\/;socks=socks5:\/\/127\.0\.0\.1:\d+$/);
   });
 
   it("refuses a link-local address and a name that does not resolve; a refused connection keeps its own error name", async () => {
-    const port = await gatePort();
+    const port = (await gate).port;
     expect(await socksConnect(port, "169.254.169.254", 80)).toBe(2); // not allowed by the ruleset
     expect(await socksConnect(port, "nowhere.test", 80)).toBe(4); // host unreachable: not resolved
     const closed = await closedPort();
     expect(await socksConnect(port, "127.0.0.1", closed)).toBe(5);
     const url = `http://127.0.0.1:${closed}/`;
-    expect(gateFailureExplained(`net::ERR_SOCKS_CONNECTION_FAILED at ${url}`, url)).toBe(`net::ERR_CONNECTION_REFUSED at ${url}`);
-    expect(gateFailureExplained("net::ERR_SOCKS_CONNECTION_FAILED at http://127.0.0.1:1/", "http://127.0.0.1:1/")).toBe("net::ERR_SOCKS_CONNECTION_FAILED at http://127.0.0.1:1/");
-    expect(gateFailureExplained("net::ERR_ABORTED at x", url)).toBe("net::ERR_ABORTED at x");
+    expect((await gate).failureExplained(`net::ERR_SOCKS_CONNECTION_FAILED at ${url}`, url)).toBe(`net::ERR_CONNECTION_REFUSED at ${url}`);
+    expect((await gate).failureExplained("net::ERR_SOCKS_CONNECTION_FAILED at http://127.0.0.1:1/", "http://127.0.0.1:1/")).toBe("net::ERR_SOCKS_CONNECTION_FAILED at http://127.0.0.1:1/");
+    expect((await gate).failureExplained("net::ERR_ABORTED at x", url)).toBe("net::ERR_ABORTED at x");
   });
 
   it("counts a SOCKS failure as a proxy's only when the crawl has a proxy", () => {

@@ -12,6 +12,9 @@ import { SeedScope } from "../../../src/scope/seedScope.js";
 import { startSitemapReading } from "../../../src/sitemap/sitemapSeeds.js";
 import { CrawlState } from "../../../src/state/crawlState.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
+import { rulesOutsideACrawl } from "../../../src/fetch/connectionRules.js";
+
+const LOCAL_RULES = rulesOutsideACrawl();
 
 describe("W3C dates (<lastmod>, --sitemapFromDate/--sitemapToDate)", () => {
   it.each([
@@ -80,7 +83,7 @@ async function serve(routesOf: (origin: string) => Record<string, Route>): Promi
   return { origin, hits, server };
 }
 
-async function collect(roots: string[], options: Parameters<typeof readSitemaps>[1] = { userAgent: null }): Promise<{ entries: SitemapEntry[]; counts: SitemapReadCounts }> {
+async function collect(roots: string[], options: Parameters<typeof readSitemaps>[1] = { rules: LOCAL_RULES, userAgent: null }): Promise<{ entries: SitemapEntry[]; counts: SitemapReadCounts }> {
   const counts: SitemapReadCounts = { sitemaps: 0, failed: 0, skipped: 0 };
   const entries: SitemapEntry[] = [];
   for await (const entry of readSitemaps(roots, options, counts)) entries.push(entry);
@@ -112,7 +115,7 @@ describe("reading sitemaps", () => {
     const counts: SitemapReadCounts = { sitemaps: 0, failed: 0, skipped: 0 };
     let n = 0;
     let last: SitemapEntry | null = null;
-    for await (const entry of readSitemaps([`${site.origin}/big.xml.gz`], { userAgent: null }, counts)) {
+    for await (const entry of readSitemaps([`${site.origin}/big.xml.gz`], { rules: LOCAL_RULES, userAgent: null }, counts)) {
       if (n === 0) expect(entry).toEqual({ url: "http://big.test/page/0", lastmod: new Date("2024-01-01T00:00:00Z") });
       n += 1;
       last = entry;
@@ -134,7 +137,7 @@ describe("reading sitemaps", () => {
   it("reads text sitemaps (one URL a line); a page that is no sitemap is a failure, not a crash", async () => {
     expect((await collect([`${site.origin}/list.txt`])).entries.map((e) => e.url)).toEqual(["http://a.test/t1", "https://a.test/t2"]);
     expect((await collect([`${site.origin}/page.html`])).counts).toEqual({ sitemaps: 1, failed: 1, skipped: 0 });
-    expect((await collect(["http://127.0.0.1:1/sitemap.xml"], { userAgent: null, timeoutMs: 5000 })).counts).toEqual({ sitemaps: 1, failed: 1, skipped: 0 });
+    expect((await collect(["http://127.0.0.1:1/sitemap.xml"], { rules: LOCAL_RULES, userAgent: null, timeoutMs: 5000 })).counts).toEqual({ sitemaps: 1, failed: 1, skipped: 0 });
   });
 });
 
@@ -145,7 +148,7 @@ describe("robots.txt", () => {
       "/robots.txt": (res) => (status === 200 ? res.writeHead(200, { "content-type": "text/plain" }).end("User-agent: *\nDisallow: /no\n") : res.writeHead(status).end()),
     }));
     try {
-      const robots = new RobotsTxt({ userAgent: null, agent: "warc-crawler", unreachableRetryMs: 200 });
+      const robots = new RobotsTxt({ rules: LOCAL_RULES, userAgent: null, agent: "warc-crawler", unreachableRetryMs: 200 });
       expect(await robots.check(`${site.origin}/page`)).toEqual({ allowed: false, reason: "robots.txt unreachable" });
       expect(await robots.check(`${site.origin}/other`)).toEqual({ allowed: false, reason: "robots.txt unreachable" });
       expect(site.hits.get("/robots.txt")).toBe(1);
@@ -156,17 +159,17 @@ describe("robots.txt", () => {
       expect(site.hits.get("/robots.txt")).toBe(2);
 
       status = 429;
-      const throttled = new RobotsTxt({ userAgent: null, agent: "x" });
+      const throttled = new RobotsTxt({ rules: LOCAL_RULES, userAgent: null, agent: "x" });
       expect((await throttled.rulesFor(site.origin)).kind).toBe("unreachable");
       status = 410;
-      const gone = new RobotsTxt({ userAgent: null, agent: "x" });
+      const gone = new RobotsTxt({ rules: LOCAL_RULES, userAgent: null, agent: "x" });
       expect(await gone.check(`${site.origin}/no/page`)).toEqual({ allowed: true });
 
       // A robots.txt that redirects (http -> https, another host...) is followed; its rules apply to the host asked about.
       status = 200;
       const moved = await serve(() => ({ "/robots.txt": (res) => res.writeHead(301, { location: `${site.origin}/robots.txt` }).end() }));
       try {
-        const redirected = new RobotsTxt({ userAgent: null, agent: "x" });
+        const redirected = new RobotsTxt({ rules: LOCAL_RULES, userAgent: null, agent: "x" });
         expect(await redirected.check(`${moved.origin}/no/page`)).toEqual({ allowed: false, reason: "disallowed" });
         expect(await redirected.check(`${moved.origin}/yes`)).toEqual({ allowed: true });
       } finally {
@@ -183,7 +186,7 @@ describe("robots.txt cache", () => {
     const sites = await Promise.all([1, 2, 3].map(() => serve(() => ({ "/robots.txt": (res) => res.writeHead(200, { "content-type": "text/plain" }).end("User-agent: *\nDisallow: /no\n") }))));
     try {
       const [a, b, c] = sites;
-      const robots = new RobotsTxt({ userAgent: null, agent: "x", maxOrigins: 2 });
+      const robots = new RobotsTxt({ rules: LOCAL_RULES, userAgent: null, agent: "x", maxOrigins: 2 });
       await robots.check(`${a.origin}/1`);
       await robots.check(`${b.origin}/1`);
       await robots.check(`${a.origin}/2`); // a is now the most recently used
@@ -252,8 +255,8 @@ describe("the sitemaps are read once per crawl", () => {
         }
       }
       const reading = await startSitemapReading({ url: "/sitemap.xml", fromDate: null, toDate: null }, {
-        claim, admission: new RefusingAdmission(new CrawlState(redis.client, member), 0, null), scopes: [new SeedScope(`${site.origin}/`, { scopeType: "prefix", include: [], exclude: [], depth: -1, extraHops: 0 })],
-        robotsTxt: new RobotsTxt({ userAgent: null, agent: "x" }), stop: { requested: false }, userAgent: null,
+        claim, admission: new RefusingAdmission(new CrawlState(redis.client, member), LOCAL_RULES.addresses, 0, null), scopes: [new SeedScope(`${site.origin}/`, { scopeType: "prefix", include: [], exclude: [], depth: -1, extraHops: 0 })],
+        robotsTxt: new RobotsTxt({ rules: LOCAL_RULES, userAgent: null, agent: "x" }), stop: { requested: false }, userAgent: null, rules: LOCAL_RULES,
       });
       await reading.finished;
       expect(await claim.state()).toBe("failed");
