@@ -16,6 +16,7 @@ import type { PageLoadResult, PageWorker } from "../../../src/page/pageWorker.js
 import { ByteTallySink } from "../../../src/pipeline/byteTally.js";
 import { DiscardingSink } from "../../../src/pipeline/dryRunSink.js";
 import { PageList } from "../../../src/reports/pageList.js";
+import { AddressPolicy } from "../../../src/fetch/addressPolicy.js";
 import { PageAdmission } from "../../../src/scope/admission.js";
 import { SeedScope } from "../../../src/scope/seedScope.js";
 import { SeedScopes } from "../../../src/scope/seedScopes.js";
@@ -94,7 +95,7 @@ async function crawlWithLeasedSeed(flags: Record<string, string> = {}, tweak: (o
     pageList: new PageList(join(dir, "pages"), WACZ, false, null, { durable: false }),
     truncated: { count: 0, report: join(dir, "truncated.jsonl") },
     behaviors: emptyTally(),
-    admission: new PageAdmission(state, 0, null, (page, reason) => skipped.push(`${page.url} ${reason}`), budgets),
+    admission: new PageAdmission(state, AddressPolicy.outsideACrawl(), 0, null, (page, reason) => skipped.push(`${page.url} ${reason}`), budgets),
     hostPacing: new HostPacing(redis.client, membership.keys),
     robots: null,
     watch: new CrawlWatch({ lifecycle: options.lifecycle, rateLimit: options.rateLimit, redis: redis.client, crawlId, stop, health: null, proxied: false }),
