@@ -1,5 +1,6 @@
 import { createReadStream } from "node:fs";
-import { open, readdir, rename, rm, stat } from "node:fs/promises";
+import { readdir, rm, stat } from "node:fs/promises";
+import { writeWholeFile } from "../durable/wholeFile.js";
 import { join } from "node:path";
 import { WARCSerializer } from "warcio/node";
 import { warcinfoRecord } from "./records.js";
@@ -53,21 +54,13 @@ export async function combineWarcFiles(options: CombineWarcsOptions): Promise<st
   return names;
 }
 
+/** The combined file is written whole (write-then-rename): a reader never finds one cut short. */
 async function writeCombined(path: string, name: string, files: string[], warcinfo: Record<string, string>): Promise<void> {
-  const partial = `${path}.partial`;
-  const handle = await open(partial, "w");
-  try {
-    // writeFile on a handle writes all of the data from the current position (no short writes).
-    await handle.writeFile(await warcinfoBytes(name, warcinfo));
-    for (const file of files) for await (const chunk of createReadStream(file)) await handle.writeFile(chunk as Buffer);
-    await handle.sync();
-    await handle.close();
-    await rename(partial, path);
-  } catch (err) {
-    await handle.close().catch(() => undefined);
-    await rm(partial, { force: true });
-    throw err;
+  async function* chunks(): AsyncIterable<Uint8Array> {
+    yield await warcinfoBytes(name, warcinfo);
+    for (const file of files) for await (const chunk of createReadStream(file)) yield chunk as Buffer;
   }
+  await writeWholeFile(path, chunks());
 }
 
 function warcinfoBytes(name: string, warcinfo: Record<string, string>): Promise<Uint8Array> {

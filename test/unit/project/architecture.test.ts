@@ -245,6 +245,24 @@ describe("architecture", () => {
     expect(targets.filter(({ to }) => importsAtRunTime(to).length > 0).map(({ from, to }) => `${from} imports ${to}: ${importsAtRunTime(to).join(", ")}`)).toEqual([]);
   });
 
+  it("one durable write: only durable/ syncs files (its append log and writeWholeFile); what writes a file it must not lose goes through it", () => {
+    // The WACZ writer streams a zip whose caller validates it before renaming it into place: it syncs its own output.
+    const allowed = ["src/wacz/storedZip.ts"];
+    const syncing = files.filter((f) => !f.startsWith("src/durable/") && /\.datasync\(|\bf(data)?sync(Sync)?\(|\b(handle|fh|fileHandle)\.sync\(\)/.test(readFileSync(join(ROOT, f), "utf8")));
+    expect(syncing.filter((f) => !allowed.includes(f))).toEqual([]);
+  });
+
+  it("one liveness identity: lease and claim holders are named and judged by ownership/ only", () => {
+    // Who may judge a pid's liveness besides ownership/: records of processes this crawler launched itself (its
+    // browsers, its embedded redis-server), kept in files of the collection rather than in shared state.
+    const allowed = ["src/browser/runningBrowsers.ts", "src/redis/embedded.ts", "src/util/process.ts", "src/util/procfs.ts"];
+    const judging = files.filter((f) => !f.startsWith("src/ownership/") && /\bisPidAlive\(|\bprocessStartTime\(|\bpidNamespace\(|process\.kill\([^,)]+,\s*0\)/.test(readFileSync(join(ROOT, f), "utf8")));
+    expect(judging.filter((f) => !allowed.includes(f))).toEqual([]);
+    // No second way of naming a holder: host and pid joined into an id outside ownership/ is not a lease holder.
+    const holderIds = files.filter((f) => !f.startsWith("src/ownership/") && /function\s+\w*(holderId|HolderId|processId|ProcessId)\s*\(/.test(readFileSync(join(ROOT, f), "utf8")));
+    expect(holderIds).toEqual([]);
+  });
+
   it("runCrawl reads as the list of its stages (under 80 lines)", () => {
     const text = readFileSync(join(ROOT, "src/crawl/crawler.ts"), "utf8");
     const start = text.indexOf("export async function runCrawl(");
