@@ -1,7 +1,7 @@
 import { mkdir, open } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { syncDirectory } from "./syncDirectory.js";
-import { durableWritesForTests, entrySyncLogForTests, syncLogForTests } from "./testHooks.js";
+import { testSeams } from "../util/testSeams.js";
 import { writeFully, type WritableFile } from "./wholeFile.js";
 
 /** What an append log needs of an open file: a FileHandle has it all; tests pass one that writes a few bytes at a time, or fails its syncs. */
@@ -40,13 +40,13 @@ export interface AppendLogOptions {
   /** Where an existing file's whole part ends (default: after its last newline). */
   wholeEnd?: WholeEnd;
   /**
-   * An append counts only once an fdatasync covers it (default on; CRAWLER_TEST_NO_DURABLE_WRITES=1 turns it
+   * An append counts only once an fdatasync covers it (default on; the test seam TestSeams.durableWrites turns it
    * off, as do benchmarks and tests that measure without it).
    */
   durable?: boolean;
   /** Create the folders above the file; those created are synced with its entry. */
   makeFolders?: boolean;
-  /** How the test sync log (CRAWLER_TEST_SYNC_LOG) names the file (default: its base name). */
+  /** How the test sync log (TestSeams.syncLog) names the file (default: its base name). */
   logName?: string;
   /** Other names in the file's folder, created before its first sync: that folder sync makes them durable too (told to the sync log). */
   companions?: string[];
@@ -87,8 +87,7 @@ export class AppendLog {
   private appends: Promise<unknown> = Promise.resolve();
   private readonly durable: boolean;
   private readonly logName: string;
-  private readonly syncLog = syncLogForTests();
-  private readonly entryLog = entrySyncLogForTests();
+  private readonly syncLog = testSeams().syncLog();
 
   private constructor(
     readonly path: string,
@@ -100,7 +99,7 @@ export class AppendLog {
   ) {
     // What the file held when opened is what a failure cuts it back to at most: this log vouches for no less.
     this.whole = this.written = this.syncedTo = size;
-    this.durable = options.durable ?? durableWritesForTests();
+    this.durable = options.durable ?? testSeams().durableWrites();
     this.logName = options.logName ?? basename(path);
   }
 
@@ -197,7 +196,7 @@ export class AppendLog {
     if (!this.durable) return Promise.resolve();
     this.entry ??= (async () => {
       for (const folder of this.folders) await syncDirectory(folder);
-      for (const name of [this.logName, ...(this.options.companions ?? [])]) this.entryLog?.(name);
+      for (const name of [this.logName, ...(this.options.companions ?? [])]) this.syncLog?.entrySynced(name);
     })();
     return this.entry;
   }
@@ -282,7 +281,7 @@ export class AppendLog {
 
   private tellSynced(upTo: number): void {
     this.options.onSynced?.(upTo);
-    this.syncLog?.(this.logName, upTo);
+    this.syncLog?.synced(this.logName, upTo);
   }
 }
 

@@ -5,7 +5,7 @@ import { errorMessage, logger } from "../log/logger.js";
 import type { RobotsTxt } from "../robots/robotsTxt.js";
 import type { QueuedPage } from "../state/crawlState.js";
 import type { SitemapClaim } from "../state/sitemapClaim.js";
-import { pauseForTests } from "../util/testPause.js";
+import { pauseForTests } from "../util/testSeams.js";
 import { readSitemaps, type SitemapEntry, type SitemapReadCounts } from "./sitemapReader.js";
 
 export interface SitemapOptions {
