@@ -15,14 +15,14 @@ export interface TestSeams {
    */
   pause(point: string): Promise<void>;
   /**
-   * CRAWLER_TEST_SYNC_LOG=<path> (the power-loss test, bench/durablePages.ts): each time an append log is known
-   * to be on disk up to some size (a completed fdatasync, or its close), "<name> <bytes>\n" is appended there,
-   * and "<name> entry\n" once its name is (its folder synced after it was created), before anything that sync
-   * covers counts as written. A test that kills the crawler cuts each file back to its last line.
+   * How the crawler's files are written (durable/appendLog.ts' options), for the power-loss test and
+   * bench/durablePages.ts. CRAWLER_TEST_SYNC_LOG=<path>: each time an append log is known to be on disk up to
+   * some size (a completed fdatasync, or its close), "<name> <bytes>\n" is appended there, and "<name> entry\n"
+   * once its name is (its folder synced after it was created), before anything that sync covers counts as
+   * written; a test that kills the crawler cuts each file back to its last line. CRAWLER_TEST_NO_DURABLE_WRITES=1:
+   * appends count as written without waiting for a sync (what the power-loss test must catch).
    */
-  syncLog(): SyncLog | undefined;
-  /** CRAWLER_TEST_NO_DURABLE_WRITES=1: appends count as written without waiting for a sync (what the power-loss test must catch). */
-  durableWrites(): boolean;
+  fileWriting(): FileWriting;
   /** CRAWLER_TEST_HOSTS="name=127.0.0.2,other=127.0.0.3": names resolved to these addresses by the crawler and Chromium (unparsed pairs). */
   hostPairs(): string[];
   /** CRAWLER_TEST_LINK_LOCAL="127.0.0.2/32": (loopback) ranges that count as link-local. */
@@ -48,16 +48,22 @@ export interface TestSeams {
   pidNamespace(): string | undefined;
 }
 
+/** The append logs' test sync log (durable/appendLog.ts' SyncLog). */
 export interface SyncLog {
   synced(filename: string, upTo: number): void;
   entrySynced(filename: string): void;
 }
 
+/** Options of the crawler's append logs (durable/appendLog.ts' AppendLogOptions) that the tests set. */
+export interface FileWriting {
+  durable: boolean;
+  syncLog: SyncLog | undefined;
+}
+
 /** What a production process gets: no seam does anything. */
 export const NO_TEST_SEAMS: TestSeams = {
   pause: async () => {},
-  syncLog: () => undefined,
-  durableWrites: () => true,
+  fileWriting: () => ({ durable: true, syncLog: undefined }),
   hostPairs: () => [],
   linkLocalRanges: () => [],
   dnsForbidden: () => undefined,
@@ -85,15 +91,13 @@ export function testSeamsFrom(env: NodeJS.ProcessEnv): TestSeams {
       logger.info("test", `test pause at ${point}`);
       await new Promise((resolve) => setTimeout(resolve, Number(env.CRAWLER_TEST_PAUSE_MS ?? 3000)));
     },
-    syncLog() {
+    fileWriting() {
       const path = env.CRAWLER_TEST_SYNC_LOG;
-      if (!path) return undefined;
-      return {
-        synced: (filename, upTo) => appendFileSync(path, `${filename} ${upTo}\n`),
-        entrySynced: (filename) => appendFileSync(path, `${filename} entry\n`),
-      };
+      const syncLog: SyncLog | undefined = path
+        ? { synced: (filename, upTo) => appendFileSync(path, `${filename} ${upTo}\n`), entrySynced: (filename) => appendFileSync(path, `${filename} entry\n`) }
+        : undefined;
+      return { durable: env.CRAWLER_TEST_NO_DURABLE_WRITES !== "1", syncLog };
     },
-    durableWrites: () => env.CRAWLER_TEST_NO_DURABLE_WRITES !== "1",
     hostPairs: () => list(env.CRAWLER_TEST_HOSTS, ","),
     linkLocalRanges: () => list(env.CRAWLER_TEST_LINK_LOCAL, ","),
     dnsForbidden: () => (env.CRAWLER_TEST_NO_DNS === "1" ? "not resolved in tests (CRAWLER_TEST_NO_DNS)" : undefined),
@@ -115,8 +119,9 @@ export function testSeamsFrom(env: NodeJS.ProcessEnv): TestSeams {
 
 /**
  * The process's seams, built once when this module loads. A module-level value rather than a parameter: the
- * pause points sit deep in the crawl, the indexer and the dedupe index, the sync log under every file writer,
- * and threading a do-nothing object through each layer for them would widen every signature on the way.
+ * pause points sit deep in the crawl, the indexer and the dedupe index, and threading a do-nothing object
+ * through each layer for them would widen every signature on the way. The other seams are asked where the
+ * run is put together and handed down as options.
  */
 const processSeams = testSeamsFrom(process.env);
 
