@@ -3,7 +3,8 @@
 // files were imported in. Each WACZ waits in src:conserve (importWacz.ts puts it there);
 // any run may count it (a killed run's too), and the count is added once: the step that adds it takes the
 // WACZ out of src:conserve, and whoever does so second adds nothing. Two runs count the same sum.
-import { keysOf, layoutOf, LUA_KEY, type DedupeRedis, entriesSharded, captureKind, cdxWarcType, pauseForTests } from "../src/dedupe/index.js";
+import { keysOf, layoutOf, LUA_KEY, type DedupeRedis, entriesSharded, captureKind, cdxWarcType } from "../src/dedupe/index.js";
+import { pauseForTests } from "../src/util/testSeams.js";
 import { errorMessage, logger } from "../src/log/logger.js";
 import { iterWaczCdxjRecordBatches, openWacz } from "../src/wacz/reader/index.js";
 import { payloadDigestOf } from "./importWacz.js";

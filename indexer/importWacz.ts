@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { COUNT_FIELDS, formatHashEntry, keysOf, layoutOf, scriptByLayout, type DedupeRedis, rollbackWaczSharded, writeEntriesSharded, captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts, DedupeIndex, pauseForTests, CrawlOrder, COMMIT_GUARD_LUA, epochWhenNoRebuild, mergeCrawlHashes } from "../src/dedupe/index.js";
+import { COUNT_FIELDS, formatHashEntry, keysOf, layoutOf, scriptByLayout, type DedupeRedis, rollbackWaczSharded, writeEntriesSharded, captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts, DedupeIndex, CrawlOrder, COMMIT_GUARD_LUA, epochWhenNoRebuild, mergeCrawlHashes } from "../src/dedupe/index.js";
+import { pauseForTests } from "../src/util/testSeams.js";
 import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "../src/wacz/reader/index.js";
 import { HashWriteBatch } from "./hashWriteBatch.js";
 import type { ImportResource } from "./sources.js";

@@ -1,4 +1,5 @@
-import { type DedupeRedis, DedupeIndex, finishPurges, pauseForTests, rankCrawls } from "../src/dedupe/index.js";
+import { type DedupeRedis, DedupeIndex, finishPurges, rankCrawls } from "../src/dedupe/index.js";
+import { pauseForTests } from "../src/util/testSeams.js";
 import { errorMessage, logger } from "../src/log/logger.js";
 import { formatBytes, ProgressLine } from "../src/log/progress.js";
 import { countConservedSizes } from "./conservedSize.js";

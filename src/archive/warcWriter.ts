@@ -7,7 +7,7 @@ import { WARCSerializer } from "warcio/node";
 import { filePayloadOf, gzippedFileRecord } from "./fileRecord.js";
 import { warcinfoRecord } from "./records.js";
 import { timestampDigits } from "./warcDate.js";
-import { AppendLog, type OpenLogFile } from "../durable/appendLog.js";
+import { AppendLog, type OpenLogFile, type SyncLog } from "../durable/appendLog.js";
 import { writeFully } from "../durable/wholeFile.js";
 
 /** Where one record landed: enough to index it and to point revisits and CDX lines at it. */
@@ -65,6 +65,8 @@ export interface WarcWriterOptions {
   durable?: boolean;
   /** How WARC files are opened (durable/appendLog.ts): tests inject short writes and failing or held syncs here. */
   openFile?: OpenLogFile;
+  /** The power-loss test's sync log (durable/appendLog.ts). */
+  syncLog?: SyncLog;
   /** Told that `filename` is on disk up to `upTo` bytes (after each sync, and once more as the file closes). */
   onSynced?: (filename: string, upTo: number) => void;
 }
@@ -148,6 +150,7 @@ export class WarcWriter {
           create: "new",
           durable: this.options.durable,
           openFile: this.options.openFile,
+          syncLog: this.options.syncLog,
           companions: [openMarkerName(filename)],
           onSynced: (upTo) => this.options.onSynced?.(filename, upTo),
         });

@@ -3,6 +3,7 @@ import type { CDPSession, Protocol } from "puppeteer-core";
 import { bodySize, type ExchangeBody } from "../archive/exchange.js";
 import { BodySpool, type BodyLimits } from "../fetch/bodyLimits.js";
 import { errorMessage, logger } from "../log/logger.js";
+import { testSeams } from "../util/testSeams.js";
 
 /** Bodies larger than this (by Content-Length) are streamed rather than read whole. */
 export const STREAM_BODY_THRESHOLD = 8_000_000;
@@ -42,7 +43,7 @@ export function bodyReading(headers: [string, string][], resourceType: string): 
 
 /** The response body as the browser received it; throws when the browser cannot give it. */
 export async function readResponseBody(cdp: CDPSession, requestId: string, url: string): Promise<ExchangeBody> {
-  if (failBodyReadForTest(url)) throw new Error("body read failed (test hook WARC_CRAWLER_TEST_FAIL_BODY_ONCE)");
+  if (failBodyReadForTest(url)) throw new Error("body read failed (test hook TestSeams.failBodyReadOnce)");
   const { body, base64Encoded } = await cdp.send("Fetch.getResponseBody", { requestId });
   return { kind: "bytes", bytes: Buffer.from(body, base64Encoded ? "base64" : "utf8") };
 }
@@ -232,14 +233,7 @@ export class StreamCutoff {
   }
 }
 
-/**
- * Test hook: with WARC_CRAWLER_TEST_FAIL_BODY_ONCE=<text>, the first body read of each URL containing
- * <text> fails, as when the browser cannot give a body. Lets tests reach that path on demand.
- */
-const failedOnce = new Set<string>();
+/** Test hook (TestSeams.failBodyReadOnce): a body read fails, as when the browser cannot give a body. Lets tests reach that path on demand. */
 function failBodyReadForTest(url: string): boolean {
-  const match = process.env.WARC_CRAWLER_TEST_FAIL_BODY_ONCE;
-  if (!match || !url.includes(match) || failedOnce.has(url)) return false;
-  failedOnce.add(url);
-  return true;
+  return testSeams().failBodyReadOnce(url);
 }

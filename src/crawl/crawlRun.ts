@@ -16,6 +16,7 @@ import { PageList, type PageEntry } from "../reports/pageList.js";
 import { SkippedReport } from "../reports/skippedReport.js";
 import type { CrawlSession } from "./session.js";
 import type { StopControl } from "./stopControl.js";
+import { testSeams } from "../util/testSeams.js";
 
 /** Where this writer lists its pages and reports what it found. */
 export interface PageOutputs {
@@ -59,7 +60,7 @@ export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, s
   // Writer slot 0 keeps the plain names; other writers of a shared crawl (same folder) get their own files.
   const reportName = (kind: string) => join(paths.root, "reports", session.slot === 0 ? `${kind}.jsonl` : `${kind}-${writer}.jsonl`);
   return {
-    pageList: new PageList(paths.pages, `${options.collection}.wacz`, options.text.includes("to-pages"), (entry, filename) => lists.page(btxPageEntry(entry, filename, options))),
+    pageList: new PageList(paths.pages, `${options.collection}.wacz`, options.text.includes("to-pages"), (entry, filename) => lists.page(btxPageEntry(entry, filename, options)), testSeams().fileWriting()),
     report: new ChangeReport(reportName("changes"), session.redis, { kinds: session.membership.keys.changeKinds(writer), counts: session.membership.keys.changeCounts(writer) }),
     truncatedReport: reportName("truncated"),
     skipped: options.output.reportSkipped ? new SkippedReport(reportName("skippedPages"), (seedId) => options.seeds[seedId] ?? "", options.text.includes("to-pages")) : null,

@@ -7,7 +7,7 @@ import { crawlSummary } from "../log/progress.js";
 import type { CrawlCounts, CrawlState } from "../state/crawlState.js";
 import { SitemapClaim } from "../state/sitemapClaim.js";
 import { isOutOfSpace, isStorageError, storageErrorMessage } from "../util/storageErrors.js";
-import { pauseForTests } from "../util/testPause.js";
+import { pauseForTests } from "../util/testSeams.js";
 import { UploadFailedError, uploadWaczFiles } from "../upload/uploadWaczFiles.js";
 import type { CrawlRun } from "./crawlRun.js";
 import { ExitCode } from "../lifecycle/exitCodes.js";

@@ -6,7 +6,7 @@ import { COMMIT_GUARD_LUA, epochWhenNoRebuild, type MergeTarget } from "./mergeL
 import { fencedArgs, fencedScript } from "../ownership/fencedLease.js";
 import { deleteCrawlSharded, mergeCrawlSharded, unpublishCrawlSharded } from "./shardedHashes.js";
 import { logger } from "../log/logger.js";
-import { pauseForTests } from "../util/testPause.js";
+import { pauseForTests } from "../util/testSeams.js";
 
 // Single-node layout (the sharded one merges shard by shard, see shardedHashes.ts):
 // merge one HSCAN page of h:<crawlId> into allhashes server-side (first writer wins), so only the

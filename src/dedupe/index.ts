@@ -19,5 +19,3 @@ export { COMMIT_GUARD_LUA, epochWhenNoRebuild } from "./mergeLease.js";
 // Import leases are held under the one liveness identity and follow the one rule of shared ownership.
 export { isHolderGone, newHolderId } from "../ownership/processIdentity.js";
 export { ownerScript } from "../ownership/ownerRule.js";
-// Kill points of the fault tests: no-ops unless CRAWLER_TEST_PAUSE_AT names them.
-export { pauseForTests } from "../util/testPause.js";

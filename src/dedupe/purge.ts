@@ -12,7 +12,7 @@ import { leaseLostOr, MergeLease } from "./mergeLease.js";
 import { fencedArgs, fencedScript } from "../ownership/fencedLease.js";
 import { clearRebuildSharded, DELETE_KEYS_LUA, deleteCrawlSharded, SWAP_KEYS_LUA, swapRebuiltSharded } from "./shardedHashes.js";
 import { runScript } from "./shardSlots.js";
-import { pauseForTests } from "../util/testPause.js";
+import { pauseForTests } from "../util/testSeams.js";
 
 // allcounts again from scratch: the sums of the committed crawls' counts, nothing removed. One script, so a
 // commit (which adds its counts as it joins allcrawls) is counted exactly once, before or after it.

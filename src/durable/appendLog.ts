@@ -1,7 +1,6 @@
 import { mkdir, open } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { syncDirectory } from "./syncDirectory.js";
-import { durableWritesForTests, entrySyncLogForTests, syncLogForTests } from "./testHooks.js";
 import { writeFully, type WritableFile } from "./wholeFile.js";
 
 /** What an append log needs of an open file: a FileHandle has it all; tests pass one that writes a few bytes at a time, or fails its syncs. */
@@ -34,19 +33,27 @@ export const lineLogEnd: WholeEnd = async (file, size) => {
   return 0;
 };
 
+/** The power-loss test's record of what is on disk: a test that kills the writer cuts each file back to it. */
+export interface SyncLog {
+  synced(filename: string, upTo: number): void;
+  entrySynced(filename: string): void;
+}
+
 export interface AppendLogOptions {
   /** "new": the file must not exist yet (EEXIST); "append" (the default): created, or continued after its torn tail is cut. */
   create?: "new" | "append";
   /** Where an existing file's whole part ends (default: after its last newline). */
   wholeEnd?: WholeEnd;
   /**
-   * An append counts only once an fdatasync covers it (default on; CRAWLER_TEST_NO_DURABLE_WRITES=1 turns it
+   * An append counts only once an fdatasync covers it (default on; the power-loss test turns it
    * off, as do benchmarks and tests that measure without it).
    */
   durable?: boolean;
   /** Create the folders above the file; those created are synced with its entry. */
   makeFolders?: boolean;
-  /** How the test sync log (CRAWLER_TEST_SYNC_LOG) names the file (default: its base name). */
+  /** Told each time the file is known to be on disk up to some size, and once its name is (the power-loss test's log). */
+  syncLog?: SyncLog;
+  /** How the sync log names the file (default: its base name). */
   logName?: string;
   /** Other names in the file's folder, created before its first sync: that folder sync makes them durable too (told to the sync log). */
   companions?: string[];
@@ -87,8 +94,6 @@ export class AppendLog {
   private appends: Promise<unknown> = Promise.resolve();
   private readonly durable: boolean;
   private readonly logName: string;
-  private readonly syncLog = syncLogForTests();
-  private readonly entryLog = entrySyncLogForTests();
 
   private constructor(
     readonly path: string,
@@ -100,7 +105,7 @@ export class AppendLog {
   ) {
     // What the file held when opened is what a failure cuts it back to at most: this log vouches for no less.
     this.whole = this.written = this.syncedTo = size;
-    this.durable = options.durable ?? durableWritesForTests();
+    this.durable = options.durable ?? true;
     this.logName = options.logName ?? basename(path);
   }
 
@@ -197,7 +202,7 @@ export class AppendLog {
     if (!this.durable) return Promise.resolve();
     this.entry ??= (async () => {
       for (const folder of this.folders) await syncDirectory(folder);
-      for (const name of [this.logName, ...(this.options.companions ?? [])]) this.entryLog?.(name);
+      for (const name of [this.logName, ...(this.options.companions ?? [])]) this.options.syncLog?.entrySynced(name);
     })();
     return this.entry;
   }
@@ -282,7 +287,7 @@ export class AppendLog {
 
   private tellSynced(upTo: number): void {
     this.options.onSynced?.(upTo);
-    this.syncLog?.(this.logName, upTo);
+    this.options.syncLog?.synced(this.logName, upTo);
   }
 }
 

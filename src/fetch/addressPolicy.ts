@@ -2,6 +2,7 @@ import type { LookupAddress, LookupOptions } from "node:dns";
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { withTimeout } from "../util/process.js";
+import { testSeams } from "../util/testSeams.js";
 import { ADDRESS_CATEGORIES, AddressRange, categoryOf, METADATA_HOST_NAMES, type AddressCategory } from "./addressRanges.js";
 
 /**
@@ -47,31 +48,30 @@ export function parseAddressAllowance(values: string[]): AddressAllowance {
   return allowance;
 }
 
-/** Test seam: CRAWLER_TEST_HOSTS="name=127.0.0.2,other=127.0.0.3" resolves these names here and in Chromium. */
+/** Test seam (TestSeams.hostPairs): names resolved to loopback addresses here and in Chromium. */
 function testHostMap(): Map<string, string> {
   const map = new Map<string, string>();
-  for (const pair of (process.env.CRAWLER_TEST_HOSTS ?? "").split(",")) {
+  for (const pair of testSeams().hostPairs()) {
     const [name, address] = pair.split("=").map((s) => s.trim());
     if (name && address && isIP(address)) map.set(name.toLowerCase(), address);
   }
   return map;
 }
 
-/** Test seam: CRAWLER_TEST_LINK_LOCAL="127.0.0.2/32" makes these (loopback) ranges count as link-local. */
+/** Test seam (TestSeams.linkLocalRanges): these (loopback) ranges count as link-local. */
 function testLinkLocalRanges(): AddressRange[] {
-  return (process.env.CRAWLER_TEST_LINK_LOCAL ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((s) => new AddressRange(s));
+  return testSeams().linkLocalRanges().map((s) => new AddressRange(s));
 }
 
 /**
- * Test seam: with CRAWLER_TEST_NO_DNS=1 (set for the whole test suite) no name is ever asked of DNS:
- * names not mapped by CRAWLER_TEST_HOSTS and not localhost do not resolve, and are not fetched, so no
- * test can send a packet off loopback through a name it did not mean to resolve.
+ * Test seam (TestSeams.dnsForbidden, on for the whole test suite): no name is ever asked of DNS; names not
+ * mapped by the test host names and not localhost do not resolve, and are not fetched. Says why.
  */
-function dnsForbiddenForTests(): boolean {
-  return process.env.CRAWLER_TEST_NO_DNS === "1";
+function dnsForbiddenForTests(): string | undefined {
+  return testSeams().dnsForbidden();
 }
 
-/** Chromium flags that make it resolve the test host names (CRAWLER_TEST_HOSTS) as the policy does. */
+/** Chromium flags that make it resolve the test host names as the policy does. */
 export function chromiumHostResolverArgs(): string[] {
   const rules = [...testHostMap()].map(([name, address]) => `MAP ${name} ${address}`);
   return rules.length ? [`--host-resolver-rules=${rules.join(", ")}`] : [];
@@ -160,7 +160,8 @@ export class AddressPolicy {
     }
     // A name that does not resolve is refused: nothing else (Chromium's own resolver) may find an address for it.
     const addresses = await this.resolver.resolve(host);
-    if (!addresses.length && dnsForbiddenForTests()) return { allowed: false, reason: `${host} is not resolved in tests (CRAWLER_TEST_NO_DNS)` };
+    const unresolvedInTests = addresses.length ? undefined : dnsForbiddenForTests();
+    if (unresolvedInTests) return { allowed: false, reason: `${host} is ${unresolvedInTests}` };
     if (!addresses.length) return { allowed: false, reason: `${host} does not resolve`, unresolved: true };
     for (const address of addresses) {
       const verdict = this.judge(host, address);

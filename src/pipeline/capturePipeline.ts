@@ -18,7 +18,7 @@ import type { CaptureRecord } from "../dedupe/indexKeys.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ClaimResult, ExchangeClaims, ExchangeIdentity } from "../state/exchangeClaims.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
-import { pauseForTests } from "../util/testPause.js";
+import { pauseForTests } from "../util/testSeams.js";
 import type { ExchangeSink, StoreOutcome } from "./exchangeSink.js";
 import type { WaczPlan } from "./waczPlan.js";
 

@@ -14,6 +14,7 @@ import type { Liveness } from "../state/membership/fencing.js";
 import type { Membership } from "../state/membership/membership.js";
 import { localityTag, parseProcessId } from "../ownership/processIdentity.js";
 import { isStorageError, storageErrorMessage } from "../util/storageErrors.js";
+import { testSeams } from "../util/testSeams.js";
 import { SOFTWARE } from "../version.js";
 import { CapturePipeline, type PipelineEvents } from "./capturePipeline.js";
 import { PageResourceRecorder } from "./pageResources.js";
@@ -76,10 +77,12 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
   const plan = new WaczPlan(stateRedis, membership.keys, dedupe, { collection: settings.collection, rolloverSize: settings.rolloverSize, writer: inputs.writer });
   await plan.load();
   const repairedAtStart = await repairAbandonedWarcs(archiveDir, membership);
+  const fileWriting = testSeams().fileWriting();
 
   const writer = new WarcWriter({
     dir: archiveDir,
     filenamePrefix: `${settings.output?.warcPrefix ?? "rec"}-${settings.crawlId}`,
+    ...fileWriting,
     rolloverSize: settings.rolloverSize,
     owner: membership.processId,
     beforeWrite: () => liveness.assertLive(),
@@ -96,7 +99,7 @@ export async function openCapturePipeline(inputs: PipelineInputs): Promise<OpenP
   const dependencies = new DependencyTracker(stateRedis, membership.keys, settings.crawlId);
   const history = new CaptureHistory(dedupe.redis, settings.crawlId);
   // Notes a previous run of this writer journaled and could not write are resumed first, in order.
-  const notes = await NoteBacklog.open(noteJournalPath(archiveDir, inputs.writer), new IndexNoteWriter(dedupe, history, (wacz) => plan.registeredIndex(wacz)));
+  const notes = await NoteBacklog.open(noteJournalPath(archiveDir, inputs.writer), new IndexNoteWriter(dedupe, history, (wacz) => plan.registeredIndex(wacz)), undefined, { syncLog: fileWriting.syncLog });
   const sink = new CapturePipeline({
     claims: new ExchangeClaims(stateRedis, membership),
     dedupe: new Deduplicator(dedupe, settings.dedupeMinSize, (filename) => plan.isOwnWacz(filename)),

@@ -42,8 +42,11 @@ export class PageList {
     private readonly hasText = false,
     /** Told of each page listed (--writePagesToRedis). */
     private readonly onAdd: ((entry: PageEntry, waczFilename: string) => void) | null = null,
-    /** `durable: false`: a page counts as listed once appended, unsynced (tests and benchmarks); `openFile`: how lists are opened (tests). */
-    private readonly writing: Pick<AppendLogOptions, "durable" | "openFile"> = {},
+    /**
+     * `durable: false`: a page counts as listed once appended, unsynced (tests and benchmarks); `openFile`: how
+     * lists are opened (tests); `syncLog`: the power-loss test's.
+     */
+    private readonly writing: Pick<AppendLogOptions, "durable" | "openFile" | "syncLog"> = {},
   ) {}
 
   files(waczFilename: string): { pagesFile: string; extraPagesFile: string } {

@@ -8,10 +8,11 @@ import { RedisCast, type CastChannels } from "./redisCast.js";
 import { ViewerHub } from "./viewerHub.js";
 import { FRAME_SIZE, WorkerFrames, type LiveWorker } from "./workerFrames.js";
 import { registerSecrets } from "../log/secrets.js";
+import { testSeams } from "../util/testSeams.js";
 
-/** CRAWLER_TEST_LIVE_VIEW_OFF_LOOPBACK=1: the live view on a 127.0.0.x address acts as it would off loopback (tests never leave loopback). */
+/** Test seam (TestSeams.liveViewOffLoopback): the live view on a 127.0.0.x address acts as it would off loopback. */
 function offLoopbackForTests(): boolean {
-  return process.env.CRAWLER_TEST_LIVE_VIEW_OFF_LOOPBACK === "1";
+  return testSeams().liveViewOffLoopback();
 }
 
 export type { LiveWorker } from "./workerFrames.js";

@@ -6,7 +6,7 @@ import type { RobotsTxt } from "../robots/robotsTxt.js";
 import type { ConnectionRules } from "../fetch/connectionRules.js";
 import type { QueuedPage } from "../state/crawlState.js";
 import type { SitemapClaim } from "../state/sitemapClaim.js";
-import { pauseForTests } from "../util/testPause.js";
+import { pauseForTests } from "../util/testSeams.js";
 import { readSitemaps, type SitemapEntry, type SitemapReadCounts } from "./sitemapReader.js";
 
 export interface SitemapOptions {

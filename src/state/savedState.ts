@@ -4,7 +4,7 @@ import { unpackEntry } from "./frontierEntry.js";
 import { exportFrontier, frontierKeyNames } from "./frontierShards.js";
 import { ExtraSeeds, type ExtraSeed } from "./extraSeeds.js";
 import type { CrawlStateKeys } from "./stateKeys.js";
-import { pauseForTests } from "../util/testPause.js";
+import { pauseForTests } from "../util/testSeams.js";
 
 /**
  * browsertrix-crawler's serialized crawl state (its src/util/state.ts SaveState), the `state:` section

@@ -1,6 +1,7 @@
 import { createReadStream } from "node:fs";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
+import { testSeamsFrom } from "../util/testSeams.js";
 
 const MIB = 1024 * 1024;
 /** Parts of 16 MiB: up to 4 in flight, so at most 64 MiB of a WACZ are held in memory while it uploads. */
@@ -12,12 +13,12 @@ const MIN_PART_SIZE = 5 * MIB;
 
 /**
  * The part size for a file of `size` bytes; a file smaller than one part is sent with a single PUT.
- * WARC_CRAWLER_TEST_UPLOAD_PART_MIB lowers it (down to S3's 5 MiB) so that tests reach the multipart
- * path with a small file.
+ * A test seam of `env` (TestSeams.uploadPartMib) lowers it (down to S3's 5 MiB) so that tests reach the
+ * multipart path with a small file.
  */
 export function partSizeFor(size: number, env: NodeJS.ProcessEnv = process.env): number {
-  const testMib = Number(env.WARC_CRAWLER_TEST_UPLOAD_PART_MIB);
-  const base = testMib > 0 ? Math.max(MIN_PART_SIZE, testMib * MIB) : DEFAULT_PART_SIZE;
+  const testMib = testSeamsFrom(env).uploadPartMib();
+  const base = testMib !== undefined ? Math.max(MIN_PART_SIZE, testMib * MIB) : DEFAULT_PART_SIZE;
   return Math.max(base, Math.ceil(size / (MAX_PARTS - 1)));
 }
 

@@ -1,11 +1,12 @@
 import { existsSync } from "node:fs";
+import { testSeamsFrom } from "./testSeams.js";
 
 /**
  * Whether this process runs in a container (Docker writes /.dockerenv, Podman /run/.containerenv).
- * CRAWLER_TEST_CONTAINER_MARKERS (paths, `:`-separated) replaces those files, for tests run in a container.
+ * A test seam of `env` (TestSeams.containerMarkers) replaces those files, for tests run in a container.
  */
 export function inContainer(env: NodeJS.ProcessEnv = process.env): boolean {
-  const markers = env.CRAWLER_TEST_CONTAINER_MARKERS?.split(":") ?? ["/.dockerenv", "/run/.containerenv"];
+  const markers = testSeamsFrom(env).containerMarkers() ?? ["/.dockerenv", "/run/.containerenv"];
   return markers.some((marker) => marker !== "" && existsSync(marker));
 }
 

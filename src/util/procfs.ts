@@ -1,5 +1,6 @@
 /** Reads of Linux /proc: who a pid really is, so that a reused pid is never taken for the process we mean. */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { testSeams } from "./testSeams.js";
 
 /** The process's argv, or null if it is gone, a zombie, or unreadable. */
 export function processArgs(pid: number): string[] | null {
@@ -38,11 +39,11 @@ export function bootId(): string | null {
 
 /**
  * The pid namespace this process sees pids in ("pid:[4026531836]"), or null where /proc cannot say.
- * Test hook: CRAWLER_TEST_PID_NAMESPACE=<name> makes the process claim a namespace of that name instead
- * (tests of processes in different namespaces where `unshare --pid` is not allowed).
+ * Test hook (TestSeams.pidNamespace): the process claims a namespace of that name instead (tests of
+ * processes in different namespaces where `unshare --pid` is not allowed).
  */
 export function pidNamespace(): string | null {
-  const forTest = process.env.CRAWLER_TEST_PID_NAMESPACE;
+  const forTest = testSeams().pidNamespace();
   if (forTest) return `test:${forTest}`;
   try {
     return readlinkSync("/proc/self/ns/pid");

@@ -21,7 +21,7 @@ export function syncedEntries(syncLog: string): Set<string> {
 
 /**
  * The last size each file was synced to, from the crawler's CRAWLER_TEST_SYNC_LOG ("<name> <bytes>" lines,
- * src/durable/testHooks.ts: a WARC file by its name, a page list by its path in the collection,
+ * src/util/testSeams.ts: a WARC file by its name, a page list by its path in the collection,
  * "pages/..."). A line the kill cut in half counts for nothing: it was written before the sync it reports
  * counted for anything.
  */

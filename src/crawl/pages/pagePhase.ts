@@ -16,7 +16,7 @@ import { HostPacing } from "../../state/hostPacing.js";
 import type { Membership } from "../../state/membership/membership.js";
 import { SitemapClaim } from "../../state/sitemapClaim.js";
 import { withTimeout } from "../../util/process.js";
-import { pauseForTests } from "../../util/testPause.js";
+import { pauseForTests } from "../../util/testSeams.js";
 import { storageErrorMessage } from "../../util/storageErrors.js";
 import { crawlPage, extractOptionsOf, type PageContext } from "./crawlPage.js";
 import type { CrawlRun } from "../crawlRun.js";

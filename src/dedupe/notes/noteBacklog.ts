@@ -1,7 +1,7 @@
 import { errorMessage, logger } from "../../log/logger.js";
 import { ThrottledWarning } from "../../log/throttledWarning.js";
 import { describeNote, type IndexNote, type IndexNoteWriter } from "./indexNotes.js";
-import { NoteJournal } from "./noteJournal.js";
+import { NoteJournal, type JournalWriting } from "./noteJournal.js";
 import { DedupeIndexUnavailableError } from "../retry.js";
 
 /** Backoff between retries of the oldest waiting note while the index is away. */
@@ -29,8 +29,8 @@ export class NoteBacklog {
   ) {}
 
   /** The backlog of a writer, resuming the notes its journal still holds (a previous run's, or a dead writer's). */
-  static async open(journalPath: string, writer: IndexNoteWriter, window?: number): Promise<NoteBacklog> {
-    const backlog = new NoteBacklog(await NoteJournal.open(journalPath, window), writer);
+  static async open(journalPath: string, writer: IndexNoteWriter, window?: number, writing: JournalWriting = {}): Promise<NoteBacklog> {
+    const backlog = new NoteBacklog(await NoteJournal.open(journalPath, window, writing), writer);
     if (backlog.size) {
       logger.info("dedupe", "index notes left in a journal by an earlier run: written before the crawl is committed", { journal: journalPath, notes: backlog.size });
       backlog.startDraining();

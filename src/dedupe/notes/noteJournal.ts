@@ -3,6 +3,9 @@ import { join } from "node:path";
 import { AppendLog, cutTornTail, lineLogEnd, type AppendLogOptions } from "../../durable/appendLog.js";
 import { isIndexNote, type IndexNote } from "./indexNotes.js";
 
+/** How a journal file is written: `openFile` (tests inject failing writes and syncs), the power-loss test's `syncLog`. */
+export type JournalWriting = Pick<AppendLogOptions, "openFile" | "syncLog">;
+
 /** A writer's journal: beside its WARC files in the archive folder, so whoever packages them finds it. */
 export function noteJournalPath(archiveDir: string, writer: string): string {
   return join(archiveDir, `notes-${writer}.jsonl`);
@@ -40,14 +43,14 @@ export class NoteJournal {
   private constructor(
     readonly path: string,
     private readonly window: number,
-    private readonly writing: Pick<AppendLogOptions, "openFile">,
+    private readonly writing: JournalWriting,
   ) {}
 
   /**
    * Open a writer's journal, taking over the notes a previous run (or a dead writer) left in it. `writing.openFile`:
-   * how the file is opened (tests inject failing writes and syncs).
+   * how the file is opened (tests inject failing writes and syncs); `writing.syncLog`: the power-loss test's.
    */
-  static async open(path: string, window = 1000, writing: Pick<AppendLogOptions, "openFile"> = {}): Promise<NoteJournal> {
+  static async open(path: string, window = 1000, writing: JournalWriting = {}): Promise<NoteJournal> {
     const journal = new NoteJournal(path, window, writing);
     if ((await stat(path).catch(() => null)) === null) return journal;
     // A line cut short by a kill mid-append was never synced: that note never counted as kept (cut off here).

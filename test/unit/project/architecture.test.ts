@@ -68,6 +68,8 @@ function cycles(edges: Map<string, Set<string>>): string[][] {
 }
 
 const files = [...sourceFiles("src"), ...sourceFiles("indexer")];
+/** The one module that reads the test variables and builds the test seams. */
+const SEAMS = "src/util/testSeams.ts";
 const graph = importGraph(files);
 
 function importsOf(prefix: string): { from: string; to: string }[] {
@@ -173,9 +175,16 @@ describe("architecture", () => {
     expect(importsOf("src/wacz/").filter(({ to }) => redisSide.some((p) => to.startsWith(p)))).toEqual([]);
   });
 
-  it("indexer/ uses src/ only through its public surface: src/dedupe/index.ts, the WACZ reader's index.ts, the logger and the version", () => {
-    const surface = ["src/dedupe/index.ts", "src/wacz/reader/index.ts", "src/log/logger.ts", "src/log/progress.ts", "src/version.ts"];
+  it("indexer/ uses src/ only through its public surface: src/dedupe/index.ts, the WACZ reader's index.ts, the logger, the version and the test seams", () => {
+    const surface = ["src/dedupe/index.ts", "src/wacz/reader/index.ts", "src/log/logger.ts", "src/log/progress.ts", "src/version.ts", SEAMS];
     expect(importsOf("indexer/").filter(({ to }) => to.startsWith("src/") && !surface.includes(to))).toEqual([]);
+  });
+
+  it("no test variable read outside the seam: only util/testSeams.ts names CRAWLER_TEST_*, and no folder's surface re-exports a seam", () => {
+    expect(files.filter((f) => f !== SEAMS && readFileSync(join(ROOT, f), "utf8").includes("CRAWLER_TEST_"))).toEqual([]);
+    const seamExports = /export\s*\{[^}]*\}\s*from\s*["'][./]*util\/testSeams\.js["']|export\s*\*\s*from\s*["'][./]*util\/testSeams\.js["']/;
+    expect(files.filter((f) => seamExports.test(readFileSync(join(ROOT, f), "utf8")))).toEqual([]);
+    expect(readFileSync(join(ROOT, "src/dedupe/index.ts"), "utf8")).not.toMatch(/pauseForTests|testSeams/);
   });
 
   it("capture/ turns what CDP hands over into exchanges: it knows nothing of the page's load, its behaviors or the crawl", () => {
