@@ -1,4 +1,4 @@
-// Purging crawls from the index (indexer --remove), as a recorded intention (issue 28, item 7): the crawls
+// Purging crawls from the index (indexer --remove), as a recorded intention: the crawls
 // go into `purging` first and leave it last, so a purge killed at any step is finished by the next indexer
 // run (finishPurges), and lookups never answer with a crawl being purged. Every step is idempotent: the
 // crawl's keys deleted, allhashes/allurls/allcounts rebuilt from the crawls that remain, the import records
