@@ -16,7 +16,7 @@ import { commitCrawl } from "../src/dedupe/commit.js";
 import { connectDedupeIndex } from "../src/dedupe/connectIndex.js";
 import { DedupeIndex } from "../src/dedupe/dedupeIndex.js";
 import { dedupeKeys, formatHashEntry, LAYOUT_KEY, shardedLayoutRecord, type HashEntry } from "../src/dedupe/indexKeys.js";
-import { createShardedLayout, keysOf, layoutOf, type DedupeRedis } from "../src/dedupe/layout.js";
+import { createShardedLayout, keysOf, layoutOf, type DedupeRedis } from "../src/dedupe/indexLayout.js";
 import { writeEntriesSharded } from "../src/dedupe/shardedHashes.js";
 import { EmbeddedRedis } from "../src/redis/embedded.js";
 import { LISTPACK_SETTINGS, startLocalCluster } from "./lib/localCluster.js";

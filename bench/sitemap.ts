@@ -20,7 +20,7 @@ import { EmbeddedRedis } from "../src/redis/embedded.js";
 import { RobotsTxt } from "../src/robots/robotsTxt.js";
 import { rulesOutsideACrawl } from "../src/fetch/connectionRules.js";
 import { startSitemapReading } from "../src/sitemap/sitemapSeeds.js";
-import { CrawlState } from "../src/state/crawlState.js";
+import { Frontier } from "../src/frontier/frontier.js";
 import { Membership } from "../src/state/membership/membership.js";
 import { SitemapClaim } from "../src/state/sitemapClaim.js";
 
@@ -56,7 +56,7 @@ const redisServer = new EmbeddedRedis({ dataDir: join(dir, "redis"), persist: fa
 const redis = new Redis(await redisServer.start());
 try {
   const membership = new Membership(redis, "bench", "bench-1-abcd");
-  const state = new CrawlState(redis, membership);
+  const state = new Frontier(redis, membership);
   await membership.heartbeat();
   const scope = new SeedScope(`${origin}/site/`, { scopeType: "prefix", include: [], exclude: [], depth: -1, extraHops: 0 });
   const rules = rulesOutsideACrawl();

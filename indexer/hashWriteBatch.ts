@@ -4,7 +4,7 @@
 // Both rules are order-independent: in h:<crawlId> the entry of the WACZ latest in the crawl's
 // list wins (within one WACZ its last line, as a clean run in manifest order had it); in allhashes a payload
 // no crawl holds yet is taken, and the others are handed back (digest, holder) for the crawl order to decide
-// (src/dedupe/crawlOrder.ts). Hand-made bytes: 1,000 ioredis arguments per batch would cost the importer
+// (src/dedupe/payloadOwnership.ts). Hand-made bytes: 1,000 ioredis arguments per batch would cost the importer
 // more than writing the protocol itself. ioredis still sends it (RawCommand): the same connection and reply
 // queue as the import's other calls, so they run in order, and a reconnect resends it like any command.
 // RESP is length-prefixed, so any digest or URL goes through as it is.

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { COUNT_FIELDS, formatHashEntry, keysOf, layoutOf, scriptByLayout, type DedupeRedis, rollbackWaczSharded, writeEntriesSharded, captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts, DedupeIndex, CrawlOrder, COMMIT_GUARD_LUA, epochWhenNoRebuild, mergeCrawlHashes } from "../src/dedupe/index.js";
+import { COUNT_FIELDS, formatHashEntry, keysOf, layoutOf, scriptByLayout, type DedupeRedis, rollbackWaczSharded, writeEntriesSharded, captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts, DedupeIndex, CrawlRanks, COMMIT_GUARD_LUA, epochWhenNoRebuild, mergeCrawlHashes } from "../src/dedupe/index.js";
 import { pauseForTests } from "../src/util/testSeams.js";
 import { iterWaczCdxjRecordBatches, openWacz, type WaczReader } from "../src/wacz/reader/index.js";
 import { HashWriteBatch } from "./hashWriteBatch.js";
@@ -9,7 +9,7 @@ import type { ImportResource } from "./sources.js";
 
 // A batch is one script call (hashWriteBatch.ts): its entries into h:<crawlId> (within a crawl the entry of
 // the WACZ latest in its list wins, whatever the import order) and allhashes (payloads no crawl holds yet);
-// payloads other crawls hold come back and go to the crawl first in crawlorder (crawlOrder.ts). With
+// payloads other crawls hold come back and go to the crawl first in crawlorder (payloadOwnership.ts). With
 // --history, the capture history goes in a second call (CAPTURES_LUA). (The sharded layout writes hashes
 // shard by shard, see shardedImport.ts.) What revisits conserved is counted once every queued WACZ is
 // imported (conservedSize.ts): the originals they point at are all in the index then, whatever the order.
@@ -150,7 +150,7 @@ export async function importWacz(
       // Pass 1: index response hashes and count lines. Batches go out while the next ones are parsed;
       // a few are in flight (one running in Redis, the next ones queued), so memory stays flat.
       const batches = Array.from({ length: MAX_IN_FLIGHT + 1 }, () => new HashWriteBatch(hashesKey, dedupeKeys.allHashes, resource.crawlId));
-      const order = new CrawlOrder(redis);
+      const order = new CrawlRanks(redis);
       const claims: Promise<void>[] = [];
       let current = 0;
       let batch = batches[0]!;

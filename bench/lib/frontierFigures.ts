@@ -7,7 +7,7 @@ import { EmbeddedRedis } from "../../src/redis/embedded.js";
 import { connectMaybeCluster } from "../../src/redis/cluster.js";
 import { PageAdmission } from "../../src/scope/admission.js";
 import { AddressPolicy } from "../../src/fetch/addressPolicy.js";
-import { CrawlState, type QueuedPage } from "../../src/state/crawlState.js";
+import { Frontier, type QueuedPage } from "../../src/frontier/frontier.js";
 import { Membership } from "../../src/state/membership/membership.js";
 import { startLocalCluster, type LocalCluster } from "./localCluster.js";
 
@@ -93,7 +93,7 @@ export async function measureFrontier(options: FrontierBenchOptions): Promise<Fr
   };
   try {
     const membership = new Membership(client as Redis, "bench", "bench-1-abcd");
-    const state = new CrawlState(client, membership);
+    const state = new Frontier(client, membership);
     const admission = new PageAdmission(state, AddressPolicy.outsideACrawl(), 0, null);
     await state.shards();
     // Settle the allocator and the per-call overheads before the first sample.

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS, watchTabForAutoscroll } from "./autoscroll.js";
 import { withUnwatchedTimers } from "./autoscrollTimers.js";
 import { driveLibraryBehaviors, sweepAutofetch } from "./libraryBehaviors.js";

@@ -1,6 +1,6 @@
 import { Locator, type Frame, type KeyInput, type Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 
 /**
  * Chrome Recorder flows (--customBehaviors .json) run in the page's tab from the crawler side, as

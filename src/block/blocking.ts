@@ -70,7 +70,7 @@ export class Blocking {
   judge(query: BlockQuery): BlockVerdict {
     const { adHosts, rules, blockMessage, adBlockMessage } = this.settings;
     if (adHosts) {
-      const host = hostOf(query.url);
+      const host = adListHostOf(query.url);
       const listed = host ? adHosts.match(host) : null;
       if (listed) return { action: "block", by: "ad host", rule: listed, message: adBlockMessage };
     }
@@ -85,7 +85,7 @@ export class Blocking {
    * listed host (browsertrix-crawler blocks it, and the page fails).
    */
   pageDocument(url: string): void {
-    const host = this.settings.adHosts ? hostOf(url) : null;
+    const host = this.settings.adHosts ? adListHostOf(url) : null;
     const listed = host ? this.settings.adHosts?.match(host) : null;
     if (!listed || this.warnedPageHosts.has(listed) || this.warnedPageHosts.size >= 1000) return;
     this.warnedPageHosts.add(listed);
@@ -110,7 +110,8 @@ export class Blocking {
   }
 }
 
-function hostOf(url: string): string | null {
+/** The host name an ad host list is matched against (no port); null for a URL that does not parse. */
+function adListHostOf(url: string): string | null {
   try {
     return new URL(url).hostname;
   } catch {

@@ -4,7 +4,7 @@ import { chromiumHostResolverArgs } from "../fetch/addressPolicy.js";
 import type { SocketGate } from "../fetch/socketGate.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { chromiumProxyArgs } from "../proxy/activeProxies.js";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 import { createProfileDir, killBrowserProcesses, removeProfileDir } from "./browserProcesses.js";
 import type { BrowserRecords } from "./runningBrowsers.js";
 import { executableWithDeathSignal } from "./deathSignal.js";

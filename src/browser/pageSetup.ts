@@ -1,6 +1,6 @@
 import type { Browser, Page, Viewport } from "puppeteer-core";
 import { logger } from "../log/logger.js";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 import type { BrowserSetup } from "./browserSetup.js";
 
 /** What every tab is set to on opening, besides its user agent. */

@@ -7,8 +7,7 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync
 import { hostname } from "node:os";
 import { basename, join } from "node:path";
 import { errorMessage, logger } from "../log/logger.js";
-import { isPidAlive } from "../util/process.js";
-import { bootId, pidNamespace, processArgs, processStartTime } from "../util/procfs.js";
+import { bootId, isPidAlive, pidNamespace, processArgs, processStartTime } from "../util/procfs.js";
 import { browserProcesses, isProfileDir, killBrowserProcesses, removeProfileDir } from "./browserProcesses.js";
 
 export interface BrowserRecord {

@@ -1,6 +1,6 @@
 import type { ConfirmedCapture } from "../archive/exchange.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
-import { StorageGate } from "./captureExtras.js";
+import { StorageGate } from "./pageStorage.js";
 import { StreamCutoff } from "./responseBody.js";
 
 /** Summary of what a page loaded, for deciding the page's status and type. */

@@ -8,19 +8,22 @@ import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { isBrowserInternal } from "./browserInternal.js";
 import { watchCacheHits } from "./cacheHits.js";
-import { isLoginPage, NO_EXTRAS, OriginRedirects, rateLimitRuleMatched, readPageStorage, type CaptureExtras } from "./captureExtras.js";
+import { DEFAULT_TAB_CAPTURE, type TabCaptureOptions } from "./captureRules.js";
+import { OriginRedirects } from "./requests/originOverride.js";
+import { readPageStorage } from "./pageStorage.js";
+import { isLoginPage, rateLimitRuleMatched } from "./pageAnswers.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
-import { NetworkActivity } from "./loadWait.js";
+import { NetworkActivity } from "./networkActivity.js";
 import { LiveStreams } from "./streamingBody.js";
 import { ExchangeWork } from "./exchangeWork.js";
 import { FallbackCaptures } from "./fallbackCaptures.js";
 import { LoadOutcomes } from "./loadOutcomes.js";
 import { END_DRAIN_DEADLINE_MS, PageAttempt, sentRequestsArrived, type CapturedSummary, type ConditionalRequest, type CutAtEnd } from "./pageAttempt.js";
 import { PageScripts, QUIET_AT_END_MS } from "./pageScripts.js";
-import { refuseByAddress } from "./addressCheck.js";
-import { answerProxyChallenges, failRelayAnswer } from "./proxyAuth.js";
+import { refuseByAddress } from "./requests/addressCheck.js";
+import { answerProxyChallenges, failRelayAnswer } from "./requests/proxyAuth.js";
 import { AdaptiveStreams, type ManifestAnswer } from "./adaptiveStreams.js";
-import { TabBlocking } from "./requestBlocking.js";
+import { TabBlocking } from "./requests/requestBlocking.js";
 import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./responseBody.js";
 import { SocketRecorder } from "./webSockets.js"; // WebSockets
 
@@ -62,9 +65,9 @@ export class PageCapture {
     private readonly limits: BodyLimits,
     private readonly mainFrameId: string,
     private readonly rateLimitStatusCodes: readonly number[],
-    private readonly extras: CaptureExtras,
+    private readonly tabCapture: TabCaptureOptions,
   ) {
-    this.redirects = new OriginRedirects(extras.originOverride);
+    this.redirects = new OriginRedirects(tabCapture.originOverride);
     this.network = new NetworkActivity(cdp);
     this.live = new LiveStreams(cdp);
     this.scripts = new PageScripts(cdp);
@@ -72,24 +75,24 @@ export class PageCapture {
     this.streams = new AdaptiveStreams(cdp, sink, fetcher, this.work, (exchange, attempt, failure) => this.storeFetched(exchange, attempt, failure), limits);
   }
 
-  static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, rateLimitStatusCodes: readonly number[] = [], extras = NO_EXTRAS): Promise<PageCapture> {
+  static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, rateLimitStatusCodes: readonly number[] = [], tabCapture = DEFAULT_TAB_CAPTURE): Promise<PageCapture> {
     const cdp = await page.createCDPSession();
     const { frameTree } = await cdp.send("Page.getFrameTree");
-    return PageCapture.listen(new PageCapture(cdp, sink, fetcher, limits, frameTree.frame.id, rateLimitStatusCodes, extras));
+    return PageCapture.listen(new PageCapture(cdp, sink, fetcher, limits, frameTree.frame.id, rateLimitStatusCodes, tabCapture));
   }
 
   /**
    * A service worker's own requests (--serviceWorker enabled; serviceWorkers.ts): stored as they come,
    * not as part of any page (no page document, no retry: cut-off bodies are stored marked truncated).
    */
-  static async attachWorker(cdp: CDPSession, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, extras: CaptureExtras): Promise<PageCapture> {
-    const capture = new PageCapture(cdp, sink, fetcher, limits, "", [], { ...extras, rateLimitOnMatch: [], saveStorage: false });
+  static async attachWorker(cdp: CDPSession, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, tabCapture: TabCaptureOptions): Promise<PageCapture> {
+    const capture = new PageCapture(cdp, sink, fetcher, limits, "", [], { ...tabCapture, rateLimitOnMatch: [], saveStorage: false });
     capture.attempt = new PageAttempt(true);
     return PageCapture.listen(capture);
   }
 
   private static async listen(capture: PageCapture): Promise<PageCapture> {
-    const { cdp, extras } = capture;
+    const { cdp, tabCapture } = capture;
     cdp.on("Fetch.requestPaused", (event: Protocol.Fetch.RequestPausedEvent) => {
       const attempt = capture.attempt;
       if (event.responseStatusCode !== undefined || event.responseErrorReason) attempt.unanswered.delete(event.networkId ?? event.requestId);
@@ -105,7 +108,7 @@ export class PageCapture {
     cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => void capture.attempt.unanswered.delete(event.requestId));
     await cdp.send("Network.enable");
     // Requests answered by a site's service worker never reach the network stage we capture (--serviceWorker).
-    if (extras.bypassServiceWorker) await cdp.send("Network.setBypassServiceWorker", { bypass: true });
+    if (tabCapture.bypassServiceWorker) await cdp.send("Network.setBypassServiceWorker", { bypass: true });
     watchCacheHits(cdp, () => capture.attempt, capture.fallbacks); // the HTTP cache stays on: its hits never pause here
     capture.blocking = await TabBlocking.start(capture.fetcher.rules.blocking, cdp, capture.mainFrameId);
     await cdp.send("Fetch.enable", {
@@ -125,7 +128,7 @@ export class PageCapture {
     this.attempt.endStreams();
     this.sockets?.beginPage(); // WebSockets
     this.streams.beginPage();
-    this.attempt = new PageAttempt(options.lastAttempt, url, this.extras.saveStorage);
+    this.attempt = new PageAttempt(options.lastAttempt, url, this.tabCapture.saveStorage);
     this.attempt.skipIfArchived = options.skipIfArchived ?? false;
     this.network.reset();
     this.conditional.clear();
@@ -226,7 +229,7 @@ export class PageCapture {
       await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "BlockedByResponse" }).catch(() => undefined);
       return;
     }
-    const loginUrl = this.extras.loginUrl;
+    const loginUrl = this.tabCapture.loginUrl;
     const loginPage = ownDocument && location && loginUrl ? tryNormalizeCrawlUrl(location, request.url) : null;
     if (loginPage && loginUrl && isLoginPage(loginPage, loginUrl) && !isLoginPage(request.url, loginUrl)) {
       // Sent to the login page: the profile's session is gone. The login form is not this page's content.
@@ -288,7 +291,7 @@ export class PageCapture {
         return;
       }
       body = read;
-      const matched = body.kind === "bytes" ? rateLimitRuleMatched(this.extras.rateLimitOnMatch, mime, status, body.bytes) : null;
+      const matched = body.kind === "bytes" ? rateLimitRuleMatched(this.tabCapture.rateLimitOnMatch, mime, status, body.bytes) : null;
       if (matched) return this.rateLimitedByText(event, attempt, status, matched.regex, responseHeaders);
       manifest = body.kind === "bytes" && !archiveOnly ? await this.streams.answer(request.url, mime, body.bytes, requestHeaders, attempt) : null;
       if (archiveOnly) {

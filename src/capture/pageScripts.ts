@@ -1,5 +1,5 @@
 import type { CDPSession } from "puppeteer-core";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 
 /** A page that started or ended no request in this long before its scripts stopped was quiet. */
 export const QUIET_AT_END_MS = 400;

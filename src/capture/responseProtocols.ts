@@ -54,7 +54,7 @@ export class ResponseProtocols {
     if (!fulfilled) await this.reported(networkId, url);
     const own = this.take(networkId, url);
     const https = url.startsWith("https:");
-    const origin = this.origins.get(originOf(url));
+    const origin = this.origins.get(originOfUrl(url));
     const http = (fulfilled ? null : own?.http) ?? origin?.http ?? null;
     const tls = https ? ((fulfilled ? null : own?.tls) ?? origin?.tls ?? null) : null;
     const protocols = [http, tls].filter((p): p is string => p !== null);
@@ -70,8 +70,8 @@ export class ResponseProtocols {
     trim(this.reports);
     // A response with securityDetails came from the server (a fulfilled one has none); plain http has no TLS to lose.
     if (http && (tls || response.url.startsWith("http:"))) {
-      this.origins.delete(originOf(response.url));
-      this.origins.set(originOf(response.url), { http, tls });
+      this.origins.delete(originOfUrl(response.url));
+      this.origins.set(originOfUrl(response.url), { http, tls });
       trim(this.origins);
     }
     this.waiters.get(networkId)?.();
@@ -112,7 +112,7 @@ export class ResponseProtocols {
   }
 }
 
-function originOf(url: string): string {
+function originOfUrl(url: string): string {
   try {
     return new URL(url).origin;
   } catch {

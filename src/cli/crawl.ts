@@ -137,7 +137,7 @@ export function buildCrawlProgram(): Command {
     // Dedupe flags (src/config/groups/dedupeFlagOptions.ts)
     .option("--dedupePagesMinDepth <depth>", "a page at this depth or deeper whose HTML the dedupe index holds is written as a revisit and not loaded further (no resources, no links followed), and reported skipped as a duplicate; -1 = never", "-1")
     .option("--dedupeConcurrent", "this crawl's payload hashes join the merged dedupe index as they are written, not at commit: crawls running at the same time dedupe against each other (a crawl cancelled later leaves revisits of others pointing into its WACZ files)")
-    // Browser extras: service workers, origin override, storage, rate-limit text, debugging (src/config/groups/browserMiscOptions.ts)
+    // Browser extras: service workers, origin override, storage, rate-limit text, debugging (src/config/groups/tabCaptureOptions.ts, debugOptions.ts)
     .option("--serviceWorker <mode>", "service workers: disabled (requests bypass them), enabled, or disabled-if-profile (disabled with a --profile)", "disabled")
     .option("--originOverride <rules...>", "send requests for origin orig to origin new, archived under orig: orig=new, e.g. https://example.com=http://127.0.0.1:8080; repeatable", collect)
     .option("--saveStorage", "store each page's localStorage and sessionStorage in the WARC-JSON-Metadata of its document's response record")

@@ -58,7 +58,7 @@ interface QaFlags {
 
 export class QaFlagError extends Error {}
 
-function number(name: string, value: string, min: number, max = Infinity): number {
+function qaNumberFlag(name: string, value: string, min: number, max = Infinity): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n < min || n > max) throw new QaFlagError(`--${name} takes a number from ${min}${max < Infinity ? ` to ${max}` : ""}; got ${JSON.stringify(value)}`);
   return n;
@@ -83,14 +83,14 @@ export function qaOptionsOf(flags: QaFlags, now = new Date()): QaOptions & { col
     collectionDir,
     source: flags.qaSource,
     outputDir: collectionDir,
-    pageLimit: number("pages", flags.pages !== "0" ? flags.pages : (flags.pageLimit ?? flags.limit ?? "0"), 0),
+    pageLimit: qaNumberFlag("pages", flags.pages !== "0" ? flags.pages : (flags.pageLimit ?? flags.limit ?? "0"), 0),
     include: regexes("include", [...(flags.include ?? []), ...(flags.scopeIncludeRx ?? [])]),
     exclude: regexes("exclude", [...(flags.exclude ?? []), ...(flags.scopeExcludeRx ?? [])]),
-    threshold: number("qaThreshold", flags.qaThreshold, 0, 1),
+    threshold: qaNumberFlag("qaThreshold", flags.qaThreshold, 0, 1),
     executablePath: flags.browserPath ?? process.env.BROWSER_BIN ?? "/usr/bin/chromium",
-    pageTimeoutMs: number("pageLoadTimeout", flags.pageLoadTimeout, 1) * 1000,
+    pageTimeoutMs: qaNumberFlag("pageLoadTimeout", flags.pageLoadTimeout, 1) * 1000,
     quietMs: 500,
-    postLoadDelayMs: number("postLoadDelay", flags.postLoadDelay, 0) * 1000,
+    postLoadDelayMs: qaNumberFlag("postLoadDelay", flags.postLoadDelay, 0) * 1000,
     debugImageDiff: Boolean(flags.qaDebugImageDiff),
   };
 }

@@ -18,7 +18,8 @@ import { choiceList, integer, parseSize, regexList, seconds, splitList } from ".
 import { btxScreenshots, btxText, lowestLogLevel } from "./browsertrix/values.js";
 import { rateLimitOptions, type RateLimitOptions, type RawRateLimitFlags } from "./groups/rateLimitOptions.js";
 import { dedupeFlagOptions, type DedupeFlagOptions, type RawDedupeFlagFlags } from "./groups/dedupeFlagOptions.js";
-import { browserMiscOptions, type BrowserMiscOptions, type RawBrowserMiscFlags } from "./groups/browserMiscOptions.js";
+import { tabCaptureOptions, type TabCaptureConfig, type RawTabCaptureFlags } from "./groups/tabCaptureOptions.js";
+import { debugOptions, type DebugOptions, type RawDebugFlags } from "./groups/debugOptions.js";
 import { blockOptions, type BlockOptions, type RawBlockFlags } from "./groups/blockOptions.js";
 import { linkBehaviorOptions, type LinkBehaviorOptions, type RawLinkBehaviorFlags } from "./groups/linkBehaviorOptions.js";
 import { outputOptions, type OutputOptions, type RawOutputFlags } from "./groups/outputOptions.js";
@@ -121,8 +122,10 @@ export interface CrawlOptions {
   pageLoad: PageLoadOptions;
   /** --dedupePagesMinDepth, --dedupeConcurrent (src/config/groups/dedupeFlagOptions.ts). */
   dedupeFlags: DedupeFlagOptions;
-  /** Service workers, --originOverride, --saveStorage, --rateLimitOnMatch, --waitOnDone, debug access (browserMiscOptions.ts). */
-  browserMisc: BrowserMiscOptions;
+  /** Service workers, --originOverride, --saveStorage, --rateLimitOnMatch (tabCaptureOptions.ts). */
+  tabCapture: TabCaptureConfig;
+  /** --waitOnDone, --debugAccessBrowser, --debugAccessRedis (debugOptions.ts). */
+  debugging: DebugOptions;
   /** --blockRules, --blockMessage, --blockAds, --adBlockMessage (blockOptions.ts, src/block/). */
   block: BlockOptions;
   /** --profile, --loginUrl (src/config/groups/profileOptions.ts). */ profile: ProfileOptions;
@@ -135,7 +138,7 @@ export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawDedupeFlagFlags, RawBrowserMiscFlags, RawProxyFlags, RawBlockFlags, RawProfileFlags, RawBudgetFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawDedupeFlagFlags, RawTabCaptureFlags, RawDebugFlags, RawProxyFlags, RawBlockFlags, RawProfileFlags, RawBudgetFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
@@ -320,7 +323,8 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     rateLimit: rateLimitOptions(flags),
     linkBehavior: linkBehaviorOptions(flags),
     lifecycle: lifecycleOptions(flags, env),
-    browserMisc: browserMiscOptions(flags),
+    tabCapture: tabCaptureOptions(flags),
+    debugging: debugOptions(flags),
     block: blockOptions(flags),
     store: storeSettings(env),
     ...storageLimits(flags),

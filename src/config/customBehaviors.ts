@@ -8,7 +8,7 @@ import { rulesOutsideACrawl } from "../fetch/connectionRules.js";
 import { discard, plainFetch, readText } from "../fetch/plainFetch.js";
 import { errorMessage } from "../log/logger.js";
 import { gitProxyEnv } from "../proxy/activeProxies.js";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 import { OptionsError } from "./optionsError.js";
 
 // Fetched before the seeds are known: the rules outside a crawl apply (a local server is allowed).

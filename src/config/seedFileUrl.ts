@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { rulesOutsideACrawl } from "../fetch/connectionRules.js";
 import { discard, plainFetch, readText } from "../fetch/plainFetch.js";
 import { errorMessage } from "../log/logger.js";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 import { OptionsError } from "./optionsError.js";
 
 // Fetched before the seeds are known: the rules outside a crawl apply (a local server is allowed).

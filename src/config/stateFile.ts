@@ -1,5 +1,5 @@
 import { dump } from "js-yaml";
-import type { SavedCrawlState } from "../state/savedState.js";
+import type { SavedCrawlState } from "../frontier/savedState.js";
 import { OptionsError } from "./optionsError.js";
 
 /**

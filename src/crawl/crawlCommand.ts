@@ -124,7 +124,7 @@ async function crawlWithFlags(flags: RawCrawlFlags, addresses: { policy: Address
     const qa = options.output.qa;
     if (qa && stop.reason !== "signal") await checkCrawl(outcome.waczPaths, { qa, collectionDir: collectionPaths(options.cwd, options.collection).root, executablePath: options.browserPath, pageLoadTimeoutSeconds: options.pageLoadTimeout, addresses: addresses.policy });
     // A crawl stopped by a signal is not "done": it exits as asked.
-    if (options.browserMisc.waitOnDone && stop.reason !== "signal") await waitForStopSignal();
+    if (options.debugging.waitOnDone && stop.reason !== "signal") await waitForStopSignal();
     return outcome.exitCode;
   } catch (err) {
     // After a fatal error (the embedded Redis died...), what failed next is a consequence: say the cause.

@@ -5,8 +5,8 @@ import type { RunContext } from "./runContext.js";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import type { LiveView } from "../screencast/liveView.js";
 import type { OpenPipeline } from "../pipeline/openPipeline.js";
-import type { BtxLists, BtxPageEntry } from "../state/serviceLists.js";
-import type { SeedBudgets } from "../state/seedBudgets.js";
+import type { BrowsertrixServiceLists, ServicePageEntry } from "../state/browsertrixServiceLists.js";
+import type { SeedBudgets } from "../budgets/seedBudgets.js";
 import { writerName } from "../state/membership/writerSlots.js";
 import { startBlocking, type BlockedReport } from "../reports/blockedReport.js";
 import { ChangeReport } from "../reports/changeReport.js";
@@ -14,7 +14,7 @@ import type { CollectionPaths } from "../config/collectionPaths.js";
 import type { CrawlWatch } from "./crawlWatch.js";
 import { PageList, type PageEntry } from "../reports/pageList.js";
 import { SkippedReport } from "../reports/skippedReport.js";
-import type { CrawlSession } from "./session.js";
+import type { JoinedCrawl } from "./joinCrawl.js";
 import type { StopControl } from "./stopControl.js";
 import { testSeams } from "../util/testSeams.js";
 
@@ -40,7 +40,7 @@ export interface PageOutputs {
 export interface CrawlRun extends PageOutputs {
   options: CrawlOptions;
   paths: CollectionPaths;
-  session: CrawlSession;
+  session: JoinedCrawl;
   pipeline: OpenPipeline;
   stop: StopControl;
   /** When the run started (ms since the epoch). */
@@ -55,7 +55,7 @@ export interface CrawlRun extends PageOutputs {
   context: RunContext;
 }
 
-export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, session: CrawlSession, lists: BtxLists, adHosts: AdHostList | null = null): PageOutputs {
+export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, session: JoinedCrawl, lists: BrowsertrixServiceLists, adHosts: AdHostList | null = null): PageOutputs {
   const writer = writerName(session.slot);
   // Writer slot 0 keeps the plain names; other writers of a shared crawl (same folder) get their own files.
   const reportName = (kind: string) => join(paths.root, "reports", session.slot === 0 ? `${kind}.jsonl` : `${kind}-${writer}.jsonl`);
@@ -74,7 +74,7 @@ const EXTRACTION_DONE = 3;
 const BEHAVIORS_DONE = 4;
 
 /** A listed page as browsertrix-crawler pushes it to Redis (--writePagesToRedis): no text, its WACZ named. */
-function btxPageEntry(entry: PageEntry, filename: string, options: CrawlOptions): BtxPageEntry {
+function btxPageEntry(entry: PageEntry, filename: string, options: CrawlOptions): ServicePageEntry {
   const { id, url, title, ts, mime, status, depth } = entry;
   const loadState = options.behaviors.length ? BEHAVIORS_DONE : EXTRACTION_DONE;
   return { id, url, title, loadState, ts, mime, status, ...(entry.seed ? { seed: true as const } : {}), depth, filename };

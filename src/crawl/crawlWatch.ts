@@ -4,10 +4,10 @@ import type { LifecycleOptions } from "../config/groups/lifecycleOptions.js";
 import type { RateLimitOptions } from "../config/groups/rateLimitOptions.js";
 import { logger } from "../log/logger.js";
 import { isProxyFailure } from "../proxy/proxyFailure.js";
-import type { QueuedPage } from "../state/crawlState.js";
+import type { QueuedPage } from "../frontier/frontier.js";
 import type { HealthCheck } from "../lifecycle/healthCheck.js";
 import type { CrawlMetrics } from "../metrics/crawlMetrics.js";
-import { parseRetryAfter } from "./pages/rateLimit.js";
+import { parseRetryAfter } from "../politeness/rateLimit.js";
 import type { StopControl } from "./stopControl.js";
 
 /**

@@ -5,14 +5,14 @@ import { logger } from "../log/logger.js";
 import type { AddressPolicy } from "../fetch/addressPolicy.js";
 import { adHostsFor } from "../reports/blockedReport.js";
 import { openCapturePipeline } from "../pipeline/openPipeline.js";
-import { BtxLists } from "../state/serviceLists.js";
-import { SeedBudgets } from "../state/seedBudgets.js";
+import { BrowsertrixServiceLists } from "../state/browsertrixServiceLists.js";
+import { SeedBudgets } from "../budgets/seedBudgets.js";
 import { writerName } from "../state/membership/writerSlots.js";
 import { storageErrorMessage } from "../util/storageErrors.js";
 import { collectionPaths, createCollectionDirs, type CollectionPaths } from "../config/collectionPaths.js";
 import { openPageOutputs, type CrawlRun } from "./crawlRun.js";
 import { finishCrawl } from "./finishCrawl.js";
-import type { CrawlOutcome } from "./outcome.js";
+import type { CrawlOutcome } from "./crawlStatus.js";
 import { CrawlWatch } from "./crawlWatch.js";
 import { HealthCheck } from "../lifecycle/healthCheck.js";
 import type { CrawlMetrics } from "../metrics/crawlMetrics.js";
@@ -20,18 +20,18 @@ import { overwriteCollection } from "../lifecycle/overwrite.js";
 import { crawlPages } from "./pages/pagePhase.js";
 import { admitSeeds } from "./seeds.js";
 import { closeRunContext, openRunContext, type RunContext } from "./runContext.js";
-import { openCrawlSession } from "./session.js";
+import { joinCrawl } from "./joinCrawl.js";
 import { StateFiles, resumeFromStateFile } from "./stateFiles.js";
 import { StopControl } from "./stopControl.js";
 import { proxyInUse } from "../proxy/activeProxies.js";
 import { timestampDigits } from "../archive/warcDate.js";
 
-export type { CrawlOutcome, CrawlStats } from "./outcome.js";
+export type { CrawlOutcome, CrawlStats } from "./crawlStatus.js";
 
 /**
  * A crawl, start to finish: page -> exchanges -> records -> WARC -> index -> WACZ -> commit.
  *   1. the collection's folders and log file
- *   2. join the crawl: Redis, dedupe index, heartbeat, writer slot               session.ts
+ *   2. join the crawl: Redis, dedupe index, heartbeat, writer slot               joinCrawl.ts
  *   3. the capture pipeline every exchange goes through                         pipeline/openPipeline.ts
  *   4. the seeds into the shared queue                                          seeds.ts
  *   5. the page phase: browser and workers until the queue is drained            pagePhase.ts
@@ -66,8 +66,8 @@ async function runCrawlWith(options: CrawlOptions, stop: StopControl, started: n
   // --blockAds: its list is read first, so that a missing one stops the crawl before anything is written.
   const adHosts = adHostsFor(options.block);
   const paths = openCollection(options);
-  const session = await openCrawlSession(options, paths, stop);
-  const lists = new BtxLists(session.redis, session.membership.keys, { pages: options.state.writePagesToRedis, errors: options.state.logErrorsToRedis, behaviors: options.state.logBehaviorsToRedis });
+  const session = await joinCrawl(options, paths, stop);
+  const lists = new BrowsertrixServiceLists(session.redis, session.membership.keys, { pages: options.state.writePagesToRedis, errors: options.state.logErrorsToRedis, behaviors: options.state.logBehaviorsToRedis });
   logger.onLine((entry, line) => {
     lists.logLine(entry.logLevel, entry.context, line);
     live?.logEntry(entry);

@@ -4,14 +4,14 @@ import { DedupeIndexUnavailableError, NotRetriedError } from "../dedupe/retry.js
 import { unfinishedJournals } from "../dedupe/notes/noteJournal.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { crawlSummary } from "../log/progress.js";
-import type { CrawlCounts, CrawlState } from "../state/crawlState.js";
+import type { CrawlCounts, Frontier } from "../frontier/frontier.js";
 import { SitemapClaim } from "../state/sitemapClaim.js";
 import { isOutOfSpace, isStorageError, storageErrorMessage } from "../util/storageErrors.js";
 import { pauseForTests } from "../util/testSeams.js";
 import { UploadFailedError, uploadWaczFiles } from "../upload/uploadWaczFiles.js";
 import type { CrawlRun } from "./crawlRun.js";
 import { ExitCode } from "../lifecycle/exitCodes.js";
-import { exitCodeOf, type CrawlEnd, type CrawlOutcome, type CrawlStats, type CrawlStatus } from "./outcome.js";
+import { exitCodeOf, type CrawlEnd, type CrawlOutcome, type CrawlStats, type CrawlStatus } from "./crawlStatus.js";
 import { writeCollectionFiles } from "./collectionOutputs.js";
 import { reportSeeds } from "./seedOutcomes.js";
 import { commitFinishedCrawl, MissingWarcError, noteRecordsOfDeadWriter, packageOrphans, packageWaczFiles, type PackagingContext } from "./packaging.js";
@@ -194,7 +194,7 @@ function packagingFailure(err: unknown, root: string): string {
 }
 
 /** The crawl's status once its pages are done, and the one line saying why, if it failed. */
-async function howItEnded(counts: CrawlCounts, state: CrawlState, stop: StopControl): Promise<{ status: CrawlStatus; failure: string | null; failureKind?: CrawlEnd["failureKind"] }> {
+async function howItEnded(counts: CrawlCounts, state: Frontier, stop: StopControl): Promise<{ status: CrawlStatus; failure: string | null; failureKind?: CrawlEnd["failureKind"] }> {
   const finished = counts.queued === 0 && counts.pending === 0;
   if (stop.fatalError) return { status: "failed", failure: stop.fatalError, failureKind: stop.outOfSpace ? "out-of-space" : "other" };
   if (stop.crawlFailure) {
@@ -217,7 +217,7 @@ async function howItEnded(counts: CrawlCounts, state: CrawlState, stop: StopCont
 }
 
 /** --dedupePagesMinDepth: pages taken from the queue but not crawled, as duplicates or past --limit. */
-async function skippedStats(state: CrawlState): Promise<Pick<CrawlStats, "skippedDuplicates" | "skippedPageLimit">> {
+async function skippedStats(state: Frontier): Promise<Pick<CrawlStats, "skippedDuplicates" | "skippedPageLimit">> {
   const skipped = await state.skippedCounts();
   return { skippedDuplicates: skipped.duplicate, skippedPageLimit: skipped.pageLimit };
 }

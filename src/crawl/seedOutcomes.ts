@@ -1,7 +1,7 @@
 import { errorMessage, logger } from "../log/logger.js";
 import { seedReportLines, writeSeedReport } from "../reports/seedReport.js";
-import type { CrawlCounts } from "../state/crawlState.js";
-import { serializeCrawlState } from "../state/savedState.js";
+import type { CrawlCounts } from "../frontier/frontier.js";
+import { serializeCrawlState } from "../frontier/savedState.js";
 import type { CrawlRun } from "./crawlRun.js";
 
 /**

@@ -3,8 +3,8 @@ import type { RunContext } from "../fetch/connectionRules.js";
 import { RobotsTxt } from "../robots/robotsTxt.js";
 import { PageAdmission, type SkipListener } from "../scope/admission.js";
 import { SeedScope } from "../scope/seedScope.js";
-import type { CrawlState } from "../state/crawlState.js";
-import type { SeedBudgets } from "../state/seedBudgets.js";
+import type { Frontier } from "../frontier/frontier.js";
+import type { SeedBudgets } from "../budgets/seedBudgets.js";
 
 /** How pages enter the crawl: each seed's scope, and the admission rules (page limit, robots.txt). */
 export interface Seeding {
@@ -20,7 +20,7 @@ export interface Seeding {
  * Queue the seeds (robots.txt permitting, with --robots; the run's address policy permitting); seen before, as on a restart, they are not queued again.
  * `onSkipped` hears of every page found but not queued, seeds and links alike (--reportSkipped).
  */
-export async function admitSeeds(options: CrawlOptions, context: RunContext, state: CrawlState, budgets: SeedBudgets, onSkipped?: SkipListener): Promise<Seeding> {
+export async function admitSeeds(options: CrawlOptions, context: RunContext, state: Frontier, budgets: SeedBudgets, onSkipped?: SkipListener): Promise<Seeding> {
   const scopes = options.seeds.map((seed, i) => new SeedScope(seed, options.seedScopes[i]));
   const robotsTxt = new RobotsTxt({ rules: context, userAgent: options.userAgent, agent: options.robots?.agent ?? "*" });
   // --dedupePagesMinDepth: how many queued pages are duplicates is unknown, so the queue is not capped;

@@ -7,11 +7,11 @@ import { writeWholeFile } from "../durable/wholeFile.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { SeedScope } from "../scope/seedScope.js";
 import { crawlKey } from "../scope/urls.js";
-import type { QueuedPage } from "../state/crawlState.js";
+import type { QueuedPage } from "../frontier/frontier.js";
 import { isLocalProcessGone } from "../ownership/processIdentity.js";
-import { loadCrawlState, serializeCrawlState } from "../state/savedState.js";
-import { withTimeout } from "../util/process.js";
-import type { CrawlSession } from "./session.js";
+import { loadCrawlState, serializeCrawlState } from "../frontier/savedState.js";
+import { withTimeout } from "../util/deadline.js";
+import type { JoinedCrawl } from "./joinCrawl.js";
 import { timestampDigits } from "../archive/warcDate.js";
 
 const SERIALIZE_DEADLINE_MS = 60_000;
@@ -20,7 +20,7 @@ const SERIALIZE_DEADLINE_MS = 60_000;
  * Resume from the `state:` section of the --config file (a --saveState file, ours or browsertrix-
  * crawler's): before the seeds are queued, so seeds it lists as finished are not crawled again.
  */
-export async function resumeFromStateFile(options: CrawlOptions, session: CrawlSession): Promise<void> {
+export async function resumeFromStateFile(options: CrawlOptions, session: JoinedCrawl): Promise<void> {
   const fromFile = options.state.resumeFrom;
   if (!fromFile) return;
   // The file left the URLs' passwords out: the seeds given now have them.
@@ -70,7 +70,7 @@ export class StateFiles {
 
   constructor(
     private readonly options: CrawlOptions,
-    private readonly session: CrawlSession,
+    private readonly session: JoinedCrawl,
     private readonly collectionDir: string,
   ) {}
 

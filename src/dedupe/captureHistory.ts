@@ -1,6 +1,6 @@
 import { parseWaczEntry, type CaptureRecord } from "./indexKeys.js";
 import type { LuaKeys } from "./indexKeys.js";
-import { keysOf, scriptByLayout, type DedupeRedis } from "./layout.js";
+import { keysOf, scriptByLayout, type DedupeRedis } from "./indexLayout.js";
 import type { MergeTarget } from "./mergeLease.js";
 import { fencedArgs, fencedScript } from "../ownership/fencedLease.js";
 

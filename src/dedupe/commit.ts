@@ -1,7 +1,7 @@
 import { LUA_KEY } from "./indexKeys.js";
 import { mergeCrawlUrls } from "./captureHistory.js";
-import { CrawlOrder } from "./crawlOrder.js";
-import { keysOf, layoutOf, type DedupeRedis } from "./layout.js";
+import { CrawlRanks } from "./payloadOwnership.js";
+import { keysOf, layoutOf, type DedupeRedis } from "./indexLayout.js";
 import { COMMIT_GUARD_LUA, epochWhenNoRebuild, type MergeTarget } from "./mergeLease.js";
 import { fencedArgs, fencedScript } from "../ownership/fencedLease.js";
 import { deleteCrawlSharded, mergeCrawlSharded, unpublishCrawlSharded } from "./shardedHashes.js";
@@ -138,7 +138,7 @@ export async function cancelCrawl(redis: DedupeRedis, crawlId: string, pageSize 
 /** Merge (fill holes only) the hashes of every committed crawl (in crawl order), then of every concurrent one still running. */
 export async function mergePublishedHashes(redis: DedupeRedis, pageSize = 5000): Promise<void> {
   const dedupeKeys = keysOf(redis);
-  const committed = await new CrawlOrder(redis).sorted(await redis.smembers(dedupeKeys.allCrawls));
+  const committed = await new CrawlRanks(redis).sorted(await redis.smembers(dedupeKeys.allCrawls));
   const concurrent = (await redis.smembers(dedupeKeys.concurrentCrawls)).filter((id) => !committed.includes(id)).sort();
   for (const crawlId of [...committed, ...concurrent]) await mergeCrawlHashes(redis, crawlId, pageSize);
 }

@@ -1,5 +1,5 @@
 import { connectMaybeCluster } from "../redis/cluster.js";
-import { loadLayout, type DedupeRedis } from "./layout.js";
+import { loadLayout, type DedupeRedis } from "./indexLayout.js";
 
 /**
  * Open the dedupe index at a URL: one node or any node of a Redis Cluster. The connection knows the

@@ -9,7 +9,7 @@ import {
   type HashEntry,
   type WaczEntry,
 } from "./indexKeys.js";
-import { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "./layout.js";
+import { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "./indexLayout.js";
 import { addOriginalSharded, lookupSharded } from "./shardedHashes.js";
 
 /** A confirmed original capture of a payload, found in the dedupe index. */

@@ -3,10 +3,10 @@
 
 // Opening an index, its layout and key names (both layouts: one node, or sharded over a Redis Cluster).
 export { connectDedupeIndex } from "./connectIndex.js";
-export { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "./layout.js";
+export { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "./indexLayout.js";
 export { COUNT_FIELDS, formatHashEntry, LUA_KEY, type HashEntry } from "./indexKeys.js";
 // Which crawl allhashes names for a payload several hold, whatever the import order (crawlorder).
-export { CrawlOrder, rankCrawls, type HeldDigest } from "./crawlOrder.js";
+export { CrawlRanks, rankCrawls, type HeldDigest } from "./payloadOwnership.js";
 export { entriesSharded, rollbackWaczSharded, writeEntriesSharded } from "./shardedHashes.js";
 // What the index counts and indexes: the same rule as the crawler's, so an imported crawl's totals match.
 export { captureKind, cdxWarcType, EMPTY_PAYLOAD_DIGEST, isIndexablePayload, tallyCounts } from "./captureRule.js";

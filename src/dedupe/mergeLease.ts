@@ -15,7 +15,7 @@
 // every crawl committed since it began.
 import { FencedLease, LeaseLostError, isFenced, RAISE_FENCE_LUA, type Fence } from "../ownership/fencedLease.js";
 import { shardKeys } from "./indexKeys.js";
-import { keysOf, layoutOf, type DedupeRedis } from "./layout.js";
+import { keysOf, layoutOf, type DedupeRedis } from "./indexLayout.js";
 import { forEachSlotGroup, luaScript, runScript } from "./shardSlots.js";
 
 const POLL_MS = 100;

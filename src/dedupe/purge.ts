@@ -5,9 +5,9 @@
 // of its WACZ files dropped (so a manifest that brings them back imports them again).
 import { mergeCrawlHashes } from "./commit.js";
 import { mergeCrawlUrls } from "./captureHistory.js";
-import { CrawlOrder, renumberCrawls } from "./crawlOrder.js";
+import { CrawlRanks, renumberCrawls } from "./payloadOwnership.js";
 import { REMOVED_COUNT_FIELDS } from "./indexKeys.js";
-import { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "./layout.js";
+import { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "./indexLayout.js";
 import { leaseLostOr, MergeLease } from "./mergeLease.js";
 import { fencedArgs, fencedScript } from "../ownership/fencedLease.js";
 import { clearRebuildSharded, DELETE_KEYS_LUA, deleteCrawlSharded, SWAP_KEYS_LUA, swapRebuiltSharded } from "./shardedHashes.js";
@@ -117,7 +117,7 @@ async function rebuildUnderLease(redis: DedupeRedis, lease: MergeLease): Promise
   // What a rebuild killed before its end left aside (fenced: never what a newer rebuild is building).
   if (layout.kind === "sharded") await clearRebuildSharded(redis, layout, (shards) => lease.shardFence(shards));
   await runScript(redis, DELETE_KEYS_LUA, ...fencedArgs(lease.fence, [...(layout.kind === "sharded" ? [] : [dedupeKeys.rebuildHashes]), dedupeKeys.rebuildUrls]));
-  const merged = await new CrawlOrder(redis).sorted(await redis.smembers(dedupeKeys.allCrawls));
+  const merged = await new CrawlRanks(redis).sorted(await redis.smembers(dedupeKeys.allCrawls));
   for (const crawlId of merged) {
     await mergeCrawlHashes(redis, crawlId, 5000, lease);
     await mergeCrawlUrls(redis, crawlId, lease);

@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import keySlot from "cluster-key-slot";
 import { allShards, shardKeys, type DedupeLayout } from "./indexKeys.js";
-import type { DedupeRedis } from "./layout.js";
+import type { DedupeRedis } from "./indexLayout.js";
 
 export type Sharded = Extract<DedupeLayout, { kind: "sharded" }>;
 

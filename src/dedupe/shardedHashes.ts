@@ -3,7 +3,7 @@
 // operations on a whole crawl visit every shard, a bounded number at a time.
 // Fields and values are stored compact (indexKeys.ts) and given back as the single-node layout has them.
 import { compactHashEntry, digestField, digestOfField, expandHashEntry, shardKeys, shardOfDigest } from "./indexKeys.js";
-import type { DedupeRedis } from "./layout.js";
+import type { DedupeRedis } from "./indexLayout.js";
 import type { MergeTarget } from "./mergeLease.js";
 import { fencedArgs, fencedScript, type Fence } from "../ownership/fencedLease.js";
 import { forEachSlotGroup, luaScript, runScript, type Sharded } from "./shardSlots.js";

@@ -6,11 +6,11 @@
 // twice is harmless (h:<crawl> takes the same value again, allhashes keeps its holder).
 // The rules are those of the single-node import (indexer/hashWriteBatch.ts): in h:<crawl> the entry of the
 // WACZ latest in the crawl's list wins; in allhashes a payload no crawl holds is taken, the others are
-// handed back with their holder for the crawl order to decide (crawlOrder.ts).
+// handed back with their holder for the crawl order to decide (payloadOwnership.ts).
 import { Cluster, type Redis } from "ioredis";
 import { compactHashEntry, digestField, shardKeys, shardOfDigest } from "./indexKeys.js";
-import type { DedupeRedis } from "./layout.js";
-import type { HeldDigest } from "./crawlOrder.js";
+import type { DedupeRedis } from "./indexLayout.js";
+import type { HeldDigest } from "./payloadOwnership.js";
 import { luaScript, runScript, slotOfShard, type Sharded } from "./shardSlots.js";
 
 // One entry (Lua, in a loop over i): h:<crawl> unless it holds the entry of a later WACZ; allhashes if

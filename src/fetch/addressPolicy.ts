@@ -1,7 +1,7 @@
 import type { LookupAddress, LookupOptions } from "node:dns";
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 import { testSeams } from "../util/testSeams.js";
 import { ADDRESS_CATEGORIES, AddressRange, categoryOf, METADATA_HOST_NAMES, type AddressCategory } from "./addressRanges.js";
 
@@ -132,7 +132,7 @@ export class AddressPolicy {
     const categories = new Set(allowance.categories);
     const probe = new AddressPolicy(allowance, resolver);
     for (const seed of seeds) {
-      for (const address of await resolver.resolve(hostOf(new URL(seed)))) {
+      for (const address of await resolver.resolve(resolverHostOf(new URL(seed)))) {
         const category = probe.categoryOf(address);
         if (category === "loopback" || category === "private") categories.add(category);
       }
@@ -154,7 +154,7 @@ export class AddressPolicy {
       return { allowed: false, reason: "not a valid URL" };
     }
     if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return { allowed: false, reason: `${parsed.protocol} URLs are never fetched` };
-    const host = hostOf(parsed);
+    const host = resolverHostOf(parsed);
     if (METADATA_HOST_NAMES.has(host) && !this.allowedCategories.has("metadata")) {
       return { allowed: false, reason: `${host} is a cloud metadata service` };
     }
@@ -221,7 +221,7 @@ export class AddressPolicy {
 }
 
 /** The host of a URL as a resolver takes it: lower case, no brackets around IPv6, no trailing dot. */
-function hostOf(url: URL): string {
+function resolverHostOf(url: URL): string {
   return url.hostname.toLowerCase().replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "");
 }
 

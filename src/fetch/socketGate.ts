@@ -8,7 +8,7 @@ import { AddressRefusedError, type AddressPolicy } from "./addressPolicy.js";
  * and connects only to the addresses the policy approved, so what Chromium connects to is exactly what was
  * checked (a name that resolves to another address by then, DNS rebinding, changes nothing; a name that does
  * not resolve is refused). A crawl's Chromium, without a proxy, opens every connection through it: tabs'
- * requests (checked before they are sent too: capture/addressCheck.ts), WebSocket handshakes, which never
+ * requests (checked before they are sent too: capture/requests/addressCheck.ts), WebSocket handshakes, which never
  * pause in the Fetch domain, and Network.setBlockedURLs does not stop either (both tried on Chromium 156), a
  * service worker's script and first requests, Chromium's own. Other browsers (create-login-profile, the --qa
  * replay) send only their WebSockets here. A refused connection fails in the page as an unreachable one does.
@@ -115,9 +115,9 @@ async function serve(client: Socket, gate: SocketGate): Promise<void> {
   if (addressType === 1) host = [...(await input.read(4))].join(".");
   else if (addressType === 3) host = (await input.read((await input.read(1))[0])).toString("latin1");
   else if (addressType === 4) host = ipv6Text(await input.read(16));
-  else return reply(client, REPLY.addressNotSupported);
+  else return socksReply(client, REPLY.addressNotSupported);
   const port = (await input.read(2)).readUInt16BE(0);
-  if (command !== 1) return reply(client, REPLY.commandNotSupported);
+  if (command !== 1) return socksReply(client, REPLY.commandNotSupported);
   let addresses: string[];
   try {
     addresses = await gate.allowedAddresses(host);
@@ -126,14 +126,14 @@ async function serve(client: Socket, gate: SocketGate): Promise<void> {
     if (refused) logger.warn("capture", "socket blocked: not an address the crawler may fetch", { host, port, reason: errorMessage(err) });
     else logger.debug("capture", "socket not opened: its host name does not resolve", { host, port });
     gate.noteFailure(host, port, refused ? "net::ERR_BLOCKED_BY_CLIENT" : "net::ERR_NAME_NOT_RESOLVED");
-    return reply(client, refused ? REPLY.notAllowed : REPLY.hostUnreachable);
+    return socksReply(client, refused ? REPLY.notAllowed : REPLY.hostUnreachable);
   }
   const upstream = await connectFirst(addresses, port);
   if (upstream instanceof Error) {
     gate.noteFailure(host, port, NET_ERRORS[(upstream as NodeJS.ErrnoException).code ?? ""] ?? "net::ERR_CONNECTION_FAILED");
-    return reply(client, REPLY.refused);
+    return socksReply(client, REPLY.refused);
   }
-  reply(client, REPLY.succeeded, false);
+  socksReply(client, REPLY.succeeded, false);
   const rest = input.rest();
   if (rest.length) upstream.write(rest);
   client.pipe(upstream).on("error", () => client.destroy());
@@ -142,7 +142,7 @@ async function serve(client: Socket, gate: SocketGate): Promise<void> {
   client.on("close", () => upstream.destroy());
 }
 
-function reply(client: Socket, code: number, end = true): void {
+function socksReply(client: Socket, code: number, end = true): void {
   const message = Buffer.from([5, code, 0, 1, 0, 0, 0, 0, 0, 0]);
   if (end) client.end(message);
   else client.write(message);

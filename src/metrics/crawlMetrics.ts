@@ -1,10 +1,10 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { errorMessage, logger } from "../log/logger.js";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 import { VERSION } from "../version.js";
 import { FAILURE_KINDS, failureKind } from "./failureKinds.js";
 
-/** The crawl-wide page counts a scrape reads from the crawl state (CrawlState.counts()). */
+/** The crawl-wide page counts a scrape reads from the crawl state (Frontier.counts()). */
 export interface CrawlPageCounts {
   queued: number;
   pending: number;
@@ -34,7 +34,7 @@ export const METRIC_NAMES = {
   stateReadErrors: "crawler_state_read_errors_total",
 } as const;
 
-/** The crawl-wide gauge's `state` label: the page counts of CrawlState, as --statsFilename names them. */
+/** The crawl-wide gauge's `state` label: the page counts of Frontier, as --statsFilename names them. */
 const PAGE_STATES = { queued: "queued", pending: "pending", done: "crawled", failed: "failed" } as const;
 
 /**

@@ -8,8 +8,7 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { isPidAlive } from "../util/process.js";
-import { bootId, pidNamespace, processStartTime } from "../util/procfs.js";
+import { bootId, isPidAlive, pidNamespace, processStartTime } from "../util/procfs.js";
 
 /**
  * The set of processes whose pids this process can check: one boot of one kernel, one pid namespace.

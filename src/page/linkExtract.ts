@@ -1,6 +1,6 @@
 import type { Frame, Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 import { feedLinksInDocument, formLinksInDocument, MAX_FORM_LINKS, MAX_OPTIONS_PER_SELECT } from "./formFeedLinks.js";
 import { ALL_LINK_KINDS, type LinkKinds, type LinkSelector } from "./linkSelectors.js";
 import { mediaInDocument } from "./mediaSources.js";

@@ -1,6 +1,6 @@
 import type { CDPSession, Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 import { extractPageText } from "./pageText.js";
 import { takeScreenshot, type Screenshot, type ScreenshotKind } from "./screenshots.js";
 

@@ -5,10 +5,11 @@ import type { RunContext } from "../fetch/connectionRules.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 import { clickClaims, installBehaviors, runBehaviors, type BehaviorHooks, type BehaviorOutcome, type BehaviorSettings } from "../behaviors/behaviors.js";
 import type { BrowserHost } from "../browser/browserHost.js";
-import { NO_EXTRAS, OriginRedirects, type CaptureExtras } from "../capture/captureExtras.js";
+import { DEFAULT_TAB_CAPTURE, type TabCaptureOptions } from "../capture/captureRules.js";
+import { OriginRedirects } from "../capture/requests/originOverride.js";
 import { PageCapture, type CapturedSummary, type PageAttempt } from "../capture/pageCapture.js";
 import { DialogGuard } from "./dialogs.js";
 import { isRenderedDocumentType } from "../capture/documentTypes.js";
@@ -50,8 +51,8 @@ export interface PageWorkerOptions {
   claimClick?: (url: string) => boolean;
   /** --failOnContentCheck: pages get the function that fails the crawl (contentCheck.ts). */
   contentCheck?: boolean;
-  /** --serviceWorker, --originOverride, --rateLimitOnMatch, --saveStorage (captureExtras.ts). */
-  extras?: CaptureExtras;
+  /** --serviceWorker, --originOverride, --rateLimitOnMatch, --saveStorage (capture/captureRules.ts). */
+  tabCapture?: TabCaptureOptions;
   /** Told when the worker's tab opens and closes (the live view casts it: src/screencast/). */
   tabWatch?: TabWatch;
   /** The run's address policy, --header rules, blocking and socket gate: the tab and the fetches outside it obey them. */
@@ -91,7 +92,7 @@ export class PageWorker {
     this.limits = options.limits ?? defaultBodyLimits();
     const acceptLanguage = options.tab?.acceptLanguage;
     // What the browser sends elsewhere (--originOverride), fetches outside it do too.
-    const redirects = new OriginRedirects(options.extras?.originOverride ?? []);
+    const redirects = new OriginRedirects(options.tabCapture?.originOverride ?? []);
     this.fetcher = new FallbackFetcher({ rules: options.context, userAgent: options.userAgent, limits: this.limits, headers: acceptLanguage ? [["Accept-Language", acceptLanguage]] : [], target: (url) => redirects.target(url) });
     this.behaviorHooks = {
       addLink: (url) => {
@@ -123,11 +124,11 @@ export class PageWorker {
     // page neither renders nor fires IntersectionObservers, so scrolling would load nothing in it.
     const tab = await browser.newPage({ type: "window" });
     this.tabBrowser = browser;
-    if (this.options.extras && !this.options.extras.bypassServiceWorker) watchServiceWorkers(browser, (target, scriptUrl) => this.captureServiceWorker(target, scriptUrl));
+    if (this.options.tabCapture && !this.options.tabCapture.bypassServiceWorker) watchServiceWorkers(browser, (target, scriptUrl) => this.captureServiceWorker(target, scriptUrl));
     await applyTabSettings(tab, this.options.userAgent, this.options.tab);
     this.dialogs = new DialogGuard(tab);
     await installBehaviors(tab, this.options.behaviors, this.behaviorHooks);
-    const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.limits, this.options.rateLimitStatusCodes, this.options.extras);
+    const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.limits, this.options.rateLimitStatusCodes, this.options.tabCapture);
     const popups = await PopupCloser.attach(tab);
     this.contentCheck = this.options.contentCheck ? await ContentCheck.attach(tab) : null;
     this.tab = tab;
@@ -140,7 +141,7 @@ export class PageWorker {
   /** A page's service worker (--serviceWorker enabled): what it fetches from now on, and its script. */
   private async captureServiceWorker(target: Target, scriptUrl: string): Promise<void> {
     const cdp = await target.createCDPSession();
-    await PageCapture.attachWorker(cdp, this.sink, this.fetcher, this.limits, this.options.extras ?? NO_EXTRAS);
+    await PageCapture.attachWorker(cdp, this.sink, this.fetcher, this.limits, this.options.tabCapture ?? DEFAULT_TAB_CAPTURE);
     if (await this.sink.hasStoredResponse(scriptUrl)) return;
     const script = await this.fetcher.fullResponse(scriptUrl, []);
     if (script) await this.sink.store(script);
@@ -325,7 +326,7 @@ export class PageWorker {
 const TAB_CLOSE_DEADLINE_MS = 5000;
 /**
  * How long the network must have been quiet after the load before behaviors start: none, they start once
- * no request is in flight. The wait after them asks for the full quiet time (loadWait.ts), and what the
+ * no request is in flight. The wait after them asks for the full quiet time (capture/networkActivity.ts), and what the
  * page fetches meanwhile is captured all the same (the behaviors' own autofetch watches the page for new
  * images as it changes).
  */

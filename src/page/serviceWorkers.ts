@@ -1,6 +1,6 @@
 import type { Browser, Target } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 
 const ATTACH_DEADLINE_MS = 10_000;
 const watched = new WeakSet<Browser>();

@@ -1,5 +1,5 @@
 import { errorMessage, logger } from "../log/logger.js";
-import { isLoginPage } from "../capture/captureExtras.js";
+import { isLoginPage } from "../capture/pageAnswers.js";
 import type { LoginBrowser } from "./loginBrowser.js";
 import type { LoginProfileOptions } from "./loginProfileOptions.js";
 

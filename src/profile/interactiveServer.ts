@@ -1,8 +1,9 @@
-import { randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Target } from "puppeteer-core";
 import { CdpScreencast } from "../screencast/cdpScreencast.js";
+import { tokenMatches } from "../screencast/liveViewServer.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { INTERACTIVE_PAGE } from "./interactivePage.js";
 import type { LoginBrowser } from "./loginBrowser.js";
@@ -75,13 +76,13 @@ export async function startInteractiveServer(login: LoginBrowser, listen: { host
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
       logger.warn("profile", `interactive page: ${errorMessage(err)}`);
-      if (!res.headersSent) reply(res, 500, { error: "internal error" });
+      if (!res.headersSent) replyJson(res, 500, { error: "internal error" });
       else res.end();
     });
   });
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? "/", "http://interactive.invalid");
-    if (!tokenMatches(url.searchParams.get("token"), token)) return void reply(res, 403, { error: "forbidden" });
+    if (!tokenMatches(url.searchParams.get("token"), token)) return void replyJson(res, 403, { error: "forbidden" });
     alive();
     const route = `${req.method} ${url.pathname}`;
     switch (route) {
@@ -97,38 +98,38 @@ export async function startInteractiveServer(login: LoginBrowser, listen: { host
         req.on("close", () => clients.delete(res));
         return;
       case "GET /ping":
-        return void reply(res, 200, { pong: true });
+        return void replyJson(res, 200, { pong: true });
       case "POST /input": {
         const input = parseRemoteInput(await readJson(req));
-        if (!input) return void reply(res, 400, { error: "not an input event" });
+        if (!input) return void replyJson(res, 400, { error: "not an input event" });
         if (!saving) await dispatchRemoteInput(login.cdp, input).catch((err: unknown) => logger.debug("profile", `input not delivered: ${errorMessage(err)}`));
-        return void reply(res, 200, { ok: true });
+        return void replyJson(res, 200, { ok: true });
       }
       case "POST /navigate": {
         const body = (await readJson(req)) as { url?: unknown } | null;
         const target = typeof body?.url === "string" ? httpUrl(body.url) : null;
-        if (!target) return void reply(res, 400, { error: "an http(s) URL is needed" });
+        if (!target) return void replyJson(res, 400, { error: "an http(s) URL is needed" });
         logger.info("profile", "loading a page", { url: target });
         login.page.goto(target).catch((err: unknown) => logger.warn("profile", `page load failed: ${errorMessage(err)}`));
-        return void reply(res, 200, { ok: true });
+        return void replyJson(res, 200, { ok: true });
       }
       case "POST /save": {
-        if (saving) return void reply(res, 409, { error: "saving already" });
+        if (saving) return void replyJson(res, 409, { error: "saving already" });
         saving = true;
         await screencast.stop();
         try {
           const file = await login.save();
-          reply(res, 200, { saved: file });
+          replyJson(res, 200, { saved: file });
           finish("saved");
         } catch (err) {
           logger.error("profile", `the profile could not be saved: ${errorMessage(err)}`);
-          reply(res, 500, { error: errorMessage(err) });
+          replyJson(res, 500, { error: errorMessage(err) });
           finish("failed");
         }
         return;
       }
       default:
-        return void reply(res, 404, { error: "not found" });
+        return void replyJson(res, 404, { error: "not found" });
     }
   };
 
@@ -152,14 +153,7 @@ export async function startInteractiveServer(login: LoginBrowser, listen: { host
   };
 }
 
-function tokenMatches(given: string | null, token: string): boolean {
-  if (given === null) return false;
-  const a = Buffer.from(given);
-  const b = Buffer.from(token);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
-function reply(res: ServerResponse, status: number, body: unknown): void {
+function replyJson(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { ...HEADERS, "content-type": "application/json" });
   res.end(JSON.stringify(body));
 }

@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, CDPSession, Page, Protocol } from "puppeteer-core";
 import { launchBrowser, type LaunchedBrowser } from "../browser/launch.js";
-import { answerProxyChallengesOf } from "../capture/proxyAuth.js";
+import { answerProxyChallengesOf } from "../capture/requests/proxyAuth.js";
 import { AddressPolicy } from "../fetch/addressPolicy.js";
 import { SocketGate } from "../fetch/socketGate.js";
 import { startProxies, stopProxies } from "../proxy/activeProxies.js";

@@ -57,7 +57,7 @@ const PROFILES_DIR = "crawls/profiles";
 export const DEFAULT_WINDOW_SIZE = { width: 1366, height: 900 };
 export const DEFAULT_INTERACTIVE_PORT = 9223;
 
-function number(name: string, value: string | undefined, fallback: number, min: number): number {
+function loginNumberFlag(name: string, value: string | undefined, fallback: number, min: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
   if (!Number.isFinite(n) || n < min) throw new LoginProfileOptionsError(`--${name} must be a number of at least ${min}, got ${JSON.stringify(value)}`);
@@ -107,11 +107,11 @@ export function resolveLoginProfileOptions(flags: RawLoginProfileFlags, env: Nod
     filename: profileFilename(flags.filename),
     debugScreenshot: screenshot === undefined || screenshot === false ? null : screenshot === true ? resolve("debug-screenshot.png") : resolve(screenshot),
     headless: !flags.headful,
-    shutdownWaitSeconds: number("shutdownWait", flags.shutdownWait, 0, 0),
-    postLoadDelaySeconds: number("postLoadDelay", flags.postLoadDelay, 0, 0),
+    shutdownWaitSeconds: loginNumberFlag("shutdownWait", flags.shutdownWait, 0, 0),
+    postLoadDelaySeconds: loginNumberFlag("postLoadDelay", flags.postLoadDelay, 0, 0),
     profile: flags.profile?.trim() || null,
     windowSize: parseWindowSize(flags.windowSize),
-    cookieDays: number("cookieDays", flags.cookieDays, 7, 0),
+    cookieDays: loginNumberFlag("cookieDays", flags.cookieDays, 7, 0),
     // As the crawl: PROXY_SERVER when the flag is not given (a password there stays off the command line).
     proxyServer: flags.proxyServer?.trim() || env.PROXY_SERVER?.trim() || null,
     listen: parseListen(flags.port),

@@ -7,7 +7,7 @@ import { discard, plainFetch } from "../fetch/plainFetch.js";
 import { errorMessage } from "../log/logger.js";
 import { downloadObject } from "../upload/downloadObject.js";
 import { readStoreSettings } from "../upload/storeSettings.js";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 
 // Fetched before the seeds are known: the rules outside a crawl apply (a local server is allowed).
 const BEFORE_THE_CRAWL = rulesOutsideACrawl();

@@ -219,7 +219,7 @@ export function chromiumProxyArgs(): string[] {
   return active ? [...active.chromiumArgs] : [];
 }
 
-/** Whether Chromium's proxy asks for credentials (then capture/proxyAuth.ts answers its challenges). */
+/** Whether Chromium's proxy asks for credentials (then capture/requests/proxyAuth.ts answers its challenges). */
 export function browserProxyNeedsCredentials(): boolean {
   return (active?.browserCredentials.size ?? 0) > 0;
 }

@@ -1,5 +1,5 @@
 import { Cluster, type Redis } from "ioredis";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 import { connectRedis, redactUrl, RedisUnreachableError } from "./connect.js";
 import { evalScriptsBySha } from "./scripts.js";
 

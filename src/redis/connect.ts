@@ -1,5 +1,5 @@
 import { Redis } from "ioredis";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 import { evalScriptsBySha } from "./scripts.js";
 
 export class RedisUnreachableError extends Error {}

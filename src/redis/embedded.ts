@@ -4,8 +4,7 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { freePort } from "./freePort.js";
-import { isPidAlive } from "../util/process.js";
-import { bootId, pidNamespace, processStartTime } from "../util/procfs.js";
+import { bootId, isPidAlive, pidNamespace, processStartTime } from "../util/procfs.js";
 import { debugAccessHost } from "../util/debugAccessHost.js";
 
 /** The exit code of the launcher when another redis-server holds the data folder's lock. */

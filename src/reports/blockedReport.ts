@@ -4,7 +4,7 @@ import { loadAdHosts, type AdHostList } from "../block/adHosts.js";
 import { Blocking, type BlockedRequest } from "../block/blocking.js";
 import type { BlockOptions } from "../config/groups/blockOptions.js";
 import { errorMessage, logger } from "../log/logger.js";
-import type { CrawlState } from "../state/crawlState.js";
+import type { Frontier } from "../frontier/frontier.js";
 
 /** Distinct blocked URLs remembered per process; past this a URL blocked again may be listed again. */
 const REMEMBERED = 100_000;
@@ -37,7 +37,7 @@ export class BlockedReport {
 
   constructor(
     readonly path: string,
-    private readonly state: CrawlState,
+    private readonly state: Frontier,
     readonly adHosts: AdHostList | null,
   ) {}
 
@@ -82,7 +82,7 @@ export class BlockedReport {
  * The crawl's blocking (the run context hands it to the tabs and the direct fetches) and its report (`blocked`);
  * both null when nothing is blocked.
  */
-export function startBlocking(options: BlockOptions, adHosts: AdHostList | null, path: string, state: CrawlState): { blocking: Blocking | null; blocked: BlockedReport | null } {
+export function startBlocking(options: BlockOptions, adHosts: AdHostList | null, path: string, state: Frontier): { blocking: Blocking | null; blocked: BlockedReport | null } {
   const blocking = new Blocking({ rules: options.rules, adHosts, blockMessage: options.blockMessage, adBlockMessage: options.adBlockMessage });
   if (!blocking.active) return { blocking: null, blocked: null };
   const report = new BlockedReport(path, state, adHosts);

@@ -1,8 +1,8 @@
 import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { errorMessage, logger } from "../log/logger.js";
-import type { FailedPage } from "../state/crawlState.js";
-import type { SeedBudget, SeedTally } from "../state/seedBudgets.js";
+import type { FailedPage } from "../frontier/frontier.js";
+import type { SeedBudget, SeedTally } from "../budgets/seedBudgets.js";
 
 /**
  * How a seed ended: its budget stopped it (`pageLimit`, `sizeLimit`), the crawl's --timeLimit ended it with

@@ -2,7 +2,7 @@ import { appendFileSync, existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { errorMessage, logger } from "../log/logger.js";
 import type { SkipReason } from "../scope/admission.js";
-import type { QueuedPage } from "../state/crawlState.js";
+import type { QueuedPage } from "../frontier/frontier.js";
 
 /** Distinct (reason, URL) pairs remembered per process; past this a page skipped again may be listed again. */
 const REMEMBERED = 100_000;

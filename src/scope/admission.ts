@@ -1,15 +1,15 @@
 import type { AddressPolicy } from "../fetch/addressPolicy.js";
 import { logger } from "../log/logger.js";
 import type { RobotsTxt } from "../robots/robotsTxt.js";
-import type { CrawlState, QueuedPage } from "../state/crawlState.js";
-import type { BudgetRefusal, SeedBudgets } from "../state/seedBudgets.js";
+import type { Frontier, QueuedPage } from "../frontier/frontier.js";
+import type { BudgetRefusal, SeedBudgets } from "../budgets/seedBudgets.js";
 import { crawlKey } from "./urls.js";
 
 export type Admission = "queued" | "seen" | "limit" | "robots" | "address" | "budget";
 
 /**
  * Why a page found was not queued, in browsertrix-crawler's words (its reports/skippedPages.jsonl reasons),
- * and ours: its seed's budget or its host's page cap was spent (state/seedBudgets.ts).
+ * and ours: its seed's budget or its host's page cap was spent (budgets/seedBudgets.ts).
  */
 export type SkipReason = "outOfScope" | "robotsTxt" | "pageLimit" | "duplicate" | BudgetRefusal;
 /** Told of each page found but not queued (--reportSkipped). */
@@ -28,7 +28,7 @@ export class PageAdmission {
   private readonly refusedHosts = new Set<string>();
 
   constructor(
-    private readonly state: CrawlState,
+    private readonly state: Frontier,
     /** The crawl's address policy: a page on a refused address is never queued. */
     private readonly addresses: AddressPolicy,
     private readonly limit: number,

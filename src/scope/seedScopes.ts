@@ -1,4 +1,4 @@
-import type { ExtraSeeds } from "../state/extraSeeds.js";
+import type { ExtraSeeds } from "../frontier/extraSeeds.js";
 import type { SeedScope } from "./seedScope.js";
 
 /**

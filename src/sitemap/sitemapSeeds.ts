@@ -4,7 +4,7 @@ import { tryNormalizeCrawlUrl } from "../scope/urls.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { RobotsTxt } from "../robots/robotsTxt.js";
 import type { ConnectionRules } from "../fetch/connectionRules.js";
-import type { QueuedPage } from "../state/crawlState.js";
+import type { QueuedPage } from "../frontier/frontier.js";
 import type { SitemapClaim } from "../state/sitemapClaim.js";
 import { pauseForTests } from "../util/testSeams.js";
 import { readSitemaps, type SitemapEntry, type SitemapReadCounts } from "./sitemapReader.js";

@@ -111,7 +111,7 @@ export function crawlStateKeys(crawlId: string, clustered = false) {
     screencastChannel: `c:${p}:cast`,
     /** Pub/sub channel where a live view says "connect" when its first viewer comes and "disconnect" when its last leaves. */
     screencastControl: `c:${p}:ctrl`,
-    // Per-seed budgets and the per-host page cap (state/seedBudgets.ts): a hash field per seed or host, never per URL.
+    // Per-seed budgets and the per-host page cap (budgets/seedBudgets.ts): a hash field per seed or host, never per URL.
     /** Hash seed id (of a seed given) -> pages of the seed crawled. */
     seedPages: `${p}:seedPages`,
     /** Hash seed id -> WARC bytes written for the seed's pages and their resources. */

@@ -1,4 +1,4 @@
-/** Reads of Linux /proc: who a pid really is, so that a reused pid is never taken for the process we mean. */
+/** Reads of Linux /proc (and kill(0)): who a pid really is, so that a reused pid is never taken for the process we mean. */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { testSeams } from "./testSeams.js";
 
@@ -86,4 +86,14 @@ function hasArg(cmdline: string, arg: string): boolean {
     if (isBoundary(cmdline[at - 1]) && isBoundary(cmdline[at + arg.length])) return true;
   }
   return false;
+}
+
+/** Whether a process with this pid exists (EPERM: it exists but belongs to another user). */
+export function isPidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
 }

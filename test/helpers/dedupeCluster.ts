@@ -1,6 +1,6 @@
 import { Cluster, Redis } from "ioredis";
 import { digestOfField, expandHashEntry, LAYOUT_KEY, shardedLayoutRecord } from "../../src/dedupe/indexKeys.js";
-import { loadLayout, type DedupeRedis } from "../../src/dedupe/layout.js";
+import { loadLayout, type DedupeRedis } from "../../src/dedupe/indexLayout.js";
 
 /**
  * Import bookkeeping, timestamps and the merge lease's fences ({<shard>}ah:fence; shard dd's reads "ah:fence",

@@ -1,6 +1,6 @@
 import { OptionsError } from "../optionsError.js";
 import { integer, parseSize } from "../flagValues.js";
-import type { SeedBudget } from "../../state/seedBudgets.js";
+import type { SeedBudget } from "../../budgets/seedBudgets.js";
 
 /**
  * Per-seed budgets and the per-host page cap (the practice of national libraries' domain crawls: so many

@@ -41,7 +41,7 @@ export interface RawPageLoadFlags {
 export const DEFAULT_WAIT_UNTIL: WaitUntilEvent[] = ["load"];
 /**
  * 0 here (browsertrix-crawler: 1): a page's one slow request (a script's late API call) is waited for,
- * up to --netIdleWait, rather than cut off. Streams count as quiet once they stream (capture/loadWait.ts).
+ * up to --netIdleWait, rather than cut off. Streams count as quiet once they stream (capture/networkActivity.ts).
  */
 export const DEFAULT_NET_IDLE_MAX_REQUESTS = 0;
 

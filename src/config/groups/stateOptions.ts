@@ -1,4 +1,4 @@
-import type { BudgetCounts, SavedCrawlState } from "../../state/savedState.js";
+import type { BudgetCounts, SavedCrawlState } from "../../frontier/savedState.js";
 import { OptionsError } from "../optionsError.js";
 
 export type { SavedCrawlState };

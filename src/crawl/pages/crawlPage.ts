@@ -1,7 +1,7 @@
 import { errorMessage, logger } from "../../log/logger.js";
 import type { PageWorker } from "../../page/pageWorker.js";
-import type { ByteTallySink } from "../../pipeline/byteTally.js";
-import type { QueuedPage } from "../../state/crawlState.js";
+import type { ByteTallySink } from "../../budgets/byteTally.js";
+import type { QueuedPage } from "../../frontier/frontier.js";
 import { runChain, type PageAttempt, type PageContext } from "./pageChain.js";
 import { PAGE_STEPS } from "./pageSteps.js";
 import { settlePage } from "./settlePage.js";

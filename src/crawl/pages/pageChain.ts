@@ -5,7 +5,7 @@ import type { CaptureHistory, KnownCapture } from "../../dedupe/captureHistory.j
 import type { NoteBacklog } from "../../dedupe/notes/noteBacklog.js";
 import { logger } from "../../log/logger.js";
 import type { PageLoadResult, PageWorker } from "../../page/pageWorker.js";
-import type { ByteTallySink } from "../../pipeline/byteTally.js";
+import type { ByteTallySink } from "../../budgets/byteTally.js";
 import type { PageResourceRecorder } from "../../pipeline/pageResources.js";
 import type { WaczPlan } from "../../pipeline/waczPlan.js";
 import type { ChangeReport } from "../../reports/changeReport.js";
@@ -13,9 +13,9 @@ import type { PageList } from "../../reports/pageList.js";
 import type { RobotsTxt } from "../../robots/robotsTxt.js";
 import type { PageAdmission } from "../../scope/admission.js";
 import type { SeedScopes } from "../../scope/seedScopes.js";
-import type { CrawlState, QueuedPage } from "../../state/crawlState.js";
-import type { HostPacing } from "../../state/hostPacing.js";
-import type { SeedBudgets } from "../../state/seedBudgets.js";
+import type { Frontier, QueuedPage } from "../../frontier/frontier.js";
+import type { HostPacing } from "../../politeness/hostPacing.js";
+import type { SeedBudgets } from "../../budgets/seedBudgets.js";
 import type { CrawlWatch } from "../crawlWatch.js";
 import type { StopControl } from "../stopControl.js";
 import type { SeedOfPage } from "./seedRedirect.js";
@@ -23,7 +23,7 @@ import type { SeedOfPage } from "./seedRedirect.js";
 /** What crawling a page reads and writes besides the page itself. */
 export interface PageContext {
   options: CrawlOptions;
-  state: CrawlState;
+  state: Frontier;
   history: CaptureHistory;
   /** Outlinks go into the capture history through it: retried while the dedupe index is away. */
   notes: NoteBacklog;

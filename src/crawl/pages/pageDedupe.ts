@@ -1,5 +1,5 @@
 import type { CrawlOptions } from "../../config/crawlOptions.js";
-import type { QueuedPage } from "../../state/crawlState.js";
+import type { QueuedPage } from "../../frontier/frontier.js";
 
 // --dedupePagesMinDepth (browsertrix-crawler's page-level dedupe): pages at that depth or deeper whose
 // HTML is archived already are skipped as duplicates; the page limit then counts crawled pages only.

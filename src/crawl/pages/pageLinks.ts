@@ -1,6 +1,6 @@
 import type { SeedScope } from "../../scope/seedScope.js";
 import { withoutHash } from "../../scope/urls.js";
-import type { QueuedPage } from "../../state/crawlState.js";
+import type { QueuedPage } from "../../frontier/frontier.js";
 import type { PageContext } from "./pageChain.js";
 
 /** The page's links as its seed's scope tells pages apart: without their #fragment unless --allowHashUrls. */

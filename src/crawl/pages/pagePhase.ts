@@ -10,18 +10,18 @@ import { errorMessage, logger } from "../../log/logger.js";
 import { CrawlProgressBar, type ProgressFigures } from "../../log/progress.js";
 import { SeedScopes } from "../../scope/seedScopes.js";
 import { startSitemapReading, type SitemapReading } from "../../sitemap/sitemapSeeds.js";
-import type { CrawlState } from "../../state/crawlState.js";
-import { ExtraSeeds } from "../../state/extraSeeds.js";
-import { HostPacing } from "../../state/hostPacing.js";
+import type { Frontier } from "../../frontier/frontier.js";
+import { ExtraSeeds } from "../../frontier/extraSeeds.js";
+import { HostPacing } from "../../politeness/hostPacing.js";
 import type { Membership } from "../../state/membership/membership.js";
 import { SitemapClaim } from "../../state/sitemapClaim.js";
-import { withTimeout } from "../../util/process.js";
+import { withTimeout } from "../../util/deadline.js";
 import { pauseForTests } from "../../util/testSeams.js";
 import { storageErrorMessage } from "../../util/storageErrors.js";
 import { crawlPage, extractOptionsOf, type PageContext } from "./crawlPage.js";
 import type { CrawlRun } from "../crawlRun.js";
 import { DiscardingSink } from "../../pipeline/dryRunSink.js";
-import { ByteTallySink } from "../../pipeline/byteTally.js";
+import { ByteTallySink } from "../../budgets/byteTally.js";
 import type { Seeding } from "../seeds.js";
 import type { StopControl } from "../stopControl.js";
 import { StorageWatch } from "../storageWatch.js";
@@ -61,7 +61,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     onRestart: () => run.watch.browserRestarted(),
     socketGate: run.context.socketGate,
   });
-  const debugAccess = options.browserMisc.debugAccessBrowser ? await startBrowserDebugAccess(async () => (await host.browser()).wsEndpoint()) : null;
+  const debugAccess = options.debugging.debugAccessBrowser ? await startBrowserDebugAccess(async () => (await host.browser()).wsEndpoint()) : null;
   try {
     const tabSetup = await tabSetupFor(await host.browser(), setup);
     stop.onImmediate(() => void host.closeAllPages());
@@ -94,7 +94,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         tab: tabSetup.tab,
         extracts: extractOptionsOf(options),
         rateLimitStatusCodes: options.rateLimit.statusCodes,
-        extras: { ...options.browserMisc, loginUrl: options.profile.loginUrl },
+        tabCapture: { ...options.tabCapture, loginUrl: options.profile.loginUrl },
         behaviors: { enabled: options.behaviors, timeoutMs: options.behaviorTimeout * 1000, postLoadDelayMs: options.postLoadDelay * 1000, clickSelector, customScripts: customBehaviors, userFlows, autoscrollMaxRounds },
         limits,
         linkSelectors: selectLinks,
@@ -131,7 +131,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
 }
 
 /** The progress bar (on a terminal) and the live view's figures every second, and with --logging stats a statistics line every 30 s. */
-function showProgress(state: CrawlState, bytesWritten: () => number, logStats: boolean, live: LiveView | null): () => void {
+function showProgress(state: Frontier, bytesWritten: () => number, logStats: boolean, live: LiveView | null): () => void {
   const progress = new CrawlProgressBar();
   let ticks = 0;
   let asking = false;
@@ -233,7 +233,7 @@ async function resumeOrphanedSitemapReading(loop: WorkLoop): Promise<void> {
  * it ended stays empty; looked at first, the queue could be empty just before a reading queued its last
  * pages and ended, and the crawl would end with them queued.
  */
-async function crawlIsDrained(state: CrawlState, sitemapClaim: SitemapClaim): Promise<boolean> {
+async function crawlIsDrained(state: Frontier, sitemapClaim: SitemapClaim): Promise<boolean> {
   if (await sitemapClaim.inProgress()) return false;
   await pauseForTests("drain-check");
   return state.frontierEmpty();

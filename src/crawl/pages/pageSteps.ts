@@ -8,7 +8,8 @@ import { extractBudgetMs, type ExtractOptions } from "../../page/pageExtracts.js
 import type { PageLoadResult } from "../../page/pageWorker.js";
 import { pageInfoResource, TEXT_CONTENT_TYPE, type PageResource } from "../../pipeline/pageResources.js";
 import { withoutHash } from "../../scope/urls.js";
-import { withTimeout } from "../../util/process.js";
+import { waitForHostTurn } from "../../politeness/hostTurn.js";
+import { withTimeout } from "../../util/deadline.js";
 import { isStorageError, storageErrorMessage } from "../../util/storageErrors.js";
 import { GO_ON, type PageAttempt, type PageContext, type PageStep } from "./pageChain.js";
 import { skipsIfArchived } from "./pageDedupe.js";
@@ -78,7 +79,7 @@ const fresh = step("fresh", async (attempt) => {
 const hostTurn = step("host turn", async ({ worker, page, context }) => {
   // A tab that fails to get ready fails the attempt below, where load asks for it again.
   await withTimeout(worker.readyTab(), context.options.pageLoadTimeout * 1000, "tab not ready").catch(() => undefined);
-  const waitMs = await waitForHostTurn(page.url, context);
+  const waitMs = await waitForHostTurn(page.url, { hostPacing: context.hostPacing, robots: context.robots, minHostIntervalSeconds: context.options.minHostInterval, stop: context.stop });
   return waitMs === null ? GO_ON : { kind: "deferred", until: { hostTurnInMs: waitMs } };
 });
 
@@ -244,26 +245,6 @@ function pageResources(pageUrl: string, { extracts, captured, document }: PageLo
   }
   for (const shot of extracts.screenshots) resources.push({ kind: shot.kind, contentType: shot.contentType, content: shot.bytes });
   return resources;
-}
-
-/** A wait for a host's turn longer than this puts the page back for later rather than holding the worker. */
-const DEFER_HOST_WAIT_OVER_MS = 5000;
-
-/**
- * Wait for this host's turn (--minHostInterval or, with --robots, its robots.txt Crawl-delay if longer; a
- * rate limit's back-off), shared by all processes through Redis. A long back-off puts the page back, due
- * when the host is, and frees the worker for other hosts: its wait is returned then (null: the turn came).
- */
-async function waitForHostTurn(url: string, context: PageContext): Promise<number | null> {
-  const crawlDelayMs = context.robots ? await context.robots.crawlDelayMs(url) : 0;
-  const intervalMs = Math.max(Math.round(context.options.minHostInterval * 1000), crawlDelayMs);
-  const host = new URL(url).host;
-  for (;;) {
-    const waitMs = await context.hostPacing.turn(host, intervalMs);
-    if (waitMs <= 0 || context.stop.immediate) return null;
-    if (waitMs > Math.max(DEFER_HOST_WAIT_OVER_MS, intervalMs)) return waitMs;
-    await context.stop.sleep(waitMs);
-  }
 }
 
 /** What each loaded page is asked for besides its traffic (--text, --screenshot). */

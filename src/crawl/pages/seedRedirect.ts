@@ -2,7 +2,7 @@ import { logger } from "../../log/logger.js";
 import type { SeedScope } from "../../scope/seedScope.js";
 import type { SeedScopes } from "../../scope/seedScopes.js";
 import { crawlKey } from "../../scope/urls.js";
-import type { CrawlState } from "../../state/crawlState.js";
+import type { Frontier } from "../../frontier/frontier.js";
 
 /** The scope a seed page's links are judged by, and the seed id the pages they lead to carry. */
 export interface SeedOfPage {
@@ -20,7 +20,7 @@ export async function followSeedRedirect(
   seedUrl: string,
   landedAt: string,
   current: SeedOfPage,
-  deps: { state: CrawlState; scopes: SeedScopes; addRedirectedSeeds: boolean },
+  deps: { state: Frontier; scopes: SeedScopes; addRedirectedSeeds: boolean },
 ): Promise<SeedOfPage> {
   // Listed under both URLs (pageSteps.ts): packaging keeps the second listing where it keeps the seed's.
   await deps.state.addSeenAlias(crawlKey(landedAt, true), { url: landedAt, pageUrl: seedUrl });

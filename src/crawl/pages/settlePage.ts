@@ -4,7 +4,7 @@ import { performance } from "node:perf_hooks";
 import { addToTally } from "../../behaviors/behaviors.js";
 import { errorMessage, logger } from "../../log/logger.js";
 import type { PageAttempt, PageContext, Settlement } from "./pageChain.js";
-import { settleRateLimited } from "./rateLimit.js";
+import { settleRateLimited } from "../../politeness/rateLimit.js";
 
 /**
  * The one place a page attempt's lease is settled, whichever step decided how. Returns whether the page

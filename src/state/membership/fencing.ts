@@ -1,5 +1,5 @@
 import { errorMessage, logger } from "../../log/logger.js";
-import { withTimeout } from "../../util/process.js";
+import { withTimeout } from "../../util/deadline.js";
 import type { Membership } from "./membership.js";
 
 /** Thrown at a write attempted after other processes took this one for dead. */

@@ -20,7 +20,7 @@ const FENCE_LUA = ownerScript(`
 return take_over(KEYS[1], KEYS[2], ARGV[1]) and 1 or 0
 `);
 
-/** Who holds the frontier's page leases (CrawlState: it knows its shards). */
+/** Who holds the frontier's page leases (Frontier: it knows its shards). */
 export interface LeaseHolders {
   leaseHolders(): Promise<string[]>;
 }

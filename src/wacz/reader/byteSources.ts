@@ -112,12 +112,12 @@ function parseContentRange(value: string | undefined): { start: number; end: num
 }
 
 /** Drop a response body unread; undici reports the abort as an "error" that nobody needs. */
-function discardBody(body: Dispatcher.ResponseData["body"]): void {
+function destroyBody(body: Dispatcher.ResponseData["body"]): void {
   body.on("error", () => undefined);
   if (!body.destroyed) body.destroy();
 }
 
-function headerValue(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+function firstHeaderValue(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
   const v = headers[name];
   return Array.isArray(v) ? v[0] : v;
 }
@@ -192,8 +192,8 @@ class HttpSource implements ByteSource {
     const head = await this.send("HEAD");
     await head.body.dump().catch(() => undefined);
     if (head.statusCode >= 200 && head.statusCode < 300) {
-      const length = headerValue(head.headers, "content-length");
-      const encoding = headerValue(head.headers, "content-encoding");
+      const length = firstHeaderValue(head.headers, "content-length");
+      const encoding = firstHeaderValue(head.headers, "content-encoding");
       if (length !== undefined && /^\d+$/.test(length.trim()) && (!encoding || encoding === "identity")) {
         return Number(length);
       }
@@ -203,13 +203,13 @@ class HttpSource implements ByteSource {
     }
     const res = await this.send("GET", "bytes=0-0");
     if (res.statusCode !== 206) {
-      discardBody(res.body);
+      destroyBody(res.body);
       throw this.statusError(res.statusCode);
     }
-    const cr = parseContentRange(headerValue(res.headers, "content-range"));
+    const cr = parseContentRange(firstHeaderValue(res.headers, "content-range"));
     for await (const chunk of res.body as AsyncIterable<Buffer>) this.bytesRead += chunk.length;
     if (!cr || cr.total === null) {
-      throw new WaczReadError(`${this.url}: server gave no archive size (no Content-Length, Content-Range ${JSON.stringify(headerValue(res.headers, "content-range") ?? null)})`);
+      throw new WaczReadError(`${this.url}: server gave no archive size (no Content-Length, Content-Range ${JSON.stringify(firstHeaderValue(res.headers, "content-range") ?? null)})`);
     }
     return cr.total;
   }
@@ -219,17 +219,17 @@ class HttpSource implements ByteSource {
     const res = await this.send("GET", `bytes=${start}-${end - 1}`);
     if (res.statusCode !== 206) {
       // Never drain a 200: that would download the whole archive.
-      discardBody(res.body);
+      destroyBody(res.body);
       throw this.statusError(res.statusCode);
     }
-    const cr = parseContentRange(headerValue(res.headers, "content-range"));
+    const cr = parseContentRange(firstHeaderValue(res.headers, "content-range"));
     let problem: string | null = null;
     if (!cr) problem = "206 response without a valid Content-Range";
     else if (cr.start !== start) problem = `asked for bytes from ${start}, got ${cr.start}`;
     else if (cr.total !== null && cr.total !== this.size) problem = `archive changed on the server (size ${cr.total}, was ${this.size})`;
     else if (cr.end < end - 1) problem = `truncated (server has bytes up to ${cr.end}, expected ${end - 1})`;
     if (problem) {
-      discardBody(res.body);
+      destroyBody(res.body);
       throw new WaczReadError(`${this.url}: ${problem}`);
     }
     return res;
@@ -255,7 +255,7 @@ class HttpSource implements ByteSource {
     } catch (err) {
       throw this.requestError(err);
     } finally {
-      if (got < want) discardBody(res.body);
+      if (got < want) destroyBody(res.body);
     }
     if (got < want) throw new WaczReadError(`${this.url}: truncated (response ended after ${got} of ${want} bytes at ${start})`);
   }

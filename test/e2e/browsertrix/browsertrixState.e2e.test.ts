@@ -1,4 +1,4 @@
-import { CrawlState } from "../../../src/state/crawlState.js";
+import { Frontier } from "../../../src/frontier/frontier.js";
 import { Membership } from "../../../src/state/membership/membership.js";
 import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
@@ -263,7 +263,7 @@ describe("Redis lists for the Browsertrix service", () => {
     expect(run.code, run.stderr.slice(-1500)).toBe(0);
     expect(await redis.client.lrange("restored-crawl:e", 0, -1)).toEqual([BTX_ERROR_LINE]);
     // The seen set keeps fingerprints: a finished URL offered to the queue again is "seen".
-    const state = new CrawlState(redis.client, new Membership(redis.client, "restored-crawl", "checker-1-aaaa"));
+    const state = new Frontier(redis.client, new Membership(redis.client, "restored-crawl", "checker-1-aaaa"));
     for (const p of ["/s/", "/s/p1", "/s/p2", "/s/p8"]) expect(await state.enqueue({ url: origin + p, depth: 1, seedId: 0, extraHops: 0 }, 0), p).toBe("seen");
   }, 180_000);
 

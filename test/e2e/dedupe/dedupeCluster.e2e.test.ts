@@ -12,7 +12,7 @@ import { SEED_PATH } from "../../../fixtures/site-manifest.js";
 import { startLocalCluster, type LocalCluster } from "../../../bench/lib/localCluster.js";
 import { connectDedupeIndex } from "../../../src/dedupe/connectIndex.js";
 import { DedupeIndex } from "../../../src/dedupe/dedupeIndex.js";
-import { layoutOf, type DedupeRedis } from "../../../src/dedupe/layout.js";
+import { layoutOf, type DedupeRedis } from "../../../src/dedupe/indexLayout.js";
 import { readShardedHash, writeEntriesSharded } from "../../../src/dedupe/shardedHashes.js";
 import { runCli, NO_BEHAVIORS } from "../../helpers/cli.js";
 import { resetCluster, singleLayoutView } from "../../helpers/dedupeCluster.js";

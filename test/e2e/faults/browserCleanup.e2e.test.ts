@@ -9,8 +9,7 @@ import type { BrowserRecord } from "../../../src/browser/runningBrowsers.js";
 import { launchBrowser } from "../../../src/browser/launch.js";
 import { AddressPolicy } from "../../../src/fetch/addressPolicy.js";
 import { SocketGate } from "../../../src/fetch/socketGate.js";
-import { isPidAlive } from "../../../src/util/process.js";
-import { bootId, pidNamespace, processStartTime } from "../../../src/util/procfs.js";
+import { bootId, isPidAlive, pidNamespace, processStartTime } from "../../../src/util/procfs.js";
 import { logLines } from "../../helpers/cli.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
 

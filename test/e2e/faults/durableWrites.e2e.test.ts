@@ -201,7 +201,7 @@ async function claimsOf(crawlId: string, db: Redis): Promise<Map<string, boolean
 }
 
 /** What the crawl state and the dedupe index say is stored, that `archive` (and the page lists, `listed`) do not hold. */
-// A plain Redis: the frontier is one shard (state/frontierShards.ts), shard 0.
+// A plain Redis: the frontier is one shard (frontier/frontierShards.ts), shard 0.
 async function claimedButMissing(crawlId: string, db: Redis, archive: ArchiveView, listed: string[]): Promise<string[]> {
   const missing: string[] = [];
   for (const [exchange, stored] of await claimsOf(crawlId, db)) if (stored && !archive.exchanges.has(exchange)) missing.push(`stored exchange ${exchange}`);

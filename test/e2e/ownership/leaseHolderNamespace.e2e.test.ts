@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import { keysOf, loadLayout } from "../../../src/dedupe/layout.js";
+import { keysOf, loadLayout } from "../../../src/dedupe/indexLayout.js";
 import { MergeLease } from "../../../src/dedupe/mergeLease.js";
 import { isHolderGone } from "../../../src/ownership/processIdentity.js";
 import { usePrivateRedis } from "../../helpers/redis.js";
@@ -27,7 +27,7 @@ function freePid(): number {
 // The holder: takes the merge lease with the built code, says so, and holds it (renewing) until killed.
 const HOLDER = `
 const { Redis } = await import("ioredis");
-const { loadLayout } = await import(${JSON.stringify(resolve("dist/src/dedupe/layout.js"))});
+const { loadLayout } = await import(${JSON.stringify(resolve("dist/src/dedupe/indexLayout.js"))});
 const { MergeLease } = await import(${JSON.stringify(resolve("dist/src/dedupe/mergeLease.js"))});
 const client = new Redis(process.argv[1]);
 await loadLayout(client, false);

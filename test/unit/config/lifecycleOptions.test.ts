@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { cappedPageLimit, lifecycleOptions } from "../../../src/config/groups/lifecycleOptions.js";
 import { OptionsError } from "../../../src/config/optionsError.js";
-import { exitCodeOf } from "../../../src/crawl/outcome.js";
+import { exitCodeOf } from "../../../src/crawl/crawlStatus.js";
 
 describe("--maxPageLimit", () => {
   it("caps --pageLimit as browsertrix-crawler does", () => {

@@ -1,10 +1,10 @@
 // Flags of create-login-profile and of crawl's logins, the login-page rule, the interactive page's input.
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { isLoginPage } from "../../../src/capture/captureExtras.js";
+import { isLoginPage } from "../../../src/capture/pageAnswers.js";
 import { parseLoginProfileArgs } from "../../../src/cli/createLoginProfile.js";
 import { buildCrawlProgram, crawlFlags } from "../../../src/cli/crawl.js";
-import { browserMiscOptions } from "../../../src/config/groups/browserMiscOptions.js";
+import { tabCaptureOptions } from "../../../src/config/groups/tabCaptureOptions.js";
 import { compatWarnings } from "../../../src/config/browsertrix/flags.js";
 import { OptionsError } from "../../../src/config/optionsError.js";
 import { profileOptions } from "../../../src/config/groups/profileOptions.js";
@@ -90,8 +90,8 @@ describe("crawl --profile, --loginUrl", () => {
     expect(profileOptions({})).toEqual({ archive: null, loginUrl: null, saveProfile: null });
     expect(profileOptions({ profile: "p.tar.gz", loginUrl: "https://e.org/login" })).toEqual({ archive: "p.tar.gz", loginUrl: "https://e.org/login", saveProfile: null });
     expect(() => profileOptions({ loginUrl: "/login" })).toThrow(OptionsError);
-    expect(browserMiscOptions({ serviceWorker: "disabled-if-profile" }).bypassServiceWorker).toBe(false);
-    expect(browserMiscOptions({ serviceWorker: "disabled-if-profile", profile: "p.tar.gz" }).bypassServiceWorker).toBe(true);
+    expect(tabCaptureOptions({ serviceWorker: "disabled-if-profile" }).bypassServiceWorker).toBe(false);
+    expect(tabCaptureOptions({ serviceWorker: "disabled-if-profile", profile: "p.tar.gz" }).bypassServiceWorker).toBe(true);
   });
 
   it("a login page is the login URL's origin and path, whatever its query", () => {

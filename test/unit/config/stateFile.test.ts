@@ -8,7 +8,7 @@ import { stateOptions } from "../../../src/config/groups/stateOptions.js";
 import { configToSave } from "../../../src/config/savedConfig.js";
 import { stateFileChunks, withoutUrlPasswords, withUrlPasswords } from "../../../src/config/stateFile.js";
 import { writeWholeFile } from "../../../src/durable/wholeFile.js";
-import type { SavedCrawlState } from "../../../src/state/savedState.js";
+import type { SavedCrawlState } from "../../../src/frontier/savedState.js";
 
 let dir: string;
 beforeAll(() => {

@@ -13,18 +13,18 @@ import { GO_ON, runChain, type PageAttempt, type PageContext, type PageStep } fr
 import { PAGE_STEPS } from "../../../src/crawl/pages/pageSteps.js";
 import { StopControl } from "../../../src/crawl/stopControl.js";
 import type { PageLoadResult, PageWorker } from "../../../src/page/pageWorker.js";
-import { ByteTallySink } from "../../../src/pipeline/byteTally.js";
+import { ByteTallySink } from "../../../src/budgets/byteTally.js";
 import { DiscardingSink } from "../../../src/pipeline/dryRunSink.js";
 import { PageList } from "../../../src/reports/pageList.js";
 import { AddressPolicy } from "../../../src/fetch/addressPolicy.js";
 import { PageAdmission } from "../../../src/scope/admission.js";
 import { SeedScope } from "../../../src/scope/seedScope.js";
 import { SeedScopes } from "../../../src/scope/seedScopes.js";
-import { CrawlState, type QueuedPage } from "../../../src/state/crawlState.js";
-import { ExtraSeeds } from "../../../src/state/extraSeeds.js";
-import { HostPacing } from "../../../src/state/hostPacing.js";
+import { Frontier, type QueuedPage } from "../../../src/frontier/frontier.js";
+import { ExtraSeeds } from "../../../src/frontier/extraSeeds.js";
+import { HostPacing } from "../../../src/politeness/hostPacing.js";
 import { Membership } from "../../../src/state/membership/membership.js";
-import { SeedBudgets } from "../../../src/state/seedBudgets.js";
+import { SeedBudgets } from "../../../src/budgets/seedBudgets.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
 
 const SEED = "http://a.test/";
@@ -84,7 +84,7 @@ async function crawlWithLeasedSeed(flags: Record<string, string> = {}, tweak: (o
   const options = tweak({ ...base, lifecycle: { ...base.lifecycle, dryRun: true } });
   const crawlId = `chain${++crawlNumber}`;
   const membership = new Membership(redis.client, crawlId, "p1");
-  const state = new CrawlState(redis.client, membership);
+  const state = new Frontier(redis.client, membership);
   const budgets = new SeedBudgets(redis.client, membership.keys, membership.processId, options.budgets.seeds, options.budgets.maxPagesPerHost);
   const stop = new StopControl();
   const skipped: string[] = [];

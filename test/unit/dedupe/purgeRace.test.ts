@@ -11,7 +11,7 @@ import { startLocalCluster } from "../../../bench/lib/localCluster.js";
 import { commitCrawl } from "../../../src/dedupe/commit.js";
 import { DedupeIndex } from "../../../src/dedupe/dedupeIndex.js";
 import { connectDedupeIndex } from "../../../src/dedupe/connectIndex.js";
-import { createShardedLayout, loadLayout, type DedupeRedis } from "../../../src/dedupe/layout.js";
+import { createShardedLayout, loadLayout, type DedupeRedis } from "../../../src/dedupe/indexLayout.js";
 import { purgeCrawls } from "../../../src/dedupe/purge.js";
 import { resetCluster, singleLayoutView } from "../../helpers/dedupeCluster.js";
 import { usePrivateRedis } from "../../helpers/redis.js";

@@ -12,7 +12,7 @@ import {
   shardKeys,
   shardOfDigest,
 } from "../../../src/dedupe/indexKeys.js";
-import { createShardedLayout, loadLayout } from "../../../src/dedupe/layout.js";
+import { createShardedLayout, loadLayout } from "../../../src/dedupe/indexLayout.js";
 import { readShardedHash, rollbackWaczSharded, writeEntriesSharded } from "../../../src/dedupe/shardedHashes.js";
 import { usePrivateRedis } from "../../helpers/redis.js";
 

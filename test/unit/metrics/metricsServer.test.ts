@@ -11,7 +11,7 @@ import { FAILURE_KINDS, failureKind } from "../../../src/metrics/failureKinds.js
 import { MetricsServer } from "../../../src/metrics/metricsServer.js";
 import { connectRedis } from "../../../src/redis/connect.js";
 import { freePort } from "../../../src/redis/freePort.js";
-import { CrawlState } from "../../../src/state/crawlState.js";
+import { Frontier } from "../../../src/frontier/frontier.js";
 import { Membership } from "../../../src/state/membership/membership.js";
 import { runCli } from "../../helpers/cli.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
@@ -78,7 +78,7 @@ describe("/metrics while the crawl state's Redis is away", () => {
   });
 
   it("answers within its deadline with the last counts read, counting each failed read; reads again once Redis is back", async () => {
-    const state = new CrawlState(client, new Membership(client, "metrics-outage", "p1"));
+    const state = new Frontier(client, new Membership(client, "metrics-outage", "p1"));
     for (const path of ["a", "b", "c"]) await state.enqueue({ url: `http://a.test/${path}`, depth: 0, seedId: 0, extraHops: 0 }, 0);
     await state.markDone((await state.take())!.url);
     server.metrics.readCrawlStateFrom(() => state.counts());

@@ -9,7 +9,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { mergeCrawlUrls } from "../../../src/dedupe/captureHistory.js";
 import { commitCrawl, mergeCrawlHashes } from "../../../src/dedupe/commit.js";
 import { DedupeIndex } from "../../../src/dedupe/dedupeIndex.js";
-import { createShardedLayout, keysOf, loadLayout, type DedupeRedis } from "../../../src/dedupe/layout.js";
+import { createShardedLayout, keysOf, loadLayout, type DedupeRedis } from "../../../src/dedupe/indexLayout.js";
 import { MergeLease } from "../../../src/dedupe/mergeLease.js";
 import { purgeCrawls } from "../../../src/dedupe/purge.js";
 import { logger } from "../../../src/log/logger.js";

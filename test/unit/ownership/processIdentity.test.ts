@@ -1,4 +1,4 @@
-import { CrawlState } from "../../../src/state/crawlState.js";
+import { Frontier } from "../../../src/frontier/frontier.js";
 import { spawn } from "node:child_process";
 import { hostname } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -67,7 +67,7 @@ describe("reaping dead processes of this namespace", () => {
     const container = `${hostname()}-${pid}-${start}-${otherNamespaceTag()}-cccc`;
     for (const id of [me.processId, deadHere, container]) await new Membership(redis.client, "reap", id, 60_000).heartbeat();
     // The leases are the frontier's (one shard on a plain Redis), which the membership asks who holds them.
-    const frontier = new CrawlState(redis.client, me);
+    const frontier = new Frontier(redis.client, me);
     await frontier.shards();
     await redis.client.hset(me.keys.frontierShard(0).leases, "http://a.test/1", deadHere, "http://a.test/2", container, "http://a.test/3", me.processId);
     expect(await me.reapLocalDeadProcesses(frontier)).toEqual([deadHere]);

@@ -265,12 +265,42 @@ describe("architecture", () => {
     // Who may judge a pid's liveness besides ownership/: records of processes this crawler launched itself (its
     // browsers, its embedded redis-server), kept in files of the collection rather than in shared state; the test seam
     // standing in for the pid namespace.
-    const allowed = ["src/browser/runningBrowsers.ts", "src/redis/embedded.ts", "src/util/process.ts", "src/util/procfs.ts", "src/util/testSeams.ts"];
+    const allowed = ["src/browser/runningBrowsers.ts", "src/redis/embedded.ts", "src/util/procfs.ts", "src/util/testSeams.ts"];
     const judging = files.filter((f) => !f.startsWith("src/ownership/") && /\bisPidAlive\(|\bprocessStartTime\(|\bpidNamespace\(|process\.kill\([^,)]+,\s*0\)/.test(readFileSync(join(ROOT, f), "utf8")));
     expect(judging.filter((f) => !allowed.includes(f))).toEqual([]);
     // No second way of naming a holder: host and pid joined into an id outside ownership/ is not a lease holder.
     const holderIds = files.filter((f) => !f.startsWith("src/ownership/") && /function\s+\w*(holderId|HolderId|processId|ProcessId)\s*\(/.test(readFileSync(join(ROOT, f), "utf8")));
     expect(holderIds).toEqual([]);
+  });
+
+  it("each concept has one folder holding its mechanism: nothing outside it defines that mechanism again", () => {
+    // folder -> what only it defines (a class, or a Redis key of the state keys it alone writes)
+    const concepts: Record<string, RegExp> = {
+      "src/frontier/": /\bclass Frontier\b/,
+      "src/politeness/": /\bclass HostPacing\b|\bfunction waitForHostTurn\b|\bfunction settleRateLimited\b|\.hostTurn\(/,
+      "src/budgets/": /\bclass SeedBudgets\b|\bclass ByteTallySink\b/,
+      "src/ownership/": /\bclass FencedLease\b|\bfunction newHolderId\b/,
+      "src/durable/": /\bclass AppendLog\b|\bfunction writeWholeFile\b/,
+    };
+    for (const [folder, mechanism] of Object.entries(concepts)) {
+      expect(existsSync(join(ROOT, folder, "README.md")), folder).toBe(true);
+      const inside = files.filter((f) => f.startsWith(folder) && mechanism.test(readFileSync(join(ROOT, f), "utf8")));
+      const outside = files.filter((f) => !f.startsWith(folder) && !f.startsWith("src/state/stateKeys.ts") && mechanism.test(readFileSync(join(ROOT, f), "utf8")));
+      expect(inside.length, folder).toBeGreaterThan(0);
+      expect(outside, folder).toEqual([]);
+    }
+  });
+
+  it("one name, one meaning: no two source files define a function of the same name", () => {
+    // main: each program's entry. escapeRegExp: log/ is a leaf that imports nothing of ours, so it keeps its own.
+    const allowed = new Set(["main", "escapeRegExp"]);
+    const definedIn = new Map<string, string[]>();
+    for (const f of files) {
+      for (const [, name] of readFileSync(join(ROOT, f), "utf8").matchAll(/^(?:export )?(?:async )?function\*? ?(\w+)/gm)) {
+        definedIn.set(name!, [...(definedIn.get(name!) ?? []), f]);
+      }
+    }
+    expect([...definedIn].filter(([name, where]) => where.length > 1 && !allowed.has(name))).toEqual([]);
   });
 
   it("runCrawl reads as the list of its stages (under 80 lines)", () => {

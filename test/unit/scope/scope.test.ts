@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SeedScope, type SeedScopeOptions } from "../../../src/scope/seedScope.js";
 import { crawlKey, normalizeCrawlUrl, tryNormalizeCrawlUrl } from "../../../src/scope/urls.js";
-import { parseRetryAfter } from "../../../src/crawl/pages/rateLimit.js";
+import { parseRetryAfter } from "../../../src/politeness/rateLimit.js";
 
 const base: SeedScopeOptions = { scopeType: "prefix", include: [], exclude: [], depth: -1, extraHops: 0 };
 

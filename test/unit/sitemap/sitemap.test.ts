@@ -10,7 +10,7 @@ import { SitemapClaim } from "../../../src/state/sitemapClaim.js";
 import { PageAdmission, type Admission } from "../../../src/scope/admission.js";
 import { SeedScope } from "../../../src/scope/seedScope.js";
 import { startSitemapReading } from "../../../src/sitemap/sitemapSeeds.js";
-import { CrawlState } from "../../../src/state/crawlState.js";
+import { Frontier } from "../../../src/frontier/frontier.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
 import { rulesOutsideACrawl } from "../../../src/fetch/connectionRules.js";
 
@@ -255,7 +255,7 @@ describe("the sitemaps are read once per crawl", () => {
         }
       }
       const reading = await startSitemapReading({ url: "/sitemap.xml", fromDate: null, toDate: null }, {
-        claim, admission: new RefusingAdmission(new CrawlState(redis.client, member), LOCAL_RULES.addresses, 0, null), scopes: [new SeedScope(`${site.origin}/`, { scopeType: "prefix", include: [], exclude: [], depth: -1, extraHops: 0 })],
+        claim, admission: new RefusingAdmission(new Frontier(redis.client, member), LOCAL_RULES.addresses, 0, null), scopes: [new SeedScope(`${site.origin}/`, { scopeType: "prefix", include: [], exclude: [], depth: -1, extraHops: 0 })],
         robotsTxt: new RobotsTxt({ rules: LOCAL_RULES, userAgent: null, agent: "x" }), stop: { requested: false }, userAgent: null, rules: LOCAL_RULES,
       });
       await reading.finished;

@@ -1,14 +1,4 @@
-/** Small process-level helpers shared by the crawler, its state and the embedded Redis. */
-
-/** Whether a process with this pid exists (EPERM: it exists but belongs to another user). */
-export function isPidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
+/** A deadline on an await: every await of a page attempt has one. */
 
 /** Reject with `message` if `promise` has not settled within `ms`. */
 export function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
-import type { CrawlStateKeys, FrontierShardKeys } from "./stateKeys.js";
-import type { LeaseHolders, Membership } from "./membership/membership.js";
+import type { CrawlStateKeys, FrontierShardKeys } from "../state/stateKeys.js";
+import type { LeaseHolders, Membership } from "../state/membership/membership.js";
 import { fingerprint, packEntry, shardOf, unpackEntry, type FailedPage, type QueuedPage } from "./frontierEntry.js";
 import { ADD_SEEN_LUA, ENQUEUE_LUA, RESERVE_LUA, FINISH_LUA, PUSH_LUA, RATE_LIMITED_LUA, RELEASE_LUA, SHARD_COUNTS_LUA, SKIP_LUA, TAKE_LUA } from "./frontierScripts.js";
 import { openFrontier } from "./frontierShards.js";
@@ -55,7 +55,7 @@ export interface FrontierOptions {
  * each shard's keys in one cluster slot. A lease is held by a process id (Membership); pages of a process
  * taken for dead go back to the queue (the membership asks who holds leases: leaseHolders).
  */
-export class CrawlState implements LeaseHolders {
+export class Frontier implements LeaseHolders {
   readonly keys: CrawlStateKeys;
   readonly crawlId: string;
   private readonly processId: string;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { crawlStateKeys } from "../../../src/state/stateKeys.js";
-import { ExtraSeeds } from "../../../src/state/extraSeeds.js";
-import { SeedBudgets, type SeedBudget } from "../../../src/state/seedBudgets.js";
+import { ExtraSeeds } from "../../../src/frontier/extraSeeds.js";
+import { SeedBudgets, type SeedBudget } from "../../../src/budgets/seedBudgets.js";
 import { usePrivateRedis } from "../../helpers/redis.js";
 
 // The budgets' scripts on a real redis-server: what two processes of one crawl see of each other's slots.

@@ -1,8 +1,8 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
-import { logger } from "../log/logger.js";
-import { browserProxyCredentials, browserProxyNeedsCredentials, relayedDirectly, relayInUse } from "../proxy/activeProxies.js";
-import { directFailureReason, isRelayFailureStatus, relayFailureError } from "../proxy/proxyFailure.js";
-import type { PageAttempt } from "./pageAttempt.js";
+import { logger } from "../../log/logger.js";
+import { browserProxyCredentials, browserProxyNeedsCredentials, relayedDirectly, relayInUse } from "../../proxy/activeProxies.js";
+import { directFailureReason, isRelayFailureStatus, relayFailureError } from "../../proxy/proxyFailure.js";
+import type { PageAttempt } from "../pageAttempt.js";
 
 /**
  * Proxy credentials for Chromium, which takes none on its command line: with a proxy that asks for them

@@ -7,7 +7,7 @@
 // still there (a compare-and-set), so two importers racing for one digest end with the first in order.
 // A purge's rebuild merges crawls in the same order (first writer wins): the same answer.
 import type { Buffer } from "node:buffer";
-import { keysOf, type DedupeRedis } from "./layout.js";
+import { keysOf, type DedupeRedis } from "./indexLayout.js";
 import { luaScript, runScript } from "./shardSlots.js";
 import { fencedArgs, fencedScript, type Fence } from "../ownership/fencedLease.js";
 
@@ -70,7 +70,7 @@ export async function renumberCrawls(redis: DedupeRedis, fence: Fence): Promise<
 }
 
 /** crawlorder as this process knows it: read again when a crawl it has not seen turns up. */
-export class CrawlOrder {
+export class CrawlRanks {
   private ranks = new Map<string, number>();
   private unranked = new Set<string>();
 

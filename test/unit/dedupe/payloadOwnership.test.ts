@@ -3,9 +3,9 @@
 // crawlorder, and h:<crawl> keeps the entry of the crawl's latest WACZ.
 import { describe, expect, it } from "vitest";
 import { HashWriteBatch } from "../../../indexer/hashWriteBatch.js";
-import { CrawlOrder, rankCrawls } from "../../../src/dedupe/crawlOrder.js";
+import { CrawlRanks, rankCrawls } from "../../../src/dedupe/payloadOwnership.js";
 import { dedupeKeys, formatHashEntry, type HashEntry } from "../../../src/dedupe/indexKeys.js";
-import { createShardedLayout, layoutOf } from "../../../src/dedupe/layout.js";
+import { createShardedLayout, layoutOf } from "../../../src/dedupe/indexLayout.js";
 import { writeEntriesSharded } from "../../../src/dedupe/shardedHashes.js";
 import { singleLayoutView } from "../../helpers/dedupeCluster.js";
 import { usePrivateRedis } from "../../helpers/redis.js";
@@ -25,7 +25,7 @@ async function importBatch(crawlId: string, waczIndex: number, digests: number[]
       for (const n of digests) batch.add(digest(n), entry(waczIndex, n));
       return batch.send(redis.client);
     })();
-  await new CrawlOrder(redis.client).claim(crawlId, held);
+  await new CrawlRanks(redis.client).claim(crawlId, held);
 }
 
 // X's two WACZ files and Y's one share payloads 3-6; X precedes Y.

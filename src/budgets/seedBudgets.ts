@@ -1,6 +1,6 @@
-import type { StateRedis } from "./crawlState.js";
-import { ExtraSeeds } from "./extraSeeds.js";
-import type { CrawlStateKeys } from "./stateKeys.js";
+import type { StateRedis } from "../frontier/frontier.js";
+import { ExtraSeeds } from "../frontier/extraSeeds.js";
+import type { CrawlStateKeys } from "../state/stateKeys.js";
 
 /** A seed's budget (a config seed's `limit`, `sizeLimit`; --seedPageLimit, --seedSizeLimit): 0 = none. */
 export interface SeedBudget {
@@ -134,7 +134,7 @@ export class SeedBudgets {
     for (const page of pages) {
       const seed = await this.rootOf(page.seedId);
       const budget = this.budgets[seed];
-      args.push(seed, hostOf(page.url), budget?.pages ?? 0, budget?.bytes ?? 0);
+      args.push(seed, pageCapHostOf(page.url), budget?.pages ?? 0, budget?.bytes ?? 0);
     }
     const k = this.keys;
     const answers = (await this.redis.eval(CHECK_LUA, 5, k.seedPages, k.seedBytes, k.hostPages, k.budgetSlots, k.fenced, ...args)) as number[];
@@ -149,7 +149,7 @@ export class SeedBudgets {
     const k = this.keys;
     const answer = (await this.redis.eval(
       RESERVE_LUA, 6, k.seedPages, k.seedBytes, k.hostPages, k.budgetSlots, k.fenced, k.seedEnds,
-      page.url, this.owner, seed, hostOf(page.url), budget?.pages ?? 0, budget?.bytes ?? 0, this.hostLimit,
+      page.url, this.owner, seed, pageCapHostOf(page.url), budget?.pages ?? 0, budget?.bytes ?? 0, this.hostLimit,
     )) as number;
     return REFUSALS[answer] ?? null;
   }
@@ -171,7 +171,7 @@ export class SeedBudgets {
     const k = this.keys;
     await this.redis.eval(
       FINISH_LUA, 5, k.budgetSlots, k.seedPages, k.seedBytes, k.hostPages, k.seedEnds,
-      page.url, seed, hostOf(page.url), Math.max(0, Math.round(bytes)), budget?.pages ?? 0, budget?.bytes ?? 0,
+      page.url, seed, pageCapHostOf(page.url), Math.max(0, Math.round(bytes)), budget?.pages ?? 0, budget?.bytes ?? 0,
     );
   }
 
@@ -201,7 +201,7 @@ export class SeedBudgets {
 }
 
 /** The host a page counts against for --maxPagesPerHost: host and port, as the URL names them. */
-function hostOf(url: string): string {
+function pageCapHostOf(url: string): string {
   try {
     return new URL(url).host;
   } catch {

@@ -8,8 +8,8 @@ export type ServiceWorkerMode = (typeof SERVICE_WORKER_MODES)[number];
 /** browsertrix-crawler's DEFAULT_RATE_LIMIT_RULES (an Incapsula challenge page answered 200). */
 export const DEFAULT_RATE_LIMIT_ON_MATCH = ['src="/_Incapsula_Resource?:200'];
 
-/** Browser-side extras of browsertrix-crawler (its flag names and meanings). */
-export interface BrowserMiscOptions {
+/** How each tab captures beyond recording, in browsertrix-crawler's flags and meanings. */
+export interface TabCaptureConfig {
   /** --serviceWorker: whether pages may use service workers ("disabled-if-profile": disabled with a --profile). */
   serviceWorker: ServiceWorkerMode;
   /** Whether the tabs bypass service workers (Network.setBypassServiceWorker). */
@@ -20,27 +20,18 @@ export interface BrowserMiscOptions {
   saveStorage: boolean;
   /** --rateLimitOnMatch: text rules making a page a rate-limit answer. */
   rateLimitOnMatch: RateLimitMatchRule[];
-  /** --waitOnDone: once finished, wait for SIGINT/SIGTERM before exiting. */
-  waitOnDone: boolean;
-  /** --debugAccessBrowser: the browser's DevTools protocol on port 9222. */
-  debugAccessBrowser: boolean;
-  /** --debugAccessRedis: the embedded redis-server reachable from other hosts (no protected mode). */
-  debugAccessRedis: boolean;
 }
 
-export interface RawBrowserMiscFlags {
+export interface RawTabCaptureFlags {
   serviceWorker?: string;
   originOverride?: string[];
   saveStorage?: boolean;
   rateLimitOnMatch?: string[];
-  waitOnDone?: boolean;
-  debugAccessBrowser?: boolean;
-  debugAccessRedis?: boolean;
   /** --profile: "disabled-if-profile" depends on it. */
   profile?: string;
 }
 
-function originOf(value: string, flagValue: string): string {
+function flagOrigin(value: string, flagValue: string): string {
   let url: URL;
   try {
     url = new URL(value);
@@ -55,7 +46,7 @@ function originOf(value: string, flagValue: string): string {
 export function parseOriginOverride(value: string): OriginOverrideRule {
   const at = value.indexOf("=");
   if (at <= 0 || at === value.length - 1) throw new OptionsError(`--originOverride takes orig=new with two http(s) origins (e.g. https://host=http://127.0.0.1:8080), got ${JSON.stringify(value)}`);
-  return { from: originOf(value.slice(0, at).trim(), value), to: originOf(value.slice(at + 1).trim(), value) };
+  return { from: flagOrigin(value.slice(0, at).trim(), value), to: flagOrigin(value.slice(at + 1).trim(), value) };
 }
 
 /** "<regex>" or "<regex>:<status>" (the status after the last colon, as a number only). */
@@ -72,7 +63,7 @@ export function parseRateLimitRule(value: string): RateLimitMatchRule {
   }
 }
 
-export function browserMiscOptions(flags: RawBrowserMiscFlags): BrowserMiscOptions {
+export function tabCaptureOptions(flags: RawTabCaptureFlags): TabCaptureConfig {
   const mode = (flags.serviceWorker ?? "disabled").trim();
   if (!(SERVICE_WORKER_MODES as readonly string[]).includes(mode)) {
     throw new OptionsError(`--serviceWorker takes one of ${SERVICE_WORKER_MODES.join(", ")}, got ${JSON.stringify(flags.serviceWorker)}`);
@@ -86,8 +77,5 @@ export function browserMiscOptions(flags: RawBrowserMiscFlags): BrowserMiscOptio
     originOverride: (flags.originOverride ?? []).filter((v) => v.trim()).map(parseOriginOverride),
     saveStorage: flags.saveStorage ?? false,
     rateLimitOnMatch: rules.filter((v) => v !== "").map(parseRateLimitRule),
-    waitOnDone: flags.waitOnDone ?? false,
-    debugAccessBrowser: flags.debugAccessBrowser ?? false,
-    debugAccessRedis: flags.debugAccessRedis ?? false,
   };
 }

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import { fingerprint, packEntry, type QueuedPage } from "./frontierEntry.js";
 import { ADD_SEEN_LUA, PUSH_LUA } from "./frontierScripts.js";
-import type { CrawlStateKeys, FrontierShardKeys } from "./stateKeys.js";
+import type { CrawlStateKeys, FrontierShardKeys } from "../state/stateKeys.js";
 
 /** How long a process waits for another one moving an older build's frontier into the shards. */
 const MIGRATION_WAIT_MS = 600_000;

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import type { CrawlStateKeys } from "./stateKeys.js";
+import type { CrawlStateKeys } from "../state/stateKeys.js";
 
 /** A seed added during the crawl at the URL a seed redirected to (--addRedirectedSeeds). */
 export interface ExtraSeed {

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
-import type { CrawlState, FailedPage, QueuedPage, StateRedis } from "./crawlState.js";
+import type { Frontier, FailedPage, QueuedPage, StateRedis } from "./frontier.js";
 import { unpackEntry } from "./frontierEntry.js";
 import { exportFrontier, frontierKeyNames } from "./frontierShards.js";
 import { ExtraSeeds, type ExtraSeed } from "./extraSeeds.js";
-import type { CrawlStateKeys } from "./stateKeys.js";
+import type { CrawlStateKeys } from "../state/stateKeys.js";
 import { pauseForTests } from "../util/testSeams.js";
 
 /**
@@ -80,7 +80,7 @@ function fromBtxEntry(json: string): { page: QueuedPage; retry: number } {
  * The crawl's frontier in browsertrix-crawler's format. `keyOf` is the seen key of a URL: queued and
  * failed pages leave `finished` (the pages crawled, or taken and skipped).
  */
-export async function serializeCrawlState(state: CrawlState, redis: StateRedis, keys: CrawlStateKeys, crawlId: string, keyOf: (url: string) => string): Promise<SavedCrawlState> {
+export async function serializeCrawlState(state: Frontier, redis: StateRedis, keys: CrawlStateKeys, crawlId: string, keyOf: (url: string) => string): Promise<SavedCrawlState> {
   const [frontier, errors, extraSeeds, aliases, sitemap, budgetCounts] = await Promise.all([
     exportFrontier(redis, await state.shards()), redis.lrange(keys.btxErrors, 0, -1),
     new ExtraSeeds(redis, keys).list(), redis.smembers(keys.seenAliases), redis.get(keys.sitemapRead),
@@ -199,7 +199,7 @@ async function claimLoad(redis: StateRedis, key: string, digest: string, opts: L
  * since. The state counts as loaded only once all of it is in: a process killed while loading it leaves it
  * claimed, and the next one (the same command run again) loads it again from the start.
  */
-export async function loadCrawlState(state: CrawlState, redis: StateRedis, keys: CrawlStateKeys, saved: SavedCrawlState, opts: LoadOptions): Promise<LoadResult> {
+export async function loadCrawlState(state: Frontier, redis: StateRedis, keys: CrawlStateKeys, saved: SavedCrawlState, opts: LoadOptions): Promise<LoadResult> {
   const digest = digestOf(saved);
   if (!(await claimLoad(redis, keys.stateLoaded, digest, opts))) return { loaded: false, finished: 0, queued: 0, failed: 0 };
   const shards = await state.shards();

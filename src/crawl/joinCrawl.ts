@@ -4,22 +4,22 @@ import type { Cluster, Redis } from "ioredis";
 import type { CrawlOptions } from "../config/crawlOptions.js";
 import { connectDedupeIndex } from "../dedupe/connectIndex.js";
 import { DedupeIndex } from "../dedupe/dedupeIndex.js";
-import type { DedupeRedis } from "../dedupe/layout.js";
+import type { DedupeRedis } from "../dedupe/indexLayout.js";
 import { logger } from "../log/logger.js";
 import { connectMaybeCluster } from "../redis/cluster.js";
 import { connectRedis, connectionUrl, redactUrl } from "../redis/connect.js";
 import { registerSecrets } from "../log/secrets.js";
 import { EmbeddedRedis } from "../redis/embedded.js";
-import { CrawlState } from "../state/crawlState.js";
+import { Frontier } from "../frontier/frontier.js";
 import { Liveness } from "../state/membership/fencing.js";
 import { Membership } from "../state/membership/membership.js";
 import { newProcessId } from "../ownership/processIdentity.js";
 import { WriterSlots } from "../state/membership/writerSlots.js";
-import { withTimeout } from "../util/process.js";
+import { withTimeout } from "../util/deadline.js";
 import type { CollectionPaths } from "../config/collectionPaths.js";
 
 /** This process's place in a crawl: its Redis connections, its membership and its writer slot. */
-export interface CrawlSession {
+export interface JoinedCrawl {
   processId: string;
   /** The crawl-state Redis (one server, or a Redis Cluster). */
   redis: Redis | Cluster;
@@ -28,7 +28,7 @@ export interface CrawlSession {
   /** This process writes only while its heartbeat is surely in force. */
   liveness: Liveness;
   /** The shared frontier: queue, leases, counts. */
-  state: CrawlState;
+  state: Frontier;
   slots: WriterSlots;
   /** This process's writer slot (several processes on one crawl each have one). */
   slot: number;
@@ -41,10 +41,10 @@ export interface CrawlSession {
  * index, register the crawl there, start this process's heartbeat, take over from dead processes of
  * this machine at once, and claim a writer slot.
  */
-export async function openCrawlSession(options: CrawlOptions, paths: CollectionPaths, stop: { fatal(message: string): void }): Promise<CrawlSession> {
+export async function joinCrawl(options: CrawlOptions, paths: CollectionPaths, stop: { fatal(message: string): void }): Promise<JoinedCrawl> {
   const processId = newProcessId(randomUUID().slice(0, 8));
   const serverGone = new AbortController();
-  const { redis, embedded } = await openStateRedis(options.redisStoreUrl, paths.redisData, serverGone.signal, options.browserMisc.debugAccessRedis);
+  const { redis, embedded } = await openStateRedis(options.redisStoreUrl, paths.redisData, serverGone.signal, options.debugging.debugAccessRedis);
   const membership = new Membership(redis, options.crawlId, processId);
   let dedupeRedis: DedupeRedis | null = null;
   // Nobody restarts the embedded server: without it every command would wait forever. Stop the crawl
@@ -71,7 +71,7 @@ export async function openCrawlSession(options: CrawlOptions, paths: CollectionP
     await dedupe.registerCrawl();
     liveness = new Liveness(membership, (message) => stop.fatal(message));
     await liveness.start();
-    const state = new CrawlState(redis, membership);
+    const state = new Frontier(redis, membership);
     await state.setStatus("running");
     const reaped = await membership.reapLocalDeadProcesses(state);
     if (reaped.length) logger.info("crawl", "taking over from crawler processes of this machine that died", { processes: reaped });

@@ -2,18 +2,18 @@
 // queue keeps of each page, its host shards, a --saveState round trip, and an older build's frontier.
 import { describe, expect, it } from "vitest";
 import { measureFrontier, SMOKE } from "../../../bench/lib/frontierFigures.js";
-import { CrawlState, type QueuedPage } from "../../../src/state/crawlState.js";
-import { shardOf } from "../../../src/state/frontierEntry.js";
+import { Frontier, type QueuedPage } from "../../../src/frontier/frontier.js";
+import { shardOf } from "../../../src/frontier/frontierEntry.js";
 import { Membership } from "../../../src/state/membership/membership.js";
-import { loadCrawlState, serializeCrawlState } from "../../../src/state/savedState.js";
+import { loadCrawlState, serializeCrawlState } from "../../../src/frontier/savedState.js";
 import { usePrivateRedis } from "../../helpers/redis.js";
 import { seededRandom } from "../../helpers/seededRandom.js";
 
 const redis = usePrivateRedis();
 
-const stateOf = (crawlId: string, shards?: number) => new CrawlState(redis.client, new Membership(redis.client, crawlId, "p1-aaaa"), 0, { shards });
+const stateOf = (crawlId: string, shards?: number) => new Frontier(redis.client, new Membership(redis.client, crawlId, "p1-aaaa"), 0, { shards });
 
-async function drain(state: CrawlState): Promise<QueuedPage[]> {
+async function drain(state: Frontier): Promise<QueuedPage[]> {
   const taken: QueuedPage[] = [];
   for (let page = await state.take(); page; page = await state.take()) {
     taken.push(page);

@@ -1,8 +1,8 @@
-import type { RateLimitAnswer } from "../../capture/pageCapture.js";
-import type { RateLimitOptions } from "../../config/groups/rateLimitOptions.js";
-import { logger } from "../../log/logger.js";
-import type { CrawlState } from "../../state/crawlState.js";
-import type { HostPacing } from "../../state/hostPacing.js";
+import type { RateLimitAnswer } from "../capture/pageCapture.js";
+import type { RateLimitOptions } from "../config/groups/rateLimitOptions.js";
+import { logger } from "../log/logger.js";
+import type { Frontier } from "../frontier/frontier.js";
+import type { HostPacing } from "./hostPacing.js";
 
 /** Without a Retry-After, a rate-limited page waits this long, doubling with each further answer (capped by --rateLimitTimeout). */
 export const RATE_LIMIT_BACKOFF_BASE_MS = 5000;
@@ -26,7 +26,7 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
 export async function settleRateLimited(
   url: string,
   answer: RateLimitAnswer,
-  deps: { state: CrawlState; hostPacing: HostPacing; limits: RateLimitOptions },
+  deps: { state: Frontier; hostPacing: HostPacing; limits: RateLimitOptions },
 ): Promise<"retry" | "failed" | "not-owner"> {
   const retryAfterMs = parseRetryAfter(answer.retryAfter);
   const capMs = deps.limits.timeoutSeconds * 1000;

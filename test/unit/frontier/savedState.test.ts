@@ -7,10 +7,10 @@ import { buildCrawlProgram, crawlFlags } from "../../../src/cli/crawl.js";
 import { stateOptions } from "../../../src/config/groups/stateOptions.js";
 import { stateFileChunks } from "../../../src/config/stateFile.js";
 import { writeWholeFile } from "../../../src/durable/wholeFile.js";
-import { CrawlState, type QueuedPage } from "../../../src/state/crawlState.js";
-import { shardOf, unpackEntry } from "../../../src/state/frontierEntry.js";
+import { Frontier, type QueuedPage } from "../../../src/frontier/frontier.js";
+import { shardOf, unpackEntry } from "../../../src/frontier/frontierEntry.js";
 import { Membership } from "../../../src/state/membership/membership.js";
-import { loadCrawlState, serializeCrawlState, type SavedCrawlState } from "../../../src/state/savedState.js";
+import { loadCrawlState, serializeCrawlState, type SavedCrawlState } from "../../../src/frontier/savedState.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
 
 let redis: TestRedis;
@@ -28,8 +28,8 @@ const page = (url: string, depth = 1): QueuedPage => ({ url, depth, seedId: 0, e
 const urlOf = (json: string) => (JSON.parse(json) as { url: string }).url;
 const sorted = (list: string[]) => [...list].sort();
 
-function crawl(crawlId: string, processId = "p1", shards = 1, client: Redis = redis.client): CrawlState {
-  return new CrawlState(client, new Membership(client, crawlId, processId), 1000, { shards });
+function crawl(crawlId: string, processId = "p1", shards = 1, client: Redis = redis.client): Frontier {
+  return new Frontier(client, new Membership(client, crawlId, processId), 1000, { shards });
 }
 
 const loadOptions = { maxRetries: 2, keyOf: (url: string) => url, inScope: () => true, processId: "loader", loaderGone: async () => true };

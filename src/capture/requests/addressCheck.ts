@@ -1,6 +1,6 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
-import type { AddressPolicy } from "../fetch/addressPolicy.js";
-import { logger } from "../log/logger.js";
+import type { AddressPolicy } from "../../fetch/addressPolicy.js";
+import { logger } from "../../log/logger.js";
 
 /** Host names already logged as not resolving (bounded: the log says it once per host, not per request). */
 const unresolvedHosts = new Set<string>();
@@ -14,7 +14,7 @@ export async function refuseByAddress(addresses: AddressPolicy, cdp: CDPSession,
   const verdict = await addresses.check(url);
   if (verdict.allowed) return false;
   if (verdict.unresolved) {
-    const host = hostOf(url);
+    const host = loggedHostOf(url);
     if (!unresolvedHosts.has(host) && unresolvedHosts.size < 1000) {
       unresolvedHosts.add(host);
       logger.warn("capture", "request not sent: its host name does not resolve (further requests to this host are not logged)", { url: event.request.url, reason: verdict.reason });
@@ -27,7 +27,8 @@ export async function refuseByAddress(addresses: AddressPolicy, cdp: CDPSession,
   return true;
 }
 
-function hostOf(url: string): string {
+/** The host (and port) an unresolved name is logged once for; the URL itself when it does not parse. */
+function loggedHostOf(url: string): string {
   try {
     return new URL(url).host;
   } catch {

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import type { CrawlStateKeys } from "./stateKeys.js";
+import type { CrawlStateKeys } from "../state/stateKeys.js";
 
 // 0 = go now, else milliseconds to wait; the next turn is set in the same step (with an interval).
 const HOST_TURN_LUA = `

@@ -1,5 +1,5 @@
 import type { Exchange, ExchangeBody, WebSocketCapture } from "../archive/exchange.js";
-import type { ExchangeSink, StoreOutcome } from "./exchangeSink.js";
+import type { ExchangeSink, StoreOutcome } from "../pipeline/exchangeSink.js";
 
 /**
  * One worker's sink, counting the WARC bytes (gzip members as written) of the records stored through it:

@@ -2,14 +2,14 @@ import type { Cluster, Redis } from "ioredis";
 import type { CrawlStateKeys } from "./stateKeys.js";
 
 /** Which lists the crawl fills for the Browsertrix service (--writePagesToRedis, --logErrorsToRedis, --logBehaviorsToRedis). */
-export interface BtxListChoice {
+export interface ServiceListChoice {
   pages: boolean;
   errors: boolean;
   behaviors: boolean;
 }
 
 /** A page as browsertrix-crawler pushes it to `<crawlId>:pages` (its pages.jsonl entry without text, plus the WACZ). */
-export interface BtxPageEntry {
+export interface ServicePageEntry {
   id: string;
   url: string;
   title: string;
@@ -34,13 +34,13 @@ const FLUSH_DEADLINE_MS = 5000;
  * The Redis lists the Browsertrix service reads, in browsertrix-crawler's key names and JSON: LPUSH,
  * newest first. Pushes do not hold the crawl up; `flush` waits for those still on their way.
  */
-export class BtxLists {
+export class BrowsertrixServiceLists {
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
     private readonly redis: Redis | Cluster,
     private readonly keys: CrawlStateKeys,
-    readonly choice: BtxListChoice,
+    readonly choice: ServiceListChoice,
   ) {}
 
   /** A log line as written (JSON, after the level and context filters). */
@@ -51,7 +51,7 @@ export class BtxLists {
     }
   }
 
-  page(entry: BtxPageEntry): void {
+  page(entry: ServicePageEntry): void {
     if (this.choice.pages) this.push(this.keys.btxPages, JSON.stringify(entry));
   }
 

@@ -1,43 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { rateLimitRuleMatched } from "../../../src/capture/captureExtras.js";
-import { OriginRedirects } from "../../../src/capture/captureExtras.js";
-import { browserMiscOptions, DEFAULT_RATE_LIMIT_ON_MATCH, parseOriginOverride, parseRateLimitRule } from "../../../src/config/groups/browserMiscOptions.js";
-import { OptionsError } from "../../../src/config/optionsError.js";
+import { rateLimitRuleMatched } from "../../../src/capture/pageAnswers.js";
+import { OriginRedirects } from "../../../src/capture/requests/originOverride.js";
+import { parseOriginOverride, parseRateLimitRule } from "../../../src/config/groups/tabCaptureOptions.js";
 import { rulesOutsideACrawl } from "../../../src/fetch/connectionRules.js";
 
 const LOCAL_RULES = rulesOutsideACrawl();
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
-describe("browserMiscOptions", () => {
-  it("defaults as browsertrix-crawler: service workers bypassed, the Incapsula rule, nothing else", () => {
-    const options = browserMiscOptions({});
-    expect(options).toMatchObject({ serviceWorker: "disabled", bypassServiceWorker: true, originOverride: [], saveStorage: false, waitOnDone: false, debugAccessBrowser: false, debugAccessRedis: false });
-    expect(options.rateLimitOnMatch).toEqual([{ regex: /src="\/_Incapsula_Resource?/, status: 200 }]);
-    expect(DEFAULT_RATE_LIMIT_ON_MATCH).toEqual(['src="/_Incapsula_Resource?:200']);
-  });
-
-  it("disabled-if-profile uses service workers (no --profile here); a mode of another name is refused", () => {
-    expect(browserMiscOptions({ serviceWorker: "disabled-if-profile" }).bypassServiceWorker).toBe(false);
-    expect(browserMiscOptions({ serviceWorker: "enabled" }).bypassServiceWorker).toBe(false);
-    expect(() => browserMiscOptions({ serviceWorker: "on" })).toThrow(OptionsError);
-  });
-
-  it("--originOverride orig=new: origins only; anything else is refused", () => {
-    expect(parseOriginOverride("https://example.com/path=http://127.0.0.1:8080/x")).toEqual({ from: "https://example.com", to: "http://127.0.0.1:8080" });
-    for (const bad of ["https://example.com", "=http://a", "https://a=", "ftp://a=http://b", "a=b"]) expect(() => parseOriginOverride(bad)).toThrow(OptionsError);
-  });
-
-  it("--rateLimitOnMatch <regex>[:<status>]: the status after the last colon; an empty list means no rule", () => {
-    expect(parseRateLimitRule("slow down")).toEqual({ regex: /slow down/, status: 0 });
-    expect(parseRateLimitRule("a:b:429")).toEqual({ regex: /a:b/, status: 429 });
-    expect(() => parseRateLimitRule("x:42")).toThrow(OptionsError);
-    expect(() => parseRateLimitRule("(")).toThrow(/not a regular expression/);
-    expect(browserMiscOptions({ rateLimitOnMatch: [] }).rateLimitOnMatch).toEqual([]);
-  });
-});
-
-describe("capture extras", () => {
+describe("--rateLimitOnMatch and --originOverride as the capture applies them", () => {
   it("a rule matches text types only, with its status", () => {
     const rules = [parseRateLimitRule("BUSY:200"), parseRateLimitRule("blocked")];
     expect(rateLimitRuleMatched(rules, "text/html", 200, bytes("<p>BUSY</p>"))?.status).toBe(200);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CrawlState } from "../../../src/state/crawlState.js";
+import { Frontier } from "../../../src/frontier/frontier.js";
 import { ExchangeClaims } from "../../../src/state/exchangeClaims.js";
-import { ExtraSeeds } from "../../../src/state/extraSeeds.js";
-import { HostPacing } from "../../../src/state/hostPacing.js";
+import { ExtraSeeds } from "../../../src/frontier/extraSeeds.js";
+import { HostPacing } from "../../../src/politeness/hostPacing.js";
 import { FencedError, Liveness } from "../../../src/state/membership/fencing.js";
 import { Membership } from "../../../src/state/membership/membership.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
@@ -17,7 +17,7 @@ afterAll(async () => {
 
 describe("crawl state in Redis", () => {
   it("queues each URL once, breadth first, honours the page limit", async () => {
-    const state = new CrawlState(redis.client, new Membership(redis.client, "c1", "p1"));
+    const state = new Frontier(redis.client, new Membership(redis.client, "c1", "p1"));
     expect(await state.enqueue({ url: "http://a.test/", depth: 0, seedId: 0, extraHops: 0 }, 3)).toBe("queued");
     expect(await state.enqueue({ url: "http://a.test/", depth: 0, seedId: 0, extraHops: 0 }, 3)).toBe("seen");
     expect(await state.enqueue({ url: "http://a.test/deep", depth: 2, seedId: 0, extraHops: 0 }, 3)).toBe("queued");
@@ -33,14 +33,14 @@ describe("crawl state in Redis", () => {
   });
 
   it("keys are prefixed by crawl id: another crawl sees nothing of the first", async () => {
-    const other = new CrawlState(redis.client, new Membership(redis.client, "c2", "p1"));
+    const other = new Frontier(redis.client, new Membership(redis.client, "c2", "p1"));
     expect(await other.enqueue({ url: "http://a.test/", depth: 0, seedId: 0, extraHops: 0 }, 0)).toBe("queued");
     const keys = await redis.client.keys("*");
     expect(keys.every((k) => k.startsWith("c1:") || k.startsWith("c2:"))).toBe(true);
   });
 
   it("retries a failed page after a doubling backoff, then records it as failed; attempts are counted", async () => {
-    const state = new CrawlState(redis.client, new Membership(redis.client, "c3", "p1"), 300);
+    const state = new Frontier(redis.client, new Membership(redis.client, "c3", "p1"), 300);
     await state.enqueue({ url: "http://a.test/bad", depth: 0, seedId: 0, extraHops: 0 }, 0);
     await state.enqueue({ url: "http://a.test/good", depth: 1, seedId: 0, extraHops: 0 }, 0);
     expect((await state.take())?.url).toBe("http://a.test/bad");
@@ -67,7 +67,7 @@ describe("crawl state in Redis", () => {
   });
 
   it("a page leased by this live process that no worker is loading is put back", async () => {
-    const state = new CrawlState(redis.client, new Membership(redis.client, "c6", "p1"), 0);
+    const state = new Frontier(redis.client, new Membership(redis.client, "c6", "p1"), 0);
     await state.enqueue({ url: "http://a.test/1", depth: 0, seedId: 0, extraHops: 0 }, 0);
     await state.enqueue({ url: "http://a.test/2", depth: 0, seedId: 0, extraHops: 0 }, 0);
     await state.take();
@@ -81,8 +81,8 @@ describe("crawl state in Redis", () => {
   it("pages leased by a dead process go back to the queue; a live process keeps its leases", async () => {
     const deadMember = new Membership(redis.client, "c4", "dead", 100);
     const aliveMember = new Membership(redis.client, "c4", "alive", 10_000);
-    const dead = new CrawlState(redis.client, deadMember);
-    const alive = new CrawlState(redis.client, aliveMember, 0);
+    const dead = new Frontier(redis.client, deadMember);
+    const alive = new Frontier(redis.client, aliveMember, 0);
     await dead.enqueue({ url: "http://a.test/1", depth: 0, seedId: 0, extraHops: 0 }, 0);
     await dead.enqueue({ url: "http://a.test/2", depth: 0, seedId: 0, extraHops: 0 }, 0);
     await deadMember.heartbeat();
@@ -99,7 +99,7 @@ describe("crawl state in Redis", () => {
   });
 
   it("a page is queued once per key, under the URL seen first; an alias key is seen without taking a place under the limit", async () => {
-    const state = new CrawlState(redis.client, new Membership(redis.client, "c-key", "p1"));
+    const state = new Frontier(redis.client, new Membership(redis.client, "c-key", "p1"));
     const page = (url: string) => ({ url, depth: 1, seedId: 0, extraHops: 0 });
     expect(await state.enqueue(page("http://a.test/p?b=2&a=1"), 2, "http://a.test/p?a=1&b=2")).toBe("queued");
     expect(await state.enqueue(page("http://a.test/p?a=1&b=2"), 2, "http://a.test/p?a=1&b=2")).toBe("seen");
@@ -111,7 +111,7 @@ describe("crawl state in Redis", () => {
   });
 
   it("a rate-limited page waits out the server's delay (capped), counts no failed attempt, and fails once its rate-limit retries are used up", async () => {
-    const state = new CrawlState(redis.client, new Membership(redis.client, "c-rate", "p1"));
+    const state = new Frontier(redis.client, new Membership(redis.client, "c-rate", "p1"));
     const url = "http://a.test/busy";
     await state.enqueue({ url, depth: 0, seedId: 0, extraHops: 0 }, 0);
     const limits = { maxRetries: 2, backoffBaseMs: 100, capMs: 400 };
@@ -131,7 +131,7 @@ describe("crawl state in Redis", () => {
   });
 
   it("a deferred page goes back due later, with no attempt counted", async () => {
-    const state = new CrawlState(redis.client, new Membership(redis.client, "c-defer", "p1"));
+    const state = new Frontier(redis.client, new Membership(redis.client, "c-defer", "p1"));
     await state.enqueue({ url: "http://a.test/later", depth: 0, seedId: 0, extraHops: 0 }, 0);
     await state.take();
     await state.defer("http://a.test/later", 300);
@@ -181,8 +181,8 @@ describe("fencing: a process taken for dead never acts again", () => {
   it("a stalled process's page, claim and writes are taken over; when it wakes it learns it is fenced", async () => {
     const memberA = new Membership(redis.client, "f1", "A", 600);
     const memberB = new Membership(redis.client, "f1", "B", 600);
-    const a = new CrawlState(redis.client, memberA);
-    const b = new CrawlState(redis.client, memberB, 0);
+    const a = new Frontier(redis.client, memberA);
+    const b = new Frontier(redis.client, memberB, 0);
     const claimsA = new ExchangeClaims(redis.client, memberA);
     const claimsB = new ExchangeClaims(redis.client, memberB);
     const fencedMessages: string[] = [];
