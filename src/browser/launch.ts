@@ -49,8 +49,9 @@ export const CHROMIUM_ARGS = [
   // Images and iframes with loading="lazy" load with the page, wherever they are (as in browsertrix-crawler):
   // the autoscroll behavior is then needed only for what scripts add.
   "--disable-lazy-loading",
-  // Keep cross-origin iframes in the page's own target so one CDP session sees all their traffic.
-  "--disable-features=IsolateOrigins,site-per-process,Translate,MediaRouter,OptimizationHints,NetworkTimeServiceQuerying",
+  // Keep cross-origin iframes in the page's own target so one CDP session sees all their traffic. A headless
+  // browser shows no omnibox: its WebUI popup, preloaded in a renderer of its own, would only cost CPU.
+  "--disable-features=IsolateOrigins,site-per-process,Translate,MediaRouter,OptimizationHints,NetworkTimeServiceQuerying,WebUIOmniboxPopup,WebUIOmniboxFullPopup,WebUIOmniboxAimPopup",
   "--disable-site-isolation-trials",
   // Cookies encrypted with Chromium's fixed key, never a desktop keyring: a profile made on one machine
   // (or by browsertrix-crawler, which starts Chromium the same way) reads on another.
