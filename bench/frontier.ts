@@ -22,7 +22,7 @@ const { values } = parseArgs({
   },
 });
 logger.setLevel("warn");
-// --smoke: small enough for CI (test/unit/state/frontier.test.ts), large enough that a seen bucket holds several keys.
+// --smoke: small enough for CI (test/unit/frontier/frontierCosts.test.ts), large enough that a seen bucket holds several keys.
 const figures = await measureFrontier({
   links: values.smoke ? SMOKE.links : Number(values.links),
   pages: values.smoke ? SMOKE.pages : Number(values.pages),

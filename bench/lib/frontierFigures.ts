@@ -1,4 +1,4 @@
-// The frontier benchmark's measurement (bench/frontier.ts prints it; test/unit/state/frontier.test.ts runs its smoke mode).
+// The frontier benchmark's measurement (bench/frontier.ts prints it; test/unit/frontier/frontierCosts.test.ts runs its smoke mode).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
