@@ -92,7 +92,7 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
   it("puts the WACZ at STORE_PATH + @ts-@id.wacz byte for byte (one PUT) and POSTs browsertrix-crawler's JSON to WEBHOOK_URL", async () => {
     const result = await crawl("upload-small", site.url + "/", {
       ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_PATH: "crawls/team-a/", STORE_USER: "alice", WEBHOOK_URL: `${webhookUrl}/crawl-done`,
-    });
+    }, ["--scopeType", "page"]);
     expect(result.code, result.stderr.slice(-2000)).toBe(0);
     const local = readFileSync(join(cwd, "collections", "upload-small", "upload-small.wacz"));
 
@@ -114,16 +114,38 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     });
   });
 
+  it("exits 22 when the webhook refuses the call (a 4xx is not retried), the WACZ being uploaded", async () => {
+    const result = await crawl("upload-hook404", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "hook404.wacz", WEBHOOK_URL: `${webhookUrl}/gone` }, ["--scopeType", "page"]);
+    expect(result.code, result.stderr.slice(-2000)).toBe(22);
+    expect(result.stderr.trim().split("\n").pop()).toBe(`crawl: webhook failed: upload-hook404.wacz was uploaded to ${s3Url}/${BUCKET}/hook404.wacz, but ${webhookUrl}/gone could not be told: the webhook answered 404 (run the same command again to retry the call)`);
+    expect(webhookCalls.filter((c) => c.path === "/gone")).toHaveLength(1);
+    const local = readFileSync(join(cwd, "collections", "upload-hook404", "upload-hook404.wacz"));
+    expect(await objectSha256("hook404.wacz")).toBe(sha256(local));
+
+    // The webhook works again: the same command tells it, without uploading the WACZ a second time.
+    refusedHookPaths.delete("/gone");
+    const puts = s3Events.filter((e) => e.key === "hook404.wacz").length;
+    const rerun = await crawl("upload-hook404", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "hook404.wacz", WEBHOOK_URL: `${webhookUrl}/gone` }, ["--scopeType", "page"]);
+    expect(rerun.code, rerun.stderr.slice(-2000)).toBe(0);
+    const told = webhookCalls.filter((c) => c.path === "/gone");
+    expect(told).toHaveLength(2);
+    expect(JSON.parse(told[1]!.body)).toMatchObject({ path: "hook404.wacz", hash: sha256(local), size: local.length, completed: true });
+    expect(s3Events.filter((e) => e.key === "hook404.wacz").length).toBe(puts);
+  });
+
+  // The crawl of the test before, run a third time: uploaded, and its webhook told (on the second run).
   it("run again on the finished crawl, it neither uploads nor announces the same WACZ a second time", async () => {
     const keys = await objectKeys();
-    const result = await crawl("upload-small", site.url + "/", {
-      ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_PATH: "crawls/team-a/", STORE_USER: "alice", WEBHOOK_URL: `${webhookUrl}/crawl-done`,
-    });
-    expect(result.code, result.stderr.slice(-2000)).toBe(0);
-    expect(logLines(result.stderr).filter((l) => l.message === "WACZ uploaded before: not sent again")).toHaveLength(1);
+    const [events, calls] = [s3Events.length, webhookCalls.length];
+    const third = await crawl("upload-hook404", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "hook404.wacz", WEBHOOK_URL: `${webhookUrl}/gone` }, ["--scopeType", "page"]);
+    expect(third.code, third.stderr.slice(-2000)).toBe(0);
+    expect(logLines(third.stderr).filter((l) => l.message === "WACZ uploaded before: not sent again")).toHaveLength(1);
+    expect(logLines(third.stderr).filter((l) => l.message === "uploading WACZ")).toEqual([]);
     expect(await objectKeys()).toEqual(keys);
-    expect(s3Events).toHaveLength(1);
-    expect(webhookCalls).toHaveLength(1);
+    expect(s3Events).toHaveLength(events);
+    expect(webhookCalls).toHaveLength(calls);
+    // Told once: a third run announces nothing.
+    expect(webhookCalls.filter((c) => c.path === "/gone")).toHaveLength(2);
   });
 
   it("sends a WACZ above the part size as a multipart upload, fills in STORE_FILENAME's @id and @hostname, and pushes the JSON to a redis:// WEBHOOK_URL", async () => {
@@ -149,24 +171,13 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     }]);
   });
 
-  it("announces the WACZ of a crawl stopped before its end (--timeLimit) with completed: false", async () => {
-    const result = await crawl("upload-stopped", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "stopped.wacz", WEBHOOK_URL: `${webhookUrl}/stopped` },
-      // The limit counts from the crawl's start, browser launch included (as browsertrix-crawler's): 2 s was
-      // reached before the first page began on a loaded CI machine, leaving nothing to package.
-      ["--workers", "1", "--pageExtraDelay", "10", "--timeLimit", "8"]);
-    expect(result.code, result.stderr.slice(-2000)).toBe(15);
-    expect(logLines(result.stderr).find((l) => l.message === "crawl limit-reached")).toBeDefined();
-    const local = readFileSync(join(cwd, "collections", "upload-stopped", "upload-stopped.wacz"));
-    expect(await objectSha256("stopped.wacz")).toBe(sha256(local));
-    const told = webhookCalls.filter((c) => c.path === "/stopped").map((c) => JSON.parse(c.body) as Record<string, unknown>);
-    expect(told).toEqual([{ id: "upload-stopped", user: "", filename: `${s3Url}/${BUCKET}/stopped.wacz`, path: "stopped.wacz", size: local.length, hash: sha256(local), bytes: local.length, completed: false }]);
-  });
-
   it("two processes on one crawl each upload the WACZ files they packaged; one STORE_FILENAME gives them distinct objects", async () => {
-    const crowd = await startFaultySite(16, {});
+    // Few pages, each held 2 s after its load: either process, started a few seconds after the other on a
+    // loaded machine, still finds pages left in the queue (both must write some), without loading many pages.
+    const crowd = await startFaultySite(6, {});
     try {
       const env = { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_PATH: "shared/", STORE_FILENAME: "@id.wacz", WEBHOOK_URL: `${webhookUrl}/shared` };
-      const args = ["--redisStoreUrl", redis.url, "--workers", "2", "--netIdleWait", "1"];
+      const args = ["--redisStoreUrl", redis.url, "--workers", "2", "--netIdleWait", "1", "--pageExtraDelay", "2"];
       const results = await Promise.all([crawl("upload-shared", crowd.url + "/", env, args), crawl("upload-shared", crowd.url + "/", env, args)]);
       for (const result of results) expect(result.code, result.stderr.slice(-2000)).toBe(0);
       const dir = join(cwd, "collections", "upload-shared");
@@ -184,10 +195,10 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     }
   });
 
-  it("exits 22 after its retries when the endpoint refuses connections, with one line saying so, keeping the WACZ on disk for a later run to upload", async () => {
-    const calls = webhookCalls.length;
+  it.concurrent("exits 22 after its retries when the endpoint refuses connections, with one line saying so, keeping the WACZ on disk for a later run to upload", async () => {
+    // A webhook path of its own: the tests beside it (concurrent) call theirs meanwhile.
     const endpoint = `http://127.0.0.1:${await closedPort()}/${BUCKET}/`;
-    const result = await crawl("upload-refused", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: endpoint, WEBHOOK_URL: `${webhookUrl}/crawl-done` });
+    const result = await crawl("upload-refused", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: endpoint, WEBHOOK_URL: `${webhookUrl}/refused` }, ["--scopeType", "page"]);
     expect(result.code, result.stderr.slice(-2000)).toBe(22);
     const lastLine = result.stderr.trim().split("\n").pop()!;
     expect(lastLine).toMatch(new RegExp(`^crawl: upload failed: .*upload-refused\\.wacz could not be put at ${endpoint.replace(/[/.]/g, "\\$&")}\\d{17}-upload-refused\\.wacz in 4 attempts: connect ECONNREFUSED 127\\.0\\.0\\.1:\\d+ \\(the WACZ is kept on disk\\)$`));
@@ -196,10 +207,10 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     const wacz = join(cwd, "collections", "upload-refused", "upload-refused.wacz");
     expect(existsSync(wacz)).toBe(true);
     expect(statSync(wacz).size).toBeGreaterThan(1000);
-    expect(webhookCalls.length).toBe(calls);
+    expect(webhookCalls.filter((c) => c.path === "/refused")).toEqual([]);
 
     // The same command once the store is back uploads it.
-    const again = await crawl("upload-refused", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_PATH: "later/" });
+    const again = await crawl("upload-refused", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_PATH: "later/" }, ["--scopeType", "page"]);
     expect(again.code, again.stderr.slice(-2000)).toBe(0);
     const keys = await objectKeys("later/");
     expect(keys).toHaveLength(1);
@@ -207,35 +218,25 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     expect(await objectSha256(keys[0]!)).toBe(sha256(readFileSync(wacz)));
   });
 
-  it("exits 22 when the webhook refuses the call (a 4xx is not retried), the WACZ being uploaded", async () => {
-    const result = await crawl("upload-hook404", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "hook404.wacz", WEBHOOK_URL: `${webhookUrl}/gone` }, ["--scopeType", "page"]);
-    expect(result.code, result.stderr.slice(-2000)).toBe(22);
-    expect(result.stderr.trim().split("\n").pop()).toBe(`crawl: webhook failed: upload-hook404.wacz was uploaded to ${s3Url}/${BUCKET}/hook404.wacz, but ${webhookUrl}/gone could not be told: the webhook answered 404 (run the same command again to retry the call)`);
-    expect(webhookCalls.filter((c) => c.path === "/gone")).toHaveLength(1);
-    const local = readFileSync(join(cwd, "collections", "upload-hook404", "upload-hook404.wacz"));
-    expect(await objectSha256("hook404.wacz")).toBe(sha256(local));
-
-    // The webhook works again: the same command tells it, without uploading the WACZ a second time.
-    refusedHookPaths.delete("/gone");
-    const puts = s3Events.filter((e) => e.key === "hook404.wacz").length;
-    const rerun = await crawl("upload-hook404", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "hook404.wacz", WEBHOOK_URL: `${webhookUrl}/gone` }, ["--scopeType", "page"]);
-    expect(rerun.code, rerun.stderr.slice(-2000)).toBe(0);
-    const told = webhookCalls.filter((c) => c.path === "/gone");
-    expect(told).toHaveLength(2);
-    expect(JSON.parse(told[1]!.body)).toMatchObject({ path: "hook404.wacz", hash: sha256(local), size: local.length, completed: true });
-    expect(s3Events.filter((e) => e.key === "hook404.wacz").length).toBe(puts);
-    // Told once: a third run announces nothing.
-    const third = await crawl("upload-hook404", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "hook404.wacz", WEBHOOK_URL: `${webhookUrl}/gone` }, ["--scopeType", "page"]);
-    expect(third.code, third.stderr.slice(-2000)).toBe(0);
-    expect(webhookCalls.filter((c) => c.path === "/gone")).toHaveLength(2);
-  });
-
-  it("exits 22 when the store refuses the access key", async () => {
+  it.concurrent("exits 22 when the store refuses the access key", async () => {
     const result = await crawl("upload-badkey", site.url + "/", { STORE_ACCESS_KEY: "NOBODY", STORE_SECRET_KEY: "S3RVER", STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/` }, ["--scopeType", "page"]);
     expect(result.code, result.stderr.slice(-2000)).toBe(22);
-        expect(result.stderr.trim().split("\n").pop()).toMatch(/^crawl: upload failed: .*: InvalidAccessKeyId: /);
+    expect(result.stderr.trim().split("\n").pop()).toMatch(/^crawl: upload failed: .*: InvalidAccessKeyId: /);
     expect(existsSync(join(cwd, "collections", "upload-badkey", "upload-badkey.wacz"))).toBe(true);
     expect(await objectKeys()).not.toContainEqual(expect.stringContaining("upload-badkey"));
+  });
+
+  it.concurrent("announces the WACZ of a crawl stopped before its end (--timeLimit) with completed: false", async () => {
+    const result = await crawl("upload-stopped", site.url + "/", { ...CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_FILENAME: "stopped.wacz", WEBHOOK_URL: `${webhookUrl}/stopped` },
+      // The limit counts from the crawl's start, browser launch included (as browsertrix-crawler's): 2 s was
+      // reached before the first page began on a loaded CI machine, leaving nothing to package.
+      ["--workers", "1", "--pageExtraDelay", "10", "--timeLimit", "8"]);
+    expect(result.code, result.stderr.slice(-2000)).toBe(15);
+    expect(logLines(result.stderr).find((l) => l.message === "crawl limit-reached")).toBeDefined();
+    const local = readFileSync(join(cwd, "collections", "upload-stopped", "upload-stopped.wacz"));
+    expect(await objectSha256("stopped.wacz")).toBe(sha256(local));
+    const told = webhookCalls.filter((c) => c.path === "/stopped").map((c) => JSON.parse(c.body) as Record<string, unknown>);
+    expect(told).toEqual([{ id: "upload-stopped", user: "", filename: `${s3Url}/${BUCKET}/stopped.wacz`, path: "stopped.wacz", size: local.length, hash: sha256(local), bytes: local.length, completed: false }]);
   });
 
   it("uploads nothing without --generateWACZ, and says so; a bad STORE_ENDPOINT_URL is one line and exit 4", async () => {

@@ -14,7 +14,8 @@ import { listProfile } from "../../../src/profile/profileArchive.js";
 import { runCli, NO_BEHAVIORS, type CliResult } from "../../helpers/cli.js";
 import { CDN_HOST, FIELD_BOXES, MEMBER_IMAGES, MEMBER_PAGES, PASSWORD, startLoginSite, USER, type LoginSite } from "../../helpers/loginSite.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
-import { BROWSER_ARGS, closeBrowser, replayPage, startReplayServer } from "../../helpers/replay.js";
+import { BROWSER_ARGS, closeBrowser, startReplayServer } from "../../helpers/replay.js";
+import { replayPages } from "../../helpers/replayPages.js";
 import { httpHeader, readWarcRecords, type RawRecord } from "../../helpers/warcFile.js";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
@@ -24,6 +25,9 @@ let site: LoginSite;
 let cwd: string;
 let profile: string;
 let created: CliResult;
+/** The upload storage (s3rver) holding the profile as team-a/profiles/members.tar.gz. */
+let store: S3rver;
+let storeEnv: NodeJS.ProcessEnv;
 
 const pathOf = (url: string) => new URL(url).pathname + new URL(url).search;
 
@@ -54,9 +58,18 @@ beforeAll(async () => {
   const started = Date.now();
   created = await runCli("create-login-profile", ["--url", site.loginUrl, "--user", USER, "--password", PASSWORD, "--filename", profile], { env: ENV });
   console.log(`create-login-profile --automated: ${Date.now() - started} ms`);
+  store = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory: join(cwd, "s3"), configureBuckets: [{ name: "store" }] });
+  const { port } = await store.run();
+  storeEnv = { STORE_ENDPOINT_URL: `http://127.0.0.1:${port}/store/`, STORE_PATH: "team-a/", STORE_ACCESS_KEY: "S3RVER", STORE_SECRET_KEY: "S3RVER" };
+  if (created.code === 0) {
+    const client = new S3Client({ endpoint: `http://127.0.0.1:${port}`, region: "us-east-1", forcePathStyle: true, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } });
+    await client.send(new PutObjectCommand({ Bucket: "store", Key: "team-a/profiles/members.tar.gz", Body: readFileSync(profile) }));
+    client.destroy();
+  }
 }, 120_000);
 
 afterAll(async () => {
+  await store?.close();
   await site?.close();
   if (!process.env.KEEP_PROFILE_TEST) rmSync(cwd, { recursive: true, force: true });
   else console.log(`kept ${cwd}`);
@@ -79,23 +92,20 @@ describe("create-login-profile --automated", () => {
   });
 });
 
-describe("create-login-profile --profile", () => {
-  it("starts from an existing profile and saves it extended", async () => {
-    const base = join(cwd, "base");
-    execFileSync("mkdir", ["-p", join(base, "Default")]);
-    execFileSync("tar", ["xzf", profile, "-C", base]);
-    execFileSync("sh", ["-c", "echo kept > Default/earlier-login-marker"], { cwd: base });
-    const baseFile = join(cwd, "base.tar.gz");
-    execFileSync("tar", ["czf", baseFile, "./"], { cwd: base });
-    const extended = join(cwd, "extended.tar.gz");
-    const result = await runCli("create-login-profile", ["--url", site.loginUrl, "--user", USER, "--password", PASSWORD, "--filename", extended, "--profile", baseFile], { env: ENV });
-    expect(result.code, result.stderr.slice(-2000)).toBe(0);
-    expect(await listProfile(extended)).toEqual(expect.arrayContaining(["./Default/earlier-login-marker", "./Default/Cookies"]));
-  });
-});
+/**
+ * One crawl with the profile serves three tests (the first to ask starts it): --profile @name from the upload
+ * storage (the --profile file's path is taken by the other crawls of this file), --workers 2, --generateWACZ
+ * for the replay, --saveProfile.
+ */
+let membersCrawl: Promise<CliResult> | null = null;
+const savedProfile = () => join(cwd, "saved", "after-crawl.tar.gz");
+function crawlMembers(): Promise<CliResult> {
+  membersCrawl ??= crawl("members", ["--profile", "@profiles/members.tar.gz", "--workers", "2", "--generateWACZ", "--saveProfile", savedProfile()], storeEnv);
+  return membersCrawl;
+}
 
-// Its three crawls are independent (their own collections; the one look at the site's requests, no login
-// cookie sent to the CDN, holds for all three): two at a time (describe.concurrent; maxConcurrency in
+// Its two crawls are independent (their own collections; the one look at the site's requests, no login
+// cookie sent to the CDN, holds for both): two at a time (describe.concurrent; maxConcurrency in
 // vitest.config.ts). The other describes run in order: they count logins and requests, or expire sessions.
 describe.concurrent("crawl --profile", () => {
   it("without a profile the crawl sees only the login page", async () => {
@@ -108,8 +118,8 @@ describe.concurrent("crawl --profile", () => {
 
   it("with the profile every members page and image is archived, and replays with its images", async () => {
     const started = Date.now();
-    const result = await crawl("members", ["--profile", profile, "--generateWACZ"]);
-    console.log(`crawl --profile, 4 pages, 1 worker: ${Date.now() - started} ms`);
+    const result = await crawlMembers();
+    console.log(`crawl --profile, 4 pages, 2 workers: ${Date.now() - started} ms`);
     expect(result.code, result.stderr.slice(-2000)).toBe(0);
     expect(pagesOf("members")).toEqual([...MEMBER_PAGES].sort());
     const records = recordsOf("members");
@@ -119,8 +129,10 @@ describe.concurrent("crawl --profile", () => {
 
     const server = await startReplayServer(join(cwd, "collections", "members"));
     try {
-      for (const path of MEMBER_PAGES) {
-        const replayed = await replayPage(server, { source: "/archives/members.wacz", url: site.url + path, waitForText: "Members only", waitForImages: true, timeoutMs: 45_000 });
+      // The pages one after the other in one browser.
+      const replays = await replayPages(server, { source: "/archives/members.wacz", urls: MEMBER_PAGES.map((path) => site.url + path), waitForText: "Members only", timeoutMs: 90_000 });
+      for (const [i, path] of MEMBER_PAGES.entries()) {
+        const replayed = replays[i]!;
         expect(replayed.title).toBe(`Members ${path}`);
         expect(replayed.images.length).toBeGreaterThanOrEqual(MEMBER_IMAGES[path].length);
         for (const image of replayed.images) expect(image.naturalWidth, image.src).toBeGreaterThan(0);
@@ -131,14 +143,14 @@ describe.concurrent("crawl --profile", () => {
   }, 240_000);
 
   it("with --workers 2 too; the login cookie goes to the login site only; --saveProfile saves the browser's profile", async () => {
-    const saved = join(cwd, "saved", "after-crawl.tar.gz");
-    const result = await crawl("members2", ["--profile", profile, "--workers", "2", "--saveProfile", saved]);
+    const saved = savedProfile();
+    const result = await crawlMembers();
     expect(result.code, result.stderr.slice(-2000)).toBe(0);
     expect(statSync(saved).mode & 0o777).toBe(0o600);
     expect(await listProfile(saved)).toEqual(expect.arrayContaining(["./Default/Cookies", "./warc-crawler-profile.json"]));
     expect(readdirSync(join(cwd, "saved"))).toEqual(["after-crawl.tar.gz"]);
-    expect(pagesOf("members2")).toEqual([...MEMBER_PAGES].sort());
-    const requests = ofType(recordsOf("members2"), "request");
+    expect(pagesOf("members")).toEqual([...MEMBER_PAGES].sort());
+    const requests = ofType(recordsOf("members"), "request");
     const cookieOf = (r: RawRecord) => httpHeader(r, "cookie") ?? "";
     const toSite = requests.filter((r) => targetOf(r).startsWith(site.url));
     const toCdn = requests.filter((r) => targetOf(r).startsWith(site.cdnUrl));
@@ -202,29 +214,21 @@ describe("crawl --profile with the rest of the crawler", () => {
 
 describe("a profile in the upload storage", () => {
   it("--profile @name is read from STORE_ENDPOINT_URL + STORE_PATH, as the Browsertrix service passes it", async () => {
-    const s3 = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory: join(cwd, "s3"), configureBuckets: [{ name: "store" }] });
-    const { port } = await s3.run();
-    try {
-      const client = new S3Client({ endpoint: `http://127.0.0.1:${port}`, region: "us-east-1", forcePathStyle: true, credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } });
-      await client.send(new PutObjectCommand({ Bucket: "store", Key: "team-a/profiles/members.tar.gz", Body: readFileSync(profile) }));
-      client.destroy();
-      const store = { STORE_ENDPOINT_URL: `http://127.0.0.1:${port}/store/`, STORE_PATH: "team-a/", STORE_ACCESS_KEY: "S3RVER", STORE_SECRET_KEY: "S3RVER" };
-      const result = await crawl("from-store", ["--profile", "@profiles/members.tar.gz"], store);
-      expect(result.code, result.stderr.slice(-2000)).toBe(0);
-      expect(pagesOf("from-store")).toEqual([...MEMBER_PAGES].sort());
-      const missing = await crawl("from-store-missing", ["--profile", "@profiles/nothing.tar.gz"], store);
-      expect(missing.code).toBe(4);
-      expect(missing.stderr).toContain("crawl: --profile @profiles/nothing.tar.gz cannot be fetched from the upload storage");
-    } finally {
-      await s3.close();
-    }
+    // The members crawl (above) had its profile from there.
+    const result = await crawlMembers();
+    expect(result.code, result.stderr.slice(-2000)).toBe(0);
+    expect(pagesOf("members")).toEqual([...MEMBER_PAGES].sort());
+    const missing = await crawl("from-store-missing", ["--profile", "@profiles/nothing.tar.gz"], storeEnv);
+    expect(missing.code).toBe(4);
+    expect(missing.stderr).toContain("crawl: --profile @profiles/nothing.tar.gz cannot be fetched from the upload storage");
   }, 180_000);
 });
 
 describe("an expired session", () => {
   it("a page sent to the login page is reported, not archived; with --failOnContentCheck the crawl fails", async () => {
     site.expireSessions();
-    const result = await crawl("expired", ["--profile", profile]);
+    // Two independent runs: at once.
+    const [result, failing] = await Promise.all([crawl("expired", ["--profile", profile]), crawl("expired-check", ["--profile", profile, "--failOnContentCheck"])]);
     // The seed was the only page: no page could be crawled.
     expect(result.code, result.stderr.slice(-2000)).toBe(9);
     expect(result.stderr).toContain("page not archived: it redirected to the login page");
@@ -232,7 +236,6 @@ describe("an expired session", () => {
     expect(responses.filter((p) => p.startsWith("/login"))).toEqual([]);
     expect(responses).not.toContain("/members/");
 
-    const failing = await crawl("expired-check", ["--profile", profile, "--failOnContentCheck"]);
     expect(failing.code, failing.stderr.slice(-2000)).toBe(9);
     expect(failing.stderr).toMatch(/content check failed on http:\/\/127\.0\.0\.1:\d+\/members\/: logged out: redirected to the login page/);
   });
@@ -313,11 +316,21 @@ function statusOfGet(url: string): Promise<number> {
   });
 }
 
-describe("create-login-profile, interactive", () => {
-  it("is driven through its page in a real browser: click and type into the streamed form, save, crawl", async () => {
+describe("create-login-profile, interactive, and --profile", () => {
+  it("is driven through its page in a real browser: click and type into the streamed form, save, crawl; --profile: it starts from an existing profile and saves it extended", async () => {
+    // The existing profile: the automated one, with a file of an earlier login added and its cookies taken
+    // out (so that the cookie the crawl below logs in with is the one typed into the interactive page).
+    const base = join(cwd, "base");
+    execFileSync("mkdir", ["-p", join(base, "Default")]);
+    execFileSync("tar", ["xzf", profile, "-C", base]);
+    execFileSync("sh", ["-c", "echo kept > Default/earlier-login-marker && rm -f Default/Cookies Default/Cookies-journal"], { cwd: base });
+    const baseFile = join(cwd, "base.tar.gz");
+    execFileSync("tar", ["czf", baseFile, "./"], { cwd: base });
+    expect(await listProfile(baseFile)).not.toContain("./Default/Cookies");
+
     const file = join(cwd, "interactive", "profile.tar.gz");
     const logins = site.logins;
-    const child = spawn(process.execPath, ["dist/src/cli/createLoginProfile.js", "--url", site.loginUrl, "--port", "0", "--filename", file], { cwd: ROOT, env: { ...process.env, ...ENV } });
+    const child = spawn(process.execPath, ["dist/src/cli/createLoginProfile.js", "--url", site.loginUrl, "--port", "0", "--filename", file, "--profile", baseFile], { cwd: ROOT, env: { ...process.env, ...ENV } });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -369,6 +382,7 @@ describe("create-login-profile, interactive", () => {
     }
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(stdout + stderr).not.toContain(site.lastSession!);
+    expect(await listProfile(file)).toEqual(expect.arrayContaining(["./Default/earlier-login-marker", "./Default/Cookies"]));
     const result = await crawl("interactive", ["--profile", file]);
     expect(result.code, result.stderr.slice(-2000)).toBe(0);
     expect(pagesOf("interactive")).toEqual([...MEMBER_PAGES].sort());

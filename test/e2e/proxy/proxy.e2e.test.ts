@@ -49,7 +49,7 @@ afterAll(async () => {
 });
 
 const ENV = { PROXY_SERVER: "", PROXY_HOST: "", PROXY_PORT: "", CRAWLER_TEST_HOSTS: `${DIRECT_NAME}=${DIRECT_HOST}` };
-const CRAWL_FLAGS = ["--robots", "--useSitemap", "--behaviors", "", "--workers", "2", "--netIdleWait", "2"];
+const CRAWL_FLAGS = ["--robots", "--useSitemap", "--behaviors", "", "--workers", "2", "--netIdleWait", "1"];
 
 interface Crawl {
   result: CliResult;
@@ -63,15 +63,26 @@ interface Crawl {
 
 let collections = 0;
 
+function recordsOf(collection: string) {
+  const archive = join(dir, "collections", collection, "archive");
+  return existsSync(archive) ? readdirSync(archive).flatMap((f) => readWarcRecords(join(archive, f))) : [];
+}
+
+function urlsOf(records: ReturnType<typeof recordsOf>): string[] {
+  return [...new Set(records.filter((r) => ["response", "revisit"].includes(r.headers.get("warc-type") ?? "")).map((r) => r.headers.get("warc-target-uri") ?? ""))].sort();
+}
+
+/** WARC-Target-URI of every response and revisit record of the collection, sorted, without duplicates. */
+const archivedUrls = (collection: string) => urlsOf(recordsOf(collection));
+
 async function crawl(seeds: string[], args: string[], name?: string): Promise<Crawl> {
   const collection = name ?? `proxy-${++collections}`;
   const [before, beforeDirect] = [site.requests.length, direct.requests.length];
   const started = Date.now();
   const result = await runCli("crawl", [...seeds.flatMap((s) => ["--url", s]), "--cwd", dir, "--collection", collection, ...CRAWL_FLAGS, ...args], { env: ENV, timeoutMs: 120_000 });
   const ms = Date.now() - started;
-  const archive = join(dir, "collections", collection, "archive");
-  const records = existsSync(archive) ? readdirSync(archive).flatMap((f) => readWarcRecords(join(archive, f))) : [];
-  const urls = [...new Set(records.filter((r) => ["response", "revisit"].includes(r.headers.get("warc-type") ?? "")).map((r) => r.headers.get("warc-target-uri") ?? ""))].sort();
+  const records = recordsOf(collection);
+  const urls = urlsOf(records);
   // Proxy passwords are never written: not in the log, the pages lists or any WARC record.
   expect(result.stderr).not.toContain(PASSWORD);
   for (const record of records) expect(record.block.toString("latin1")).not.toContain(PASSWORD);
@@ -100,32 +111,6 @@ describe("proxies", () => {
     expect(new Set(baseline.seen.map((r) => r.peer))).toEqual(new Set(["node"]));
     expect(baseline.urls).toEqual(expect.arrayContaining([`${site.origin}/`, `${site.origin}/page2.html`, `${site.origin}/from-sitemap.html`, `${site.origin}/clip.mp4`]));
     console.log(`reference crawl: ${baseline.ms} ms, ${baseline.seen.length} requests`);
-  }, 150_000);
-
-  it("an HTTP proxy with credentials (tinyproxy): every request goes through it, each one in its log", async () => {
-    const logBefore = tinyproxy.log().length;
-    const run = await crawl([`${site.origin}/`], ["--proxyServer", tinyproxy.url]);
-    expect(run.result.code, run.result.stderr.slice(-2000)).toBe(0);
-    expectEveryKind(run.seen);
-    expect(new Set(run.seen.map((r) => r.peer))).toEqual(new Set(["tinyproxy"]));
-    const log = tinyproxy.log().slice(logBefore);
-    for (const request of run.seen) expect(log, `${request.method} ${request.path}`).toContain(`: ${request.method} ${site.origin}${request.path} HTTP/1.1`);
-    expect(run.urls).toEqual(baseline.urls);
-    console.log(`http proxy crawl: ${run.ms} ms, ${run.seen.length} requests`);
-  }, 150_000);
-
-  it("a SOCKS5 proxy with credentials (microsocks): every request goes through it", async () => {
-    const logBefore = socks.log().length;
-    const run = await crawl([`${site.origin}/`], ["--proxyServer", socks.url]);
-    expect(run.result.code, run.result.stderr.slice(-2000)).toBe(0);
-    expectEveryKind(run.seen);
-    expect(new Set(run.seen.map((r) => r.peer))).toEqual(new Set(["microsocks"]));
-    // A SOCKS proxy sees connections, not requests: it connected to the site and nowhere else.
-    const targets = [...socks.log().slice(logBefore).matchAll(/connected to (\S+)/g)].map((m) => m[1]);
-    expect(targets.length).toBeGreaterThan(0);
-    expect(new Set(targets)).toEqual(new Set([`${PROXIED_HOST}:${site.port}`]));
-    expect(run.urls).toEqual(baseline.urls);
-    console.log(`socks5 proxy crawl: ${run.ms} ms, ${run.seen.length} requests`);
   }, 150_000);
 
   it("an ssh:// proxy (ssh -D to a local sshd, host key checked): every request goes through the tunnel", async () => {
@@ -183,36 +168,56 @@ describe("proxies", () => {
     }
   }, 60_000);
 
-  it("an interrupted crawl resumed: both runs go through the proxy, and together archive what one crawl does", async () => {
+  // The SOCKS5 proxy's crawl is one interrupted and resumed: its two runs together make every kind of request.
+  it("a SOCKS5 proxy with credentials (microsocks), an interrupted crawl resumed: every request of both runs goes through it, and together they archive what one crawl does", async () => {
     const collection = "proxy-resumed";
     const args = ["--url", `${site.origin}/`, "--cwd", dir, "--collection", collection, ...CRAWL_FLAGS, "--workers", "1", "--proxyServer", socks.url];
     const before = site.requests.length;
+    const logBefore = socks.log().length;
     // Run 1: interrupted (SIGINT) once its first page is crawled.
     const first = await crawlInterruptedAfterFirstPage(args, ENV);
     expect(first.code, first.stderr.slice(-2000)).toBe(11);
     expect(first.stderr).not.toContain(PASSWORD);
+    const firstSeen = site.requests.slice(before);
+    expect(firstSeen.filter((r) => r.path === "/page2.html" || r.path === "/from-sitemap.html").length, "the interrupted run left pages to the second").toBeLessThan(2);
     // Run 2: the same command goes on with the rest.
     const second = await crawl([`${site.origin}/`], ["--workers", "1", "--proxyServer", socks.url], collection);
     expect(second.result.code, second.result.stderr.slice(-2000)).toBe(0);
-    expect(new Set(site.requests.slice(before).map((r) => r.peer))).toEqual(new Set(["microsocks"]));
+    expect(second.seen.filter((r) => r.path === "/page2.html" || r.path === "/from-sitemap.html").length, "the second run crawled what was left").toBeGreaterThan(0);
+    const seen = site.requests.slice(before);
+    expectEveryKind(seen);
+    expect(new Set(seen.map((r) => r.peer))).toEqual(new Set(["microsocks"]));
+    // A SOCKS proxy sees connections, not requests: it connected to the site and nowhere else.
+    const targets = [...socks.log().slice(logBefore).matchAll(/connected to (\S+)/g)].map((m) => m[1]);
+    expect(targets.length).toBeGreaterThan(0);
+    expect(new Set(targets)).toEqual(new Set([`${PROXIED_HOST}:${site.port}`]));
     expect(second.urls).toEqual(baseline.urls);
   }, 200_000);
 
-  it("several processes of one crawl, then a --refresh run (conditional requests): all through the proxy", async () => {
+  // The HTTP proxy's crawl is one of two processes: every request of both goes through it.
+  it("an HTTP proxy with credentials (tinyproxy): every request of several processes of one crawl goes through it, each one in its log; then a --refresh run (conditional requests) too", async () => {
     const redis: TestRedis = await startTestRedis();
     try {
       const shared = ["--crawlId", "shared", "--redisStoreUrl", redis.url, "--redisDedupeUrl", redis.url, "--generateWACZ", "--proxyServer", tinyproxy.url];
       const before = site.requests.length;
+      const logBefore = tinyproxy.log().length;
       const [a, b] = await Promise.all([crawl([`${site.origin}/`], shared, "shared"), crawl([`${site.origin}/`], shared, "shared")]);
       for (const run of [a, b]) expect(run.result.code, run.result.stderr.slice(-2000)).toBe(0);
       const seen = site.requests.slice(before);
       expectEveryKind(seen);
       expect(new Set(seen.map((r) => r.peer))).toEqual(new Set(["tinyproxy"]));
+      const log = tinyproxy.log().slice(logBefore);
+      for (const request of seen) expect(log, `${request.method} ${request.path}`).toContain(`: ${request.method} ${site.origin}${request.path} HTTP/1.1`);
+      // Read once both processes ended (each crawl() read the collection when its own process ended).
+      expect(archivedUrls("shared")).toEqual(baseline.urls);
+      expect(readdirSync(join(dir, "collections", "shared")).filter((f) => f.endsWith(".wacz")).length).toBeGreaterThan(0);
 
       const refresh = await crawl([`${site.origin}/`], ["--redisDedupeUrl", redis.url, "--refresh", "--proxyServer", tinyproxy.url]);
       expect(refresh.result.code, refresh.result.stderr.slice(-2000)).toBe(0);
       expect(refresh.seen.filter((r) => r.conditional).map((r) => r.path)).toContain("/");
       expect(new Set(refresh.seen.map((r) => r.peer))).toEqual(new Set(["tinyproxy"]));
+      // The 304 through the proxy is archived: a revisit of the page.
+      expect(refresh.urls).toContain(`${site.origin}/`);
     } finally {
       await redis.stop();
     }
@@ -220,9 +225,10 @@ describe("proxies", () => {
 
   it("a proxy that cannot be reached, or refuses the credentials, stops the crawl at the start: exit 21, one line", async () => {
     const closed = await closedPort();
-    for (const proxy of [`http://127.0.0.1:${closed}`, `socks5://u:p@127.0.0.1:${closed}`, `ssh://root@127.0.0.1:${closed}`]) {
+    // Each run mostly starts node: the three at once (each in a collection of its own), then the next three.
+    await Promise.all([`http://127.0.0.1:${closed}`, `socks5://u:p@127.0.0.1:${closed}`, `ssh://root@127.0.0.1:${closed}`].map(async (proxy) => {
       const started = Date.now();
-      const result = await runCli("crawl", ["--url", `${site.origin}/`, "--cwd", dir, "--collection", "unreachable", "--proxyServer", proxy], { env: ENV, timeoutMs: 60_000 });
+      const result = await runCli("crawl", ["--url", `${site.origin}/`, "--cwd", dir, "--collection", `unreachable-${proxy.split(":")[0]}`, "--proxyServer", proxy], { env: ENV, timeoutMs: 60_000 });
       const ms = Date.now() - started;
       expect(result.code, result.stderr).toBe(21);
       const lines = result.stderr.split("\n").filter((l) => l.startsWith("crawl: "));
@@ -232,19 +238,19 @@ describe("proxies", () => {
       // Node's start included (slow on a loaded CI machine): the check itself is one refused connection.
       expect(ms).toBeLessThan(15_000);
       console.log(`unreachable ${proxy.split(":")[0]} proxy: exit 21 in ${ms} ms`);
-    }
+    }));
     // Credentials the proxy refuses: tried once at the start (a HEAD of the seed host's robots.txt through it).
-    for (const proxy of [tinyproxy.url, socks.url]) {
+    const refused = Promise.all([tinyproxy.url, socks.url].map(async (proxy) => {
       const wrong = proxy.replace(`:${PASSWORD}@`, ":wrong-password@");
-      const result = await runCli("crawl", ["--url", `${site.origin}/`, "--cwd", dir, "--collection", "unreachable", "--proxyServer", wrong], { env: ENV, timeoutMs: 60_000 });
+      const result = await runCli("crawl", ["--url", `${site.origin}/`, "--cwd", dir, "--collection", `refused-${proxy.split(":")[0]}`, "--proxyServer", wrong], { env: ENV, timeoutMs: 60_000 });
       expect(result.code, result.stderr).toBe(21);
       const lines = result.stderr.split("\n").filter((l) => l.startsWith("crawl: "));
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatch(/^crawl: proxy \S+ refused the credentials given for it/);
       expect(lines[0]).not.toContain("wrong-password");
-    }
+    }));
     // browsertrix-crawler 0.x's variables too.
-    const result = await runCli("crawl", ["--url", `${site.origin}/`, "--cwd", dir, "--collection", "unreachable"], { env: { ...ENV, PROXY_HOST: "127.0.0.1", PROXY_PORT: String(closed) } });
+    const [result] = await Promise.all([runCli("crawl", ["--url", `${site.origin}/`, "--cwd", dir, "--collection", "unreachable-env"], { env: { ...ENV, PROXY_HOST: "127.0.0.1", PROXY_PORT: String(closed) } }), refused]);
     expect(result.code, result.stderr).toBe(21);
   }, 120_000);
 
@@ -252,7 +258,11 @@ describe("proxies", () => {
     const closed = await closedPort();
     const seed = `http://${PROXIED_HOST}:${closed}/`;
     const args = ["--url", seed, "--cwd", dir, "--proxyServer", socks.url, "--behaviors", "", "--maxPageRetries", "0"];
-    const failing = await runCli("crawl", [...args, "--collection", "seed-via-proxy", "--failOnFailedSeed"], { env: ENV, timeoutMs: 90_000 });
+    // The run without the flag (the last check) at the same time: both mostly wait on the failing seed.
+    const [failing, plain] = await Promise.all([
+      runCli("crawl", [...args, "--collection", "seed-via-proxy", "--failOnFailedSeed"], { env: ENV, timeoutMs: 90_000 }),
+      runCli("crawl", [...args, "--collection", "seed-via-proxy-plain"], { env: ENV, timeoutMs: 90_000 }),
+    ]);
     expect(failing.code, failing.stderr.slice(-2000)).toBe(21);
     const error = logLines(failing.stderr).find((l) => l.logLevel === "error" && l.message.includes("--failOnFailedSeed"));
     expect(error?.message).toContain(`seed ${seed} failed: `);
@@ -263,7 +273,7 @@ describe("proxies", () => {
     const stored = readdirSync(archive).flatMap((f) => readWarcRecords(join(archive, f))).filter((r) => r.headers.get("warc-target-uri") === seed);
     expect(stored).toEqual([]);
     // Without the flag it is an ordinary failed seed: all seeds failed, exit 9.
-    const plain = await runCli("crawl", [...args, "--collection", "seed-via-proxy-plain"], { env: ENV, timeoutMs: 90_000 });
     expect(plain.code, plain.stderr.slice(-2000)).toBe(9);
+    expect(recordsOf("seed-via-proxy-plain").filter((r) => r.headers.get("warc-target-uri") === seed)).toEqual([]);
   }, 200_000);
 });
