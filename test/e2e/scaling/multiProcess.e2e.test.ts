@@ -11,25 +11,24 @@ import { gzipMembers, httpStatus, parseRecord, readWarcRecords, sha256 } from ".
 import { readZip } from "../../helpers/zip.js";
 import { NO_BEHAVIORS } from "../../helpers/cli.js";
 
-// The multi-process tests crawl a 100-page site; the single-process fault tests a 40-page one (CI time:
-// behaviors run on every page by default). Kills at many more moments: test/reliability.e2e.test.ts.
-const PAGES = 100;
-const FAULT_PAGES = 40;
-let bigSite: GeneratedSite;
-let smallSite: GeneratedSite;
+// Every test crawls one generated site, as small as their points allow: enough pages that each of three
+// processes gets some, and that a kill after a few pages lands mid-crawl (a single process crawls about
+// two pages a second). Kills at many more moments: test/e2e/faults/reliability.e2e.test.ts.
+const PAGES = 30;
 let site: GeneratedSite;
 let cwd: string;
-let expectedPages: string[];
-const pagesOf = (n: number) => Array.from({ length: n }, (_, i) => `/page/${i}.html`).sort();
+/** Pages of its own that one of three processes crawls before it is killed; a single process, before a fault. */
+const ONE_OF_THREE_KILLED_AFTER = 4;
+const SINGLE_KILLED_AFTER = 8;
+const expectedPages = Array.from({ length: PAGES }, (_, i) => `/page/${i}.html`).sort();
 
 beforeAll(async () => {
-  bigSite = await startGeneratedSite(PAGES);
-  smallSite = await startGeneratedSite(FAULT_PAGES);
+  site = await startGeneratedSite(PAGES);
   cwd = mkdtempSync(join(tmpdir(), "crawl-multi-"));
 });
 afterAll(async () => {
-  await bigSite.close();
-  await smallSite.close();
+  await (await threeCrawl?.catch(() => undefined))?.redis.stop();
+  await site.close();
   rmSync(cwd, { recursive: true, force: true });
 });
 
@@ -53,6 +52,15 @@ function startCrawler(collection: string, redisUrl: string, extra: string[] = []
   });
   const done = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   return { child, done, pagesCrawled: () => crawled };
+}
+
+/** The first of these processes to have crawled `pages` pages (or to exit). */
+async function firstToCrawl(running: Running[], pages: number): Promise<Running> {
+  for (;;) {
+    const first = running.find((r) => r.pagesCrawled() >= pages || r.child.exitCode !== null);
+    if (first) return first;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 async function whenCrawled(running: Running, pages: number): Promise<void> {
@@ -87,59 +95,6 @@ async function verifyCollection(collection: string) {
   return { records, responses, pageUrls, waczFiles };
 }
 
-describe("several crawler processes on one crawl", () => {
-  beforeAll(() => {
-    site = bigSite;
-    expectedPages = pagesOf(PAGES);
-  });
-
-  it("three processes share the queue: every page once, one WACZ each, committed once", async () => {
-    const redis = await startTestRedis(true);
-    try {
-      const crawlers = [0, 1, 2].map(() => startCrawler("three", redis.url));
-      const codes = await Promise.all(crawlers.map((c) => c.done));
-      expect(codes).toEqual([0, 0, 0]);
-      const { responses, pageUrls, waczFiles } = await verifyCollection("three");
-      expect([...pageUrls].sort()).toEqual(expectedPages);
-      const keys = responses.map((r) => `${httpStatus(r)} ${r.headers.get("warc-target-uri")}`);
-      expect(new Set(keys).size).toBe(keys.length);
-      expect(crawlers.every((c) => c.pagesCrawled() > 0)).toBe(true);
-      expect(waczFiles).toEqual(["three-w1.wacz", "three-w2.wacz", "three.wacz"]);
-      const waczList = (await redis.client.lrange("c:three:wacz", 0, -1)).map((j) => JSON.parse(j));
-      expect(waczList.map((w) => w.filename).sort()).toEqual(waczFiles);
-      expect(waczList.every((w) => typeof w.hash === "string" && w.size > 0)).toBe(true);
-      expect(await redis.client.smembers("allcrawls")).toEqual(["three"]);
-      expect(await redis.client.hget("h:three:counts", "totalUrls")).toBe(String(responses.length));
-      expect(await redis.client.hget("allcounts", "totalUrls")).toBe(String(responses.length));
-    } finally {
-      await redis.stop();
-    }
-  }, 240_000);
-
-  it("one of three killed with SIGKILL: the crawl still completes, no page twice, its files packaged", async () => {
-    const redis = await startTestRedis(true);
-    try {
-      const crawlers = [0, 1, 2].map(() => startCrawler("killed", redis.url));
-      await whenCrawled(crawlers[1], 10);
-      // Still running when killed, and killed by the signal: a crash must not pass for a kill.
-      expect({ exitCode: crawlers[1].child.exitCode, signal: crawlers[1].child.signalCode }).toEqual({ exitCode: null, signal: null });
-      crawlers[1].child.kill("SIGKILL");
-      const codes = await Promise.all(crawlers.map((c) => c.done));
-      expect(crawlers[1].child.signalCode).toBe("SIGKILL");
-      expect(codes[0]).toBe(0);
-      expect(codes[2]).toBe(0);
-      const { pageUrls, waczFiles } = await verifyCollection("killed");
-      // No page twice: one the killed process listed but did not finish is listed by whoever finished it.
-      expect([...pageUrls].sort()).toEqual(expectedPages);
-      expect(waczFiles).toHaveLength(3);
-      expect(await redis.client.smembers("allcrawls")).toEqual(["killed"]);
-      expect(await redis.client.llen(crawlStateKeys("killed").frontierShard(0).failed)).toBe(0);
-    } finally {
-      await redis.stop();
-    }
-  }, 240_000);
-});
-
 /** Every page listed in a WACZ of the collection resolves there or in a WACZ its datapackage requires. */
 async function unresolvedPages(collection: string): Promise<string[]> {
   const dir = join(cwd, "collections", collection);
@@ -167,13 +122,75 @@ async function unresolvedPages(collection: string): Promise<string[]> {
   return unresolved;
 }
 
-describe("a crawler process stalled (SIGSTOP) past its lease, then resumed", () => {
-  beforeAll(() => {
-    site = bigSite;
-    expectedPages = pagesOf(PAGES);
-  });
+interface ThreeCrawl {
+  redis: TestRedis;
+  crawlers: Running[];
+  codes: (number | null)[];
+}
 
-  it("is fenced: exits 1 and writes nothing more; the survivor commits; every listed page resolves, none twice", async () => {
+/**
+ * Three processes crawl the site together, once for the file: the first test checks that crawl, and the
+ * SIGINT test takes its counts as those of an uninterrupted crawl (the same command, the same site).
+ */
+let threeCrawl: Promise<ThreeCrawl> | undefined;
+function crawlWithThree(): Promise<ThreeCrawl> {
+  threeCrawl ??= (async () => {
+    const redis = await startTestRedis(true);
+    const crawlers = [0, 1, 2].map(() => startCrawler("three", redis.url));
+    const codes = await Promise.all(crawlers.map((c) => c.done));
+    return { redis, crawlers, codes };
+  })();
+  return threeCrawl;
+}
+
+describe("several crawler processes on one crawl", () => {
+  it("three processes share the queue: every page once, one WACZ each, committed once", async () => {
+    const { redis, crawlers, codes } = await crawlWithThree();
+    expect(codes).toEqual([0, 0, 0]);
+    const { responses, pageUrls, waczFiles } = await verifyCollection("three");
+    expect([...pageUrls].sort()).toEqual(expectedPages);
+    const keys = responses.map((r) => `${httpStatus(r)} ${r.headers.get("warc-target-uri")}`);
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(crawlers.every((c) => c.pagesCrawled() > 0), `pages per process: ${crawlers.map((c) => c.pagesCrawled())}`).toBe(true);
+    expect(waczFiles).toEqual(["three-w1.wacz", "three-w2.wacz", "three.wacz"]);
+    const waczList = (await redis.client.lrange("c:three:wacz", 0, -1)).map((j) => JSON.parse(j));
+    expect(waczList.map((w) => w.filename).sort()).toEqual(waczFiles);
+    expect(waczList.every((w) => typeof w.hash === "string" && w.size > 0)).toBe(true);
+    expect(await redis.client.smembers("allcrawls")).toEqual(["three"]);
+    expect(await redis.client.hget("h:three:counts", "totalUrls")).toBe(String(responses.length));
+    expect(await redis.client.hget("allcounts", "totalUrls")).toBe(String(responses.length));
+  }, 240_000);
+
+  // The next two run side by side (their own Redis and collection; maxConcurrency in vitest.config.ts): the
+  // stalled one mostly waits out a heartbeat.
+  it.concurrent("one of three killed with SIGKILL: the crawl still completes, no page twice, its files packaged", async () => {
+    const redis = await startTestRedis(true);
+    try {
+      const crawlers = [0, 1, 2].map(() => startCrawler("killed", redis.url));
+      // The first to crawl a few pages of its share (a third) is killed while it still holds some: not one
+      // chosen in advance, which may start late and crawl little on a loaded machine.
+      const victim = await firstToCrawl(crawlers, ONE_OF_THREE_KILLED_AFTER);
+      const survivors = crawlers.filter((c) => c !== victim);
+      // Still running when killed, and killed by the signal: a crash must not pass for a kill.
+      expect({ exitCode: victim.child.exitCode, signal: victim.child.signalCode }).toEqual({ exitCode: null, signal: null });
+      victim.child.kill("SIGKILL");
+      const codes = await Promise.all(survivors.map((c) => c.done));
+      await victim.done;
+      expect(victim.child.signalCode).toBe("SIGKILL");
+      expect(codes[0]).toBe(0);
+      expect(codes[1]).toBe(0);
+      const { pageUrls, waczFiles } = await verifyCollection("killed");
+      // No page twice: one the killed process listed but did not finish is listed by whoever finished it.
+      expect([...pageUrls].sort()).toEqual(expectedPages);
+      expect(waczFiles).toHaveLength(3);
+      expect(await redis.client.smembers("allcrawls")).toEqual(["killed"]);
+      expect(await redis.client.llen(crawlStateKeys("killed").frontierShard(0).failed)).toBe(0);
+    } finally {
+      await redis.stop();
+    }
+  }, 240_000);
+
+  it.concurrent("one stalled (SIGSTOP) past its lease, then resumed, is fenced: exits 1 and writes nothing more; the survivor commits; every listed page resolves, none twice", async () => {
     const redis = await startTestRedis(true);
     const archive = join(cwd, "collections", "stalled", "archive");
     const ownerOf = (marker: string) => {
@@ -189,7 +206,8 @@ describe("a crawler process stalled (SIGSTOP) past its lease, then resumed", () 
       await whenCrawled(stalled, 3);
       expect(stalled.child.exitCode).toBeNull();
       stalled.child.kill("SIGSTOP");
-      // Past its heartbeat (15 s): the survivor takes it for dead, fences it and takes over its pages.
+      // Past its heartbeat (15 s): the survivor takes it for dead, fences it and takes over its pages (it
+      // waits for them once the queue is empty, so the site need not last that long).
       const deadline = Date.now() + 120_000;
       let fenced: string[] = [];
       while (!fenced.length && Date.now() < deadline && survivor.child.exitCode === null) {
@@ -219,46 +237,37 @@ describe("a crawler process stalled (SIGSTOP) past its lease, then resumed", () 
 });
 
 describe("a crawl that survives faults", () => {
-  beforeAll(() => {
-    site = smallSite;
-    expectedPages = pagesOf(FAULT_PAGES);
-  });
-
-  it("SIGINT then the same command again: complete, with the counts of an uninterrupted crawl", async () => {
+  // These run two at a time (one crawler each, their own Redis and collection; maxConcurrency in vitest.config.ts).
+  it.concurrent("SIGINT then the same command again: complete, with the counts of an uninterrupted crawl", async () => {
     const redis = await startTestRedis(true);
-    const reference = await startTestRedis(true);
-    let uninterrupted: Running | undefined;
     try {
-      // The uninterrupted reference crawl runs beside the other two (its own Redis, its own collection).
-      uninterrupted = startCrawler("uninterrupted", reference.url);
       const first = startCrawler("interrupted", redis.url);
-      await whenCrawled(first, 10);
+      await whenCrawled(first, SINGLE_KILLED_AFTER);
       first.child.kill("SIGINT");
       expect(await first.done).toBe(11);
       expect(await redis.client.sismember("uncommittedcrawls", "interrupted")).toBe(1);
       expect(await startCrawler("interrupted", redis.url).done).toBe(0);
-      expect(await uninterrupted.done).toBe(0);
+      // The uninterrupted reference: the three-process crawl of the same site with the same command.
+      const reference = await crawlWithThree();
+      expect(reference.codes).toEqual([0, 0, 0]);
       const resumed = await verifyCollection("interrupted");
       expect([...new Set(resumed.pageUrls)].sort()).toEqual(expectedPages);
       const counts = await redis.client.hgetall("h:interrupted:counts");
-      const referenceCounts = await reference.client.hgetall("h:uninterrupted:counts");
+      const referenceCounts = await reference.redis.client.hgetall("h:three:counts");
       expect({ ...counts, totalCrawlSize: "-" }).toEqual({ ...referenceCounts, totalCrawlSize: "-" });
       expect(counts.totalUrls).toBe(String(resumed.responses.length));
     } finally {
-      uninterrupted?.child.kill("SIGKILL"); // only if an assertion failed while it ran
       await redis.stop();
-      await reference.stop();
     }
   }, 240_000);
 
-  // The next two run side by side (one crawler each, their own Redis and collection; maxConcurrency in vitest.config.ts).
   it.concurrent("redis-server stopped for a few seconds mid-crawl: the crawl waits, then completes", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "crawl-redis-restart-"));
     let server = new EmbeddedRedis({ dataDir, persist: true });
     const url = await server.start();
     try {
       const crawler = startCrawler("redisdown", url);
-      await whenCrawled(crawler, 10);
+      await whenCrawled(crawler, SINGLE_KILLED_AFTER);
       await server.stop(); // SIGTERM: Redis writes its append-only file and exits
       await new Promise((r) => setTimeout(r, 4000));
       server = new EmbeddedRedis({ dataDir, persist: true, port: server.port });
@@ -276,14 +285,14 @@ describe("a crawl that survives faults", () => {
     const redis = await startTestRedis(true);
     try {
       const crawler = startCrawler("browserdied", redis.url, ["--statsFilename", join(cwd, "browserdied.json")]);
-      await whenCrawled(crawler, 10);
+      await whenCrawled(crawler, SINGLE_KILLED_AFTER);
       // Only this crawler's browser (from its record in the collection), not every Chromium on the machine.
       const records = join(cwd, "collections", "browserdied", "browsers");
       for (const name of readdirSync(records)) process.kill((JSON.parse(readFileSync(join(records, name), "utf8")) as { browserPid: number }).browserPid, "SIGKILL");
       expect(await crawler.done).toBe(0);
       const stats = JSON.parse(readFileSync(join(cwd, "browserdied.json"), "utf8"));
       expect(stats.browserLaunches).toBeGreaterThanOrEqual(2);
-      expect(stats, JSON.stringify(stats)).toMatchObject({ crawled: FAULT_PAGES, failed: 0, status: "done" });
+      expect(stats, JSON.stringify(stats)).toMatchObject({ crawled: PAGES, failed: 0, status: "done" });
       await verifyCollection("browserdied");
     } finally {
       await redis.stop();
