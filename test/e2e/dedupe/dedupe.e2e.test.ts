@@ -161,8 +161,10 @@ describe("dedupe across two crawls of the same site", () => {
   }, 120_000);
 });
 
+// Independent crawls (C dedupes against A and B; D has a dedupe Redis of its own, and mostly waits out the
+// outage's retry budget): side by side.
 describe("dedupe keeps exact counts through interruptions and outages", () => {
-  it("a crawl interrupted and continued does not double-count", async () => {
+  it.concurrent("a crawl interrupted and continued does not double-count", async () => {
     const args = crawlArgs("C");
     const interrupted = await new Promise<number | null>((resolve) => {
       const child = spawn(process.execPath, ["dist/src/cli/crawl.js", ...args], { stdio: ["ignore", "ignore", "pipe"] });
@@ -188,7 +190,7 @@ describe("dedupe keeps exact counts through interruptions and outages", () => {
     expect(await redis.client.sismember("allcrawls", "C")).toBe(1);
   }, 120_000);
 
-  it("with the dedupe Redis stopped mid-crawl for good, every page is archived with full responses and no wrong revisits, and the crawl fails uncommitted (its index notes could not be written)", async () => {
+  it.concurrent("with the dedupe Redis stopped mid-crawl for good, every page is archived with full responses and no wrong revisits, and the crawl fails uncommitted (its index notes could not be written)", async () => {
     const dedupe = await startTestRedis();
     const args = ["--url", site.url + SEED_PATH, "--collection", "D", "--cwd", cwd, ...NO_BEHAVIORS, "--redisDedupeUrl", dedupe.url, "--statsFilename", join(cwd, "D.json")];
     const result = await new Promise<number | null>((resolve) => {

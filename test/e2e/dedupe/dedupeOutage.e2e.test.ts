@@ -62,28 +62,50 @@ async function waczContents(dir: string): Promise<{ files: string[]; responseUrl
   return { files, responseUrls };
 }
 
+interface Scenario {
+  redis: TestRedis;
+  site: OutageSite;
+  cwd: string;
+  crawl: Promise<CliResult>;
+}
+
+/** A crawl of an outage site with a dedupe Redis of its own; `hooks` stop or restart that Redis as pages are served. */
+async function startScenario(collection: string, hooks: (redis: TestRedis) => Record<string, () => Promise<void>>, extra: string[]): Promise<Scenario> {
+  const redis = await startTestRedis(true);
+  const site = await startOutageSite(hooks(redis));
+  const cwd = mkdtempSync(join(tmpdir(), "crawl-outage-"));
+  const crawl = runCli("crawl", ["--url", site.url + "/", "--collection", collection, "--cwd", cwd, ...NO_BEHAVIORS, "--generateWACZ",
+    "--redisDedupeUrl", redis.url, ...extra, "--statsFilename", join(cwd, "stats.json")], { timeoutMs: 240_000 });
+  return { redis, site, cwd, crawl };
+}
+
+async function stopScenario(scenario: Scenario | undefined): Promise<void> {
+  if (!scenario) return;
+  await scenario.crawl;
+  await scenario.site.close();
+  await scenario.redis.stop();
+  rmSync(scenario.cwd, { recursive: true, force: true });
+}
+
+// Both crawls start at once, each with its own Redis, site and folder: the second mostly waits out the
+// crawler's retry budget for an index that never comes back.
+let back: Scenario;
+let away: Scenario;
+beforeAll(async () => {
+  back = await startScenario("outage", (redis) => ({ "/": () => redis.stopServer(), "/c": () => redis.restartServer() }), ["--rolloverSize", "4KB"]);
+  away = await startScenario("away", (redis) => ({ "/": () => redis.stopServer() }), []);
+});
+
+afterAll(async () => {
+  await stopScenario(back);
+  await stopScenario(away);
+}, 300_000);
+
 describe("dedupe Redis away while WARC files open", () => {
-  let redis: TestRedis;
-  let site: OutageSite;
-  let cwd: string;
-  let crawl: CliResult;
-  const dir = () => join(cwd, "collections", "outage");
-
-  beforeAll(async () => {
-    redis = await startTestRedis(true);
-    site = await startOutageSite({ "/": () => redis.stopServer(), "/c": () => redis.restartServer() });
-    cwd = mkdtempSync(join(tmpdir(), "crawl-outage-"));
-    crawl = await runCli("crawl", ["--url", site.url + "/", "--collection", "outage", "--cwd", cwd, ...NO_BEHAVIORS, "--generateWACZ",
-      "--redisDedupeUrl", redis.url, "--rolloverSize", "4KB", "--statsFilename", join(cwd, "stats.json")], { timeoutMs: 240_000 });
-  }, 300_000);
-
-  afterAll(async () => {
-    await site.close();
-    await redis.stop();
-    rmSync(cwd, { recursive: true, force: true });
-  });
-
   it("packages every WARC file, registers every WACZ in order with its hash, and commits", async () => {
+    const { redis, cwd } = back;
+    const dir = join(cwd, "collections", "outage");
+    const crawl = await back.crawl;
     expect(crawl.code, crawl.stderr.slice(-2000)).toBe(0);
     const stats = JSON.parse(readFileSync(join(cwd, "stats.json"), "utf8")) as { crawled: number; committed: boolean };
     expect(stats).toMatchObject({ crawled: 4, committed: true });
@@ -91,9 +113,9 @@ describe("dedupe Redis away while WARC files open", () => {
     // The outage really hit WARC files being opened.
     const unregistered = logLines(crawl.stderr).filter((l) => l.message.includes("WACZ not registered yet"));
     expect(unregistered.map((l) => l.details.wacz)).toContain("outage.wacz");
-    const warcs = readdirSync(join(dir(), "archive")).filter((f) => f.endsWith(".warc.gz"));
+    const warcs = readdirSync(join(dir, "archive")).filter((f) => f.endsWith(".warc.gz"));
     expect(warcs.length).toBe(4);
-    const { files, responseUrls } = await waczContents(dir());
+    const { files, responseUrls } = await waczContents(dir);
     expect(files.length).toBe(4);
     // Each page's response is in a WACZ: those captured while the dedupe Redis was down too.
     expect(responseUrls.filter((u) => PAGES.includes(u)).sort()).toEqual([...PAGES].sort());
@@ -102,30 +124,13 @@ describe("dedupe Redis away while WARC files open", () => {
     expect(list.map((e) => e.filename)).toEqual(["outage.wacz", "outage-2.wacz", "outage-3.wacz", "outage-4.wacz"]);
     expect(list.every((e) => e.hash?.startsWith("sha256:"))).toBe(true);
     expect(await redis.client.sismember("allcrawls", "outage")).toBe(1);
-  });
+  }, 300_000);
 });
 
 describe("dedupe Redis still away when the WACZ files are registered", () => {
-  let redis: TestRedis;
-  let site: OutageSite;
-  let cwd: string;
-  let crawl: CliResult;
-
-  beforeAll(async () => {
-    redis = await startTestRedis(true);
-    site = await startOutageSite({ "/": () => redis.stopServer() });
-    cwd = mkdtempSync(join(tmpdir(), "crawl-outage-"));
-    crawl = await runCli("crawl", ["--url", site.url + "/", "--collection", "away", "--cwd", cwd, ...NO_BEHAVIORS, "--generateWACZ",
-      "--redisDedupeUrl", redis.url, "--statsFilename", join(cwd, "stats.json")], { timeoutMs: 240_000 });
-  }, 300_000);
-
-  afterAll(async () => {
-    await site.close();
-    await redis.stop();
-    rmSync(cwd, { recursive: true, force: true });
-  });
-
   it("retries, then fails with one clear error and exit 8 (Redis unavailable); nothing is claimed committed", async () => {
+    const { redis, cwd } = away;
+    const crawl = await away.crawl;
     expect(crawl.code).toBe(8);
     // The records' index notes (which need the WACZ registered) could not be written: the crawl cannot be committed.
     expect(crawl.stderr).toMatch(/WACZ files not finished: cannot write \d+ index notes \(first: index http:[^)]*\): dedupe index unreachable for 30s \(away\.wacz not registered in the dedupe index yet\)/);
@@ -135,5 +140,5 @@ describe("dedupe Redis still away when the WACZ files are registered", () => {
     expect(readdirSync(join(cwd, "collections", "away", "archive")).filter((f) => f.endsWith(".warc.gz")).length).toBe(1);
     await redis.restartServer();
     expect(await redis.client.sismember("allcrawls", "away")).toBe(0);
-  });
+  }, 300_000);
 });

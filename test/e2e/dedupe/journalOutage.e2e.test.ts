@@ -17,15 +17,21 @@ import { dedupeKeys } from "../../../src/dedupe/indexKeys.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
 import { httpStatus, readWarcRecords } from "../../helpers/warcFile.js";
 
-const PAGES = 60;
 const CRAWL = "journal";
 let site: GeneratedSite;
+let pages: number;
 let cwd: string;
 let state: TestRedis;
 let dedupe: TestRedis;
 
-beforeAll(async () => void (site = await startGeneratedSite(PAGES)));
-afterAll(async () => await site.close());
+/** The site of a describe block: as many pages as its kills need still to come (a rerun crawls all the rest). */
+function useSite(count: number) {
+  beforeAll(async () => {
+    pages = count;
+    site = await startGeneratedSite(count);
+  });
+  afterAll(async () => await site.close());
+}
 // Each scenario has its own folder and its own servers (a committed crawl would turn the next one's responses into revisits).
 beforeEach(async () => {
   cwd = mkdtempSync(join(tmpdir(), "crawl-journal-"));
@@ -74,7 +80,7 @@ async function expectIndexEqualsArchive() {
   // What the archive holds, recomputed from the WARC files.
   const records = readdirSync(archive()).filter((f) => f.endsWith(".warc.gz")).flatMap((f) => readWarcRecords(join(archive(), f)));
   const stored = records.filter((r) => r.headers.get("warc-type") === "response" && httpStatus(r) === 200 && r.payload.length > 0 && !r.headers.has("warc-truncated"));
-  expect(stored.length).toBeGreaterThan(PAGES);
+  expect(stored.length).toBeGreaterThan(pages);
   const hashes = await client.hgetall(`h:${CRAWL}`);
   const allhashes = await client.hgetall("allhashes");
   const missing = stored.filter((r) => !hashes[r.headers.get("warc-payload-digest")!] || !allhashes[r.headers.get("warc-payload-digest")!]);
@@ -87,12 +93,16 @@ async function expectIndexEqualsArchive() {
   const counts = await client.hgetall(`h:${CRAWL}:counts`);
   expect({ totalUrls: Number(counts.totalUrls), dupeUrls: Number(counts.dupeUrls ?? 0) }).toEqual({ totalUrls: counted("response") + counted("revisit"), dupeUrls: counted("revisit") });
   const outlinks = await client.hgetall(`o:${CRAWL}`);
-  const pages = Array.from({ length: PAGES }, (_, i) => `${site.url}/page/${i}.html`);
-  expect(pages.filter((u) => !outlinks[u]), "pages without recorded outlinks").toEqual([]);
+  const pageUrls = Array.from({ length: pages }, (_, i) => `${site.url}/page/${i}.html`);
+  expect(pageUrls.filter((u) => !outlinks[u]), "pages without recorded outlinks").toEqual([]);
   return stored;
 }
 
 describe("a crawler SIGKILLed while the dedupe index is away and index notes wait", () => {
+  // The victim is killed after about 5 pages of its own while a survivor may crawl as many or more: the crawl
+  // must still have pages left then (neither may end it on its own before the kill).
+  useSite(30);
+
   it("run again once the index is back: the committed index holds every stored response, exact counts, history and outlinks", async () => {
     const first = startCrawler();
     await until(() => first.crawled() >= 3 || first.child.exitCode !== null, "3 pages crawled");
@@ -105,7 +115,7 @@ describe("a crawler SIGKILLed while the dedupe index is away and index notes wai
     const killed = await first.exit;
     expect(killed.signal, "the first crawler must die by the SIGKILL, not on its own").toBe("SIGKILL");
     const crawledAtKill = first.crawled();
-    expect(crawledAtKill, "killed mid-crawl").toBeLessThan(PAGES);
+    expect(crawledAtKill, "killed mid-crawl").toBeLessThan(pages);
     expect(first.log()).toContain("index notes kept, retried until it answers");
     const waiting = journaledNotes();
 
@@ -150,6 +160,9 @@ const PAUSED_AFTER_WRITE = { CRAWLER_TEST_PAUSE_AT: "record-written", CRAWLER_TE
 const NOTED_FROM_RECORDS = "indexed records a crawler that died had written but not yet noted in the index";
 
 describe("a crawler SIGKILLed between writing a record and noting it (the index up all along)", () => {
+  // Killed at its first record: a few pages are enough for the rerun or the survivor to crawl after it.
+  useSite(12);
+
   /**
    * Kills the crawler once it paused after a record. The pause holds one record unnoted; the crawler's other
    * exchanges go on meanwhile, so more records may be written and not yet noted at the kill. What the kill left
