@@ -45,12 +45,12 @@ interface Crawl {
   seconds: number;
 }
 
-async function crawl(name: string, seed: string, flags: string[] = []): Promise<Crawl> {
+async function crawl(name: string, seeds: string[], flags: string[] = []): Promise<Crawl> {
   const statsFile = join(cwd, `${name}.json`);
   const started = Date.now();
   const result = await runCli(
     "crawl",
-    ["--url", seed, "--cwd", cwd, "--collection", name, "--statsFilename", statsFile, "--netIdleWait", "1", ...NO_BEHAVIORS, ...flags],
+    [...seeds.flatMap((seed) => ["--url", seed]), "--cwd", cwd, "--collection", name, "--statsFilename", statsFile, "--netIdleWait", "1", ...NO_BEHAVIORS, ...flags],
     { timeoutMs: 170_000 },
   );
   const seconds = (Date.now() - started) / 1000;
@@ -66,104 +66,149 @@ function responseUrls(records: RawRecord[]): string[] {
   return records.filter((r) => r.headers.get("warc-type") === "response").map((r) => r.headers.get("warc-target-uri")!).sort();
 }
 
-describe("seeds that redirect (issue 15, item 7)", () => {
-  it("http://seed/ -> http://www.seed/: the www. host is the seed's own scope; both URLs are listed as the seed", async () => {
-    const seed = `http://seed.localhost:${port}${P}/moved-www`;
-    const www = `http://www.seed.localhost:${port}${P}/site/`;
-    const { result, stats, seeds, others, records } = await crawl("moved-www", seed);
-    expect(result.code).toBe(0);
-    expect(stats).toMatchObject({ crawled: 3, failed: 0, queued: 0, pending: 0, status: "done" });
-    expect(seeds.map((p) => p.url)).toEqual([seed, www]);
-    expect(seeds.every((p) => p.seed && p.depth === 0 && p.status === 200)).toBe(true);
-    // The front page links to itself and its pages link back to it: it is not crawled a second time.
-    expect(others.map((p) => p.url).sort()).toEqual([`${www}a`, `${www}b`]);
-    expect(responseUrls(records)).toEqual([seed, www, `${www}a`, `${www}b`].sort());
-  }, 180_000);
+/** The entries whose URL starts with one of `prefixes`. */
+function under<T extends { url: string }>(entries: T[], ...prefixes: string[]): T[] {
+  return entries.filter((e) => prefixes.some((p) => e.url.startsWith(p)));
+}
+const urlsUnder = (urls: string[], ...prefixes: string[]) => urls.filter((u) => prefixes.some((p) => u.startsWith(p)));
+/** The URLs of the pages a crawl logged as crawled (a redirected seed under its seed URL), under `prefixes`. */
+const crawledUnder = (crawl: Crawl, ...prefixes: string[]) =>
+  urlsUnder(logLines(crawl.result.stderr).filter((l) => l.message === "page crawled").map((l) => String(l.details.url)), ...prefixes).sort();
+/** The URLs of the crawl's "page rate limited" warnings (an answer after which the page is tried again). */
+const rateLimitedUrls = (crawl: Crawl) => logLines(crawl.result.stderr).filter((l) => l.message.startsWith("page rate limited")).map((l) => String(l.details.url));
 
-  it("a seed that redirects to another host: without --addRedirectedSeeds only the seed page, with it the other host's site", async () => {
-    const seed = `http://seed.localhost:${port}${P}/moved-away`;
-    const other = `http://other.localhost:${port}${P}/site/`;
+// Two crawls serve the redirect, twin-URL and single-process rate-limit cases: one on the defaults (with
+// --rateLimitMaxRetries 2, which only the always-429 page reaches), one with --addRedirectedSeeds and
+// --allowHashUrls (the redirect site has no fragments; the twins page has no redirect). Each case has a host
+// of its own (names under .localhost reach the same site), so its pages, archive records and a host's back-off
+// are told apart: seed.localhost (redirecting seeds), 127.0.0.1 (twins), busy.localhost and links.localhost
+// (the rate limits). They run in order: the rate-limit cases read the site's request log by path.
+let shared: Crawl;
+let flagged: Crawl;
+const host = (name: string) => `http://${name}:${port}`;
+const movedWww = () => `${host("seed.localhost")}${P}/moved-www`;
+const www = () => `${host("www.seed.localhost")}${P}/site/`;
+const movedAway = () => `${host("seed.localhost")}${P}/moved-away`;
+const other = () => `${host("other.localhost")}${P}/site/`;
+const twins = () => `${site.url}${P}/twins`;
+const busy = () => `${host("busy.localhost")}${P}/busy`;
+const busyLinks = () => `${host("links.localhost")}${P}/busy-links`;
 
-    const alone = await crawl("moved-away", seed);
-    expect(alone.result.code).toBe(0);
-    expect(alone.stats).toMatchObject({ crawled: 1, failed: 0, status: "done" });
-    expect(alone.seeds.map((p) => p.url)).toEqual([seed, other]);
-    expect(alone.others).toEqual([]);
-    expect(logLines(alone.result.stderr).some((l) => l.message.startsWith("seed page redirected out of its scope: not added"))).toBe(true);
+describe("crawls on shared flags", () => {
+  beforeAll(async () => {
+    shared = await crawl("shared", [movedWww(), movedAway(), twins(), busy(), busyLinks()], ["--rateLimitMaxRetries", "2"]);
+    flagged = await crawl("flagged", [movedAway(), twins()], ["--addRedirectedSeeds", "--allowHashUrls"]);
+  }, 240_000);
 
-    const added = await crawl("moved-away-added", seed, ["--addRedirectedSeeds"]);
-    expect(added.result.code).toBe(0);
-    expect(added.stats).toMatchObject({ crawled: 3, failed: 0, queued: 0, pending: 0, status: "done" });
-    expect(added.seeds.map((p) => p.url)).toEqual([seed, other]);
-    expect(added.seeds.every((p) => p.seed && p.depth === 0 && p.status === 200)).toBe(true);
-    expect(added.others.map((p) => p.url).sort()).toEqual([`${other}a`, `${other}b`]);
-    expect(added.others.every((p) => !p.seed && p.depth === 1)).toBe(true);
-    expect(responseUrls(added.records)).toEqual([seed, other, `${other}a`, `${other}b`].sort());
-    const note = logLines(added.result.stderr).find((l) => l.message.startsWith("seed page redirected out of its scope: its redirect target is added"));
-    expect(note?.details).toMatchObject({ url: seed, redirectedTo: other, newSeedId: 1 });
-  }, 180_000);
+  it("both end cleanly, every page counted: the shared crawl's rate limits (1 for /busy, 3 for /always-busy) and its one failure", () => {
+    expect(shared.result.code, shared.result.stderr.slice(-3000)).toBe(0);
+    // moved-www 3, moved-away 1, twins 1 + 3, busy 1, busy-links 1 (always-busy failed).
+    expect(shared.stats).toMatchObject({ crawled: 10, failed: 1, failedAttempts: 0, rateLimited: 4, queued: 0, pending: 0, status: "done" });
+    expect(flagged.result.code, flagged.result.stderr.slice(-3000)).toBe(0);
+    // moved-away with its redirect target's site 3, twins 1 + 6.
+    expect(flagged.stats).toMatchObject({ crawled: 10, failed: 0, queued: 0, pending: 0, status: "done" });
+  });
+
+  describe("seeds that redirect (issue 15, item 7)", () => {
+    it("http://seed/ -> http://www.seed/: the www. host is the seed's own scope; both URLs are listed as the seed", () => {
+      const { seeds, others, records } = shared;
+      expect(crawledUnder(shared, movedWww(), www())).toEqual([movedWww(), `${www()}a`, `${www()}b`].sort());
+      const mine = under(seeds, movedWww(), www());
+      expect(mine.map((p) => p.url)).toEqual([movedWww(), www()]);
+      expect(mine.every((p) => p.seed && p.depth === 0 && p.status === 200)).toBe(true);
+      // The front page links to itself and its pages link back to it: it is not crawled a second time.
+      expect(under(others, movedWww(), www()).map((p) => p.url).sort()).toEqual([`${www()}a`, `${www()}b`]);
+      expect(urlsUnder(responseUrls(records), movedWww(), host("www.seed.localhost"))).toEqual([movedWww(), www(), `${www()}a`, `${www()}b`].sort());
+    });
+
+    it("a seed that redirects to another host: without --addRedirectedSeeds only the seed page, with it the other host's site", () => {
+      const alone = shared;
+      expect(crawledUnder(alone, movedAway(), host("other.localhost"))).toEqual([movedAway()]);
+      expect(under(alone.seeds, movedAway(), host("other.localhost")).map((p) => p.url)).toEqual([movedAway(), other()]);
+      expect(under(alone.others, movedAway(), host("other.localhost"))).toEqual([]);
+      expect(urlsUnder(responseUrls(alone.records), movedAway(), host("other.localhost"))).toEqual([movedAway(), other()].sort());
+      expect(logLines(alone.result.stderr).some((l) => l.message.startsWith("seed page redirected out of its scope: not added") && l.details.url === movedAway())).toBe(true);
+
+      const added = flagged;
+      expect(crawledUnder(added, movedAway(), host("other.localhost"))).toEqual([movedAway(), `${other()}a`, `${other()}b`].sort());
+      const addedSeeds = under(added.seeds, movedAway(), host("other.localhost"));
+      expect(addedSeeds.map((p) => p.url)).toEqual([movedAway(), other()]);
+      expect(addedSeeds.every((p) => p.seed && p.depth === 0 && p.status === 200)).toBe(true);
+      const addedOthers = under(added.others, movedAway(), host("other.localhost"));
+      expect(addedOthers.map((p) => p.url).sort()).toEqual([`${other()}a`, `${other()}b`]);
+      expect(addedOthers.every((p) => !p.seed && p.depth === 1)).toBe(true);
+      expect(urlsUnder(responseUrls(added.records), movedAway(), host("other.localhost"))).toEqual([movedAway(), other(), `${other()}a`, `${other()}b`].sort());
+      const note = logLines(added.result.stderr).find((l) => l.message.startsWith("seed page redirected out of its scope: its redirect target is added"));
+      // Two seeds given (ids 0 and 1): the redirect target is the third.
+      expect(note?.details).toMatchObject({ url: movedAway(), redirectedTo: other(), seedId: 0, newSeedId: 2 });
+    });
+  });
+
+  describe("one page, many URLs (issue 15, item 8)", () => {
+    const base = () => `${site.url}${P}`;
+
+    it("query order, an empty query or empty parameters, and fragments do not make another page; the URL found first is the one archived", () => {
+      const { seeds, others, records } = shared;
+      // Met first as ?b=2&a=1 and /plain?: loaded and archived so, not as their keys.
+      const expected = [`${base()}/item?b=2&a=1`, `${base()}/plain?`, `${base()}/frag`];
+      expect(crawledUnder(shared, base())).toEqual([twins(), ...expected].sort());
+      expect(under(seeds, base()).map((p) => p.url)).toEqual([twins()]);
+      expect(under(others, base()).map((p) => p.url).sort()).toEqual([...expected].sort());
+      expect(urlsUnder(responseUrls(records), base())).toEqual([twins(), ...expected].sort());
+    });
+
+    it("with --allowHashUrls, URLs with other fragments are other pages (their document archived once)", () => {
+      const { seeds, others, records } = flagged;
+      const pages = [`${base()}/item?b=2&a=1`, `${base()}/item?a=1&b=2#part`, `${base()}/plain?`, `${base()}/frag#one`, `${base()}/frag#two`, `${base()}/frag`];
+      expect(crawledUnder(flagged, base())).toEqual([twins(), ...pages].sort());
+      expect(under(seeds, base()).map((p) => p.url)).toEqual([twins()]);
+      const mine = under(others, base());
+      expect(mine.map((p) => p.url).sort()).toEqual([...pages].sort());
+      expect(mine.every((p) => p.status === 200)).toBe(true);
+      expect(urlsUnder(responseUrls(records), base())).toEqual([twins(), `${base()}/item?b=2&a=1`, `${base()}/item?a=1&b=2`, `${base()}/plain?`, `${base()}/frag`].sort());
+    });
+  });
+
+  describe("rate limits (issue 15, item 9)", () => {
+    it("429 with Retry-After: 2, then 200: archived once, with the 200, after the server's wait; the 429 is not a crawled page", () => {
+      const { seeds, records } = shared;
+      const url = busy();
+      expect(crawledUnder(shared, host("busy.localhost"))).toEqual([url]);
+      expect(rateLimitedUrls(shared).filter((u) => u === url)).toHaveLength(1);
+      const times = pacingLog(site.url, `${P}/busy`);
+      expect(times).toHaveLength(2);
+      // The crawler's clock starts when the 429 arrives, after the server sent it: the gap is at least 2 s.
+      expect(times[1] - times[0]).toBeGreaterThanOrEqual(2000);
+      const responses = records.filter((r) => r.headers.get("warc-type") === "response" && r.headers.get("warc-target-uri")!.startsWith(host("busy.localhost")));
+      expect(responses.map((r) => [r.headers.get("warc-target-uri"), httpStatus(r)])).toEqual([[url, 200]]);
+      expect(records.some((r) => r.payload.includes("Too many requests"))).toBe(false);
+      expect(under(seeds, host("busy.localhost")).map((p) => [p.url, p.status])).toEqual([[url, 200]]);
+      // The 429 page was never rendered: its image and link were not fetched.
+      expect(site.hits.get(`${P}/never-loaded.png`) ?? 0).toBe(0);
+      expect(site.hits.get(`${P}/never-linked`) ?? 0).toBe(0);
+    });
+
+    it("a page that always answers 429: failed after --rateLimitMaxRetries, nothing of it archived, and the crawl ends", () => {
+      const { result, seeds, others, records, seconds } = shared;
+      const start = busyLinks();
+      const failedUrl = `${host("links.localhost")}${P}/always-busy`;
+      expect(crawledUnder(shared, host("links.localhost"))).toEqual([start]);
+      // Tried three times: two answers put it back, the third fails it.
+      expect(rateLimitedUrls(shared).filter((u) => u === failedUrl)).toHaveLength(2);
+      const times = pacingLog(site.url, `${P}/always-busy`);
+      expect(times).toHaveLength(3);
+      for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(1000);
+      expect(under(seeds, host("links.localhost")).map((p) => p.url)).toEqual([start]);
+      expect(under(others, host("links.localhost"))).toEqual([]);
+      expect(urlsUnder(responseUrls(records), host("links.localhost"))).toEqual([start]);
+      const failed = logLines(result.stderr).filter((l) => l.message === "page failed: rate limited on every try");
+      expect(failed.map((l) => l.details)).toMatchObject([{ url: failedUrl, status: 429 }]);
+      console.log(JSON.stringify({ bench: "shared crawl (always-429 page among 10)", seconds }));
+    });
+  });
 });
 
-describe("one page, many URLs (issue 15, item 8)", () => {
-  const base = () => `${site.url}${P}`;
-
-  it("query order, an empty query or empty parameters, and fragments do not make another page; the URL found first is the one archived", async () => {
-    const { result, stats, others, records } = await crawl("twins", `${base()}/twins`);
-    expect(result.code).toBe(0);
-    // Met first as ?b=2&a=1 and /plain?: loaded and archived so, not as their keys.
-    const expected = [`${base()}/item?b=2&a=1`, `${base()}/plain?`, `${base()}/frag`];
-    expect(stats).toMatchObject({ crawled: 1 + expected.length, failed: 0, status: "done" });
-    expect(others.map((p) => p.url).sort()).toEqual([...expected].sort());
-    expect(responseUrls(records)).toEqual([`${base()}/twins`, ...expected].sort());
-  }, 180_000);
-
-  it("with --allowHashUrls, URLs with other fragments are other pages (their document archived once)", async () => {
-    const { result, stats, others, records } = await crawl("twins-hash", `${base()}/twins`, ["--allowHashUrls"]);
-    expect(result.code).toBe(0);
-    const pages = [`${base()}/item?b=2&a=1`, `${base()}/item?a=1&b=2#part`, `${base()}/plain?`, `${base()}/frag#one`, `${base()}/frag#two`, `${base()}/frag`];
-    expect(stats).toMatchObject({ crawled: 1 + pages.length, failed: 0, status: "done" });
-    expect(others.map((p) => p.url).sort()).toEqual([...pages].sort());
-    expect(others.every((p) => p.status === 200)).toBe(true);
-    expect(responseUrls(records)).toEqual([`${base()}/twins`, `${base()}/item?b=2&a=1`, `${base()}/item?a=1&b=2`, `${base()}/plain?`, `${base()}/frag`].sort());
-  }, 180_000);
-});
-
-describe("rate limits (issue 15, item 9)", () => {
-  it("429 with Retry-After: 2, then 200: archived once, with the 200, after the server's wait; the 429 is not a crawled page", async () => {
-    const url = `${site.url}${P}/busy`;
-    const { result, stats, seeds, records } = await crawl("busy", url);
-    expect(result.code).toBe(0);
-    expect(stats).toMatchObject({ crawled: 1, failed: 0, failedAttempts: 0, rateLimited: 1, queued: 0, pending: 0, status: "done" });
-    const times = pacingLog(site.url, `${P}/busy`);
-    expect(times).toHaveLength(2);
-    // The crawler's clock starts when the 429 arrives, after the server sent it: the gap is at least 2 s.
-    expect(times[1] - times[0]).toBeGreaterThanOrEqual(2000);
-    const responses = records.filter((r) => r.headers.get("warc-type") === "response");
-    expect(responses.map((r) => [r.headers.get("warc-target-uri"), httpStatus(r)])).toEqual([[url, 200]]);
-    expect(records.some((r) => r.payload.includes("Too many requests"))).toBe(false);
-    expect(seeds.map((p) => [p.url, p.status])).toEqual([[url, 200]]);
-    // The 429 page was never rendered: its image and link were not fetched.
-    expect(site.hits.get(`${P}/never-loaded.png`) ?? 0).toBe(0);
-    expect(site.hits.get(`${P}/never-linked`) ?? 0).toBe(0);
-  }, 180_000);
-
-  it("a page that always answers 429: failed after --rateLimitMaxRetries, nothing of it archived, and the crawl ends", async () => {
-    const start = `${site.url}${P}/busy-links`;
-    const busy = `${site.url}${P}/always-busy`;
-    const { result, stats, seeds, others, records, seconds } = await crawl("always-busy", start, ["--rateLimitMaxRetries", "2"]);
-    expect(result.code).toBe(0);
-    expect(stats).toMatchObject({ crawled: 1, failed: 1, failedAttempts: 0, rateLimited: 3, queued: 0, pending: 0, status: "done" });
-    const times = pacingLog(site.url, `${P}/always-busy`);
-    expect(times).toHaveLength(3);
-    for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(1000);
-    expect(seeds.map((p) => p.url)).toEqual([start]);
-    expect(others).toEqual([]);
-    expect(responseUrls(records)).toEqual([start]);
-    const failed = logLines(result.stderr).find((l) => l.message === "page failed: rate limited on every try");
-    expect(failed?.details).toMatchObject({ url: busy, status: 429 });
-    console.log(JSON.stringify({ bench: "always-429 crawl", seconds }));
-  }, 180_000);
-
+describe("rate limits (issue 15, item 9), crawls of their own", () => {
   it("two processes on one crawl: after one gets a 429 (Retry-After: 8), no worker of either starts a page on that host until it has passed", async () => {
     const redis = await startTestRedis();
     try {
@@ -198,10 +243,10 @@ describe("rate limits (issue 15, item 9)", () => {
   }, 180_000);
 
   it("a seed that is only ever rate limited fails the crawl (exit 9, no page crawled) and says why", async () => {
-    const busy = `${site.url}${P}/always-busy`;
-    const { result, stats } = await crawl("always-busy-seed", busy, ["--rateLimitMaxRetries", "1"]);
+    const alwaysBusy = `${site.url}${P}/always-busy`;
+    const { result, stats } = await crawl("always-busy-seed", [alwaysBusy], ["--rateLimitMaxRetries", "1"]);
     expect(result.code).toBe(9);
     expect(stats).toMatchObject({ crawled: 0, failed: 1, rateLimited: 2, status: "failed" });
-    expect(result.stderr.trim().split("\n").pop()).toContain(`no page could be crawled: ${busy} failed: rate limited: HTTP 429`);
+    expect(result.stderr.trim().split("\n").pop()).toContain(`no page could be crawled: ${alwaysBusy} failed: rate limited: HTTP 429`);
   }, 180_000);
 });
