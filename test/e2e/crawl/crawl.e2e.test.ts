@@ -15,7 +15,8 @@ import {
 import { runCli, type CliResult } from "../../helpers/cli.js";
 import { httpHeader, httpStatus, parseRecord, readWarcRecords, sha256, type RawRecord } from "../../helpers/warcFile.js";
 import { readZip, type ZipEntryData } from "../../helpers/zip.js";
-import { detectReplayFailure, replayPage, startReplayServer } from "../../helpers/replay.js";
+import { detectReplayFailure, startReplayServer, type ReplayServer } from "../../helpers/replay.js";
+import { openReplaySession, type ReplaySession } from "../../helpers/replaySession.js";
 
 let site: FixtureServer;
 let cwd: string;
@@ -199,28 +200,33 @@ describe("assets shared by pages (no-cache + ETag), with the browser's HTTP cach
 });
 
 describe("replay of the crawl's WACZ in ReplayWeb.page", () => {
-  // Every HTML page (the PDF has no images or styles to check).
+  // Every HTML page (the PDF has no images or styles to check), each in a tab of one browser.
   const replayed = SITE_PAGES.filter((p) => p.contentType === "text/html").map((p) => p.path);
+  let server: ReplayServer;
+  let session: ReplaySession;
+  beforeAll(async () => {
+    server = await startReplayServer(collectionDir);
+    session = await openReplaySession(server);
+  }, 60_000);
+  afterAll(async () => {
+    await session?.close();
+    await server?.close();
+  });
 
   it.each(replayed)("replays %s with its content, every image and its stylesheet", async (path) => {
     const expected = SITE_PAGES.find((p) => p.path === path)!;
-    const server = await startReplayServer(collectionDir);
-    try {
-      const result = await replayPage(server, { source: "/archives/e2e.wacz", url: site.url + path, waitForText: expected.marker, waitForImages: true, timeoutMs: 45_000 });
-      expect(detectReplayFailure(result.text)).toBeNull();
-      expect(result.text).toContain(expected.marker);
-      if (expected.title) expect(result.title).toBe(expected.title);
-      const images = expected.resources.filter((r) => /\.png$/.test(r) && !r.endsWith("/bg.png"));
-      expect(result.images.length).toBe(images.length);
-      for (const image of result.images) expect(image.naturalWidth, image.src).toBeGreaterThan(0);
-      if (expected.resources.includes("/site/css/style.css")) {
-        expect(result.stylesheets.length).toBe(1);
-        expect(result.stylesheets[0].rules).toBeGreaterThan(0);
-        // body { background: #fafafa ... } from style.css
-        expect(result.bodyBackground).toBe("rgb(250, 250, 250)");
-      }
-    } finally {
-      await server.close();
+    const result = await session.replay({ source: "/archives/e2e.wacz", url: site.url + path, waitForText: expected.marker, waitForImages: true, timeoutMs: 45_000 });
+    expect(detectReplayFailure(result.text)).toBeNull();
+    expect(result.text).toContain(expected.marker);
+    if (expected.title) expect(result.title).toBe(expected.title);
+    const images = expected.resources.filter((r) => /\.png$/.test(r) && !r.endsWith("/bg.png"));
+    expect(result.images.length).toBe(images.length);
+    for (const image of result.images) expect(image.naturalWidth, image.src).toBeGreaterThan(0);
+    if (expected.resources.includes("/site/css/style.css")) {
+      expect(result.stylesheets.length).toBe(1);
+      expect(result.stylesheets[0].rules).toBeGreaterThan(0);
+      // body { background: #fafafa ... } from style.css
+      expect(result.bodyBackground).toBe("rgb(250, 250, 250)");
     }
   }, 60_000);
 });
