@@ -171,7 +171,9 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     }]);
   });
 
-  it("two processes on one crawl each upload the WACZ files they packaged; one STORE_FILENAME gives them distinct objects", async () => {
+  // These four wait most of their time (on retries, the time limit, pages held open) and do not look at
+  // each other's objects or webhook calls: two at a time.
+  it.concurrent("two processes on one crawl each upload the WACZ files they packaged; one STORE_FILENAME gives them distinct objects", async () => {
     // Few pages, each held 2 s after its load: either process, started a few seconds after the other on a
     // loaded machine, still finds pages left in the queue (both must write some), without loading many pages.
     const crowd = await startFaultySite(6, {});
@@ -195,6 +197,14 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     }
   });
 
+  it.concurrent("exits 22 when the store refuses the access key", async () => {
+    const result = await crawl("upload-badkey", site.url + "/", { STORE_ACCESS_KEY: "NOBODY", STORE_SECRET_KEY: "S3RVER", STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/` }, ["--scopeType", "page"]);
+    expect(result.code, result.stderr.slice(-2000)).toBe(22);
+    expect(result.stderr.trim().split("\n").pop()).toMatch(/^crawl: upload failed: .*: InvalidAccessKeyId: /);
+    expect(existsSync(join(cwd, "collections", "upload-badkey", "upload-badkey.wacz"))).toBe(true);
+    expect(await objectKeys()).not.toContainEqual(expect.stringContaining("upload-badkey"));
+  });
+
   it.concurrent("exits 22 after its retries when the endpoint refuses connections, with one line saying so, keeping the WACZ on disk for a later run to upload", async () => {
     // A webhook path of its own: the tests beside it (concurrent) call theirs meanwhile.
     const endpoint = `http://127.0.0.1:${await closedPort()}/${BUCKET}/`;
@@ -216,14 +226,6 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     expect(keys).toHaveLength(1);
     expect(keys[0]).toMatch(/^later\/\d{17}-upload-refused\.wacz$/);
     expect(await objectSha256(keys[0]!)).toBe(sha256(readFileSync(wacz)));
-  });
-
-  it.concurrent("exits 22 when the store refuses the access key", async () => {
-    const result = await crawl("upload-badkey", site.url + "/", { STORE_ACCESS_KEY: "NOBODY", STORE_SECRET_KEY: "S3RVER", STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/` }, ["--scopeType", "page"]);
-    expect(result.code, result.stderr.slice(-2000)).toBe(22);
-    expect(result.stderr.trim().split("\n").pop()).toMatch(/^crawl: upload failed: .*: InvalidAccessKeyId: /);
-    expect(existsSync(join(cwd, "collections", "upload-badkey", "upload-badkey.wacz"))).toBe(true);
-    expect(await objectKeys()).not.toContainEqual(expect.stringContaining("upload-badkey"));
   });
 
   it.concurrent("announces the WACZ of a crawl stopped before its end (--timeLimit) with completed: false", async () => {

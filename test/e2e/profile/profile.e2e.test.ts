@@ -163,10 +163,10 @@ describe.concurrent("crawl --profile", () => {
   });
 });
 
-describe("crawl --profile with the rest of the crawler", () => {
-  const loginPagesIn = (collection: string) => pagesOf(collection).filter((p) => p.startsWith("/login"));
+const loginPagesIn = (collection: string) => pagesOf(collection).filter((p) => p.startsWith("/login"));
 
-  it("two processes of one crawl, an interrupted crawl resumed, then a --refresh run: every members page, never the login page", async () => {
+describe("crawl --profile with the rest of the crawler", () => {
+  it("two processes of one crawl, then a --refresh run: every members page, never the login page", async () => {
     const redis: TestRedis = await startTestRedis();
     try {
       // Two processes on one crawl (one Redis), each browser from its own copy of the profile.
@@ -190,7 +190,13 @@ describe("crawl --profile with the rest of the crawler", () => {
     } finally {
       await redis.stop();
     }
+  }, 240_000);
+});
 
+// The resumed crawl mostly waits (its pages are held 3 s each), and the browsertrix-crawler profile's test
+// (next) looks at nothing but its own crawl: the two at once (adjacent concurrent describes).
+describe.concurrent("crawl --profile, interrupted", () => {
+  it("an interrupted crawl resumed by the same command: every members page, never the login page", async () => {
     // Interrupted after its first page (SIGINT: exit 11), then the same command resumes with the profile.
     const args = ["--url", `${site.url}/members/`, "--collection", "resumed", "--cwd", cwd, ...NO_BEHAVIORS, "--netIdleWait", "1", "--profile", profile, "--pageExtraDelay", "3"];
     const child = spawn(process.execPath, [join(ROOT, "dist/src/cli/crawl.js"), ...args], { cwd: ROOT, env: { ...process.env, ...ENV } });
@@ -209,36 +215,7 @@ describe("crawl --profile with the rest of the crawler", () => {
     expect(resumed.code, resumed.stderr.slice(-2000)).toBe(0);
     expect(pagesOf("resumed")).toEqual([...MEMBER_PAGES].sort());
     expect(loginPagesIn("resumed")).toEqual([]);
-  }, 400_000);
-});
-
-describe("a profile in the upload storage", () => {
-  it("--profile @name is read from STORE_ENDPOINT_URL + STORE_PATH, as the Browsertrix service passes it", async () => {
-    // The members crawl (above) had its profile from there.
-    const result = await crawlMembers();
-    expect(result.code, result.stderr.slice(-2000)).toBe(0);
-    expect(pagesOf("members")).toEqual([...MEMBER_PAGES].sort());
-    const missing = await crawl("from-store-missing", ["--profile", "@profiles/nothing.tar.gz"], storeEnv);
-    expect(missing.code).toBe(4);
-    expect(missing.stderr).toContain("crawl: --profile @profiles/nothing.tar.gz cannot be fetched from the upload storage");
-  }, 180_000);
-});
-
-describe("an expired session", () => {
-  it("a page sent to the login page is reported, not archived; with --failOnContentCheck the crawl fails", async () => {
-    site.expireSessions();
-    // Two independent runs: at once.
-    const [result, failing] = await Promise.all([crawl("expired", ["--profile", profile]), crawl("expired-check", ["--profile", profile, "--failOnContentCheck"])]);
-    // The seed was the only page: no page could be crawled.
-    expect(result.code, result.stderr.slice(-2000)).toBe(9);
-    expect(result.stderr).toContain("page not archived: it redirected to the login page");
-    const responses = ofType(recordsOf("expired"), "response").map((r) => pathOf(targetOf(r)));
-    expect(responses.filter((p) => p.startsWith("/login"))).toEqual([]);
-    expect(responses).not.toContain("/members/");
-
-    expect(failing.code, failing.stderr.slice(-2000)).toBe(9);
-    expect(failing.stderr).toMatch(/content check failed on http:\/\/127\.0\.0\.1:\d+\/members\/: logged out: redirected to the login page/);
-  });
+  }, 240_000);
 });
 
 /** A profile made as browsertrix-crawler makes one: Chromium on a user-data folder, cookies kept --cookieDays, `tar cvfz ./`. */
@@ -272,7 +249,7 @@ async function browsertrixStyleProfile(file: string): Promise<void> {
   }
 }
 
-describe("a browsertrix-crawler profile", () => {
+describe.concurrent("a browsertrix-crawler profile", () => {
   it("made with its layout and served over HTTP, loads", async () => {
     const file = join(cwd, "btx-profile.tar.gz");
     await browsertrixStyleProfile(file);
@@ -296,6 +273,36 @@ describe("a browsertrix-crawler profile", () => {
     }
   }, 180_000);
 });
+
+describe("a profile in the upload storage", () => {
+  it("--profile @name is read from STORE_ENDPOINT_URL + STORE_PATH, as the Browsertrix service passes it", async () => {
+    // The members crawl (above) had its profile from there.
+    const result = await crawlMembers();
+    expect(result.code, result.stderr.slice(-2000)).toBe(0);
+    expect(pagesOf("members")).toEqual([...MEMBER_PAGES].sort());
+    const missing = await crawl("from-store-missing", ["--profile", "@profiles/nothing.tar.gz"], storeEnv);
+    expect(missing.code).toBe(4);
+    expect(missing.stderr).toContain("crawl: --profile @profiles/nothing.tar.gz cannot be fetched from the upload storage");
+  }, 180_000);
+});
+
+describe("an expired session", () => {
+  it("a page sent to the login page is reported, not archived; with --failOnContentCheck the crawl fails", async () => {
+    site.expireSessions();
+    // Two independent runs: at once.
+    const [result, failing] = await Promise.all([crawl("expired", ["--profile", profile]), crawl("expired-check", ["--profile", profile, "--failOnContentCheck"])]);
+    // The seed was the only page: no page could be crawled.
+    expect(result.code, result.stderr.slice(-2000)).toBe(9);
+    expect(result.stderr).toContain("page not archived: it redirected to the login page");
+    const responses = ofType(recordsOf("expired"), "response").map((r) => pathOf(targetOf(r)));
+    expect(responses.filter((p) => p.startsWith("/login"))).toEqual([]);
+    expect(responses).not.toContain("/members/");
+
+    expect(failing.code, failing.stderr.slice(-2000)).toBe(9);
+    expect(failing.stderr).toMatch(/content check failed on http:\/\/127\.0\.0\.1:\d+\/members\/: logged out: redirected to the login page/);
+  });
+});
+
 
 const until = async (check: () => boolean, what: string, ms = 30_000) => {
   const deadline = Date.now() + ms;
