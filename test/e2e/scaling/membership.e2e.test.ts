@@ -173,28 +173,35 @@ describe("the embedded redis-server", () => {
     expect(await gone(redisPid, 2000), `redis-server ${redisPid} outlived its crawler`).toBe(true);
   }, 120_000);
 
-  it("SIGHUP (the terminal closed) ends the crawl as SIGTERM does: exit 11, its redis-server gone", async () => {
-    const crawler = startCrawler(["--url", `${site.url}/`, "--collection", "emb-hup", "--workers", "1", "--pageLoadTimeout", "5"]);
-    await crawler.logged("crawl started");
-    const redisPid = await embeddedRedisPid("emb-hup");
-    crawler.child.kill("SIGHUP");
-    expect(await crawler.exit, crawler.log().slice(-2000)).toEqual({ code: 11, signal: null });
-    expect(logLines(crawler.log()).some((l) => l.message === "received SIGHUP")).toBe(true);
-    expect(await gone(redisPid, 2000)).toBe(true);
-  }, 120_000);
+  /**
+   * One crawl of the site for the next two tests: the first starts a crawler in another pid namespace on its
+   * collection while it runs, the second ends it with SIGHUP (/page/3 keeps it running that long).
+   */
+  let runningCrawl: Promise<{ crawler: Crawler; args: string[]; redisPid: number }> | undefined;
+  const crawlToSignal = () =>
+    (runningCrawl ??= (async () => {
+      const args = ["--url", `${site.url}/`, "--collection", "emb-running", "--workers", "1", "--pageLoadTimeout", "5"];
+      const crawler = startCrawler(args);
+      await crawler.logged("crawl started");
+      return { crawler, args, redisPid: await embeddedRedisPid("emb-running") };
+    })());
 
   it("a crawler in another pid namespace (a container sharing the volume) never stops the server of a crawl running there", async () => {
-    const args = ["--url", `${site.url}/`, "--collection", "emb-container", "--workers", "1", "--pageLoadTimeout", "5"];
-    const running = startCrawler(args);
-    await running.logged("crawl started");
-    const redisPid = await embeddedRedisPid("emb-container");
+    const { crawler: running, args, redisPid } = await crawlToSignal();
     const other = startCrawler(args, inAnotherNamespace);
     expect(await other.exit).toEqual({ code: 1, signal: null });
     expect(lastLine(other.log())).toMatch(/^crawl: this collection's embedded Redis runs for a crawler in another container \(pid \d+ there\); to run several crawler processes on one crawl, give them all the same --redisStoreUrl$/);
     expect(isRunning(redisPid)).toBe(true);
     expect(running.child.exitCode).toBeNull();
-    running.child.kill("SIGTERM");
-    expect(await running.exit, running.log().slice(-2000)).toEqual({ code: 11, signal: null });
+  }, 120_000);
+
+  it("SIGHUP (the terminal closed) ends the crawl as SIGTERM does: exit 11, its redis-server gone", async () => {
+    const { crawler, redisPid } = await crawlToSignal();
+    expect(isRunning(redisPid)).toBe(true);
+    crawler.child.kill("SIGHUP");
+    expect(await crawler.exit, crawler.log().slice(-2000)).toEqual({ code: 11, signal: null });
+    expect(logLines(crawler.log()).some((l) => l.message === "received SIGHUP")).toBe(true);
+    expect(await gone(redisPid, 2000)).toBe(true);
   }, 120_000);
 
   it("two crawls started at once on one collection never run two redis-servers on its data folder", async () => {
@@ -218,7 +225,8 @@ describe("the embedded redis-server", () => {
   }, 120_000);
 
   it("killed mid-crawl: the crawler says so and exits 1 within seconds; the same command resumes and completes", async () => {
-    const steady = await startFaultySite(8, {});
+    // A few pages: the crawl is still loading one (at least half a second each) when the test kills the server.
+    const steady = await startFaultySite(3, {});
     try {
       const args = ["--url", `${steady.url}/`, "--collection", "emb-dies", "--workers", "1", "--generateWACZ", "--statsFilename", join(cwd, "emb-dies.json")];
       const crawler = startCrawler(args);
