@@ -72,86 +72,92 @@ async function withSite<T>(pages: number, faults: Record<string, PageFault>, bod
 const why = (run: Crawl) => run.result.stderr.slice(-3000);
 
 describe.concurrent("--maxPageLimit", () => {
-  it("caps --pageLimit (the smaller wins), limits alone, and 0 caps nothing", () =>
+  // Alone it limits the --dryRun crawl below to 3 pages; 0 caps nothing in the first --overwrite crawl.
+  it("caps --pageLimit (the smaller wins)", () =>
     withSite(5, {}, async (site) => {
       const capped = await crawl("max-capped", ["--url", `${site.url}/`, "--pageLimit", "4", "--maxPageLimit", "2"]);
       expect(capped.result.code, why(capped)).toBe(0);
       expect(capped.pages).toHaveLength(2);
-      const alone = await crawl("max-alone", ["--url", `${site.url}/`, "--maxPageLimit", "3"]);
-      expect(alone.result.code, why(alone)).toBe(0);
-      expect(alone.pages).toHaveLength(3);
-      const none = await crawl("max-none", ["--url", `${site.url}/`, "--pageLimit", "2", "--maxPageLimit", "0"]);
-      expect(none.result.code, why(none)).toBe(0);
-      expect(none.pages).toHaveLength(2);
       const bad = await runCli("crawl", ["--url", `${site.url}/`, "--maxPageLimit", "lots", "--cwd", cwd]);
       expect(bad.code).toBe(4);
       expect(bad.stderr).toBe('crawl: --maxPageLimit must be a whole number, got "lots"\n');
     }), 300_000);
 });
 
-describe.concurrent("--failOnFailedSeed, --failOnInvalidStatus", () => {
-  it("a seed that fails fails the crawl: exit 1, no WACZ; without the flag the other seed's crawl goes on", () =>
-    withSite(2, {}, async (site) => {
-      const closed = `http://127.0.0.1:${await closedPort()}/`;
-      const args = ["--url", `${site.url}/page/1`, "--url", closed, "--scopeType", "page", "--maxPageRetries", "0", "--generateWACZ"];
-      const failing = await crawl("seed-fails", [...args, "--failOnFailedSeed"]);
-      expect(failing.result.code, why(failing)).toBe(1);
-      expect(failing.result.stderr).toContain(`crawl: seed ${closed} failed: `);
-      expect(failing.result.stderr).toContain("(--failOnFailedSeed)");
-      expect(failing.files.filter((f) => f.endsWith(".wacz"))).toEqual([]);
-      const going = await crawl("seed-fails-ok", args);
-      expect(going.result.code, why(going)).toBe(0);
-      expect(going.pages).toEqual(["/page/1"]);
-    }), 300_000);
+describe.concurrent("--failOnFailedSeed, --failOnInvalidStatus, --failOnContentCheck", () => {
+  let site: FaultySite;
+  let closed = "";
+  beforeAll(async () => {
+    site = await startFaultySite(3, { "/page/2": "error-500" });
+    closed = `http://127.0.0.1:${await closedPort()}/`;
+  });
+  afterAll(() => site?.close());
 
-  it("a 4xx/5xx page is a failed page: retried, not listed, counted for --failOnFailedLimit and --failOnFailedSeed", () =>
-    withSite(3, { "/page/2": "error-500" }, async (site) => {
-      // Without the flag, a 500 page is a crawled page.
-      const plain = await crawl("status-plain", ["--url", `${site.url}/`]);
-      expect(plain.result.code, why(plain)).toBe(0);
-      expect(plain.pages).toEqual(["/", "/page/1", "/page/2", "/page/3"]);
+  /**
+   * One crawl without any of the flags, for the three tests: a seed that fails, a 500 page, a page failing
+   * its content check; the crawl goes on through them.
+   */
+  let plainCrawl: Promise<Crawl> | undefined;
+  const plain = () =>
+    (plainCrawl ??= crawl("without-flags", ["--url", `${site.url}/`, "--url", closed, "--url", `${site.url}/hostile/lifecycle/logged-out`, "--maxPageRetries", "0", "--generateWACZ"]));
 
-      const hitsBefore = site.hits.get("/page/2") ?? 0;
-      const stats = join(cwd, "status-invalid.json");
-      const invalid = await crawl("status-invalid", ["--url", `${site.url}/`, "--failOnInvalidStatus", "--maxPageRetries", "1", "--statsFilename", stats]);
-      expect(invalid.result.code, why(invalid)).toBe(0);
-      expect(invalid.pages).toEqual(["/", "/page/1", "/page/3"]);
-      expect((site.hits.get("/page/2") ?? 0) - hitsBefore).toBe(2);
-      expect(JSON.parse(readFileSync(stats, "utf8"))).toMatchObject({ crawled: 3, failed: 1 });
+  it("a seed that fails fails the crawl: exit 1, no WACZ; without the flag the other seeds' crawl goes on", async () => {
+    const failing = await crawl("seed-fails", ["--url", `${site.url}/page/1`, "--url", closed, "--scopeType", "page", "--maxPageRetries", "0", "--generateWACZ", "--failOnFailedSeed"]);
+    expect(failing.result.code, why(failing)).toBe(1);
+    expect(failing.result.stderr).toContain(`crawl: seed ${closed} failed: `);
+    expect(failing.result.stderr).toContain("(--failOnFailedSeed)");
+    expect(failing.files.filter((f) => f.endsWith(".wacz"))).toEqual([]);
+    const going = await plain();
+    expect(going.result.code, why(going)).toBe(0);
+    expect(going.pages).toEqual(["/", "/hostile/lifecycle/logged-out", "/page/1", "/page/2", "/page/3"]);
+    expect(going.files.filter((f) => f.endsWith(".wacz"))).toEqual(["without-flags.wacz"]);
+  }, 300_000);
 
-      const limited = await crawl("status-limit", ["--url", `${site.url}/`, "--failOnInvalidStatus", "--maxPageRetries", "0", "--failOnFailedLimit", "1"]);
-      expect(limited.result.code, why(limited)).toBe(12);
-      expect(limited.pages).not.toContain("/page/2");
+  it("a 4xx/5xx page is a failed page: retried, not listed, counted for --failOnFailedLimit and --failOnFailedSeed", async () => {
+    // Without the flag, a 500 page is a crawled page.
+    const without = await plain();
+    expect(without.result.code, why(without)).toBe(0);
+    expect(without.pages.filter((p) => p === "/" || p.startsWith("/page/"))).toEqual(["/", "/page/1", "/page/2", "/page/3"]);
 
-      const seed = await crawl("status-seed", ["--url", `${site.url}/page/2`, "--url", `${site.url}/page/1`, "--scopeType", "page", "--failOnInvalidStatus", "--failOnFailedSeed", "--maxPageRetries", "0"]);
-      expect(seed.result.code, why(seed)).toBe(1);
-      expect(seed.result.stderr).toContain(`crawl: seed ${site.url}/page/2 failed: invalid status: HTTP 500`);
-    }), 400_000);
+    // The other crawls of this suite fetch /page/2 only here.
+    const hitsBefore = site.hits.get("/page/2") ?? 0;
+    const stats = join(cwd, "status-invalid.json");
+    const invalid = await crawl("status-invalid", ["--url", `${site.url}/`, "--failOnInvalidStatus", "--maxPageRetries", "1", "--statsFilename", stats]);
+    expect(invalid.result.code, why(invalid)).toBe(0);
+    expect(invalid.pages).toEqual(["/", "/page/1", "/page/3"]);
+    expect((site.hits.get("/page/2") ?? 0) - hitsBefore).toBe(2);
+    expect(JSON.parse(readFileSync(stats, "utf8"))).toMatchObject({ crawled: 3, failed: 1 });
+
+    const limited = await crawl("status-limit", ["--url", `${site.url}/`, "--failOnInvalidStatus", "--maxPageRetries", "0", "--failOnFailedLimit", "1"]);
+    expect(limited.result.code, why(limited)).toBe(12);
+    expect(limited.pages).not.toContain("/page/2");
+
+    const seed = await crawl("status-seed", ["--url", `${site.url}/page/2`, "--url", `${site.url}/page/1`, "--scopeType", "page", "--failOnInvalidStatus", "--failOnFailedSeed", "--maxPageRetries", "0"]);
+    expect(seed.result.code, why(seed)).toBe(1);
+    expect(seed.result.stderr).toContain(`crawl: seed ${site.url}/page/2 failed: invalid status: HTTP 500`);
+  }, 400_000);
+
+  it("a page calling window.__bx_contentCheckFailed fails the crawl with exit 9; without the flag it is an ordinary page", async () => {
+    const seed = `${site.url}/hostile/lifecycle/logged-out`;
+    const failed = await crawl("content-check", ["--url", seed, "--failOnContentCheck", "--generateWACZ"]);
+    expect(failed.result.code, why(failed)).toBe(9);
+    expect(failed.result.stderr).toContain(`crawl: content check failed on ${seed}: logged out (--failOnContentCheck)`);
+    expect(failed.pages).toEqual([]);
+    expect(failed.files.filter((f) => f.endsWith(".wacz"))).toEqual([]);
+
+    const without = await plain();
+    expect(without.result.code, why(without)).toBe(0);
+    expect(without.pages).toContain("/hostile/lifecycle/logged-out");
+
+    // --restartsOnError: a crawl failing for good exits 0 (browsertrix-crawler: no pointless restart).
+    const restarted = await crawl("content-restarts", ["--url", seed, "--failOnContentCheck", "--restartsOnError"]);
+    expect(restarted.result.code, why(restarted)).toBe(0);
+    expect(restarted.result.stderr).toContain("content check failed");
+  }, 300_000);
 });
 
-describe.concurrent("--failOnContentCheck", () => {
-  it("a page calling window.__bx_contentCheckFailed fails the crawl with exit 9; without the flag it is an ordinary page", () =>
-    withSite(1, {}, async (site) => {
-      const seed = `${site.url}/hostile/lifecycle/logged-out`;
-      const failed = await crawl("content-check", ["--url", seed, "--failOnContentCheck", "--generateWACZ"]);
-      expect(failed.result.code, why(failed)).toBe(9);
-      expect(failed.result.stderr).toContain(`crawl: content check failed on ${seed}: logged out (--failOnContentCheck)`);
-      expect(failed.pages).toEqual([]);
-      expect(failed.files.filter((f) => f.endsWith(".wacz"))).toEqual([]);
-
-      const plain = await crawl("content-plain", ["--url", seed]);
-      expect(plain.result.code, why(plain)).toBe(0);
-      expect(plain.pages).toEqual(["/hostile/lifecycle/logged-out"]);
-
-      // --restartsOnError: a crawl failing for good exits 0 (browsertrix-crawler: no pointless restart).
-      const restarted = await crawl("content-restarts", ["--url", seed, "--failOnContentCheck", "--restartsOnError"]);
-      expect(restarted.result.code, why(restarted)).toBe(0);
-      expect(restarted.result.stderr).toContain("content check failed");
-    }), 300_000);
-});
-
-describe.concurrent("--restartsOnError", () => {
-  it("a signal leaves packaging to the restart: no WACZ, state kept; the rerun resumes and packages every page", () => {
+describe.concurrent("--restartsOnError, and --overwrite while a crawl runs on the collection", () => {
+  it("a signal leaves packaging to the restart: no WACZ, state kept; the rerun resumes and packages every page. --overwrite meanwhile refuses: the running crawl's redis-server holds the folder; nothing of it is deleted", () => {
     const faults: Record<string, PageFault> = { "/page/3": "silent" };
     return withSite(3, faults, async (site) => {
       const args = ["dist/src/cli/crawl.js", "--url", `${site.url}/`, "--cwd", cwd, "--collection", "restarts", ...COMMON, "--pageLoadTimeout", "5", "--generateWACZ", "--restartsOnError"];
@@ -159,9 +165,21 @@ describe.concurrent("--restartsOnError", () => {
       let stderr = "";
       child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
       const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-      // The signal comes while the page that never answers is loading: the pages before it are crawled.
-      for (let i = 0; i < 600 && !site.hits.get("/page/3"); i++) await new Promise((r) => setTimeout(r, 100));
-      child.kill("SIGINT");
+      // The signal comes while the page that never answers is loading (up to three tries of 5 s): the pages
+      // before it are crawled. Before it, a second crawl on the collection with --overwrite is refused.
+      try {
+        for (let i = 0; i < 600 && !site.hits.get("/page/3"); i++) await new Promise((r) => setTimeout(r, 100));
+        const seedHits = site.hits.get("/") ?? 0;
+        const second = await runCli("crawl", ["--url", `${site.url}/`, "--cwd", cwd, "--collection", "restarts", "--overwrite", ...COMMON]);
+        expect(second.code).toBe(1);
+        expect(second.stderr).toContain(`--overwrite: a crawl is running on ${join(cwd, "collections", "restarts")}`);
+        expect(existsSync(join(cwd, "collections", "restarts", "redis"))).toBe(true);
+        // Refused before it fetched anything.
+        expect(site.hits.get("/") ?? 0).toBe(seedHits);
+      } finally {
+        child.kill("SIGINT");
+      }
+      // Interrupted (11), its page handed back: the crawl was never disturbed by the refusal.
       expect(await exited, stderr.slice(-3000)).toBe(11);
       const first = look("restarts", { code: 11, signal: null, stdout: "", stderr });
       expect(first.files.filter((f) => f.endsWith(".wacz"))).toEqual([]);
@@ -184,8 +202,10 @@ describe.concurrent("--restartsOnError", () => {
 describe.concurrent("--overwrite", () => {
   it("deletes the collection's folder first: only the new crawl's records and pages remain", () =>
     withSite(2, {}, async (site) => {
-      const first = await crawl("overwritten", ["--url", `${site.url}/page/1`, "--scopeType", "page"]);
+      // --maxPageLimit 0 caps nothing: --pageLimit alone stops the crawl at 2 pages.
+      const first = await crawl("overwritten", ["--url", `${site.url}/`, "--pageLimit", "2", "--maxPageLimit", "0"]);
       expect(first.result.code, why(first)).toBe(0);
+      expect(first.pages).toHaveLength(2);
       expect(first.responses).toContain("/page/1");
       writeFileSync(join(first.dir, "left-over.txt"), "from before");
 
@@ -205,34 +225,15 @@ describe.concurrent("--overwrite", () => {
     }), 300_000);
 });
 
-describe.concurrent("--overwrite while a crawl runs on the collection", () => {
-  it("refuses: the running crawl's redis-server holds the folder; nothing of it is deleted", () =>
-    withSite(1, { "/page/1": "silent" }, async (site) => {
-      // The page never answers: the crawl holds the folder while the second one tries (8 s is its stop grace).
-      const child = spawn(process.execPath, ["dist/src/cli/crawl.js", "--url", `${site.url}/page/1`, "--cwd", cwd, "--collection", "busy", ...COMMON, "--pageLoadTimeout", "8"],
-        { cwd: join(import.meta.dirname, "../../..") });
-      child.stderr.resume();
-      const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-      try {
-        for (let i = 0; i < 600 && !site.hits.get("/page/1"); i++) await new Promise((r) => setTimeout(r, 100));
-        const second = await runCli("crawl", ["--url", `${site.url}/`, "--cwd", cwd, "--collection", "busy", "--overwrite", ...COMMON]);
-        expect(second.code).toBe(1);
-        expect(second.stderr).toContain(`--overwrite: a crawl is running on ${join(cwd, "collections", "busy")}`);
-        expect(existsSync(join(cwd, "collections", "busy", "redis"))).toBe(true);
-      } finally {
-        child.kill("SIGINT");
-      }
-      // Interrupted (11), its page handed back: the crawl it was running was never disturbed by the refusal.
-      expect(await exited).toBe(11);
-    }), 300_000);
-});
-
 describe.concurrent("--dryRun", () => {
-  it("crawls and lists the pages but writes no archive data: no WARC, no WACZ, no text or screenshot records", () =>
-    withSite(2, {}, async (site) => {
-      const run = await crawl("dry", ["--url", `${site.url}/`, "--dryRun", "--generateWACZ", "--text", "to-pages,to-warc", "--screenshot", "view"]);
+  it("crawls and lists the pages but writes no archive data: no WARC, no WACZ, no text or screenshot records; --maxPageLimit alone limits the crawl", () =>
+    withSite(5, {}, async (site) => {
+      const run = await crawl("dry", ["--url", `${site.url}/`, "--dryRun", "--generateWACZ", "--text", "to-pages,to-warc", "--screenshot", "view", "--maxPageLimit", "3"]);
       expect(run.result.code, why(run)).toBe(0);
+      expect(run.pages).toHaveLength(3);
       expect(run.pages).toEqual(["/", "/page/1", "/page/2"]);
+      // The pages past the cap were never fetched.
+      expect(site.hits.get("/page/3") ?? 0).toBe(0);
       expect(run.files.filter((f) => /\.(warc|warc\.gz|wacz|cdxj)$/.test(f))).toEqual([]);
       expect(run.files.some((f) => f.startsWith("logs/") && f.endsWith(".log"))).toBe(true);
     }), 300_000);

@@ -12,7 +12,8 @@ import { readZip } from "../../helpers/zip.js";
 
 // browsertrix-crawler 1.14.1's output flags, each shown by what it leaves on disk:
 // --warcInfo (and --warcinfo.<name>, and a mapping in --config), --warcPrefix and env WARC_PREFIX,
-// --combineWARC, --generateCDX, --reportSkipped. WARC files are read with warcio.
+// --combineWARC, --generateCDX, --reportSkipped. WARC files are read with warcio. Crawls whose flags do not get
+// in each other's way serve several tests (started by the first test that needs one), two at a time.
 
 let site: SeedSite;
 let cwd: string;
@@ -24,6 +25,16 @@ afterAll(async () => {
   await site?.close();
   rmSync(cwd, { recursive: true, force: true });
 });
+
+/** Run body with a site of its own (its request counts are the test's alone). */
+async function withOwnSite<T>(body: (site: SeedSite) => Promise<T>): Promise<T> {
+  const own = await startSeedSite("rules");
+  try {
+    return await body(own);
+  } finally {
+    await own.close();
+  }
+}
 
 interface Parsed {
   record: WARCRecord;
@@ -71,7 +82,52 @@ const LINKED = ["/site/", "/site/linked.html", "/site/private/linked.html"];
 /** Small enough for several WARC files, large enough for a combined file to take two of them. */
 const ROLLOVER = 1500;
 
-describe("browsertrix-crawler's output flags", () => {
+/** A stand-in for a signing server (webrecorder's authsign): records each request, answers as told. */
+async function startSigner(answer: { status: number; body: unknown }) {
+  const requests: { auth: string | undefined; body: Record<string, unknown> }[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      requests.push({ auth: req.headers.authorization, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown> });
+      res.writeHead(answer.status, { "content-type": "application/json" }).end(JSON.stringify(answer.body));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/sign`, requests, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+/** A crawl run with a signing server of its own, answering as told; the server's requests with it. */
+async function crawlSigned(answer: { status: number; body: unknown }, args: string[], env: NodeJS.ProcessEnv) {
+  const signer = await startSigner(answer);
+  try {
+    const run = await crawl(args, { ...env, WACZ_SIGN_URL: signer.url });
+    return { run, requests: signer.requests };
+  } finally {
+    await signer.close();
+  }
+}
+
+const SIGNED = { hash: "set by the test", software: "authsign 0.5.2", signature: "MEUCIQ-test", domain: "signer.test", domainCert: "-----BEGIN CERTIFICATE-----" };
+
+/** Started on first use, then the same promise for every test that reads it. */
+function shared<T>(start: () => Promise<T>): () => Promise<T> {
+  let started: Promise<T> | undefined;
+  return () => (started ??= start());
+}
+
+/** --limit 1 with --reportSkipped, --warcInfo's string forms, and a signing server that fails. */
+const limitedCrawl = shared(() =>
+  crawlSigned({ status: 500, body: { error: "down" } }, [
+    "--url", site.seed, "--collection", "limited", "--limit", "1", "--reportSkipped", "--generateWACZ", "--warcInfo", "operator: ONB",
+    "--warcInfo", "isPartOf: Web Archive Austria\ndescription=domain crawl: 2026", "--warcInfo", "operator-only", "--warcInfo", "bad name=x",
+  ], {}));
+
+/** Signed, and without any of the output flags. */
+const signedCrawl = shared(() => crawlSigned({ status: 200, body: SIGNED }, ["--url", site.seed, "--collection", "signed", "--generateWACZ"], { WACZ_SIGN_TOKEN: "s3cret" }));
+
+describe.concurrent("browsertrix-crawler's output flags", () => {
   it("--warcinfo.<name>, --warcInfo, --warcPrefix, --combineWARC (past --rolloverSize) and --generateCDX, on disk", async () => {
     const run = await crawl([
       "--url", site.seed, "--collection", "flags", "--crawlId", "flagscrawl", "--warcinfo.operator", "Jane Doe", "--warcInfo", "isPartOf=Test Collection: one",
@@ -160,7 +216,7 @@ describe("browsertrix-crawler's output flags", () => {
     expect(pointed.sort()).toEqual(indexed.map((r) => r.id).sort());
   }, 300_000);
 
-  it("--config YAML: warcInfo mapping, WARC_PREFIX over warcPrefix, one combined WARC, reportSkipped (out of scope, robots.txt) also in the WACZ", async () => {
+  it("--config YAML: warcInfo mapping, WARC_PREFIX over warcPrefix, one combined WARC, reportSkipped (out of scope, robots.txt) also in the WACZ", () => withOwnSite(async (site) => {
     const config = join(cwd, "output.yaml");
     writeFileSync(config, [
       `url: ${site.seed}`, "collection: viaconfig", "crawlId: cfgcrawl", "warcInfo:", "  operator: Config Operator", "  hostname: crawler-7",
@@ -204,10 +260,10 @@ describe("browsertrix-crawler's output flags", () => {
     expect(entries.get("reports/skippedPages.jsonl")?.data.toString("utf8")).toBe(report);
     const datapackage = JSON.parse(entries.get("datapackage.json")!.data.toString("utf8")) as { resources: { path: string; bytes: number }[] };
     expect(datapackage.resources.find((r) => r.path === "reports/skippedPages.jsonl")?.bytes).toBe(Buffer.byteLength(report));
-  }, 300_000);
+  }), 300_000);
 
   it("--reportSkipped lists the links --limit left out (pageLimit); without the flag there is no report", async () => {
-    const run = await crawl(["--url", site.seed, "--collection", "limited", "--limit", "1", "--reportSkipped"]);
+    const { run } = await limitedCrawl();
     expect(run.code, run.stderr.slice(-2000)).toBe(0);
     const lines = readFileSync(join(collDir("limited"), "reports", "skippedPages.jsonl"), "utf8").trimEnd().split("\n").slice(1)
       .map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -216,48 +272,50 @@ describe("browsertrix-crawler's output flags", () => {
       ["/site/private/linked.html", "pageLimit", 1, site.seed],
     ]);
     // Without --reportSkipped, --combineWARC, --generateCDX, --warcPrefix: none of their files.
-    const plain = await crawl(["--url", site.seed, "--collection", "plain", "--limit", "1"]);
+    const { run: plain } = await signedCrawl();
     expect(plain.code, plain.stderr.slice(-2000)).toBe(0);
-    expect(existsSync(join(collDir("plain"), "reports", "skippedPages.jsonl"))).toBe(false);
-    expect(existsSync(join(collDir("plain"), "indexes"))).toBe(false);
-    expect(readdirSync(collDir("plain")).filter((f) => f.endsWith(".warc.gz"))).toEqual([]);
-    for (const name of warcNames("plain")) expect(name).toMatch(/^rec-plain-/);
+    expect(existsSync(join(collDir("signed"), "reports", "skippedPages.jsonl"))).toBe(false);
+    expect(existsSync(join(collDir("signed"), "indexes"))).toBe(false);
+    expect(readdirSync(collDir("signed")).filter((f) => f.endsWith(".warc.gz"))).toEqual([]);
+    for (const name of warcNames("signed")) expect(name).toMatch(/^rec-signed-/);
   }, 300_000);
 
   it("--warcInfo's string form (ONB: \"operator: ONB\"): name: value lines are fields, anything else a warning, never a failed crawl", async () => {
-    const run = await crawl([
-      "--url", site.seed, "--collection", "infostring", "--limit", "1", "--warcInfo", "operator: ONB",
-      "--warcInfo", "isPartOf: Web Archive Austria\ndescription=domain crawl: 2026", "--warcInfo", "operator-only", "--warcInfo", "bad name=x",
-    ]);
+    const { run } = await limitedCrawl();
     expect(run.code, run.stderr.slice(-2000)).toBe(0);
     const warnings = run.stderr.split("\n").filter((line) => line.startsWith("crawl: warning: --warcInfo"));
     expect(warnings).toEqual([
       'crawl: warning: --warcInfo "operator-only" ignored: not a "name: value" or name=value field',
       'crawl: warning: --warcInfo "bad name=x" ignored: not a "name: value" or name=value field',
     ]);
-    const names = warcNames("infostring");
+    const names = warcNames("limited");
     expect(names.length).toBeGreaterThan(0);
     for (const name of names) {
-      const [info] = await readRecords(join(collDir("infostring"), "archive", name));
+      const [info] = await readRecords(join(collDir("limited"), "archive", name));
       const fields = warcinfoFields(info.content);
       expect(fields).toMatchObject({ operator: "ONB", isPartOf: "Web Archive Austria", description: "domain crawl: 2026" });
       expect(Object.keys(fields).filter((key) => /^\d+$/.test(key) || key.includes(" "))).toEqual([]);
     }
-  }, 120_000);
+  }, 300_000);
 
   it("bad values: one line, exit code 4, nothing crawled", async () => {
-    for (const [args, message] of [
+    // Refused before a browser or Redis is started: the runs side by side.
+    const cases = [
       [["--warcPrefix", "../up"], /--warcPrefix may hold only letters/],
-    ] as const) {
-      const run = await crawl(["--url", site.seed, "--collection", "bad", ...args]);
+    ] as const;
+    const [runs, env, sign] = await Promise.all([
+      Promise.all(cases.map(([args]) => crawl(["--url", site.seed, "--collection", "bad", ...args]))),
+      crawl(["--url", site.seed, "--collection", "bad"], { WARC_PREFIX: "a b" }),
+      crawl(["--url", site.seed, "--collection", "bad"], { WACZ_SIGN_URL: "ftp://127.0.0.1/sign" }),
+    ]);
+    for (const [i, [, message]] of cases.entries()) {
+      const run = runs[i];
       expect(run.code).toBe(4);
       expect(run.stderr.trim().split("\n")).toHaveLength(1);
       expect(run.stderr).toMatch(message);
     }
-    const env = await crawl(["--url", site.seed, "--collection", "bad"], { WARC_PREFIX: "a b" });
     expect(env.code).toBe(4);
     expect(env.stderr).toMatch(/WARC_PREFIX may hold only letters/);
-    const sign = await crawl(["--url", site.seed, "--collection", "bad"], { WACZ_SIGN_URL: "ftp://127.0.0.1/sign" });
     expect(sign.code).toBe(4);
     expect(sign.stderr.trim().split("\n")).toHaveLength(1);
     expect(sign.stderr).toMatch(/WACZ_SIGN_URL must be an http\(s\) URL/);
@@ -266,55 +324,27 @@ describe("browsertrix-crawler's output flags", () => {
   }, 120_000);
 });
 
-/** A stand-in for a signing server (webrecorder's authsign): records each request, answers as told. */
-async function startSigner(answer: { status: number; body: unknown }) {
-  const requests: { auth: string | undefined; body: Record<string, unknown> }[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      requests.push({ auth: req.headers.authorization, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown> });
-      res.writeHead(answer.status, { "content-type": "application/json" }).end(JSON.stringify(answer.body));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/sign`, requests, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
-}
-
-describe("WACZ_SIGN_URL / WACZ_SIGN_TOKEN (browsertrix-crawler's WACZ signing)", () => {
-  const SIGNED = { hash: "set by the test", software: "authsign 0.5.2", signature: "MEUCIQ-test", domain: "signer.test", domainCert: "-----BEGIN CERTIFICATE-----" };
-
+describe.concurrent("WACZ_SIGN_URL / WACZ_SIGN_TOKEN (browsertrix-crawler's WACZ signing)", () => {
   it("the datapackage digest and created time are posted with the bearer token; the answer is datapackage-digest.json's signedData", async () => {
-    const signer = await startSigner({ status: 200, body: SIGNED });
-    try {
-      const run = await crawl(["--url", site.seed, "--collection", "signed", "--generateWACZ"], { WACZ_SIGN_URL: signer.url, WACZ_SIGN_TOKEN: "s3cret" });
-      expect(run.code, run.stderr.slice(-2000)).toBe(0);
-      const entries = await readZip(join(collDir("signed"), "signed.wacz"));
-      const datapackage = entries.get("datapackage.json")!.data;
-      const digest = JSON.parse(entries.get("datapackage-digest.json")!.data.toString("utf8")) as Record<string, unknown>;
-      const hash = `sha256:${createHash("sha256").update(datapackage).digest("hex")}`;
-      expect(signer.requests).toEqual([{ auth: "bearer s3cret", body: { hash, created: (JSON.parse(datapackage.toString("utf8")) as { created: string }).created } }]);
-      expect(digest).toEqual({ path: "datapackage.json", hash, signedData: SIGNED });
-    } finally {
-      await signer.close();
-    }
+    const { run, requests } = await signedCrawl();
+    expect(run.code, run.stderr.slice(-2000)).toBe(0);
+    const entries = await readZip(join(collDir("signed"), "signed.wacz"));
+    const datapackage = entries.get("datapackage.json")!.data;
+    const digest = JSON.parse(entries.get("datapackage-digest.json")!.data.toString("utf8")) as Record<string, unknown>;
+    const hash = `sha256:${createHash("sha256").update(datapackage).digest("hex")}`;
+    expect(requests).toEqual([{ auth: "bearer s3cret", body: { hash, created: (JSON.parse(datapackage.toString("utf8")) as { created: string }).created } }]);
+    expect(digest).toEqual({ path: "datapackage.json", hash, signedData: SIGNED });
   }, 120_000);
 
   it("a signing server that fails: the WACZ is written unsigned with one warning, exit 0", async () => {
-    const signer = await startSigner({ status: 500, body: { error: "down" } });
-    try {
-      const run = await crawl(["--url", site.seed, "--collection", "unsigned", "--generateWACZ"], { WACZ_SIGN_URL: signer.url });
-      expect(run.code, run.stderr.slice(-2000)).toBe(0);
-      expect(signer.requests).toHaveLength(1);
-      expect(signer.requests[0]!.auth).toBeUndefined();
-      expect(run.stdout + run.stderr).toMatch(/cannot sign the WACZ, written without a signature: the signing server answered 500/);
-      const entries = await readZip(join(collDir("unsigned"), "unsigned.wacz"));
-      const datapackage = entries.get("datapackage.json")!.data;
-      const digest = JSON.parse(entries.get("datapackage-digest.json")!.data.toString("utf8")) as Record<string, unknown>;
-      expect(digest).toEqual({ path: "datapackage.json", hash: `sha256:${createHash("sha256").update(datapackage).digest("hex")}` });
-    } finally {
-      await signer.close();
-    }
+    const { run, requests } = await limitedCrawl();
+    expect(run.code, run.stderr.slice(-2000)).toBe(0);
+    expect(requests).toHaveLength(1);
+    expect(requests[0]!.auth).toBeUndefined();
+    expect(run.stdout + run.stderr).toMatch(/cannot sign the WACZ, written without a signature: the signing server answered 500/);
+    const entries = await readZip(join(collDir("limited"), "limited.wacz"));
+    const datapackage = entries.get("datapackage.json")!.data;
+    const digest = JSON.parse(entries.get("datapackage-digest.json")!.data.toString("utf8")) as Record<string, unknown>;
+    expect(digest).toEqual({ path: "datapackage.json", hash: `sha256:${createHash("sha256").update(datapackage).digest("hex")}` });
   }, 120_000);
 });
