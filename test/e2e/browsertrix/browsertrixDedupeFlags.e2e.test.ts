@@ -5,13 +5,17 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, NO_BEHAVIORS } from "../../helpers/cli.js";
+import { runCli, NO_BEHAVIORS, type CliResult } from "../../helpers/cli.js";
+import { JobSlots } from "../../helpers/jobSlots.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
 import { httpStatus, readWarcRecords, type RawRecord } from "../../helpers/warcFile.js";
 import { readZip } from "../../helpers/zip.js";
 
 // browsertrix-crawler's --dedupePagesMinDepth and --dedupeConcurrent, against a small site on loopback
 // whose page /d/c.html changes from one crawl to the next.
+//
+// Each flag's crawls run as one job queued in beforeAll, two jobs at a time (each on a site and a dedupe
+// Redis of its own, so the requests one counts are its own); the tests assert on what the jobs left.
 
 const PAD = `<p>${"archived once, referred to after that. ".repeat(30)}</p>`;
 const CSS = `body { margin: 0; }\n/* ${"padding so that the stylesheet is worth a revisit. ".repeat(20)} */\n`;
@@ -25,14 +29,15 @@ interface DedupeSite {
   close(): Promise<void>;
 }
 
-async function startDedupeSite(): Promise<DedupeSite> {
+/** The site; `small`: only the seed and one page it links to (with their stylesheets). */
+async function startDedupeSite(small = false): Promise<DedupeSite> {
   const page = (title: string, links: string[], css?: string) =>
     `<!doctype html><html><head><title>${title}</title>${css ? `<link rel="stylesheet" href="${css}">` : ""}</head><body><h1>${title}</h1>` +
     `${links.map((l) => `<a href="${l}">${l}</a>`).join(" ")}${PAD}</body></html>`;
   const site: DedupeSite = { origin: "", requests: [], version: 1, close: async () => undefined };
   const routes: Record<string, () => [string, string]> = {
-    "/d/": () => ["text/html", page("seed", ["/d/a.html", "/d/b.html", "/d/c.html"], "/d/seed.css")],
-    "/d/a.html": () => ["text/html", page("a", ["/d/a-child.html"], "/d/a.css")],
+    "/d/": () => ["text/html", page("seed", small ? ["/d/a.html"] : ["/d/a.html", "/d/b.html", "/d/c.html"], "/d/seed.css")],
+    "/d/a.html": () => ["text/html", page("a", small ? [] : ["/d/a-child.html"], "/d/a.css")],
     "/d/b.html": () => ["text/html", page("b", ["/d/b-child.html"])],
     "/d/c.html": () => ["text/html", page(`c, version ${site.version}`, ["/d/c-child.html"], "/d/c.css")],
     "/d/a-child.html": () => ["text/html", page("a-child", [])],
@@ -60,6 +65,8 @@ async function startDedupeSite(): Promise<DedupeSite> {
 }
 
 let site: DedupeSite;
+/** The --dedupeConcurrent crawls' site: the other crawls count their requests exactly. */
+let own: DedupeSite;
 let redis: TestRedis;
 let cwd: string;
 
@@ -101,31 +108,142 @@ async function crawl(name: string, dedupeUrl: string, extra: string[] = [], on: 
   if (result.code !== 0) throw new Error(`crawl ${name} failed (${result.code}): ${result.stderr.slice(-2000)}`);
 }
 
+/** Start a crawl; resolves once it has crawled its first page, with a function that interrupts it and waits for its exit. */
+async function startCrawl(args: string[]): Promise<{ interrupt: () => Promise<void> }> {
+  const child = spawn(process.execPath, ["dist/src/cli/crawl.js", ...args], { stdio: ["ignore", "ignore", "pipe"] });
+  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.stderr.on("data", (d: Buffer) => {
+      if (d.toString().includes('"page crawled"')) resolve();
+    });
+    void exited.then(() => reject(new Error("the crawl ended before its first page")));
+  });
+  return {
+    interrupt: async () => {
+      child.kill("SIGINT");
+      await exited;
+    },
+  };
+}
+
+/** B's captures of payloads A holds as responses (big enough to dedupe). */
+function sharedPayloads(a: RawRecord[], b: RawRecord[]): { record: RawRecord; original: RawRecord }[] {
+  const originals = a.filter((r) => typeOf(r) === "response" && httpStatus(r) === 200 && r.payload.length >= 512);
+  return b.filter((r) => ["response", "revisit"].includes(typeOf(r)!) && httpStatus(r) === 200).flatMap((record) => {
+    const original = originals.find((o) => o.headers.get("warc-payload-digest") === record.headers.get("warc-payload-digest"));
+    return original ? [{ record, original }] : [];
+  });
+}
+
+/** --dedupePagesMinDepth: a full crawl, then two with the flag as /d/c.html changes; the requests each of those two made. */
+async function minDepthCrawls(): Promise<{ second: string[]; third: string[] }> {
+  await crawl("first", redis.url);
+  site.version = 2;
+  await crawl("second", redis.url, ["--dedupePagesMinDepth", "1", "--reportSkipped"]);
+  const second = [...site.requests];
+  site.version = 3;
+  await crawl("third", redis.url, ["--dedupePagesMinDepth", "1", "--reportSkipped", "--limit", "2", "--statsFilename", join(cwd, "third.json")]);
+  return { second, third: [...site.requests] };
+}
+
+/** Without --dedupeConcurrent: crawl A interrupted after its first page (packaged, left uncommitted), then B of the same site. */
+async function interruptedThenFull(dedupe: TestRedis): Promise<{ aUncommitted: number; a: RawRecord[]; b: RawRecord[]; allHashOwners: string[] }> {
+  await (await startCrawl(crawlArgs("plainA", dedupe.url, [], own))).interrupt();
+  const aUncommitted = await dedupe.client.sismember("uncommittedcrawls", "plainA");
+  await crawl("plainB", dedupe.url, [], own);
+  return { aUncommitted, a: recordsOf("plainA"), b: recordsOf("plainB"), allHashOwners: await dedupe.client.hvals("allhashes") };
+}
+
+/** What the dedupe Redis and the archives held at each step of runningThenInterrupted. */
+interface ConcurrentRun {
+  aWaczWhileRunning: string | null;
+  aUncommitted: number;
+  a: RawRecord[];
+  b: RawRecord[];
+  aHashes: string[];
+  allHashes: Record<string, string>;
+  concurrentCrawls: string[];
+  allCrawls: string[];
+  bRequires: string[];
+  bPackage: { relation?: unknown };
+  cancelled: CliResult;
+  afterCancel: { allHashes: Record<string, string>; bHashes: string[]; concurrentCrawls: string[] };
+}
+
+/**
+ * With --dedupeConcurrent: crawl A crawls its seed, then waits 60 s before its next page (--pageExtraDelay),
+ * while B runs from start to end; then A is interrupted (packaged, left uncommitted), then cancelled with the indexer.
+ */
+async function runningThenInterrupted(dedupe: TestRedis): Promise<ConcurrentRun> {
+  const running = await startCrawl(crawlArgs("liveA", dedupe.url, ["--dedupeConcurrent", "--pageExtraDelay", "60"], own));
+  await crawl("liveB", dedupe.url, ["--dedupeConcurrent"], own);
+  const aWaczWhileRunning = await dedupe.client.lindex("c:liveA:wacz", 0);
+  await running.interrupt();
+  const run = {
+    aWaczWhileRunning,
+    aUncommitted: await dedupe.client.sismember("uncommittedcrawls", "liveA"),
+    a: recordsOf("liveA"),
+    b: recordsOf("liveB"),
+    aHashes: await dedupe.client.hkeys("h:liveA"),
+    allHashes: await dedupe.client.hgetall("allhashes"),
+    concurrentCrawls: await dedupe.client.smembers("concurrentcrawls"),
+    allCrawls: await dedupe.client.smembers("allcrawls"),
+    bRequires: await redis.client.smembers("liveB:reqCrawls"),
+    bPackage: JSON.parse((await readZip(join(collectionDir("liveB"), "liveB.wacz"))).get("datapackage.json")!.data.toString()) as { relation?: unknown },
+    cancelled: await runCli("indexer", ["--redisDedupeUrl", dedupe.url, "--cancelCrawlId", "liveA"]),
+  };
+  return {
+    ...run,
+    afterCancel: { allHashes: await dedupe.client.hgetall("allhashes"), bHashes: await dedupe.client.hkeys("h:liveB"), concurrentCrawls: await dedupe.client.smembers("concurrentcrawls") },
+  };
+}
+
+/** Run `job` on a dedupe Redis of its own. */
+async function onOwnDedupe<T>(job: (dedupe: TestRedis) => Promise<T>): Promise<T> {
+  const dedupe = await startTestRedis();
+  try {
+    return await job(dedupe);
+  } finally {
+    await dedupe.stop();
+  }
+}
+
+let jobs: {
+  minDepth: ReturnType<typeof minDepthCrawls>;
+  plain: ReturnType<typeof interruptedThenFull>;
+  concurrent: Promise<ConcurrentRun>;
+};
+
 beforeAll(async () => {
   site = await startDedupeSite();
+  own = await startDedupeSite(true);
   redis = await startTestRedis();
   cwd = mkdtempSync(join(tmpdir(), "crawl-dedupe-flags-"));
+  const slots = new JobSlots(2);
+  jobs = {
+    minDepth: slots.run(minDepthCrawls),
+    plain: slots.run(() => onOwnDedupe(interruptedThenFull)),
+    concurrent: slots.run(() => onOwnDedupe(runningThenInterrupted)),
+  };
 });
 
 afterAll(async () => {
-  await site.close();
-  await redis.stop();
-  rmSync(cwd, { recursive: true, force: true });
+  // Let the queued crawls end before their sites, Redis and folder go.
+  if (jobs) await Promise.allSettled(Object.values(jobs));
+  await site?.close();
+  await own?.close();
+  await redis?.stop();
+  if (cwd) rmSync(cwd, { recursive: true, force: true });
 });
 
-// The two describes run side by side (describe.concurrent; maxConcurrency in vitest.config.ts): each crawls a
-// site of its own, so the requests one counts are its own. The --dedupePagesMinDepth tests build on each other: in order.
-describe.concurrent("--dedupePagesMinDepth", () => {
-  it.sequential("a page at that depth or deeper whose HTML is archived is a revisit only: not rendered, its links not followed, reported as a duplicate; a changed page is crawled", async () => {
-    await crawl("first", redis.url);
+describe("--dedupePagesMinDepth", () => {
+  it("a page at that depth or deeper whose HTML is archived is a revisit only: not rendered, its links not followed, reported as a duplicate; a changed page is crawled", async () => {
+    const { second } = await jobs.minDepth;
     expect(pagesOf("first")).toEqual(["/d/", "/d/a-child.html", "/d/a.html", "/d/b-child.html", "/d/b.html", "/d/c-child.html", "/d/c.html"]);
-
-    site.version = 2;
-    await crawl("second", redis.url, ["--dedupePagesMinDepth", "1", "--reportSkipped"]);
     // The seed (depth 0) is crawled; a and b (depth 1) and c-child (depth 2) are archived already: their
     // documents alone are fetched, stored as revisits, and nothing of them is loaded or followed.
     expect(pagesOf("second")).toEqual(["/d/", "/d/c.html"]);
-    expect(site.requests.sort()).toEqual(["/d/", "/d/a.html", "/d/b.html", "/d/c-child.html", "/d/c.css", "/d/c.html", "/d/seed.css"]);
+    expect(second.sort()).toEqual(["/d/", "/d/a.html", "/d/b.html", "/d/c-child.html", "/d/c.css", "/d/c.html", "/d/seed.css"]);
     expect(capturesOf("second")).toEqual({
       "/d/": "revisit", "/d/seed.css": "revisit", "/d/a.html": "revisit", "/d/b.html": "revisit",
       "/d/c.html": "response", "/d/c.css": "revisit", "/d/c-child.html": "revisit",
@@ -141,129 +259,65 @@ describe.concurrent("--dedupePagesMinDepth", () => {
     expect(skippedOf("second")).toEqual([["/d/a.html", "duplicate"], ["/d/b.html", "duplicate"], ["/d/c-child.html", "duplicate"]]);
   }, 240_000);
 
-  it.sequential("--limit counts crawled pages only: duplicates take no place under it", async () => {
-    site.version = 3;
-    await crawl("third", redis.url, ["--dedupePagesMinDepth", "1", "--reportSkipped", "--limit", "2", "--statsFilename", join(cwd, "third.json")]);
+  it("--limit counts crawled pages only: duplicates take no place under it", async () => {
+    const { third } = await jobs.minDepth;
     // Without the flag --limit 2 would be the seed and a; here a and b are duplicates, c (changed) is the
     // second page crawled, and c-child, taken after that, is past the limit.
     expect(pagesOf("third")).toEqual(["/d/", "/d/c.html"]);
     expect(skippedOf("third")).toEqual([["/d/a.html", "duplicate"], ["/d/b.html", "duplicate"], ["/d/c-child.html", "pageLimit"]]);
-    expect(site.requests).not.toContain("/d/c-child.html");
+    expect(third).not.toContain("/d/c-child.html");
     expect(JSON.parse(readFileSync(join(cwd, "third.json"), "utf8"))).toMatchObject({
       crawled: 2, skippedDuplicates: 2, skippedPageLimit: 1, limit: { max: 2, hit: true }, status: "done", committed: true,
     });
   }, 240_000);
 });
 
-describe.concurrent("--dedupeConcurrent", () => {
-  // Its own site: the other describe's crawls count their requests exactly. Its three tests, each with a
-  // dedupe Redis of its own and their own crawl ids, run side by side too.
-  let own: DedupeSite;
-  beforeAll(async () => {
-    own = await startDedupeSite();
-  });
-  afterAll(() => own.close());
-
-  /** Start crawl A; resolves once it has crawled its first page, with a function that interrupts it and waits for its exit. */
-  async function startCrawl(args: string[]): Promise<{ interrupt: () => Promise<void> }> {
-    const child = spawn(process.execPath, ["dist/src/cli/crawl.js", ...args], { stdio: ["ignore", "ignore", "pipe"] });
-    const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
-    await new Promise<void>((resolve, reject) => {
-      child.stderr.on("data", (d: Buffer) => {
-        if (d.toString().includes('"page crawled"')) resolve();
-      });
-      void exited.then(() => reject(new Error("the crawl ended before its first page")));
-    });
-    return {
-      interrupt: async () => {
-        child.kill("SIGINT");
-        await exited;
-      },
-    };
-  }
-
-  /** Crawl A interrupted after its first page (packaged, left uncommitted), then B of the same site, on a dedupe Redis of their own. */
-  async function interruptedThenFull(dedupe: TestRedis, prefix: string, extra: string[]): Promise<{ a: RawRecord[]; b: RawRecord[] }> {
-    await (await startCrawl(crawlArgs(`${prefix}A`, dedupe.url, extra, own))).interrupt();
-    expect(await dedupe.client.sismember("uncommittedcrawls", `${prefix}A`)).toBe(1);
-    await crawl(`${prefix}B`, dedupe.url, extra, own);
-    return { a: recordsOf(`${prefix}A`), b: recordsOf(`${prefix}B`) };
-  }
-
-  /** B's captures of payloads A holds as responses (big enough to dedupe). */
-  function sharedPayloads(a: RawRecord[], b: RawRecord[]): { record: RawRecord; original: RawRecord }[] {
-    const originals = a.filter((r) => typeOf(r) === "response" && httpStatus(r) === 200 && r.payload.length >= 512);
-    return b.filter((r) => ["response", "revisit"].includes(typeOf(r)!) && httpStatus(r) === 200).flatMap((record) => {
-      const original = originals.find((o) => o.headers.get("warc-payload-digest") === record.headers.get("warc-payload-digest"));
-      return original ? [{ record, original }] : [];
-    });
-  }
-
+describe("--dedupeConcurrent", () => {
   it("without it, a crawl not yet committed is invisible to others: B stores A's payloads again in full", async () => {
-    const dedupe = await startTestRedis();
-    try {
-      const { a, b } = await interruptedThenFull(dedupe, "plain", []);
-      const shared = sharedPayloads(a, b);
-      expect(shared.length).toBeGreaterThan(0);
-      for (const { record } of shared) expect(typeOf(record)).toBe("response");
-      expect(await dedupe.client.hvals("allhashes")).not.toContain("plainA");
-    } finally {
-      await dedupe.stop();
-    }
+    const { aUncommitted, a, b, allHashOwners } = await jobs.plain;
+    expect(aUncommitted).toBe(1);
+    const shared = sharedPayloads(a, b);
+    expect(shared.length).toBeGreaterThan(0);
+    for (const { record } of shared) expect(typeOf(record)).toBe("response");
+    expect(allHashOwners).not.toContain("plainA");
   }, 240_000);
 
   it("with it, A's hashes are in the merged index as written: B writes revisits of A's responses; cancelling A takes them out again", async () => {
-    const dedupe = await startTestRedis();
-    try {
-      const { a, b } = await interruptedThenFull(dedupe, "live", ["--dedupeConcurrent"]);
-      const shared = sharedPayloads(a, b);
-      expect(shared.length).toBeGreaterThan(0);
-      for (const { record, original } of shared) {
-        expect(typeOf(record)).toBe("revisit");
-        expect(record.headers.get("warc-refers-to-target-uri")).toBe(target(original));
-        expect(record.headers.get("warc-refers-to-date")).toBe(original.headers.get("warc-date"));
-      }
-      // A stays uncommitted (its counts are not in allcounts) but its hashes are published.
-      const aHashes = await dedupe.client.hkeys("h:liveA");
-      const allHashes = await dedupe.client.hgetall("allhashes");
-      for (const digest of aHashes) expect(allHashes[digest]).toBe("liveA");
-      expect(await dedupe.client.smembers("concurrentcrawls")).toEqual(["liveA"]);
-      expect(await dedupe.client.smembers("allcrawls")).toEqual(["liveB"]);
-      // B's relation.requires names A's WACZ.
-      expect(await redis.client.smembers("liveB:reqCrawls")).toEqual(["liveA"]);
-
-      const cancelled = await runCli("indexer", ["--redisDedupeUrl", dedupe.url, "--cancelCrawlId", "liveA"]);
-      expect(cancelled.code, cancelled.stderr).toBe(0);
-      const after = await dedupe.client.hgetall("allhashes");
-      // Exactly B's own originals remain (the holes A left are refilled from committed crawls only).
-      expect(Object.keys(after).sort()).toEqual((await dedupe.client.hkeys("h:liveB")).sort());
-      expect(new Set(Object.values(after))).toEqual(new Set(["liveB"]));
-      expect(await dedupe.client.smembers("concurrentcrawls")).toEqual([]);
-    } finally {
-      await dedupe.stop();
+    const run = await jobs.concurrent;
+    expect(run.aUncommitted).toBe(1);
+    const shared = sharedPayloads(run.a, run.b);
+    expect(shared.length).toBeGreaterThan(0);
+    for (const { record, original } of shared) {
+      expect(typeOf(record)).toBe("revisit");
+      expect(record.headers.get("warc-refers-to-target-uri")).toBe(target(original));
+      expect(record.headers.get("warc-refers-to-date")).toBe(original.headers.get("warc-date"));
     }
+    // A stays uncommitted once interrupted (its counts are not in allcounts) but its hashes are published.
+    for (const digest of run.aHashes) expect(run.allHashes[digest]).toBe("liveA");
+    expect(run.concurrentCrawls).toEqual(["liveA"]);
+    expect(run.allCrawls).toEqual(["liveB"]);
+    // B's relation.requires names A's WACZ.
+    expect(run.bRequires).toEqual(["liveA"]);
+
+    expect(run.cancelled.code, run.cancelled.stderr).toBe(0);
+    // Exactly B's own originals remain (the holes A left are refilled from committed crawls only).
+    expect(Object.keys(run.afterCancel.allHashes).sort()).toEqual(run.afterCancel.bHashes.sort());
+    expect(new Set(Object.values(run.afterCancel.allHashes))).toEqual(new Set(["liveB"]));
+    expect(run.afterCancel.concurrentCrawls).toEqual([]);
   }, 240_000);
 
   it("with it, two crawls running at the same time dedupe against each other: B's revisits require A's WACZ, still being written, by name", async () => {
-    const dedupe = await startTestRedis();
-    try {
-      // A crawls its seed, then waits 60 s before its next page: B runs from start to end meanwhile.
-      const a = await startCrawl(crawlArgs("concA", dedupe.url, ["--dedupeConcurrent", "--pageExtraDelay", "60"], own));
-      await crawl("concB", dedupe.url, ["--dedupeConcurrent"], own);
-      expect(JSON.parse((await dedupe.client.lindex("c:concA:wacz", 0))!)).toEqual({ filename: "concA.wacz" });
-      await a.interrupt();
-      const shared = sharedPayloads(recordsOf("concA"), recordsOf("concB"));
-      expect(shared.map(({ record }) => new URL(target(record)).pathname).sort()).toEqual(["/d/", "/d/seed.css"]);
-      for (const { record, original } of shared) {
-        expect(typeOf(record)).toBe("revisit");
-        expect(record.headers.get("warc-refers-to-date")).toBe(original.headers.get("warc-date"));
-      }
-      const bPackage = JSON.parse((await readZip(join(collectionDir("concB"), "concB.wacz"))).get("datapackage.json")!.data.toString());
-      // As browsertrix-crawler lists a WACZ not finished yet: its name, no hash or size.
-      expect(bPackage.relation).toEqual({ requires: [{ filename: "concA.wacz", crawlId: "concA" }] });
-      expect(await dedupe.client.smembers("allcrawls")).toEqual(["concB"]);
-    } finally {
-      await dedupe.stop();
+    const run = await jobs.concurrent;
+    expect(JSON.parse(run.aWaczWhileRunning!)).toEqual({ filename: "liveA.wacz" });
+    const shared = sharedPayloads(run.a, run.b);
+    // A crawled its seed only: B's seed and its stylesheet are revisits, B's other page is its own.
+    expect(shared.map(({ record }) => new URL(target(record)).pathname).sort()).toEqual(["/d/", "/d/seed.css"]);
+    for (const { record, original } of shared) {
+      expect(typeOf(record)).toBe("revisit");
+      expect(record.headers.get("warc-refers-to-date")).toBe(original.headers.get("warc-date"));
     }
+    // As browsertrix-crawler lists a WACZ not finished yet: its name, no hash or size.
+    expect(run.bPackage.relation).toEqual({ requires: [{ filename: "liveA.wacz", crawlId: "liveA" }] });
+    expect(run.allCrawls).toEqual(["liveB"]);
   }, 240_000);
 });
