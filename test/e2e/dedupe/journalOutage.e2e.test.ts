@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startGeneratedSite, type GeneratedSite } from "../../../bench/lib/generatedSite.js";
 import { logLines, NO_BEHAVIORS } from "../../helpers/cli.js";
 import { writerName } from "../../../src/state/membership/writerSlots.js";
@@ -18,20 +18,21 @@ import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
 import { httpStatus, readWarcRecords } from "../../helpers/warcFile.js";
 
 const CRAWL = "journal";
-let site: GeneratedSite;
+let site: GeneratedSite | undefined;
 let pages: number;
 let cwd: string;
 let state: TestRedis;
 let dedupe: TestRedis;
 
-/** The site of a describe block: as many pages as its kills need still to come (a rerun crawls all the rest). */
-function useSite(count: number) {
-  beforeAll(async () => {
-    pages = count;
-    site = await startGeneratedSite(count);
-  });
-  afterAll(async () => await site.close());
+/**
+ * The site of one scenario: as many pages as its kill needs still to come (the rerun or the survivor crawls all
+ * the rest, so every page more costs a page load).
+ */
+async function openSite(count: number): Promise<void> {
+  pages = count;
+  site = await startGeneratedSite(count);
 }
+
 // Each scenario has its own folder and its own servers (a committed crawl would turn the next one's responses into revisits).
 beforeEach(async () => {
   cwd = mkdtempSync(join(tmpdir(), "crawl-journal-"));
@@ -39,6 +40,8 @@ beforeEach(async () => {
   dedupe = await startTestRedis(true);
 });
 afterEach(async () => {
+  await site?.close();
+  site = undefined;
   await state.stop();
   await dedupe.stop();
   rmSync(cwd, { recursive: true, force: true });
@@ -46,7 +49,7 @@ afterEach(async () => {
 
 function startCrawler(env: Record<string, string> = {}) {
   const child = spawn(process.execPath, [
-    "dist/src/cli/crawl.js", "--url", `${site.url}/page/0.html`, "--crawlId", CRAWL, "--collection", CRAWL, "--cwd", cwd, ...NO_BEHAVIORS,
+    "dist/src/cli/crawl.js", "--url", `${site!.url}/page/0.html`, "--crawlId", CRAWL, "--collection", CRAWL, "--cwd", cwd, ...NO_BEHAVIORS,
     "--redisStoreUrl", state.url, "--redisDedupeUrl", dedupe.url, "--generateWACZ", "--workers", "2", "--netIdleWait", "1",
   ], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...env } });
   let stderr = "";
@@ -93,17 +96,15 @@ async function expectIndexEqualsArchive() {
   const counts = await client.hgetall(`h:${CRAWL}:counts`);
   expect({ totalUrls: Number(counts.totalUrls), dupeUrls: Number(counts.dupeUrls ?? 0) }).toEqual({ totalUrls: counted("response") + counted("revisit"), dupeUrls: counted("revisit") });
   const outlinks = await client.hgetall(`o:${CRAWL}`);
-  const pageUrls = Array.from({ length: pages }, (_, i) => `${site.url}/page/${i}.html`);
+  const pageUrls = Array.from({ length: pages }, (_, i) => `${site!.url}/page/${i}.html`);
   expect(pageUrls.filter((u) => !outlinks[u]), "pages without recorded outlinks").toEqual([]);
   return stored;
 }
 
 describe("a crawler SIGKILLed while the dedupe index is away and index notes wait", () => {
-  // The victim is killed after about 5 pages of its own while a survivor may crawl as many or more: the crawl
-  // must still have pages left then (neither may end it on its own before the kill).
-  useSite(30);
-
   it("run again once the index is back: the committed index holds every stored response, exact counts, history and outlinks", async () => {
+    // Killed after 7 pages: the crawl must have pages left then.
+    await openSite(20);
     const first = startCrawler();
     await until(() => first.crawled() >= 3 || first.child.exitCode !== null, "3 pages crawled");
     await dedupe.stopServer();
@@ -131,6 +132,9 @@ describe("a crawler SIGKILLed while the dedupe index is away and index notes wai
   }, 300_000);
 
   it("a survivor sharing the crawl packages the killed crawler's files: it writes that crawler's journaled notes first, then commits", async () => {
+    // The victim is killed after about 5 pages of its own while the survivor may crawl as many or more: the crawl
+    // must still have pages left then (neither may end it before the kill).
+    await openSite(30);
     const [victim, survivor] = [startCrawler(), startCrawler()];
     await until(() => victim.crawled() >= 2 || victim.child.exitCode !== null, "2 pages crawled by the victim");
     await dedupe.stopServer();
@@ -160,9 +164,6 @@ const PAUSED_AFTER_WRITE = { CRAWLER_TEST_PAUSE_AT: "record-written", CRAWLER_TE
 const NOTED_FROM_RECORDS = "indexed records a crawler that died had written but not yet noted in the index";
 
 describe("a crawler SIGKILLed between writing a record and noting it (the index up all along)", () => {
-  // Killed at its first record: a few pages are enough for the rerun or the survivor to crawl after it.
-  useSite(12);
-
   /**
    * Kills the crawler once it paused after a record. The pause holds one record unnoted; the crawler's other
    * exchanges go on meanwhile, so more records may be written and not yet noted at the kill. What the kill left
@@ -212,6 +213,8 @@ describe("a crawler SIGKILLed between writing a record and noting it (the index 
   }
 
   it("the same command run again notes that record from the WARC file: the committed index counts exactly what the archive holds", async () => {
+    // Killed at its first record: a few pages are enough for the rerun to crawl after it.
+    await openSite(12);
     const atKill = await killAtThePause(startCrawler(PAUSED_AFTER_WRITE));
     const second = startCrawler();
     const rerun = await second.exit;
@@ -222,6 +225,8 @@ describe("a crawler SIGKILLed between writing a record and noting it (the index 
   }, 300_000);
 
   it("a survivor packaging the killed crawler's files notes that record before it commits", async () => {
+    // Enough pages that the victim, started beside the survivor, gets one before the survivor has crawled them all.
+    await openSite(12);
     const [victim, survivor] = [startCrawler(PAUSED_AFTER_WRITE), startCrawler()];
     const atKill = await killAtThePause(victim);
     const end = await survivor.exit;
