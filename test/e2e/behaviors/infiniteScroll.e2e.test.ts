@@ -26,7 +26,8 @@ import {
   type InfiniteScrollSite,
   type WindowFeed,
 } from "../../helpers/infiniteScrollSite.js";
-import { detectReplayFailure, replayPage, startReplayServer } from "../../helpers/replay.js";
+import { detectReplayFailure, startReplayServer, type ReplayServer } from "../../helpers/replay.js";
+import { openReplaySession, type ReplaySession } from "../../helpers/replaySession.js";
 import { readWarcRecords } from "../../helpers/warcFile.js";
 
 let site: InfiniteScrollSite;
@@ -89,14 +90,16 @@ let endlessRounds: Crawl;
 beforeAll(async () => {
   site = await startInfiniteScrollSite();
   cwd = mkdtempSync(join(tmpdir(), "infinite-scroll-e2e-"));
-  [feeds, lazy] = await Promise.all([
+  // Two crawls at a time: the long feeds crawl beside the three short ones, one after the other.
+  [feeds] = await Promise.all([
     // Two workers: each tab has a window of its own, so both feeds render (and their observers fire).
     crawl("feeds", FEED_PAGES, ["--workers", "2", "--generateWACZ", "--behaviorTimeout", "300"]),
-    crawl("lazy", ["/lazy.html"], ["--behaviors", ""]),
-  ]);
-  [endlessTimeout, endlessRounds] = await Promise.all([
-    crawl("endless-timeout", ["/feed/endless.html"], ["--behaviorTimeout", "15"]),
-    crawl("endless-rounds", ["/feed/endless.html"], ["--behaviorTimeout", "300", "--autoscrollMaxRounds", "7"]),
+    (async () => {
+      lazy = await crawl("lazy", ["/lazy.html"], ["--behaviors", ""]);
+      endlessRounds = await crawl("endless-rounds", ["/feed/endless.html"], ["--behaviorTimeout", "300", "--autoscrollMaxRounds", "7"]);
+      // 5 s of an endless feed: dozens of batches where the test needs four (each more page for Chromium to lay out).
+      endlessTimeout = await crawl("endless-timeout", ["/feed/endless.html"], ["--behaviorTimeout", "5"]);
+    })(),
   ]);
   // The figures for the closing note: each feed page's autoscroll rounds and seconds, and its behaviors' seconds.
   for (const c of [feeds, endlessTimeout, endlessRounds]) {
@@ -150,18 +153,26 @@ describe("feeds that end", () => {
     expect(site.requests.filter((r) => r.startsWith("/elsewhere") || r.startsWith("/submitted"))).toEqual([]);
   });
 
-  it.each(["feed-5", "feed-20"] as WindowFeed[])("ReplayWeb.page shows the last batch of %s after scrolling the replay", async (feed) => {
-    const server = await startReplayServer(feeds.collectionDir);
-    try {
+  describe("in ReplayWeb.page (both feeds in tabs of one browser)", () => {
+    let server: ReplayServer;
+    let session: ReplaySession;
+    beforeAll(async () => {
+      server = await startReplayServer(feeds.collectionDir);
+      session = await openReplaySession(server);
+    }, 60_000);
+    afterAll(async () => {
+      await session?.close();
+      await server?.close();
+    });
+
+    it.each(["feed-5", "feed-20"] as WindowFeed[])("ReplayWeb.page shows the last batch of %s after scrolling the replay", async (feed) => {
       const last = batchText(feed, WINDOW_FEEDS[feed]);
-      const result = await replayPage(server, { source: "/archives/feeds.wacz", url: `${site.url}/feed/${feed}.html`, waitForText: last, scroll: true, timeoutMs: 120_000 });
+      const result = await session.replay({ source: "/archives/feeds.wacz", url: `${site.url}/feed/${feed}.html`, waitForText: last, scroll: true, timeoutMs: 120_000 });
       expect(detectReplayFailure(result.text)).toBeNull();
       expect(result.text).toContain(last);
       expect(result.text).toContain(`End of ${feed}`);
-    } finally {
-      await server.close();
-    }
-  }, 150_000);
+    }, 150_000);
+  });
 });
 
 describe("a feed that never ends", () => {

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startVersionedSite, type VersionedSite } from "../../../bench/lib/versionedSite.js";
 import { logLines, runCli, type CliResult, NO_BEHAVIORS } from "../../helpers/cli.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
-import { detectReplayFailure, replayPage, startReplayServer } from "../../helpers/replay.js";
+import { detectReplayFailure, startReplayServer, type ReplayServer } from "../../helpers/replay.js";
+import { openReplaySession, type ReplaySession } from "../../helpers/replaySession.js";
 import { httpHeader, httpStatus, readWarcRecords, sha256 } from "../../helpers/warcFile.js";
 import { readZip } from "../../helpers/zip.js";
 
@@ -38,7 +39,9 @@ const recordsOf = (name: string) => {
 };
 
 beforeAll(async () => {
-  site = await startVersionedSite({ pages: 30, deleted: 3, added: 3 });
+  // 20 pages: every kind of change more than once (4 changed, 2 gone, 2 added), and with their images over 30
+  // URLs for the indexer's check.
+  site = await startVersionedSite({ pages: 20, deleted: 2, added: 2 });
   redis = await startTestRedis();
   cwd = mkdtempSync(join(tmpdir(), "crawl-refresh-"));
   const first = await crawl("v1");
@@ -176,32 +179,35 @@ describe("refresh crawl against the capture history", () => {
     expect(stats.changes).toEqual({ new: 0, changed: 0, unchanged: 0, gone: 0, "skipped-fresh": everything.length });
   });
 
-  it("replays changed version-2 pages from the multi-WACZ set of both crawls", async () => {
-    const server = await startReplayServer(bothCrawls());
-    try {
+  describe("replay from the multi-WACZ set of both crawls", () => {
+    let server: ReplayServer;
+    let session: ReplaySession;
+    beforeAll(async () => {
+      server = await startReplayServer(bothCrawls());
+      session = await openReplaySession(server);
+    }, 60_000);
+    afterAll(async () => {
+      await session?.close();
+      await server?.close();
+    });
+
+    it("replays changed version-2 pages from the multi-WACZ set of both crawls", async () => {
       const changed = site.truth.changed[0];
       const id = changed.match(/(\d+)/)![1];
-      const replayed = await replayPage(server, { source: "/archives/both.json", url: `${site.url}${changed}`, waitForText: `UPDATED-${id}`, timeoutMs: 45_000 });
+      const replayed = await session.replay({ source: "/archives/both.json", url: `${site.url}${changed}`, waitForText: `UPDATED-${id}`, timeoutMs: 45_000 });
       expect(detectReplayFailure(replayed.text)).toBeNull();
       expect(replayed.text).toContain(`UPDATED-${id}`);
-    } finally {
-      await server.close();
-    }
-  }, 120_000);
+    }, 120_000);
 
-  // ReplayWeb.page opens no page at all for a revisit whose HTTP block says 304: hence notModifiedHead.
-  it("replays unchanged (304) version-2 pages from the multi-WACZ set of both crawls", async () => {
-    const server = await startReplayServer(bothCrawls());
-    try {
+    // ReplayWeb.page opens no page at all for a revisit whose HTTP block says 304: hence notModifiedHead.
+    it("replays unchanged (304) version-2 pages from the multi-WACZ set of both crawls", async () => {
       const unchanged = site.truth.unchanged[1];
       const id = unchanged.match(/(\d+)/)![1];
-      const replayed = await replayPage(server, { source: "/archives/both.json", url: `${site.url}${unchanged}`, waitForText: `ORIGINAL-${id}`, timeoutMs: 45_000 });
+      const replayed = await session.replay({ source: "/archives/both.json", url: `${site.url}${unchanged}`, waitForText: `ORIGINAL-${id}`, timeoutMs: 45_000 });
       expect(detectReplayFailure(replayed.text)).toBeNull();
       expect(replayed.text).toContain(`ORIGINAL-${id}`);
-    } finally {
-      await server.close();
-    }
-  }, 120_000);
+    }, 120_000);
+  });
 });
 
 /** A folder with both crawls' WACZ files and a multi-WACZ JSON listing them. */

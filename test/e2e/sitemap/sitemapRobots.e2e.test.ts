@@ -55,7 +55,9 @@ async function withSite<T>(robots: RobotsVariant, run: (site: SeedSite) => Promi
 
 const LINKED = ["/site/", "/site/linked.html", "/site/private/linked.html"];
 
-describe("--useSitemap", () => {
+// Each test crawls a site of its own into a collection of its own, so they run two at a time (their crawls
+// mostly wait on --netIdleWait).
+describe.concurrent("--useSitemap", () => {
   it("reads the sitemap index named in robots.txt, its gzipped children, and crawls the in-scope pages only the sitemaps list", async () => {
     await withSite("rules", async (site) => {
       const crawl = await crawlSite(site, "sitemap-all", ["--useSitemap"]);
@@ -127,7 +129,7 @@ describe("--useSitemap", () => {
   }, 300_000);
 });
 
-describe("--robots", () => {
+describe.concurrent("--robots", () => {
   it("pages robots.txt disallows for the crawler's agent (links and sitemap entries) are never requested and are counted as skipped", async () => {
     await withSite("rules", async (site) => {
       const crawl = await crawlSite(site, "robots-rules", ["--robots", "--useSitemap"]);
