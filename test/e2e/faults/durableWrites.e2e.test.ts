@@ -32,7 +32,8 @@ import { readWarcRecords, sha256 } from "../../helpers/warcFile.js";
 import { readZip } from "../../helpers/zip.js";
 
 const SEED = Number(process.env.DURABLE_SEED ?? 20261128);
-const PAGES = 30;
+// Twenty pages (and the seed): room for a kill early, mid-way and two thirds in, each with pages left to resume.
+const PAGES = 20;
 const random = seededRandom(SEED);
 /**
  * When each trial kills: once `pages` pages are crawled (early, mid-way, two thirds in) and `delayMs` more
@@ -43,9 +44,9 @@ const random = seededRandom(SEED);
  * files' `.open` markers (never synced) holding what they held when first written: a size of 0.
  */
 const KILLS = [
-  { pages: 1 + Math.floor(random() * 4), delayMs: Math.floor(random() * 400), inFlight: false, reboot: false },
-  { pages: 5 + Math.floor(random() * 8), delayMs: Math.floor(random() * 400), inFlight: true, reboot: false },
-  { pages: 12 + Math.floor(random() * 7), delayMs: Math.floor(random() * 400), inFlight: true, reboot: true },
+  { pages: 1 + Math.floor(random() * 3), delayMs: Math.floor(random() * 400), inFlight: false, reboot: false },
+  { pages: 4 + Math.floor(random() * 5), delayMs: Math.floor(random() * 400), inFlight: true, reboot: false },
+  { pages: 9 + Math.floor(random() * 5), delayMs: Math.floor(random() * 400), inFlight: true, reboot: true },
 ];
 const ROOT = join(import.meta.dirname, "../../..");
 

@@ -22,7 +22,9 @@ import { NO_BEHAVIORS } from "../../helpers/cli.js";
 import { seededRandom } from "../../helpers/seededRandom.js";
 
 const SEED = Number(process.env.RELIABILITY_SEED ?? 20261123);
-const PAGES = 30;
+// Twenty pages and their photos: enough for each of the six tabs to crawl several, and for the middle kill to
+// land with pages on both sides of it.
+const PAGES = 20;
 const WORKERS = 2;
 const ROOT = join(import.meta.dirname, "../../..");
 
@@ -38,7 +40,7 @@ type Moment =
 // while they do; the others crawl without them (CI time: the kill moments, not the behaviors, are what they vary).
 const SCENARIOS: { name: string; moment: Moment; victim: number; behaviors?: "default" }[] = [
   { name: "early, after its first pages", moment: { kind: "after-own-pages", pages: pick(1, 3) }, victim: pick(0, 2), behaviors: "default" },
-  { name: "in the middle of the crawl", moment: { kind: "after-total-pages", pages: pick(8, 20) }, victim: pick(0, 2) },
+  { name: "in the middle of the crawl", moment: { kind: "after-total-pages", pages: pick(5, 14) }, victim: pick(0, 2) },
   { name: "while packaging its WACZ", moment: { kind: "pause", point: "before-package" }, victim: -1 },
   { name: "after packaging, before the commit", moment: { kind: "pause", point: "before-commit" }, victim: -1 },
   { name: "between commit steps (hashes merged, crawl not yet marked committed)", moment: { kind: "pause", point: "commit-merged" }, victim: -1 },
