@@ -131,7 +131,7 @@ function normalizeUrl(u: string): string {
   }
 }
 
-function sameArchivedUrl(a: string, b: string): boolean {
+export function sameArchivedUrl(a: string, b: string): boolean {
   if (normalizeUrl(a) === normalizeUrl(b)) return true;
   try {
     return decodeURI(normalizeUrl(a)) === decodeURI(normalizeUrl(b));
@@ -140,7 +140,7 @@ function sameArchivedUrl(a: string, b: string): boolean {
   }
 }
 
-interface FrameSnapshot {
+export interface FrameSnapshot {
   readyState: string;
   title: string;
   text: string;
@@ -149,7 +149,8 @@ interface FrameSnapshot {
   bodyBackground: string;
 }
 
-async function snapshotFrame(frame: Frame): Promise<FrameSnapshot | null> {
+/** What a replay frame shows now (null while it is detached, navigating or has no context yet). */
+export async function snapshotFrame(frame: Frame): Promise<FrameSnapshot | null> {
   try {
     return await frame.evaluate(() => ({
       readyState: document.readyState,

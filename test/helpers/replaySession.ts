@@ -14,15 +14,16 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import type { Browser, Frame } from "puppeteer-core";
+import type { Browser } from "puppeteer-core";
 import {
   closeBrowser,
   detectReplayFailure,
   launchReplayBrowser,
   parseReplayFrameUrl,
+  sameArchivedUrl,
+  snapshotFrame,
+  type FrameSnapshot,
   SW_READY_PATH,
-  type ReplayedImage,
-  type ReplayedStylesheet,
   type ReplayPageOptions,
   type ReplayPageResult,
   type ReplayServer,
@@ -34,57 +35,7 @@ export interface ReplaySession {
   close(): Promise<void>;
 }
 
-interface FrameSnapshot {
-  readyState: string;
-  title: string;
-  text: string;
-  images: ReplayedImage[];
-  stylesheets: ReplayedStylesheet[];
-  bodyBackground: string;
-}
-
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-function normalizeUrl(u: string): string {
-  try {
-    return new URL(u).href;
-  } catch {
-    return u;
-  }
-}
-
-function sameArchivedUrl(a: string, b: string): boolean {
-  if (normalizeUrl(a) === normalizeUrl(b)) return true;
-  try {
-    return decodeURI(normalizeUrl(a)) === decodeURI(normalizeUrl(b));
-  } catch {
-    return false;
-  }
-}
-
-async function snapshotFrame(frame: Frame): Promise<FrameSnapshot | null> {
-  try {
-    return await frame.evaluate(() => ({
-      readyState: document.readyState,
-      title: document.title,
-      text: document.body ? document.body.innerText : "",
-      images: Array.from(document.images, (img) => ({ src: img.currentSrc || img.src, complete: img.complete, naturalWidth: img.naturalWidth })),
-      stylesheets: Array.from(document.querySelectorAll<HTMLLinkElement>('link[rel~="stylesheet"]'), (link) => {
-        let rules: number | null = null;
-        try {
-          rules = link.sheet ? link.sheet.cssRules.length : null;
-        } catch {
-          rules = null;
-        }
-        return { href: link.href, rules };
-      }),
-      bodyBackground: document.body ? getComputedStyle(document.body).backgroundColor : "",
-    }));
-  } catch {
-    // Detached or navigating frame, or no execution context yet.
-    return null;
-  }
-}
 
 /** Start one browser for `server`'s archives and install ReplayWeb.page's service worker in it. */
 export async function openReplaySession(server: ReplayServer, opts: { timeoutMs?: number } = {}): Promise<ReplaySession> {

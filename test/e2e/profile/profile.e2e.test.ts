@@ -15,7 +15,7 @@ import { runCli, NO_BEHAVIORS, type CliResult } from "../../helpers/cli.js";
 import { CDN_HOST, FIELD_BOXES, MEMBER_IMAGES, MEMBER_PAGES, PASSWORD, startLoginSite, USER, type LoginSite } from "../../helpers/loginSite.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
 import { BROWSER_ARGS, closeBrowser, startReplayServer } from "../../helpers/replay.js";
-import { replayPages } from "../../helpers/replayPages.js";
+import { openReplaySession } from "../../helpers/replaySession.js";
 import { httpHeader, readWarcRecords, type RawRecord } from "../../helpers/warcFile.js";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
@@ -130,12 +130,16 @@ describe.concurrent("crawl --profile", () => {
     const server = await startReplayServer(join(cwd, "collections", "members"));
     try {
       // The pages one after the other in one browser.
-      const replays = await replayPages(server, { source: "/archives/members.wacz", urls: MEMBER_PAGES.map((path) => site.url + path), waitForText: "Members only", timeoutMs: 90_000 });
-      for (const [i, path] of MEMBER_PAGES.entries()) {
-        const replayed = replays[i]!;
-        expect(replayed.title).toBe(`Members ${path}`);
-        expect(replayed.images.length).toBeGreaterThanOrEqual(MEMBER_IMAGES[path].length);
-        for (const image of replayed.images) expect(image.naturalWidth, image.src).toBeGreaterThan(0);
+      const session = await openReplaySession(server, { timeoutMs: 90_000 });
+      try {
+        for (const path of MEMBER_PAGES) {
+          const replayed = await session.replay({ source: "/archives/members.wacz", url: site.url + path, waitForText: "Members only", waitForImages: true, timeoutMs: 90_000 });
+          expect(replayed.title).toBe(`Members ${path}`);
+          expect(replayed.images.length).toBeGreaterThanOrEqual(MEMBER_IMAGES[path].length);
+          for (const image of replayed.images) expect(image.naturalWidth, image.src).toBeGreaterThan(0);
+        }
+      } finally {
+        await session.close();
       }
     } finally {
       await server.close();
