@@ -9,7 +9,7 @@ import type { BrowserRecord } from "../../../src/browser/runningBrowsers.js";
 import { launchBrowser } from "../../../src/browser/launch.js";
 import { AddressPolicy } from "../../../src/fetch/addressPolicy.js";
 import { SocketGate } from "../../../src/fetch/socketGate.js";
-import { bootId, isPidAlive, pidNamespace, processStartTime } from "../../../src/util/procfs.js";
+import { bootId, isPidAlive, pidNamespace, processArgs, processStartTime } from "../../../src/util/procfs.js";
 import { logLines } from "../../helpers/cli.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
 
@@ -174,7 +174,9 @@ describe("Chromium does not outlive its crawler", () => {
     expect(cleaned.map((l) => l.details.profileDir).sort()).toEqual([leftoverProfile, reusedProfile, staleProfile].sort());
     const killed = cleaned.find((l) => l.details.profileDir === leftoverProfile)!.details.killed as number[];
     expect(killed).toContain(leftover.pid);
-    expect(leftoverFamily.filter(({ pid, startTime }) => startTime !== null && processStartTime(pid) === startTime)).toEqual([]);
+    // Still running: the same process (pid and start time) and not a zombie (a killed helper whose parent died
+    // is left to pid 1, which in a container may never reap it; a zombie has no command line).
+    expect(leftoverFamily.filter(({ pid, startTime }) => startTime !== null && processStartTime(pid) === startTime && processArgs(pid) !== null)).toEqual([]);
     expect(killed.filter((pid) => liveFamily.includes(pid) || pid === sleeper.pid)).toEqual([]);
     expect(browserProcesses(leftoverProfile)).toEqual([]);
     for (const p of [leftoverProfile, reusedProfile, staleProfile]) expect(existsSync(p)).toBe(false);
