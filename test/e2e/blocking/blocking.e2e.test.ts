@@ -28,15 +28,25 @@ const AD_SCRIPT_HOST = "securepubads.g.doubleclick.net";
 const AD_FRAME_HOST = "pagead.g.doubleclick.net";
 const AD_PIXEL_HOST = "www.google-analytics.com";
 
-let site: Host;
-let video: Host;
-let ads: Host;
+/**
+ * A site, its video host and its ad host, each counting what it was asked: every test has its own, so that
+ * tests run two at a time (marked concurrent) and each counts only its own crawls' requests.
+ */
+interface World {
+  site: Host;
+  video: Host;
+  ads: Host;
+}
+
 let cwd: string;
-let env: NodeJS.ProcessEnv;
+const worlds: World[] = [];
+const env: NodeJS.ProcessEnv = {
+  CRAWLER_TEST_HOSTS: [`${SITE}=127.0.0.1`, `${VIDEO}=127.0.0.2`, ...[AD_SCRIPT_HOST, AD_FRAME_HOST, AD_PIXEL_HOST].map((h) => `${h}=127.0.0.3`)].join(","),
+};
 
 const html = (body: string) => `<!doctype html><html><head><title>t</title></head><body>${body}</body></html>`;
 
-function pages(): Record<string, string> {
+function pages({ ads, video }: World): Record<string, string> {
   const ad = (host: string, path: string) => `http://${host}:${ads.port}${path}`;
   const adParts = `<script src="${ad(AD_SCRIPT_HOST, "/tag/js/gpt.js")}"></script><img src="${ad(AD_PIXEL_HOST, "/collect.gif")}">`;
   const frames = `<iframe src="http://${VIDEO}:${video.port}/embed/1"></iframe>`
@@ -80,19 +90,30 @@ async function startHost(address: string, routes: () => Record<string, string>):
   return { server, port: (server.address() as AddressInfo).port, hits, total: () => [...hits.values()].reduce((a, b) => a + b, 0) };
 }
 
-beforeAll(async () => {
-  site = await startHost("127.0.0.1", pages);
-  video = await startHost("127.0.0.2", () => ({}));
-  ads = await startHost("127.0.0.3", () => ({}));
+async function startWorld(): Promise<World> {
+  const world = {} as World;
+  world.site = await startHost("127.0.0.1", () => pages(world));
+  world.video = await startHost("127.0.0.2", () => ({}));
+  world.ads = await startHost("127.0.0.3", () => ({}));
+  worlds.push(world);
+  return world;
+}
+
+beforeAll(() => {
   cwd = mkdtempSync(join(tmpdir(), "crawl-blocking-"));
-  env = { CRAWLER_TEST_HOSTS: [`${SITE}=127.0.0.1`, `${VIDEO}=127.0.0.2`, ...[AD_SCRIPT_HOST, AD_FRAME_HOST, AD_PIXEL_HOST].map((h) => `${h}=127.0.0.3`)].join(",") };
 });
 afterAll(async () => {
-  await Promise.all([site, video, ads].map((h) => h && new Promise((resolve) => h.server.close(resolve))));
+  await Promise.all(worlds.flatMap(({ site, video, ads }) => [site, video, ads].map((h) => new Promise((resolve) => h.server.close(resolve)))));
   rmSync(cwd, { recursive: true, force: true });
 });
 
-const siteUrl = (path: string) => `http://${SITE}:${site.port}${path}`;
+/** The URLs of one world. */
+const urls = ({ site, video, ads }: World) => ({
+  siteUrl: (path: string) => `http://${SITE}:${site.port}${path}`,
+  adUrls: () => [`http://${AD_SCRIPT_HOST}:${ads.port}/tag/js/gpt.js`, `http://${AD_PIXEL_HOST}:${ads.port}/collect.gif`],
+  adFrame: () => `http://${AD_FRAME_HOST}:${ads.port}/ad-frame.html`,
+  videoFrame: () => `http://${VIDEO}:${video.port}/embed/1`,
+});
 
 interface Crawl {
   result: CliResult;
@@ -109,7 +130,7 @@ interface Crawl {
 
 let collections = 0;
 
-async function crawl(seeds: string[], flags: string[], name?: string): Promise<Crawl> {
+async function crawl({ site, video, ads }: World, seeds: string[], flags: string[], name?: string): Promise<Crawl> {
   for (const h of [site, video, ads]) h.hits.clear();
   const collection = name ?? `block-${++collections}`;
   const statsFile = join(cwd, `${collection}-stats.json`);
@@ -132,13 +153,12 @@ async function crawl(seeds: string[], flags: string[], name?: string): Promise<C
   return { result, seconds, stats: JSON.parse(readFileSync(statsFile, "utf8")) as Crawl["stats"], archived, anyRecord, report, text, dir };
 }
 
-const adUrls = () => [`http://${AD_SCRIPT_HOST}:${ads.port}/tag/js/gpt.js`, `http://${AD_PIXEL_HOST}:${ads.port}/collect.gif`];
-const adFrame = () => `http://${AD_FRAME_HOST}:${ads.port}/ad-frame.html`;
-const videoFrame = () => `http://${VIDEO}:${video.port}/embed/1`;
-
 describe("blocking", () => {
-  it("without blocking flags, the ad and video hosts are fetched and archived (the fixture is meaningful)", async () => {
-    const c = await crawl([siteUrl("/")], ["--scopeType", "page"]);
+  it.concurrent("without blocking flags, the ad and video hosts are fetched and archived (the fixture is meaningful)", async () => {
+    const world = await startWorld();
+    const { video, ads } = world;
+    const { siteUrl, adUrls, adFrame, videoFrame } = urls(world);
+    const c = await crawl(world, [siteUrl("/")], ["--scopeType", "page"]);
     expect(ads.total()).toBeGreaterThanOrEqual(3);
     expect(video.total()).toBeGreaterThanOrEqual(1);
     expect(c.archived).toEqual(expect.arrayContaining([...adUrls(), adFrame(), videoFrame(), siteUrl("/frame-bad.png")]));
@@ -146,7 +166,10 @@ describe("blocking", () => {
     expect(c.report).toEqual([]);
   }, 200_000);
 
-  it("rules from a --config YAML list, --blockAds, messages: exactly the blocked URLs are missing, reported and counted; the ad server is never asked", async () => {
+  it.concurrent("rules from a --config YAML list, --blockAds, messages: exactly the blocked URLs are missing, reported and counted; the ad server is never asked", async () => {
+    const world = await startWorld();
+    const { site, video, ads } = world;
+    const { siteUrl, adUrls, adFrame, videoFrame } = urls(world);
     const config = join(cwd, "block.yaml");
     writeFileSync(config, [
       "blockRules:",
@@ -159,7 +182,7 @@ describe("blocking", () => {
       "adBlockMessage: '<p>AD-BLOCKED</p>'",
       "generateWACZ: true",
     ].join("\n") + "\n");
-    const c = await crawl([siteUrl("/")], ["--config", config, "--scopeType", "prefix"]);
+    const c = await crawl(world, [siteUrl("/")], ["--config", config, "--scopeType", "prefix"]);
     // Not one request reached the ad host or the blocked video frame's host.
     expect(ads.total()).toBe(0);
     expect(video.total()).toBe(0);
@@ -189,9 +212,12 @@ describe("blocking", () => {
     expect(wacz.get("reports/blocked.jsonl")?.data.toString("utf8").trim().split("\n")).toHaveLength(5);
   }, 200_000);
 
-  it("allowOnly (a rule's JSON on the command line): only what matches loads, in every frame", async () => {
+  it.concurrent("allowOnly (a rule's JSON on the command line): only what matches loads, in every frame", async () => {
+    const world = await startWorld();
+    const { video, ads } = world;
+    const { siteUrl, adUrls, adFrame, videoFrame } = urls(world);
     const rule = JSON.stringify({ url: "site\\.test", type: "allowOnly" });
-    const c = await crawl([siteUrl("/")], ["--blockRules", rule, "--scopeType", "page"]);
+    const c = await crawl(world, [siteUrl("/")], ["--blockRules", rule, "--scopeType", "page"]);
     expect(ads.total()).toBe(0);
     expect(video.total()).toBe(0);
     expect(c.archived).toEqual([siteUrl("/"), siteUrl("/frame-bad.html"), siteUrl("/frame-bad.png"), siteUrl("/frame-ok.html"), siteUrl("/frame-ok.png"), siteUrl("/local.png")].sort());
@@ -204,9 +230,12 @@ describe("blocking", () => {
     expect(c.text).not.toContain("AD-BLOCKED");
   }, 200_000);
 
-  it("--workers 2: every tab blocks, the count is the crawl's, no page fails", async () => {
+  it.concurrent("--workers 2: every tab blocks, the count is the crawl's, no page fails", async () => {
+    const world = await startWorld();
+    const { ads } = world;
+    const { siteUrl, adUrls } = urls(world);
     const seeds = ["/page2", "/p3", "/p4", "/p5", "/p6"].map(siteUrl);
-    const c = await crawl(seeds, ["--workers", "2", "--scopeType", "page", "--blockads", "--blockRules", "/img[35]\\.png"]);
+    const c = await crawl(world, seeds, ["--workers", "2", "--scopeType", "page", "--blockads", "--blockRules", "/img[35]\\.png"]);
     expect(ads.total()).toBe(0);
     expect(c.stats).toMatchObject({ crawled: 5, failed: 0, failedAttempts: 0, blocked: 12 });
     expect(c.report.map((r) => r.url).sort()).toEqual([...adUrls(), siteUrl("/img3.png"), siteUrl("/img5.png")].sort());
@@ -223,11 +252,14 @@ describe("blocking across runs", () => {
     await redis?.stop();
   });
 
-  it("--refresh: the re-crawl blocks as the first crawl did; nothing blocked is archived, nothing fails", async () => {
+  it.concurrent("--refresh: the re-crawl blocks as the first crawl did; nothing blocked is archived, nothing fails", async () => {
+    const world = await startWorld();
+    const { ads } = world;
+    const { siteUrl, adUrls } = urls(world);
     const flags = ["--scopeType", "page", "--blockAds", "--redisDedupeUrl", redis.url, "--generateWACZ"];
-    const first = await crawl([siteUrl("/page2")], flags, "refresh-1");
+    const first = await crawl(world, [siteUrl("/page2")], flags, "refresh-1");
     expect(first.stats).toMatchObject({ crawled: 1, failed: 0, blocked: 2 });
-    const again = await crawl([siteUrl("/page2")], [...flags, "--refresh"], "refresh-2");
+    const again = await crawl(world, [siteUrl("/page2")], [...flags, "--refresh"], "refresh-2");
     expect(ads.total()).toBe(0);
     expect(again.stats).toMatchObject({ crawled: 1, failed: 0, failedAttempts: 0, blocked: 2 });
     expect(again.report.map((r) => r.url).sort()).toEqual(adUrls().sort());
@@ -236,7 +268,10 @@ describe("blocking across runs", () => {
     expect(changes.map((c) => c.url)).toEqual([siteUrl("/page2")]);
   }, 200_000);
 
-  it("an interrupted crawl resumed: the count is the crawl's over both runs, the report keeps the first run's lines", async () => {
+  it.concurrent("an interrupted crawl resumed: the count is the crawl's over both runs, the report keeps the first run's lines", async () => {
+    const world = await startWorld();
+    const { site, video, ads } = world;
+    const { siteUrl, adUrls } = urls(world);
     const collection = "resumed";
     const seeds = ["/slow1", "/slow2", "/slow3"].map(siteUrl);
     const args = [...seeds.flatMap((s) => ["--url", s]), "--cwd", cwd, "--collection", collection, "--statsFilename", join(cwd, "resumed-stats.json"),
@@ -269,7 +304,10 @@ describe("blocking across runs", () => {
     for (const url of seeds) expect(targets).toContain(url);
   }, 240_000);
 
-  it("two processes of one crawl: each blocks, the count is the crawl's, the archive is the same as one process's", async () => {
+  it.concurrent("two processes of one crawl: each blocks, the count is the crawl's, the archive is the same as one process's", async () => {
+    const world = await startWorld();
+    const { site, video, ads } = world;
+    const { siteUrl, adUrls } = urls(world);
     const collection = "two-processes";
     const seeds = ["/page2", "/p3", "/p4", "/p5", "/p6"].map(siteUrl);
     const statsOf = (n: number) => join(cwd, `two-processes-${n}-stats.json`);
