@@ -125,6 +125,9 @@ export class WarcWriter {
     const written: WrittenRecord[] = [];
     try {
       for (const record of records) written.push(await this.append(log, record));
+      // Asked again once the batch is written: a process stopped (SIGSTOP) between its last check and the
+      // write itself, and fenced meanwhile, wrote after the fence; it cuts that batch off before it counts.
+      await this.options.beforeWrite?.();
       await this.markComplete(log.end);
       log.commit();
     } catch (err) {

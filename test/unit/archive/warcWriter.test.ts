@@ -322,6 +322,44 @@ describe("WARC writer after a failed write", () => {
   }
 });
 
+describe("WARC writer of a process fenced mid-batch", () => {
+  it("a batch whose writes landed after the fence (the process stopped between its check and its write) is cut off, the file back to its last whole batch", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "warc-writer-"));
+    dirs.push(dir);
+    let fenced = false;
+    let writes = 0;
+    // Each file starts with a warcinfo write; each exchange is a response and a request write. The fence lands
+    // while exchange 1's request (call 5) is being written: its check had passed, the write goes through.
+    const openFile = filesWith((file) => ({
+      write: async (buffer, offset, length, position) => {
+        writes += 1;
+        const result = await file.write(buffer, offset, length, position);
+        if (writes === 5) fenced = true;
+        return result;
+      },
+    }));
+    const beforeWrite = async () => {
+      if (fenced) throw new Error("fenced");
+    };
+    const writer = new WarcWriter({ dir, filenamePrefix: "rec-fenced", rolloverSize: 1e9, owner: "test", warcinfo: { software: "test" }, openFile, beforeWrite });
+    const batch = async (i: number) => {
+      const ex = exchange(`http://a.test/${i}`, `body ${i} `.repeat(300));
+      const id = newRecordId();
+      return writer.writeRecords([responseRecord(ex, id, await payloadDigest(ex.body)), requestRecord(ex, id)]);
+    };
+    const first = await batch(0);
+    await expect(batch(1)).rejects.toThrow("fenced");
+    await expect(batch(2)).rejects.toThrow("fenced");
+    await writer.close();
+    expect(writes).toBe(5);
+    const [file] = writer.filesWritten;
+    const records = readWarcRecords(join(dir, file!));
+    expect(records.map((r) => r.headers.get("warc-target-uri") ?? "warcinfo")).toEqual(["warcinfo", "http://a.test/0", "http://a.test/0"]);
+    const last = first[first.length - 1]!;
+    expect(readFileSync(join(dir, file!)).length).toBe(last.offset + last.length);
+  });
+});
+
 describe("WARC file names", () => {
   it("two writers on one folder with the same tag and clock (replicas all pid 1) each get their own files, no record lost", async () => {
     const dir = mkdtempSync(join(tmpdir(), "warc-writer-"));
