@@ -19,6 +19,7 @@ COPY scripts/fetch-replay.sh ./scripts/
 RUN bash scripts/fetch-replay.sh
 ENV REPLAYWEB_DIR=/app/.cache/replaywebpage
 COPY tsconfig.json ./
+COPY scripts/bundle.mjs ./scripts/
 COPY src ./src
 COPY indexer ./indexer
 COPY fixtures ./fixtures

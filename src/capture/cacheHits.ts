@@ -6,8 +6,8 @@ import type { PageAttempt } from "./pageAttempt.js";
 const MAX_PENDING = 2000;
 
 /**
- * Responses Chromium serves from its HTTP cache (memory or disk) never pause in the Fetch domain: the capture
- * does not see them. Most were captured when the network first sent them. Each one (Network domain events)
+ * Responses Chromium serves from its HTTP cache (memory or disk) may never pause in the Fetch domain (builds
+ * differ): then the capture does not see them. Most were captured when the network first sent them. Each one (Network domain events)
  * is listed with the page's attempt (the --qa page info, the page's document if the cache gave it), and a 200
  * goes to the fallbacks, which fetch it whole if the crawl holds no capture of it (its first capture lost): the
  * cache stays on, and nothing it serves is missed. Nothing after the page's end: its capture is over.

@@ -1,8 +1,8 @@
 import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { promisify } from "node:util";
+import { packageRoot } from "../util/packageRoot.js";
 
 /** ReplayWeb.page's prebuilt UI and service worker, as served to the replay browser. */
 export interface ReplayAssets {
@@ -11,17 +11,7 @@ export interface ReplayAssets {
   swJs: Buffer;
 }
 
-const PACKAGE_NAME = "warc-crawler";
 const FETCH_SCRIPT = join("scripts", "fetch-replay.sh");
-
-/** The package's root (from src/ or dist/src/): the folder whose package.json names this package. */
-export function packageRoot(from = dirname(fileURLToPath(import.meta.url))): string {
-  for (let dir = from; ; dir = dirname(dir)) {
-    const manifest = join(dir, "package.json");
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, "utf8")) as { name?: string }).name === PACKAGE_NAME) return dir;
-    if (dirname(dir) === dir) throw new Error(`cannot find the ${PACKAGE_NAME} package root above ${from}`);
-  }
-}
 
 const hasBoth = (dir: string): boolean => existsSync(join(dir, "ui.js")) && existsSync(join(dir, "sw.js"));
 

@@ -2,24 +2,19 @@ import { readFileSync } from "node:fs";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { WebSocketServer } from "ws";
 import { errorMessage, logger } from "../log/logger.js";
+import { packageRoot } from "../util/packageRoot.js";
 import type { ViewerHub } from "./viewerHub.js";
 
 /** The page's path and its stream's (browsertrix-crawler's: the page at /, its WebSocket at /ws). */
 export const PAGE_PATH = "/";
 export const STREAM_PATH = "/ws";
 
-/** The page (src/screencast/liveView.html), read once: next to this module in src/, or from dist/src/screencast/ back to src/screencast/. */
+/** The page, read once from the package's src/screencast/ (the built modules and the bundles are elsewhere). */
 function livePage(): string {
-  for (const rel of ["./liveView.html", "../../../src/screencast/liveView.html"]) {
-    try {
-      return readFileSync(new URL(rel, import.meta.url), "utf8");
-    } catch {
-      // the next candidate
-    }
-  }
-  throw new Error("src/screencast/liveView.html is missing");
+  return readFileSync(join(packageRoot(), "src", "screencast", "liveView.html"), "utf8");
 }
 
 /**

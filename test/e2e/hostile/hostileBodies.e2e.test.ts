@@ -375,9 +375,10 @@ describe("Chromium's HTTP cache", () => {
 
   it("a cacheable script whose first capture was lost is captured when the next page loads it", () => {
     expect(crawledPages(crawl).filter((p) => cachePages.includes(p)).sort()).toEqual(cachePages);
-    // Page a: the browser's 200 (body read failed), the direct fetch's 503; page b: the browser's cache serves it
-    // (no request), and the crawl, which holds no capture of it, fetches it whole: the third hit.
-    expect(site.hits.get("/hostile/bodies/cached.js")).toBe(3);
+    // Page a: the browser's 200 (body read failed), the direct fetch's 503. Page b: the browser's cache serves
+    // it; some Chromium builds pause that answer in the Fetch domain (captured as any other, no third hit),
+    // others never show it there (the crawl, which holds no capture of it, then fetches it whole: the third).
+    expect([2, 3]).toContain(site.hits.get("/hostile/bodies/cached.js"));
     const stored = responsesOf(crawl, "/hostile/bodies/cached.js");
     expect(stored.map(httpStatus)).toEqual([200]);
     expect(stored[0].payload.toString("utf8")).toBe(CACHED_SCRIPT);
