@@ -57,6 +57,9 @@ export const CHROMIUM_ARGS = [
   // (or by browsertrix-crawler, which starts Chromium the same way) reads on another.
   "--password-store=basic",
   "--use-mock-keychain",
+  // No window at start: every user of the browser opens its own tabs, and the startup window's about:blank
+  // would cost a renderer of its own at every launch.
+  "--no-startup-window",
 ];
 
 /**
@@ -118,6 +121,7 @@ export async function launchBrowser(options: LaunchOptions, records: BrowserReco
       userDataDir: profileDir,
       args: [...CHROMIUM_ARGS, ...resolverArgs, ...proxyArgs, ...(options.userAgent ? [`--user-agent=${options.userAgent}`] : []), ...(options.extraArgs ?? [])],
       defaultViewport: { width: 1366, height: 900 },
+      waitForInitialPage: false, // --no-startup-window
       protocolTimeout: 120_000,
       // No Audits domain: nothing reads its issues, and a page can raise thousands (the rust std docs: an
       // accessibility issue per <summary> element, 5,800 a page), each a CDP message to parse.
