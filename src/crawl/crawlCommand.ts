@@ -43,6 +43,7 @@ export async function runCrawlCommand(flags: RawCrawlFlags): Promise<number> {
 }
 
 async function crawlWithFlags(flags: RawCrawlFlags, addresses: { policy: AddressPolicy }): Promise<number> {
+  let finalLine: string | null = null;
   let options;
   let profile: CrawlProfile | null = null;
   try {
@@ -130,7 +131,9 @@ async function crawlWithFlags(flags: RawCrawlFlags, addresses: { policy: Address
     // After a fatal error (the embedded Redis died...), what failed next is a consequence: say the cause.
     const message = stop.fatalError ?? errorMessage(err);
     logger.error("crawl", errorMessage(err));
-    process.stderr.write(`crawl: ${scrubSecrets(message)}\n`);
+    // The last line, once everything below has closed: work still in flight when the crawl failed (a page's
+    // fallback fetch) may log what failed with it meanwhile, and the cause must stay what the user reads last.
+    finalLine = `crawl: ${scrubSecrets(message)}\n`;
     if (stop.outOfSpace) return ExitCode.OutOfSpace;
     // A seed on an address the crawler may not fetch is known before anything is fetched: bad input.
     if (err instanceof AddressRefusedError) return ExitCode.BadUsage;
@@ -140,6 +143,7 @@ async function crawlWithFlags(flags: RawCrawlFlags, addresses: { policy: Address
     profile?.dispose();
     stop.dispose();
     await logger.close();
+    if (finalLine) process.stderr.write(finalLine);
   }
 }
 
