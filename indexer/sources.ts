@@ -46,7 +46,7 @@ async function readSource(url: URL): Promise<Buffer> {
   let response;
   try {
     // Loaded here only: a local manifest does not pay undici's start-up time.
-    const { request } = await import("undici");
+    const { request } = await import("./undiciRequest.js");
     response = await request(url, { method: "GET", headersTimeout: 30_000, bodyTimeout: 60_000 });
   } catch (err) {
     throw new SourceError(`unreachable (${err instanceof Error ? err.message : String(err)})`);

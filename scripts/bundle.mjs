@@ -26,30 +26,33 @@ const BANNER = [
   "const __dirname = __bundleDirname(__filename);",
 ].join("\n");
 
+// dist/src/cli/crawl.js is built from src/cli/crawl.ts, dist/indexer/cli.js from indexer/cli.ts.
+const sourceOf = (out) => out.replace(/^dist\//, "").replace(/\.js$/, ".ts");
+for (const out of Object.values(bins)) statSync(join(root, sourceOf(out)));
+// One build for all programs: what they share goes into dist/chunks/ once, and what a program loads on demand
+// (import()) into chunks of its own, read only when it is needed.
+const result = await build({
+  entryPoints: Object.values(bins).map((out) => join(root, sourceOf(out))),
+  outbase: root,
+  outdir: join(root, "dist"),
+  chunkNames: "chunks/[name]-[hash]",
+  allowOverwrite: true,
+  bundle: true,
+  splitting: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  external: [...LOADED_ON_DEMAND, ...OPTIONAL_NATIVE],
+  banner: { js: BANNER },
+  sourcemap: "linked",
+  sourcesContent: false,
+  metafile: true,
+  logLevel: "warning",
+});
+// Each program runs its main only when it is the script node was given (import.meta.url): its own module must
+// stay in its entry file, not move into a chunk shared with a program that imports it.
 for (const [name, out] of Object.entries(bins)) {
-  // dist/src/cli/crawl.js is built from src/cli/crawl.ts, dist/indexer/cli.js from indexer/cli.ts.
-  const source = join(root, out.replace(/^dist\//, "").replace(/\.js$/, ".ts"));
-  statSync(source);
-  const result = await build({
-    entryPoints: [source],
-    outfile: join(root, out),
-    allowOverwrite: true,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    external: [...LOADED_ON_DEMAND, ...OPTIONAL_NATIVE],
-    banner: { js: BANNER },
-    sourcemap: "linked",
-    sourcesContent: false,
-    metafile: true,
-    logLevel: "warning",
-  });
-  // A program that imports another's entry would run that one's main too (each checks that it is the script run).
-  const otherEntries = Object.values(bins)
-    .filter((o) => o !== out)
-    .map((o) => relative(root, join(root, o.replace(/^dist\//, "").replace(/\.js$/, ".ts"))));
-  const inputs = Object.keys(result.metafile.inputs).map((i) => relative(root, join(root, i)));
-  const imported = otherEntries.filter((e) => inputs.includes(e));
-  if (imported.length) throw new Error(`${name} imports the entry of another program (${imported.join(", ")}): move what it needs out of that file`);
+  const output = result.metafile.outputs[relative(process.cwd(), join(root, out))];
+  const own = relative(process.cwd(), join(root, sourceOf(out)));
+  if (!output || !(own in output.inputs)) throw new Error(`${name}: ${sourceOf(out)} is imported by another program: move what that one needs out of it`);
 }

@@ -5,6 +5,7 @@ import { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 // undici is loaded by the first HTTP source only: a local import does not pay its start-up time.
 import type { Agent, Dispatcher } from "undici";
+import type { Undici } from "./httpClient.js";
 import yauzl from "yauzl";
 import { errorMessage } from "../../log/logger.js";
 import { VERSION } from "../../version.js";
@@ -135,7 +136,7 @@ class HttpSource implements ByteSource {
   private constructor(
     private readonly url: string,
     options: OpenWaczOptions,
-    private readonly undici: typeof import("undici"),
+    private readonly undici: Undici,
   ) {
     this.timeoutMs = options.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
     this.userAgent = options.userAgent ?? `warc-crawler/${VERSION} (wacz-reader)`;
@@ -144,7 +145,7 @@ class HttpSource implements ByteSource {
   }
 
   static async open(url: string, options: OpenWaczOptions): Promise<HttpSource> {
-    const source = new HttpSource(url, options, await import("undici"));
+    const source = new HttpSource(url, options, (await import("./httpClient.js")).undici);
     try {
       source.size = await source.discoverSize();
       return source;
