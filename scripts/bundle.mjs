@@ -1,7 +1,7 @@
-// Bundles each program of package.json "bin" (crawl, indexer, history, create-login-profile, qa) into one file, in
-// place of what tsc emitted for it: node then reads one file instead of some 700 modules of the crawler and its
-// libraries, which halves the CPU each process spends starting (every crawler process of a multi-process crawl,
-// every indexer run). The other files tsc wrote stay as they were (tests and benchmarks import them).
+// Bundles the programs of package.json "bin" (crawl, indexer, history, create-login-profile, qa), each in place of
+// what tsc emitted for it, with what they share in dist/chunks/: node then reads a few files instead of some 700
+// modules of the crawler and its libraries, a cost every crawler process of a multi-process crawl and every
+// indexer run pays at start. The other files tsc wrote stay as they were (tests and benchmarks import them).
 // Run by `npm run build`, after tsc (which type-checks; esbuild only strips the types).
 import { readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
