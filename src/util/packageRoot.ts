@@ -6,8 +6,8 @@ const PACKAGE_NAME = "warc-crawler";
 
 /**
  * The package's root: the nearest folder above this module whose package.json names this package. This module
- * runs from src/ (tests), dist/src/ (built) or inside a program's bundle (dist/src/cli/, dist/indexer/), each at
- * its own depth.
+ * runs from src/ (tests), dist/src/ (built) or from the programs' shared chunks (dist/chunks/), each at its own
+ * depth.
  */
 export function packageRoot(from = dirname(fileURLToPath(import.meta.url))): string {
   for (let dir = from; ; dir = dirname(dir)) {
