@@ -1,19 +1,21 @@
 import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 import { longestFirstSequencer } from "./test/helpers/longestFirstSequencer.js";
 
 // Seconds each file took in a full run (scripts/test-durations.mjs writes it from a vitest JSON report): the
-// longest start first, so that the two workers end together. A file not listed counts as 5 s.
+// longest start first, so that the workers end together. A file not listed counts as 5 s.
 const SECONDS_BY_FILE = JSON.parse(readFileSync(new URL("./test/durations.json", import.meta.url), "utf8")) as Record<string, number>;
 
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    // Two files at a time on the 2-core machine: every suite starts its own redis-server, site and browser on
-    // free loopback ports and its own temp folders, so files do not share state (docs/develop/tests.md has the
+    // One file more than there are cores: much of a file's time is spent waiting (page timeouts, retry waits,
+    // leases), which a third file fills. Every suite starts its own redis-server, site and browser on free
+    // loopback ports and its own temp folders, so files do not share state (docs/develop/tests.md has the
     // measurements behind these settings).
     fileParallelism: true,
-    maxWorkers: 2,
+    maxWorkers: Math.min(8, availableParallelism() + 1),
     sequence: { sequencer: longestFirstSequencer(SECONDS_BY_FILE, 5) },
     // Tests marked concurrent (independent crawls that mostly wait on their pages) run two at a time.
     maxConcurrency: 2,

@@ -137,6 +137,6 @@ export async function sentRequestsArrived(attempt: PageAttempt): Promise<void> {
 }
 
 /** How long a page's end waits at most for the answers of requests sent just before it. */
-const SENT_ANSWER_DEADLINE_MS = 1000;
+const SENT_ANSWER_DEADLINE_MS = 3000;
 /** Requests sent on within this long before the page's end count as maybe not arrived yet. */
 const SENT_ANSWER_WINDOW_MS = 1000;

@@ -8,14 +8,15 @@
  *   const { title, text } = await replayPage(server, { source: "/archives/x.wacz", url: "http://127.0.0.1:1234/site/index.html" });
  *   await server.close();
  *
- * Every replayPage() call launches its own browser with a fresh, temporary
- * user-data-dir (service-worker caches and IndexedDB do not leak between
- * calls) and closes/deletes both before returning.
+ * Every replay runs in a browser context of its own (service-worker
+ * registrations, caches and IndexedDB do not leak between replays) of one
+ * headless Chromium per test process, started at the first replay and ended
+ * with the process: a browser start costs more CPU than most replays.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import puppeteer, { type Browser, type Frame, type Page } from "puppeteer-core";
+import puppeteer, { type Browser, type BrowserContext, type Frame, type Page } from "puppeteer-core";
 import { loadReplayAssets } from "../../src/qa/replayAssets.js";
 import { folderResolver, startReplayServer as startQaReplayServer, SW_READY_PATH, type ReplayServer } from "../../src/qa/replayServer.js";
 
@@ -247,15 +248,33 @@ export function launchReplayBrowser(userDataDir: string, timeoutMs: number): Pro
   });
 }
 
+let sharedBrowser: Promise<Browser> | undefined;
+
+/** The test process's replay browser, started again if it died (its profile is removed when the process ends). */
+async function replayBrowser(): Promise<Browser> {
+  const current = await sharedBrowser?.catch(() => undefined);
+  if (current?.connected) return current;
+  sharedBrowser = (async () => {
+    const userDataDir = mkdtempSync(path.join(os.tmpdir(), "replay-profile-"));
+    process.once("exit", () => rmSync(userDataDir, { recursive: true, force: true }));
+    return launchReplayBrowser(userDataDir, 120_000);
+  })();
+  return sharedBrowser;
+}
+
+/** A fresh browser context of the replay browser, for one replay; `close` ends it and everything it stored. */
+export async function openReplayContext(): Promise<{ context: BrowserContext; close: () => Promise<void> }> {
+  const context = await (await replayBrowser()).createBrowserContext();
+  return { context, close: () => context.close().catch(() => undefined) };
+}
+
 export async function replayPage(server: ReplayServer, opts: ReplayPageOptions): Promise<ReplayPageResult> {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const deadline = Date.now() + timeoutMs;
-  const userDataDir = await mkdtemp(path.join(os.tmpdir(), "replay-profile-"));
-  let browser: Browser | null = null;
+  const { context, close } = await openReplayContext();
   const consoleLines: string[] = [];
   try {
-    browser = await launchReplayBrowser(userDataDir, timeoutMs);
-    const page = await browser.newPage();
+    const page = await context.newPage();
     await page.setViewport({ width: 1280, height: 900 });
     page.on("console", (msg) => {
       if (consoleLines.length < 50) consoleLines.push(`${msg.type()}: ${msg.text()}`);
@@ -319,7 +338,6 @@ export async function replayPage(server: ReplayServer, opts: ReplayPageOptions):
         (consoleLines.length ? `\nconsole:\n  ${consoleLines.slice(-20).join("\n  ")}` : ""),
     );
   } finally {
-    if (browser) await closeBrowser(browser);
-    await rm(userDataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 }).catch(() => undefined);
+    await close();
   }
 }

@@ -8,11 +8,8 @@
  * `notFound` lists the archived URLs the replay answered 404 (ReplayWeb.page's "not in archive", sent by its
  * service worker), seen in the responses of every frame of the page.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import type { Browser, Frame, Page } from "puppeteer-core";
-import { closeBrowser, launchReplayBrowser, SW_READY_PATH, type ReplayServer } from "./replay.js";
+import type { Frame, Page } from "puppeteer-core";
+import { openReplayContext, SW_READY_PATH, type ReplayServer } from "./replay.js";
 
 export interface ReplayMediaOptions {
   /** Archive as the replay server serves it: "/archives/<file>.wacz". */
@@ -102,13 +99,11 @@ export async function replayMedia(server: ReplayServer, opts: ReplayMediaOptions
   const timeoutMs = opts.timeoutMs ?? 90_000;
   const deadline = Date.now() + timeoutMs;
   const playbackRate = opts.playbackRate ?? 4;
-  const userDataDir = await mkdtemp(path.join(os.tmpdir(), "replay-media-"));
   const notFound: string[] = [];
   const consoleLines: string[] = [];
-  let browser: Browser | null = null;
+  const { context, close } = await openReplayContext();
   try {
-    browser = await launchReplayBrowser(userDataDir, timeoutMs);
-    const page = await browser.newPage();
+    const page = await context.newPage();
     await page.setViewport({ width: 1280, height: 900 });
     // Page-level events cover the replayed frames too: they share the replay server's origin, so its process.
     page.on("response", (response) => {
@@ -146,7 +141,6 @@ export async function replayMedia(server: ReplayServer, opts: ReplayMediaOptions
     await sleep(500);
     return { media, notFound: [...notFound], timedOut, console: consoleLines };
   } finally {
-    if (browser) await closeBrowser(browser);
-    await rm(userDataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 }).catch(() => undefined);
+    await close();
   }
 }

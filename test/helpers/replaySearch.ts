@@ -3,11 +3,8 @@
  * `view="pages"` and `query` attributes of <replay-web-page>) and reads back the pages it lists. The
  * search runs over the text index ReplayWeb.page builds from the WACZ's pages files (their `text`).
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import type { Browser, Frame } from "puppeteer-core";
-import { closeBrowser, launchReplayBrowser, SW_READY_PATH, type ReplayServer } from "./replay.js";
+import type { Frame } from "puppeteer-core";
+import { openReplayContext, SW_READY_PATH, type ReplayServer } from "./replay.js";
 
 export interface SearchOptions {
   /** Archive as served by the replay server: "/archives/<file>.wacz". */
@@ -29,11 +26,9 @@ const STABLE_MS = 2_000;
 /** The pages ReplayWeb.page lists for `query` in the archive's page search. */
 export async function searchReplayPages(server: ReplayServer, opts: SearchOptions): Promise<FoundPage[]> {
   const deadline = Date.now() + (opts.timeoutMs ?? 90_000);
-  const userDataDir = await mkdtemp(path.join(os.tmpdir(), "replay-search-"));
-  let browser: Browser | null = null;
+  const { context, close } = await openReplayContext();
   try {
-    browser = await launchReplayBrowser(userDataDir, 60_000);
-    const page = await browser.newPage();
+    const page = await context.newPage();
     await page.setViewport({ width: 1280, height: 900 });
     // The page the replay server serves inside the service worker's scope, to install it first.
     await page.goto(server.url + SW_READY_PATH, { waitUntil: "load" });
@@ -63,8 +58,7 @@ export async function searchReplayPages(server: ReplayServer, opts: SearchOption
     }
     throw new Error(`searchReplayPages: no stable result for ${JSON.stringify(opts.query)}; last: ${last}`);
   } finally {
-    if (browser) await closeBrowser(browser);
-    await rm(userDataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 }).catch(() => undefined);
+    await close();
   }
 }
 

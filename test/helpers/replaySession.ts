@@ -1,24 +1,19 @@
 /**
- * Several pages of the same archive(s) replayed in ReplayWeb.page by one headless Chromium: the browser
- * starts and ReplayWeb.page's service worker installs once, then each page is replayed in a tab of its own
- * (what replay.ts's replayPage does once per call, with a fresh browser each time). For suites that replay
+ * Several pages of the same archive(s) replayed in ReplayWeb.page in one browser context (of replay.ts's
+ * replay browser): ReplayWeb.page's service worker installs once, then each page is replayed in a tab of its
+ * own (what replay.ts's replayPage does once per call, in a fresh context each time). For suites that replay
  * many pages of one crawl; what a page shows is read exactly as replayPage reads it.
  *
  *   const session = await openReplaySession(server);
  *   const result = await session.replay({ source: "/archives/x.wacz", url: "http://127.0.0.1:1234/site/index.html" });
  *   await session.close();
  *
- * The tabs share the browser's profile: the service worker and the archives it loaded (IndexedDB) serve
+ * The tabs share the context's storage: the service worker and the archives it loaded (IndexedDB) serve
  * every later replay, as they do a visitor who opens several pages of an archive.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import type { Browser } from "puppeteer-core";
 import {
-  closeBrowser,
   detectReplayFailure,
-  launchReplayBrowser,
+  openReplayContext,
   parseReplayFrameUrl,
   sameArchivedUrl,
   snapshotFrame,
@@ -40,15 +35,9 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /** Start one browser for `server`'s archives and install ReplayWeb.page's service worker in it. */
 export async function openReplaySession(server: ReplayServer, opts: { timeoutMs?: number } = {}): Promise<ReplaySession> {
   const timeoutMs = opts.timeoutMs ?? 60_000;
-  const userDataDir = await mkdtemp(path.join(os.tmpdir(), "replay-session-"));
-  let browser: Browser | null = null;
-  const close = async () => {
-    if (browser) await closeBrowser(browser);
-    await rm(userDataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 }).catch(() => undefined);
-  };
+  const { context, close } = await openReplayContext();
   try {
-    browser = await launchReplayBrowser(userDataDir, timeoutMs);
-    const page = await browser.newPage();
+    const page = await context.newPage();
     // Install ReplayWeb.page's service worker before an embed needs it (see src/qa/replayServer.ts).
     await page.goto(server.url + SW_READY_PATH, { waitUntil: "load", timeout: timeoutMs });
     await page.waitForFunction(() => document.title !== "installing", { timeout: timeoutMs });
@@ -59,7 +48,7 @@ export async function openReplaySession(server: ReplayServer, opts: { timeoutMs?
     await close();
     throw err;
   }
-  const shared = browser;
+  const shared = context;
 
   const replay = async (opts: ReplayPageOptions): Promise<ReplayPageResult> => {
     const timeoutMs = opts.timeoutMs ?? 60_000;
