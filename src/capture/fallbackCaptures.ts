@@ -33,6 +33,7 @@ export class FallbackCaptures {
     if (attempt.refetched.has(url)) return;
     attempt.refetched.add(url);
     const work = (after ?? Promise.resolve()).then(() => this.sink.hasStoredResponse(url)).then(async (stored) => {
+      if (!stored && this.pageOver(attempt, url)) return;
       const exchange = stored ? null : await this.fetcher.wholeResource(url, requestHeaders);
       if (!exchange || !(await this.store(exchange, attempt, "full fetch of a resource the browser did not hand over whole failed"))) return;
       // A progressive video or audio file (the browser asks for those in ranges): the page's line for it.
@@ -57,6 +58,7 @@ export class FallbackCaptures {
    */
   async afterRevalidation(url: string, requestHeaders: [string, string][], pageDocument: boolean, attempt: PageAttempt): Promise<{ status: number; mime: string } | null> {
     if (!pageDocument && (await this.sink.hasStoredResponse(url))) return null;
+    if (this.pageOver(attempt, url)) return null;
     const fetched = await this.fetcher.fullResponse(url, requestHeaders, pageDocument);
     const exchange = fetched && pageDocument && attempt.isPageDocument(url) ? { ...fetched, pageDocument: true } : fetched;
     if (!exchange || !(await this.store(exchange, attempt, "full fetch after the browser's revalidation (304) failed"))) return null;
@@ -88,12 +90,18 @@ export class FallbackCaptures {
 
   /** A response whose body the browser could not give: fetched directly (GET only), else reported lost. */
   async bodyUnavailable(request: Protocol.Network.Request, requestHeaders: [string, string][], status: number, error: string, attempt: PageAttempt): Promise<void> {
-    const exchange = request.method === "GET" ? await this.fetcher.sameResponse(request.url, requestHeaders, status) : null;
+    const exchange = request.method === "GET" && !this.pageOver(attempt, request.url) ? await this.fetcher.sameResponse(request.url, requestHeaders, status) : null;
     if (exchange && (await this.store(exchange, attempt, "direct fetch for an unavailable body failed"))) {
       logger.debug("capture", "response body unavailable in the browser; fetched directly", { url: request.url, error });
       return;
     }
     attempt.lost.add(request.url);
     logger.warn("capture", "response body unavailable; exchange not stored", { url: request.url, method: request.method, error });
+  }
+
+  /** The page's drain is over: a fetch for it now would reach its server after the page was crawled. */
+  private pageOver(attempt: PageAttempt, url: string): boolean {
+    if (attempt.drained) logger.debug("capture", "page already crawled: not fetched outside the browser", { page: attempt.pageUrl, url });
+    return attempt.drained;
   }
 }

@@ -62,6 +62,11 @@ export class PageAttempt {
   readonly truncated = new Set<string>();
   /** Set once the page is done (PageCapture.endPage): nothing more of it is captured. */
   ended = false;
+  /**
+   * Set once the page's drain is over (its deadline passed or nothing was left): the page counts as crawled, so
+   * nothing is fetched for it outside the browser any more (that request would reach its server after the page).
+   */
+  drained = false;
   /** When the page's last request was sent on (epoch ms). */
   lastSentAt = 0;
   /** Requests sent on whose answer has not started yet (network id -> when sent): a page's end waits for the recent ones. */

@@ -156,6 +156,7 @@ export class PageCapture {
     await sentRequestsArrived(attempt); // what was sent just before reaches its server before the page is done
     if (this.sockets) this.work.background(this.sockets.endPage()); // WebSockets: written with the frames seen so far
     const unfinished = await this.work.settle(deadlineMs);
+    attempt.drained = true;
     if (unfinished.length) {
       for (const url of unfinished) attempt.unfinished.add(url);
       attempt.cutAtEnd.unfinished = unfinished.length;
