@@ -67,10 +67,14 @@ export class PageAttempt {
    * nothing is fetched for it outside the browser any more (that request would reach its server after the page).
    */
   drained = false;
-  /** When the page's last request was sent on (epoch ms). */
-  lastSentAt = 0;
-  /** Requests sent on whose answer has not started yet (network id -> when sent): a page's end waits for the recent ones. */
+  /** When a request of the page last went on the wire (epoch ms). */
+  lastOnWireAt = 0;
+  /** Requests sent on that are neither on the wire nor answered yet (network id -> when sent on): a page's end waits for them. */
   readonly unanswered = new Map<string, number>();
+  /** A request sent on left the browser (its headers written) or was answered (by its server or the HTTP cache). */
+  left(networkId: string): void {
+    if (this.unanswered.delete(networkId)) this.lastOnWireAt = Date.now();
+  }
   /** What the page's end cut off (for its timings line). */
   readonly cutAtEnd: CutAtEnd = { refused: 0, unfinished: 0 };
   /** URLs whose exchange was still being stored at the drain's deadline: not known to be in the archive. */
@@ -126,22 +130,21 @@ export interface ConditionalRequest {
   confirms: ConfirmedCapture;
 }
 
-/** A request sent on this long ago has reached its server (on loopback; a page's end waits out the rest). */
+/** A request on the wire this long ago has reached its server (on loopback; a page's end waits out the rest). */
 const SENT_REACHES_MS = 50;
 
-/** Once `attempt` has ended, its requests already sent on have had time to reach their server. */
+/**
+ * Once `attempt` has ended, its requests already sent on have reached their server: a page's end waits (within
+ * a deadline) until each is on the wire (the browser wrote its headers) or answered. On a loaded machine, or
+ * behind busy connections, a request sent on can wait a while before it leaves the browser; one on the wire and
+ * still unanswered (a long poll) has arrived.
+ */
 export async function sentRequestsArrived(attempt: PageAttempt): Promise<void> {
-  const left = attempt.lastSentAt + SENT_REACHES_MS - Date.now();
+  const deadline = Date.now() + SENT_DEADLINE_MS;
+  while (attempt.unanswered.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  const left = attempt.lastOnWireAt + SENT_REACHES_MS - Date.now();
   if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
-  // On a loaded machine a request sent on can take longer to reach its server: wait (within a deadline) for the
-  // answers of those sent in the last moment. One sent long ago and still unanswered (a long poll) has arrived.
-  const deadline = Date.now() + SENT_ANSWER_DEADLINE_MS;
-  const since = Date.now() - SENT_ANSWER_WINDOW_MS;
-  const recent = () => [...attempt.unanswered.values()].some((sentAt) => sentAt > since);
-  while (recent() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
-/** How long a page's end waits at most for the answers of requests sent just before it. */
-const SENT_ANSWER_DEADLINE_MS = 3000;
-/** Requests sent on within this long before the page's end count as maybe not arrived yet. */
-const SENT_ANSWER_WINDOW_MS = 1000;
+/** How long a page's end waits at most for its requests sent on to leave the browser. */
+const SENT_DEADLINE_MS = 3000;

@@ -95,7 +95,7 @@ export class PageCapture {
     const { cdp, tabCapture } = capture;
     cdp.on("Fetch.requestPaused", (event: Protocol.Fetch.RequestPausedEvent) => {
       const attempt = capture.attempt;
-      if (event.responseStatusCode !== undefined || event.responseErrorReason) attempt.unanswered.delete(event.networkId ?? event.requestId);
+      if (event.responseStatusCode !== undefined || event.responseErrorReason) attempt.left(event.networkId ?? event.requestId);
       if (attempt.ended) return capture.refuseAfterEnd(event, attempt);
       const work = capture.onPaused(event, attempt).catch((err: unknown) => {
         attempt.lost.add(event.request.url);
@@ -106,6 +106,9 @@ export class PageCapture {
     capture.sockets = new SocketRecorder(cdp, capture.sink); // WebSockets
     capture.loads.listen(cdp);
     cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => void capture.attempt.unanswered.delete(event.requestId));
+    cdp.on("Network.requestWillBeSentExtraInfo", (event: Protocol.Network.RequestWillBeSentExtraInfoEvent) => capture.attempt.left(event.requestId));
+    // An answer the HTTP cache gave after the request was sent on never pauses at the response stage.
+    cdp.on("Network.responseReceived", (event: Protocol.Network.ResponseReceivedEvent) => capture.attempt.left(event.requestId));
     await cdp.send("Network.enable");
     // Requests answered by a site's service worker never reach the network stage we capture (--serviceWorker).
     if (tabCapture.bypassServiceWorker) await cdp.send("Network.setBypassServiceWorker", { bypass: true });
@@ -373,8 +376,7 @@ export class PageCapture {
     if (await this.blocking?.atRequest(event, this.attempt.pageUrl || null)) return;
     if (this.attempt.ended) return this.refuseAfterEnd(event, this.attempt); // paused before the page's end: not sent
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
-    this.attempt.lastSentAt = Date.now();
-    this.attempt.unanswered.set(event.networkId ?? event.requestId, this.attempt.lastSentAt);
+    this.attempt.unanswered.set(event.networkId ?? event.requestId, Date.now());
     const added = this.fetcher.rules.headers.for(target ?? event.request.url); // --header
     if (!pending && !target && !added.length) return this.continue(event.requestId);
     if (target) this.redirects.sent(event.requestId, event.request.url, target);
