@@ -69,11 +69,11 @@ export class PageAttempt {
   drained = false;
   /** When a request of the page last went on the wire (epoch ms). */
   lastOnWireAt = 0;
-  /** Requests sent on that are neither on the wire nor answered yet (network id -> when sent on): a page's end waits for them. */
-  readonly unanswered = new Map<string, number>();
+  /** Network ids of requests sent on that are neither on the wire nor answered nor failed: a page's end waits for them. */
+  readonly stillInBrowser = new Set<string>();
   /** A request sent on left the browser (its headers written) or was answered (by its server or the HTTP cache). */
   left(networkId: string): void {
-    if (this.unanswered.delete(networkId)) this.lastOnWireAt = Date.now();
+    if (this.stillInBrowser.delete(networkId)) this.lastOnWireAt = Date.now();
   }
   /** What the page's end cut off (for its timings line). */
   readonly cutAtEnd: CutAtEnd = { refused: 0, unfinished: 0 };
@@ -141,7 +141,7 @@ const SENT_REACHES_MS = 50;
  */
 export async function sentRequestsArrived(attempt: PageAttempt): Promise<void> {
   const deadline = Date.now() + SENT_DEADLINE_MS;
-  while (attempt.unanswered.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  while (attempt.stillInBrowser.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
   const left = attempt.lastOnWireAt + SENT_REACHES_MS - Date.now();
   if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
 }

@@ -105,7 +105,7 @@ export class PageCapture {
     });
     capture.sockets = new SocketRecorder(cdp, capture.sink); // WebSockets
     capture.loads.listen(cdp);
-    cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => void capture.attempt.unanswered.delete(event.requestId));
+    cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => void capture.attempt.stillInBrowser.delete(event.requestId));
     cdp.on("Network.requestWillBeSentExtraInfo", (event: Protocol.Network.RequestWillBeSentExtraInfoEvent) => capture.attempt.left(event.requestId));
     // An answer the HTTP cache gave after the request was sent on never pauses at the response stage.
     cdp.on("Network.responseReceived", (event: Protocol.Network.ResponseReceivedEvent) => capture.attempt.left(event.requestId));
@@ -376,7 +376,7 @@ export class PageCapture {
     if (await this.blocking?.atRequest(event, this.attempt.pageUrl || null)) return;
     if (this.attempt.ended) return this.refuseAfterEnd(event, this.attempt); // paused before the page's end: not sent
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
-    this.attempt.unanswered.set(event.networkId ?? event.requestId, Date.now());
+    this.attempt.stillInBrowser.add(event.networkId ?? event.requestId);
     const added = this.fetcher.rules.headers.for(target ?? event.request.url); // --header
     if (!pending && !target && !added.length) return this.continue(event.requestId);
     if (target) this.redirects.sent(event.requestId, event.request.url, target);
