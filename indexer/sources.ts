@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
+import { isManifestLocation, locationUrl, manifestEntries } from "../src/wacz/manifest.js";
 
 /** One WACZ file to import, as named by a manifest (or the single WACZ given). */
 export interface ImportResource {
@@ -23,11 +24,7 @@ export class SourceError extends Error {}
 const MAX_MANIFEST_BYTES = 50_000_000;
 
 /** A local path, file:// or http(s):// URL, as a URL. */
-export function toLocationUrl(source: string, base?: string): URL {
-  if (/^(https?|file):\/\//i.test(source)) return new URL(source);
-  if (base) return new URL(source, base);
-  return pathToFileURL(source);
-}
+export const toLocationUrl = locationUrl;
 
 /** Display form: a local path for file:// URLs. */
 export function displayLocation(location: string): string {
@@ -65,10 +62,6 @@ async function readSource(url: URL): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-function isManifestPath(url: URL): boolean {
-  return /\.json$/i.test(url.pathname);
-}
-
 function crawlIdFromName(name: string): string {
   return name.replace(/\.wacz$/i, "");
 }
@@ -84,7 +77,7 @@ export async function resolveSources(
   options: { sourceCrawlId?: string } = {},
 ): Promise<{ resources: ImportResource[]; problems: SourceProblem[] }> {
   const url = toLocationUrl(source);
-  if (!isManifestPath(url)) {
+  if (!isManifestLocation(url)) {
     const name = basename(decodeURIComponent(url.pathname));
     return { resources: [{ name, location: url.href, crawlId: options.sourceCrawlId ?? crawlIdFromName(name) }], problems: [] };
   }
@@ -117,34 +110,24 @@ async function expandManifest(
   } catch (err) {
     return fail(err instanceof SyntaxError ? `not valid JSON (${err.message})` : err instanceof Error ? err.message : String(err));
   }
-  const list = (manifest as { resources?: unknown })?.resources;
-  if (!Array.isArray(list)) return fail('manifest has no "resources" list');
-
-  for (const [i, raw] of list.entries()) {
-    const entry = raw as Partial<Record<"name" | "path" | "crawlId" | "hash", unknown>> & { size?: unknown };
-    const label = `${where} resources[${i}]`;
-    if (!entry || typeof entry !== "object" || typeof entry.path !== "string" || !entry.path) {
-      problems.push({ entry: label, message: 'resource has no "path"' });
+  let listed: ReturnType<typeof manifestEntries>;
+  try {
+    listed = manifestEntries(manifest, url, where);
+  } catch (err) {
+    return fail(err instanceof Error ? err.message : String(err));
+  }
+  problems.push(...listed.problems);
+  for (const entry of listed.entries) {
+    if (entry.isManifest) {
+      await expandManifest(entry.location, resources, problems, visited, false);
       continue;
     }
-    let location: URL;
-    try {
-      location = toLocationUrl(entry.path, url.href);
-    } catch {
-      problems.push({ entry: label, message: `bad path ${JSON.stringify(entry.path)}` });
-      continue;
-    }
-    if (isManifestPath(location)) {
-      await expandManifest(location, resources, problems, visited, false);
-      continue;
-    }
-    const name = typeof entry.name === "string" && entry.name ? entry.name : basename(decodeURIComponent(location.pathname));
     resources.push({
-      name,
-      location: location.href,
-      crawlId: typeof entry.crawlId === "string" && entry.crawlId ? entry.crawlId : crawlIdFromName(name),
-      hash: typeof entry.hash === "string" ? entry.hash : undefined,
-      size: typeof entry.size === "number" ? entry.size : undefined,
+      name: entry.name,
+      location: entry.location.href,
+      crawlId: entry.crawlId ?? crawlIdFromName(entry.name),
+      hash: entry.hash,
+      size: entry.size,
     });
   }
 }

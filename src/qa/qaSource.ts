@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { ArchiveResolver } from "./replayServer.js";
+import type { ArchiveResolver } from "../replay/replayServer.js";
 import { listedPages, pagesOfList, type ListedPage } from "./waczPages.js";
 
 /** What --qaSource names, made ready to serve: the archives, the source ReplayWeb.page loads, the pages to check. */

@@ -4,7 +4,7 @@ import type { AddressPolicy } from "../fetch/addressPolicy.js";
 import { SocketGate } from "../fetch/socketGate.js";
 import { textOfSnapshot } from "../page/pageText.js";
 import { archivedUrlOf, ReplayTraffic, type ReplayRequest } from "./replayTraffic.js";
-import { REPLAY_PREFIX, SW_READY_PATH, type ReplayServer } from "./replayServer.js";
+import { REPLAY_PREFIX, SW_READY_PATH, type ReplayServer } from "../replay/replayServer.js";
 import type { ListedPage } from "./waczPages.js";
 
 /** The crawl's viewport (browser/launch.ts): the replay is shown at the same size, so screenshots compare. */

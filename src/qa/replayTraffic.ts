@@ -1,5 +1,5 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
-import { REPLAY_PREFIX } from "./replayServer.js";
+import { REPLAY_PREFIX } from "../replay/replayServer.js";
 
 /** What the replayed page asked for, by archived URL: the last answer the replay gave for it. */
 export interface ReplayRequest {

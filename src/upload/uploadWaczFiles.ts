@@ -1,9 +1,8 @@
-import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename, extname } from "node:path";
 import type { Cluster, Redis } from "ioredis";
 import { logger } from "../log/logger.js";
+import { sha256OfFile } from "../wacz/index.js";
 import { crawlStateKeys } from "../state/stateKeys.js";
 import { DEFAULT_BACKOFF, withBackoff } from "./backoff.js";
 import { interpolateStoreFilename, type StoreSettings } from "./storeSettings.js";
@@ -37,7 +36,7 @@ export async function uploadWaczFiles({ settings, crawlId, stateRedis, waczPaths
     for (const localPath of waczPaths) {
       const localName = basename(localPath);
       const { size } = await stat(localPath);
-      const hash = await sha256File(localPath);
+      const hash = await sha256OfFile(localPath);
       const before = await stateRedis.hget(keys.uploadedWacz, localName);
       const uploaded = before ? (JSON.parse(before) as UploadedWacz) : null;
       let name: string;
@@ -97,12 +96,6 @@ async function claimObjectName(redis: Redis | Cluster, namesKey: string, wanted:
     const name = n === 1 ? wanted : `${stem}-${n}${ext}`;
     if ((await redis.sadd(namesKey, name)) === 1) return name;
   }
-}
-
-async function sha256File(path: string): Promise<string> {
-  const hash = createHash("sha256");
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-  return hash.digest("hex");
 }
 
 /** An SDK or socket error in one line: S3's error code and message, or the network error's code. */

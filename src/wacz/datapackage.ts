@@ -1,6 +1,7 @@
 // datapackage.json and datapackage-digest.json for WACZ 1.1.1.
 // profile must stay "data-package": the replay client rejects the 1.2 draft's "wacz".
 import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
 import { posix } from "node:path";
 
 export const WACZ_VERSION = "1.1.1";
@@ -58,6 +59,13 @@ export interface DataPackageOptions {
 
 export function sha256Hex(data: Uint8Array | string): string {
   return createHash("sha256").update(data).digest("hex");
+}
+
+/** A file's sha256 as hex, read in chunks (a WACZ may be larger than memory). */
+export async function sha256OfFile(path: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest("hex");
 }
 
 /** Resource entry for a zip path; name is the file's basename, as py-wacz does. */

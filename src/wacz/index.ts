@@ -33,6 +33,7 @@ export {
   serializeDataPackageDigest,
   makeResource,
   sha256Hex,
+  sha256OfFile,
   WACZ_VERSION,
   DATAPACKAGE_PATH,
   DATAPACKAGE_DIGEST_PATH,

@@ -17,8 +17,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import puppeteer, { type Browser, type BrowserContext, type Frame, type Page } from "puppeteer-core";
-import { loadReplayAssets } from "../../src/qa/replayAssets.js";
-import { folderResolver, startReplayServer as startQaReplayServer, SW_READY_PATH, type ReplayServer } from "../../src/qa/replayServer.js";
+import { loadReplayAssets } from "../../src/replay/replayAssets.js";
+import { folderResolver, startReplayServer as startQaReplayServer, SW_READY_PATH, type ReplayServer } from "../../src/replay/replayServer.js";
 
 export type { ReplayServer };
 export { SW_READY_PATH };

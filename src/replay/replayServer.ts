@@ -7,10 +7,11 @@ import parseRange from "range-parser";
 import type { ReplayAssets } from "./replayAssets.js";
 
 /**
- * A loopback HTTP server for ReplayWeb.page: its UI and service worker, a page embedding one archived
- * page, and the archives themselves (with byte ranges: ReplayWeb.page reads a WACZ's zip index and then
- * only the parts it needs).
- *   /ui.js, /replay/ui.js, /replay/sw.js    the ReplayWeb.page build
+ * A loopback HTTP server for ReplayWeb.page: its UI and service worker, the whole app over one collection,
+ * a page embedding one archived page, and the archives themselves (with byte ranges: ReplayWeb.page reads a
+ * WACZ's zip index and then only the parts it needs).
+ *   /ui.js, /sw.js, /replay/ui.js, /replay/sw.js the ReplayWeb.page build
+ *   /?source=...                            the app (page list, text search, replay) over `home.source`
  *   /embed.html?source=...&url=...[&ts=...] a page showing one archived page, without ReplayWeb.page's chrome
  *   /replay/__sw_ready.html                 installs the service worker and says when it is active
  *   /archives/<name>                        the archive files, as the archive resolver maps them
@@ -40,6 +41,24 @@ export const SW_READY_PATH = "/replay/__sw_ready.html";
 export const REPLAY_PREFIX = "/replay/w/";
 
 const escapeAttr = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** What the app page at / shows: the source it opens, and lines shown above it (e.g. WACZ files missing from the set). */
+export interface HomePage {
+  source: string;
+  notice?: string[];
+}
+
+function appHtml(home: HomePage): string {
+  const notice = home.notice?.length
+    ? `<div id="replay-notice" style="position:fixed;z-index:10;top:0;left:0;right:0;max-height:30vh;overflow:auto;background:#fff3cd;color:#5c4400;font:14px sans-serif;padding:6px 12px;border-bottom:1px solid #c9a227">${home.notice.map((line) => `<div>${escapeAttr(line)}</div>`).join("")}</div>`
+    : "";
+  return `<!doctype html>
+<html class="no-overflow"><head><meta charset="utf-8"><title>replay</title><link rel="icon" href="data:,">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<script src="/ui.js"></script></head>
+<body>${notice}<replay-app-main></replay-app-main></body></html>
+`;
+}
 
 function embedHtml(source: string, url: string, ts: string): string {
   return `<!doctype html>
@@ -94,8 +113,18 @@ async function serveArchive(req: http.IncomingMessage, res: http.ServerResponse,
   createReadStream(path, { start, end }).on("error", () => res.destroy()).pipe(res);
 }
 
-/** Start the server on 127.0.0.1 (a free port). */
-export async function startReplayServer(assets: Pick<ReplayAssets, "uiJs" | "swJs">, archives: ArchiveResolver): Promise<ReplayServer> {
+export interface ReplayServerOptions {
+  /** Listen here; default 127.0.0.1. */
+  host?: string;
+  /** Default: a free port. */
+  port?: number;
+  /** The app at /: without it, / is not served. */
+  home?: HomePage;
+}
+
+/** Start the server (on 127.0.0.1 and a free port unless told otherwise). */
+export async function startReplayServer(assets: Pick<ReplayAssets, "uiJs" | "swJs">, archives: ArchiveResolver, options: ReplayServerOptions = {}): Promise<ReplayServer> {
+  const home = options.home;
   const server = http.createServer((req, res) => {
     const send = (status: number, type: string, body: Buffer | string): void => {
       const bytes = typeof body === "string" ? Buffer.from(body) : body;
@@ -111,6 +140,13 @@ export async function startReplayServer(assets: Pick<ReplayAssets, "uiJs" | "swJ
         return send(200, "text/javascript; charset=utf-8", assets.uiJs);
       case "/replay/sw.js":
         return send(200, "text/javascript; charset=utf-8", assets.swJs);
+      case "/sw.js":
+        if (home) return send(200, "text/javascript; charset=utf-8", assets.swJs);
+        break;
+      case "/":
+      case "/index.html":
+        if (home) return send(200, "text/html; charset=utf-8", appHtml(home));
+        break;
       case "/embed.html":
         return send(200, "text/html; charset=utf-8", embedHtml(query("source"), query("url"), query("ts")));
       case SW_READY_PATH:
@@ -131,11 +167,12 @@ export async function startReplayServer(assets: Pick<ReplayAssets, "uiJs" | "swJ
   });
   await new Promise<void>((done, fail) => {
     server.once("error", fail);
-    server.listen(0, "127.0.0.1", () => done());
+    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => done());
   });
   const { port } = server.address() as AddressInfo;
+  const host = options.host ?? "127.0.0.1";
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
     close: () =>
       new Promise<void>((done) => {
         server.close(() => done());
