@@ -30,7 +30,8 @@ RUN npm run build && npm prune --omit=dev && npm link
 # (mount a volume at /crawls).
 WORKDIR /
 # `docker run IMAGE crawl --url ...`, `docker run IMAGE indexer ...`, `docker run IMAGE create-login-profile ...`
-# and `docker run -v $PWD/crawls:/crawls IMAGE qa --qaSource /crawls/collections/NAME/NAME.wacz --collection NAME-qa`
+# `docker run -v $PWD/crawls:/crawls IMAGE qa --qaSource /crawls/collections/NAME/NAME.wacz --collection NAME-qa`
+# and `docker run -p 127.0.0.1:8090:8090 -v $PWD/crawls:/crawls IMAGE replay /crawls/collections/NAME --host 0.0.0.0 --port 8090`
 # all work: the command is the program (npm link put every package.json bin on the PATH).
 # create-login-profile's interactive page: `docker run -p 127.0.0.1:9223:9223 -v $PWD/crawls:/crawls IMAGE
 # create-login-profile --url https://example.com/login --port 0.0.0.0:9223` (inside the container it must

@@ -1,4 +1,4 @@
-// Bundles the programs of package.json "bin" (crawl, indexer, history, create-login-profile, qa), each in place of
+// Bundles the programs of package.json "bin" (crawl, indexer, history, create-login-profile, qa, replay), each in place of
 // what tsc emitted for it, with what they share in dist/chunks/: node then reads a few files instead of some 700
 // modules of the crawler and its libraries, a cost every crawler process of a multi-process crawl and every
 // indexer run pays at start. The other files tsc wrote stay as they were (tests and benchmarks import them).

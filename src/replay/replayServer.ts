@@ -42,9 +42,8 @@ export const REPLAY_PREFIX = "/replay/w/";
 
 const escapeAttr = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** What the app page at / shows: the source it opens, and lines shown above it (e.g. WACZ files missing from the set). */
+/** The app page at /: it opens the source its URL's ?source= names; `notice` lines are shown above it (e.g. WACZ files missing from the set). */
 export interface HomePage {
-  source: string;
   notice?: string[];
 }
 
@@ -120,6 +119,8 @@ export interface ReplayServerOptions {
   port?: number;
   /** The app at /: without it, / is not served. */
   home?: HomePage;
+  /** Small files served from memory as /archives/<name> (e.g. a multi-WACZ JSON made for this server). */
+  inMemory?: Record<string, { type: string; body: Buffer }>;
 }
 
 /** Start the server (on 127.0.0.1 and a free port unless told otherwise). */
@@ -153,12 +154,15 @@ export async function startReplayServer(assets: Pick<ReplayAssets, "uiJs" | "swJ
         return send(200, "text/html; charset=utf-8", SW_READY_HTML);
     }
     if (!url.pathname.startsWith("/archives/")) return send(404, "text/plain", "Not Found\n");
-    let path: string | null = null;
+    let name: string | null = null;
     try {
-      path = archives(decodeURIComponent(url.pathname.slice("/archives/".length)));
+      name = decodeURIComponent(url.pathname.slice("/archives/".length));
     } catch {
-      path = null;
+      name = null;
     }
+    const held = name === null ? undefined : options.inMemory?.[name];
+    if (held) return send(200, held.type, held.body);
+    const path = name === null ? null : archives(name);
     if (!path) return send(404, "text/plain", "Not Found\n");
     serveArchive(req, res, path).catch((err: unknown) => {
       if (!res.headersSent) send(500, "text/plain", String(err));

@@ -66,7 +66,9 @@ export async function resolveWaczSet(sources: readonly string[], options: Resolv
 /** The places searched for every dependency, after the requiring WACZ's own folder. */
 async function searchPlaces(given: GivenWacz[], options: ResolveOptions): Promise<Place[]> {
   const places: Place[] = given.flatMap((g) => (g.near ? [g.near] : []));
-  places.push(...(await collectionPlaces(options.cwd)));
+  // A WACZ in <cwd>/collections/<name>/ finds its dependencies in the other collections there, whatever --cwd says.
+  const siblings = new Set(given.flatMap((g) => (g.near instanceof FolderPlace && basename(dirname(g.near.label)) === "collections" ? [dirname(dirname(g.near.label))] : [])));
+  for (const cwd of [...siblings, options.cwd]) places.push(...(await collectionPlaces(cwd)));
   if (options.store) places.push(new S3Place(options.store));
   places.push(...options.from.map((base) => new HttpPlace(base)));
   const seen = new Set<string>();

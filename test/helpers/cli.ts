@@ -11,7 +11,7 @@ export interface CliResult {
 }
 
 /** Run a built CLI (`npm run build` first: `npm test` does) as a real child process. */
-const ENTRIES = { crawl: "dist/src/cli/crawl.js", indexer: "dist/indexer/cli.js", history: "dist/src/cli/history.js", "create-login-profile": "dist/src/cli/createLoginProfile.js", qa: "dist/src/cli/qa.js" } as const;
+const ENTRIES = { crawl: "dist/src/cli/crawl.js", indexer: "dist/indexer/cli.js", history: "dist/src/cli/history.js", "create-login-profile": "dist/src/cli/createLoginProfile.js", qa: "dist/src/cli/qa.js", replay: "dist/src/cli/replay.js" } as const;
 
 export function runCli(program: keyof typeof ENTRIES, args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
   const entry = ENTRIES[program];

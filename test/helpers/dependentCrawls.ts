@@ -90,13 +90,13 @@ export const DEPENDENT_COLLECTIONS = ["one", "two", "three"] as const;
 export const PAGES_OF = { one: ["/", "/a.html"], two: ["/", "/a.html", "/b.html"], three: ["/", "/a.html", "/b.html", "/c.html"] } as const;
 
 /** Run the three crawls into `cwd` (collections one, two, three), deduplicating against `redisUrl`. */
-export async function crawlDependentSet(site: DependentSite, cwd: string, redisUrl: string, extra: string[] = []): Promise<void> {
+export async function crawlDependentSet(site: DependentSite, cwd: string, redisUrl: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<void> {
   for (const [i, name] of DEPENDENT_COLLECTIONS.entries()) {
     site.setVersion(i + 1);
     const result = await runCli("crawl", [
       "--url", `${site.url}/`, "--collection", name, "--cwd", cwd, ...NO_BEHAVIORS, "--generateWACZ", "--text", "to-pages",
       "--redisStoreUrl", redisUrl, "--redisDedupeUrl", redisUrl, "--workers", "2", ...extra,
-    ]);
+    ], { env });
     if (result.code !== 0) throw new Error(`crawl ${name} failed (exit ${result.code}): ${result.stderr.slice(-1500)}`);
   }
 }

@@ -54,7 +54,7 @@ describe("CLI options page", () => {
 
   it("has a section for every command of package.json's bin, listing each option of its --help", () => {
     const doc = readFileSync(join(ROOT, DOC), "utf8");
-    expect(Object.keys(bin).sort()).toEqual(["crawl", "create-login-profile", "history", "indexer", "qa"]);
+    expect(Object.keys(bin).sort()).toEqual(["crawl", "create-login-profile", "history", "indexer", "qa", "replay"]);
     for (const command of Object.keys(bin)) {
       const terms = optionTerms(help(command));
       expect(terms, `${command} --help: no options found`).toContain("-h, --help");
@@ -76,6 +76,7 @@ describe("CLI options page", () => {
     expect(longFlags("indexer")).toEqual(expect.arrayContaining(["--sourceUrl", "--remove", "--redisDedupeUrl", "--commitCrawlId"]));
     expect(longFlags("history")).toEqual(expect.arrayContaining(["--url", "--json"]));
     expect(longFlags("qa")).toEqual(expect.arrayContaining(["--qaSource", "--qaThreshold"]));
+    expect(longFlags("replay")).toEqual(expect.arrayContaining(["--list", "--export", "--from", "--allowMissing", "--port", "--host", "--cwd"]));
     expect(longFlags("create-login-profile")).toEqual(expect.arrayContaining(["--url", "--filename", "--automated"]));
   });
 });

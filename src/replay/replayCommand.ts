@@ -1,0 +1,87 @@
+import { readStoreSettings, StoreSettingsError } from "../upload/storeSettings.js";
+import { loadReplayAssets } from "./replayAssets.js";
+import { resolveWaczSet, ReplaySourceError } from "./resolveSet.js";
+import { serveSet } from "./serveSet.js";
+import { missingLine, type WaczSet } from "./waczSet.js";
+
+/** Bad flags or a source that cannot be read at all: one line, exit 4. */
+export class ReplayUsageError extends Error {}
+
+export type ReplayMode = { kind: "list" } | { kind: "export"; file: string } | { kind: "serve"; host: string; port: number };
+
+export interface ReplayOptions {
+  sources: string[];
+  mode: ReplayMode;
+  /** http(s) base URLs to look for required WACZ files in. */
+  from: string[];
+  cwd: string;
+  allowMissing: boolean;
+}
+
+export interface ReplayOutput {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+}
+
+/** Exit codes of `replay`: 0 done, 1 the set is incomplete (a WACZ missing or wrong), 4 bad usage or an unreadable source. */
+const INCOMPLETE = 1;
+const BAD_USAGE = 4;
+
+/**
+ * Resolve the sources into their set, then list, export or serve it. Serving lasts until SIGINT or SIGTERM
+ * (or `stop`, when given: tests end it so).
+ */
+export async function runReplay(options: ReplayOptions, out: ReplayOutput, stop?: AbortSignal): Promise<number> {
+  let store;
+  try {
+    store = readStoreSettings(process.env);
+  } catch (err) {
+    if (err instanceof StoreSettingsError) throw new ReplayUsageError(err.message);
+    throw err;
+  }
+  let set: WaczSet;
+  try {
+    set = await resolveWaczSet(options.sources, { cwd: options.cwd, from: options.from, store });
+  } catch (err) {
+    if (err instanceof ReplaySourceError) throw new ReplayUsageError(err.message);
+    throw err;
+  }
+  try {
+    for (const missing of set.missing) out.stderr.write(`replay: ${missingLine(missing)}\n`);
+    if (set.missing.length && !options.allowMissing) {
+      out.stderr.write(`replay: ${set.missing.length} required WACZ file${set.missing.length === 1 ? "" : "s"} missing (--allowMissing opens what there is)\n`);
+      return INCOMPLETE;
+    }
+    switch (options.mode.kind) {
+      case "list":
+        return listSet(set, out);
+      case "export":
+        out.stderr.write("replay: --export is not available yet\n");
+        return BAD_USAGE;
+      case "serve":
+        return await serveUntilStopped(set, options.mode, out, stop);
+    }
+  } finally {
+    await set.dispose();
+  }
+}
+
+function listSet(set: WaczSet, out: ReplayOutput): number {
+  for (const member of set.members) out.stdout.write(`${member.name} ${member.hash} ${member.size} ${member.where}\n`);
+  return set.missing.length ? INCOMPLETE : 0;
+}
+
+async function serveUntilStopped(set: WaczSet, listen: { host: string; port: number }, out: ReplayOutput, stop?: AbortSignal): Promise<number> {
+  const assets = await loadReplayAssets();
+  const served = await serveSet(set, assets, listen);
+  const missing = set.missing.length ? `, ${set.missing.length} missing` : "";
+  out.stdout.write(`replay: ${set.members.length} WACZ file${set.members.length === 1 ? "" : "s"}${missing}: open ${served.appUrl}\n`);
+  await new Promise<void>((done) => {
+    const end = (): void => done();
+    process.once("SIGINT", end);
+    process.once("SIGTERM", end);
+    stop?.addEventListener("abort", end, { once: true });
+  });
+  await served.server.close();
+  return 0;
+}
