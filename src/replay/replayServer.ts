@@ -174,7 +174,8 @@ export async function startReplayServer(assets: Pick<ReplayAssets, "uiJs" | "swJ
     server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => done());
   });
   const { port } = server.address() as AddressInfo;
-  const host = options.host ?? "127.0.0.1";
+  // Listening on every address, it is reached on this machine at loopback.
+  const host = !options.host || options.host === "0.0.0.0" ? "127.0.0.1" : options.host === "::" ? "::1" : options.host;
   return {
     url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
     close: () =>
