@@ -7,6 +7,7 @@ import { ExitCode } from "../lifecycle/exitCodes.js";
 import { errorMessage, logger } from "../log/logger.js";
 import { DEFAULT_QA_THRESHOLD, runQa, type QaOptions } from "../qa/qaRun.js";
 import { QaSourceError } from "../qa/qaSource.js";
+import { ReplayUsageError, searchPlaces } from "../replay/replayCommand.js";
 import { VERSION } from "../version.js";
 import { timestampDigits } from "../archive/warcDate.js";
 
@@ -20,7 +21,7 @@ export function buildQaProgram(): Command {
   return new Command("qa")
     .description("Replay each page of an archive in ReplayWeb.page and compare it with what the crawl saw: screenshots, text, requests. Writes qa.json, qa/<page>.json and the report qa/index.html.")
     .version(VERSION)
-    .requiredOption("--qaSource <source>", "the archive: a .wacz file, a multi-WACZ .json, or an http(s) URL of one")
+    .requiredOption("--qaSource <source>", "the archive: a .wacz file, a collection folder, a multi-WACZ .json, or an http(s):// or s3:// URL of one; the WACZ files it requires (relation.requires) are found and replayed with it, as `replay` finds them")
     .option("--pages <n>", "check at most this many pages (in the archive's order); 0 = all (browsertrix-crawler: --pageLimit, --limit)", "0")
     .option("--pageLimit <n>", "same as --pages")
     .option("--limit <n>", "same as --pages")
@@ -30,7 +31,8 @@ export function buildQaProgram(): Command {
     .option("--scopeExcludeRx <regex>", "same as --exclude", collect)
     .option("--qaThreshold <score>", "pages whose overall score (0-1) is below this are listed as failing", String(DEFAULT_QA_THRESHOLD))
     .option("--qaDebugImageDiff", "also write each page's pixel difference image, qa/<page>.diff.png")
-    .option("--cwd <dir>", "working directory for output", "crawls")
+    .option("--cwd <dir>", "working directory for output; WACZ files the source requires are also looked for in <cwd>/collections/*", "crawls")
+    .option("--from <url>", "also look for WACZ files the source requires under this http(s) base URL (repeatable)", collect)
     .option("--collection <name>", "output goes to <cwd>/collections/<name>/ (default: qa-<timestamp>)")
     .option("--pageLoadTimeout <seconds>", "time allowed for a replayed page to load and settle", "60")
     .option("--postLoadDelay <seconds>", "wait this long after a replayed page has settled, before comparing", "0")
@@ -50,6 +52,7 @@ interface QaFlags {
   qaThreshold: string;
   qaDebugImageDiff?: boolean;
   cwd: string;
+  from?: string[];
   collection?: string;
   pageLoadTimeout: string;
   postLoadDelay: string;
@@ -75,7 +78,7 @@ function regexes(name: string, values: string[]): RegExp[] {
 }
 
 /** The QA run's options from its flags; also used by `crawl --qa` for the flags they share. */
-export function qaOptionsOf(flags: QaFlags, now = new Date()): QaOptions & { collectionDir: string } {
+export function qaOptionsOf(flags: QaFlags, now = new Date(), env: NodeJS.ProcessEnv = process.env): QaOptions & { collectionDir: string } {
   const collection = flags.collection ?? `qa-${timestampDigits(now).slice(0, 14)}`;
   if (!/^[\w.-]+$/.test(collection) || collection.startsWith(".")) throw new QaFlagError(`--collection takes letters, digits, '.', '-' and '_'; got ${JSON.stringify(collection)}`);
   const collectionDir = resolve(join(flags.cwd, "collections", collection));
@@ -92,7 +95,18 @@ export function qaOptionsOf(flags: QaFlags, now = new Date()): QaOptions & { col
     quietMs: 500,
     postLoadDelayMs: qaNumberFlag("postLoadDelay", flags.postLoadDelay, 0) * 1000,
     debugImageDiff: Boolean(flags.qaDebugImageDiff),
+    places: qaPlaces(flags, env),
   };
+}
+
+function qaPlaces(flags: QaFlags, env: NodeJS.ProcessEnv): QaOptions["places"] {
+  for (const base of flags.from ?? []) if (!/^https?:\/\/[^/]/i.test(base)) throw new QaFlagError(`--from takes an http(s):// URL; got ${JSON.stringify(base)}`);
+  try {
+    return searchPlaces(resolve(flags.cwd), flags.from ?? [], env);
+  } catch (err) {
+    if (err instanceof ReplayUsageError) throw new QaFlagError(err.message);
+    throw err;
+  }
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -123,7 +123,7 @@ async function crawlWithFlags(flags: RawCrawlFlags, addresses: { policy: Address
     if (outcome.failure) process.stderr.write(`crawl: ${scrubSecrets(outcome.failure)}\n`);
     // --qa: after the crawl, on its own WACZ files; the exit code stays the crawl's.
     const qa = options.output.qa;
-    if (qa && stop.reason !== "signal") await checkCrawl(outcome.waczPaths, { qa, collectionDir: collectionPaths(options.cwd, options.collection).root, executablePath: options.browserPath, pageLoadTimeoutSeconds: options.pageLoadTimeout, addresses: addresses.policy });
+    if (qa && stop.reason !== "signal") await checkCrawl(outcome.waczPaths, { qa, collectionDir: collectionPaths(options.cwd, options.collection).root, executablePath: options.browserPath, pageLoadTimeoutSeconds: options.pageLoadTimeout, addresses: addresses.policy, places: { cwd: options.cwd, from: [], store: options.store } });
     // A crawl stopped by a signal is not "done": it exits as asked.
     if (options.debugging.waitOnDone && stop.reason !== "signal") await waitForStopSignal();
     return outcome.exitCode;

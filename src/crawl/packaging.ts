@@ -57,6 +57,7 @@ export interface PackagingContext {
 export async function packageWaczFiles(context: PackagingContext): Promise<WaczResult[]> {
   const { options, plan, pageList, dedupe, dependencies } = context;
   const results: WaczResult[] = [];
+  const required = new Set<string>();
   for (const group of await plan.groups()) {
     const outputPath = join(context.outputDir, group.filename);
     if ((await plan.isSealed(group.filename)) && existsSync(outputPath)) {
@@ -102,10 +103,19 @@ export async function packageWaczFiles(context: PackagingContext): Promise<WaczR
       path: result.path, size: result.size, hash: result.hash, cdxLines: result.cdxLines, waczIndex: group.index,
       requires: requires.map((r) => r.filename),
     });
+    for (const r of requires) required.add(r.filename);
     results.push(result);
+  }
+  if (required.size) {
+    // A deduplicated crawl replays only with the WACZ files its revisits point into: say which, and how to open them together.
+    logger.milestone("wacz", "this crawl's WACZ files require other WACZ files to replay: `replay` opens them together", {
+      requires: [...required].sort(), replay: `replay ${shellQuoted(context.outputDir)}`,
+    });
   }
   return results;
 }
+
+const shellQuoted = (path: string): string => (/^[\w./-]+$/.test(path) ? path : `'${path.replace(/'/g, "'\\''")}'`);
 
 /** The reports packaged under reports/ in the WACZ: those that exist. */
 function reportEntries(context: PackagingContext): { zipPath: string; sourcePath: string }[] {

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { RawCrawlFlags } from "../config/crawlOptions.js";
 import type { OutputOptions } from "../config/groups/outputOptions.js";
 import type { AddressPolicy } from "../fetch/addressPolicy.js";
+import type { ResolveOptions } from "../replay/resolveSet.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { QaSummary } from "./pageResult.js";
 
@@ -28,6 +29,8 @@ export interface CrawlQaSettings {
   pageLoadTimeoutSeconds: number;
   /** The crawl's address policy: the replay's WebSockets obey it too. */
   addresses: AddressPolicy;
+  /** Where the WACZ files the crawl's revisits point into are looked for. */
+  places: ResolveOptions;
 }
 
 /**
@@ -55,6 +58,7 @@ export async function checkCrawl(waczPaths: string[], settings: CrawlQaSettings)
       postLoadDelayMs: 0,
       debugImageDiff: settings.qa.debugImageDiff,
       addresses: settings.addresses,
+      places: settings.places,
     });
     const report = join(settings.collectionDir, "qa", "index.html");
     if (summary.below.length) {

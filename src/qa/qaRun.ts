@@ -7,6 +7,7 @@ import { pageFileName, worstFirst, type QaPageResult, type QaSummary } from "./p
 import { openQaSource } from "./qaSource.js";
 import { loadReplayAssets } from "../replay/replayAssets.js";
 import { startReplayServer } from "../replay/replayServer.js";
+import type { ResolveOptions } from "../replay/resolveSet.js";
 import { AddressPolicy } from "../fetch/addressPolicy.js";
 import { ReplayTab, type ReplayedPage } from "./replayTab.js";
 import type { ListedPage } from "./waczPages.js";
@@ -30,6 +31,8 @@ export interface QaOptions {
   debugImageDiff: boolean;
   /** What the replay's WebSockets may connect to: after a crawl (--qa) the crawl's policy; absent, the policy outside a crawl. */
   addresses?: AddressPolicy;
+  /** Where the WACZ files the source requires are looked for (as `replay` looks). */
+  places: ResolveOptions;
 }
 
 export { DEFAULT_QA_THRESHOLD } from "../config/groups/outputOptions.js";
@@ -50,14 +53,14 @@ const unopened = (loadMs: number): ReplayedPage => ({ frameUrl: null, screenshot
 export async function runQa(options: QaOptions): Promise<QaSummary> {
   const started = Date.now();
   const assets = await loadReplayAssets();
-  const source = await openQaSource(options.source);
+  const source = await openQaSource(options.source, options.places);
   const qaDir = join(options.outputDir, "qa");
   mkdirSync(qaDir, { recursive: true });
   const results: QaPageResult[] = [];
   try {
     const pages = pagesToCheck(source.pages, options);
     logger.info("qa", "QA started", { source: options.source, pages: pages.length, replayWeb: assets.dir });
-    const server = await startReplayServer(assets, source.archives);
+    const server = await startReplayServer(assets, source.archives, { inMemory: source.inMemory });
     try {
       const tab = await ReplayTab.open(server, { ...options, addresses: options.addresses ?? AddressPolicy.outsideACrawl() });
       try {

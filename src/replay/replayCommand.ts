@@ -1,6 +1,6 @@
 import { readStoreSettings, StoreSettingsError } from "../upload/storeSettings.js";
 import { loadReplayAssets } from "./replayAssets.js";
-import { resolveWaczSet, ReplaySourceError } from "./resolveSet.js";
+import { resolveWaczSet, ReplaySourceError, type ResolveOptions } from "./resolveSet.js";
 import { serveSet } from "./serveSet.js";
 import { missingLine, type WaczSet } from "./waczSet.js";
 
@@ -23,6 +23,16 @@ export interface ReplayOutput {
   stderr: NodeJS.WritableStream;
 }
 
+/** Where required WACZ files are looked for: the collections under `cwd`, the S3 store of the STORE_* settings in `env`, `from`. */
+export function searchPlaces(cwd: string, from: string[], env: NodeJS.ProcessEnv): ResolveOptions {
+  try {
+    return { cwd, from, store: readStoreSettings(env) };
+  } catch (err) {
+    if (err instanceof StoreSettingsError) throw new ReplayUsageError(err.message);
+    throw err;
+  }
+}
+
 /** Exit codes of `replay`: 0 done, 1 the set is incomplete (a WACZ missing or wrong), 4 bad usage or an unreadable source. */
 const INCOMPLETE = 1;
 const BAD_USAGE = 4;
@@ -32,16 +42,10 @@ const BAD_USAGE = 4;
  * (or `stop`, when given: tests end it so).
  */
 export async function runReplay(options: ReplayOptions, out: ReplayOutput, stop?: AbortSignal): Promise<number> {
-  let store;
-  try {
-    store = readStoreSettings(process.env);
-  } catch (err) {
-    if (err instanceof StoreSettingsError) throw new ReplayUsageError(err.message);
-    throw err;
-  }
+  const places = searchPlaces(options.cwd, options.from, process.env);
   let set: WaczSet;
   try {
-    set = await resolveWaczSet(options.sources, { cwd: options.cwd, from: options.from, store });
+    set = await resolveWaczSet(options.sources, places);
   } catch (err) {
     if (err instanceof ReplaySourceError) throw new ReplayUsageError(err.message);
     throw err;

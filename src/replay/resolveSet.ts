@@ -53,7 +53,7 @@ export async function resolveWaczSet(sources: readonly string[], options: Resolv
     const given: GivenWacz[] = [];
     for (const source of sources) given.push(...(await givenWaczOf(source, options)));
     if (!given.length) throw new ReplaySourceError(`no WACZ file in ${sources.join(" ")}`);
-    const resolver = new SetResolver(downloads, await searchPlaces(given, options));
+    const resolver = new SetResolver(downloads, await placesToSearch(given, options));
     // Dependencies a manifest lists are taken first: the sources' requires then find them in the set.
     for (const wacz of [...given.filter((g) => g.dependency), ...given.filter((g) => !g.dependency)]) await resolver.addSource(wacz);
     return { members: resolver.members, missing: [...resolver.missing.values()], dispose };
@@ -64,7 +64,7 @@ export async function resolveWaczSet(sources: readonly string[], options: Resolv
 }
 
 /** The places searched for every dependency, after the requiring WACZ's own folder. */
-async function searchPlaces(given: GivenWacz[], options: ResolveOptions): Promise<Place[]> {
+async function placesToSearch(given: GivenWacz[], options: ResolveOptions): Promise<Place[]> {
   const places: Place[] = given.flatMap((g) => (g.near ? [g.near] : []));
   // A WACZ in <cwd>/collections/<name>/ finds its dependencies in the other collections there, whatever --cwd says.
   const siblings = new Set(given.flatMap((g) => (g.near instanceof FolderPlace && basename(dirname(g.near.label)) === "collections" ? [dirname(dirname(g.near.label))] : [])));

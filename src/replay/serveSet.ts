@@ -4,7 +4,7 @@ import { startReplayServer, type ReplayServer } from "./replayServer.js";
 import { missingLine, type WaczSet } from "./waczSet.js";
 
 /** The multi-WACZ JSON ReplayWeb.page loads, named after the first source (ReplayWeb.page shows the name as the collection's). */
-export function setManifestName(set: WaczSet): string {
+export function setManifestName(set: Pick<WaczSet, "members">): string {
   const first = set.members.find((m) => m.isSource) ?? set.members[0];
   return `${(first?.name ?? "set").replace(/\.wacz$/i, "")}.json`;
 }
@@ -17,12 +17,22 @@ export interface ServedSet {
   manifestUrl: string;
 }
 
+/** A set laid out for ReplayWeb.page: the files served under /archives/, and the source it loads. */
+export interface SetArchives {
+  /** /archives/<name> -> local file. */
+  files: Map<string, string>;
+  /** Served from memory under /archives/: the multi-WACZ JSON listing the members. */
+  inMemory: Record<string, { type: string; body: Buffer }>;
+  /** What ReplayWeb.page loads, as a path on the server: /archives/<manifest>.json */
+  sourcePath: string;
+}
+
 /**
- * Serve a set as one collection: each member at /archives/<n>/<name>, and /archives/set.json listing them under
- * the names their dependents' relation.requires and revisits (WARC-Refers-To-Container) use, so ReplayWeb.page
- * finds a revisit's original in the WACZ that holds it.
+ * Each member at /archives/<n>/<name>, and a multi-WACZ JSON listing them under the names their dependents'
+ * relation.requires and revisits (WARC-Refers-To-Container) use, so ReplayWeb.page finds a revisit's
+ * original in the WACZ that holds it.
  */
-export async function serveSet(set: WaczSet, assets: Pick<ReplayAssets, "uiJs" | "swJs">, listen: { host: string; port: number }): Promise<ServedSet> {
+export function setArchives(set: Pick<WaczSet, "members">): SetArchives {
   const files = new Map<string, string>();
   const listed = set.members.map((member, i) => {
     const servedAs = `${i}/${member.name}`;
@@ -31,14 +41,15 @@ export async function serveSet(set: WaczSet, assets: Pick<ReplayAssets, "uiJs" |
   });
   const manifestName = setManifestName(set);
   const manifest = Buffer.from(serializeManifest(listed, new URL(`http://set/archives/${encodeURIComponent(manifestName)}`)));
+  return { files, inMemory: { [manifestName]: { type: "application/json", body: manifest } }, sourcePath: `/archives/${encodeURIComponent(manifestName)}` };
+}
+
+/** Serve a set as one collection: ReplayWeb.page's app at /, the set's files under /archives/. */
+export async function serveSet(set: WaczSet, assets: Pick<ReplayAssets, "uiJs" | "swJs">, listen: { host: string; port: number }): Promise<ServedSet> {
+  const archives = setArchives(set);
   const notice = set.missing.length ? ["Not in this replay (missing from the set):", ...set.missing.map(missingLine)] : undefined;
-  const server = await startReplayServer(assets, (name) => files.get(name) ?? null, {
-    host: listen.host,
-    port: listen.port,
-    home: { notice },
-    inMemory: { [manifestName]: { type: "application/json", body: manifest } },
-  });
-  const manifestUrl = `${server.url}/archives/${encodeURIComponent(manifestName)}`;
+  const server = await startReplayServer(assets, (name) => archives.files.get(name) ?? null, { host: listen.host, port: listen.port, home: { notice }, inMemory: archives.inMemory });
+  const manifestUrl = server.url + archives.sourcePath;
   return { server, appUrl: `${server.url}/?source=${encodeURIComponent(manifestUrl)}`, manifestUrl };
 }
 

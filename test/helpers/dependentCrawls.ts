@@ -13,7 +13,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { PNG } from "pngjs";
-import { runCli, NO_BEHAVIORS } from "./cli.js";
+import { runCli, NO_BEHAVIORS, type CliResult } from "./cli.js";
 import { seededRandom } from "./seededRandom.js";
 
 /** A PNG of noise in one hue: big enough to be deduplicated (over 512 bytes), distinct per seed. */
@@ -89,8 +89,9 @@ export const DEPENDENT_COLLECTIONS = ["one", "two", "three"] as const;
 /** The pages each crawl lists, as paths. */
 export const PAGES_OF = { one: ["/", "/a.html"], two: ["/", "/a.html", "/b.html"], three: ["/", "/a.html", "/b.html", "/c.html"] } as const;
 
-/** Run the three crawls into `cwd` (collections one, two, three), deduplicating against `redisUrl`. */
-export async function crawlDependentSet(site: DependentSite, cwd: string, redisUrl: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<void> {
+/** Run the three crawls into `cwd` (collections one, two, three), deduplicating against `redisUrl`: their results, in order. */
+export async function crawlDependentSet(site: DependentSite, cwd: string, redisUrl: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<CliResult[]> {
+  const results: CliResult[] = [];
   for (const [i, name] of DEPENDENT_COLLECTIONS.entries()) {
     site.setVersion(i + 1);
     const result = await runCli("crawl", [
@@ -98,7 +99,9 @@ export async function crawlDependentSet(site: DependentSite, cwd: string, redisU
       "--redisStoreUrl", redisUrl, "--redisDedupeUrl", redisUrl, "--workers", "2", ...extra,
     ], { env });
     if (result.code !== 0) throw new Error(`crawl ${name} failed (exit ${result.code}): ${result.stderr.slice(-1500)}`);
+    results.push(result);
   }
+  return results;
 }
 
 export const waczPathOf = (cwd: string, name: string): string => join(cwd, "collections", name, `${name}.wacz`);

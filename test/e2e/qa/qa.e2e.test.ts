@@ -199,9 +199,12 @@ describe("qa --qaSource", () => {
     }
   }, 220_000);
 
-  it("a source that is not an archive is bad usage (exit 4)", async () => {
-    const run = await runCli("qa", ["--qaSource", join(cwd, "nothing.txt"), "--cwd", cwd]);
-    expect(run.code).toBe(4);
-    expect(run.stderr).toContain("--qaSource takes a .wacz file, a multi-WACZ .json or a URL of one");
+  it("a source that is not there, or not an archive, is one line and bad usage (exit 4)", async () => {
+    const missing = await runCli("qa", ["--qaSource", join(cwd, "nothing.txt"), "--cwd", cwd]);
+    expect([missing.code, missing.stderr]).toEqual([4, `qa: ${join(cwd, "nothing.txt")}: no such file or folder\n`]);
+    writeFileSync(join(cwd, "notes.txt"), "not an archive");
+    const text = await runCli("qa", ["--qaSource", join(cwd, "notes.txt"), "--cwd", cwd]);
+    expect(text.code).toBe(4);
+    expect(text.stderr).toMatch(/^qa: .*notes\.txt: not a readable WACZ \(.*not a zip file.*\)\n$/);
   });
 });

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "../../helpers/cli.js";
+import { logLines, runCli, type CliResult } from "../../helpers/cli.js";
 import { crawlDependentSet, DEPENDENT_COLLECTIONS, PAGES_OF, startDependentSite, waczPathOf, type DependentSite } from "../../helpers/dependentCrawls.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
 import { detectReplayFailure, replayPage, type ReplayServer } from "../../helpers/replay.js";
@@ -26,6 +26,7 @@ let s3rver: S3rver;
 let s3Url: string;
 let files: Server;
 let filesUrl: string;
+let crawls: CliResult[];
 
 const hashOf = (path: string): string => sha256(readFileSync(path));
 const sizeOf = (path: string): number => readFileSync(path).length;
@@ -73,7 +74,8 @@ beforeAll(async () => {
   const { port } = await s3rver.run();
   s3Url = `http://127.0.0.1:${port}`;
   // Every crawl uploads its WACZ as the store names it (<time>-<crawl id>.wacz), not as its dependents know it.
-  await crawlDependentSet(site, cwd, redis.url, [], { ...S3_CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_PATH: "crawls/" });
+  // Screenshots and text kept in the WARC: what `qa` compares the replay with.
+  crawls = await crawlDependentSet(site, cwd, redis.url, ["--screenshot", "view", "--text", "to-warc"], { ...S3_CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_PATH: "crawls/" });
   const served = folderWith(["one", "two"]);
   const resolver = folderResolver(served);
   files = createServer((req, res) => {
@@ -109,6 +111,9 @@ describe("replay: a crawl with every WACZ it requires", () => {
     // Crawl two requires crawl one only.
     const two = await runCli("replay", ["--list", join(cwd, "collections", "two")]);
     expect(two.stdout.trim().split("\n").map((l) => l.split(" ")[0])).toEqual(["one.wacz", "two.wacz"]);
+    // Each crawl ends saying what it requires and the command that opens the set; the first requires nothing.
+    const told = crawls.map((c) => logLines(c.stderr).filter((l) => l.message.startsWith("this crawl's WACZ files require other WACZ files")).map((l) => l.details));
+    expect(told).toEqual([[], [{ requires: ["one.wacz"], replay: `replay ${join(cwd, "collections", "two")}` }], [{ requires: ["one.wacz", "two.wacz"], replay: `replay ${join(cwd, "collections", "three")}` }]]);
   });
 
   it("serves the set: each of crawl three's pages renders with every image, the revisited ones too", async () => {
@@ -184,6 +189,32 @@ describe("replay: a crawl with every WACZ it requires", () => {
       expect(home).toContain("required by three.wacz, two.wacz");
     } finally {
       expect(await partial.stop()).toBe(0);
+    }
+  });
+
+  it("qa of crawl three's WACZ alone replays it with what it requires: it scores its pages as qa of the whole set does", async () => {
+    const alone = folderWith(["three"]);
+    const single = await runCli("qa", ["--qaSource", join(alone, "three.wacz"), "--cwd", cwd, "--collection", "qa-alone"], { timeoutMs: 300_000 });
+    expect(single.stderr.split("\n").filter((l) => /"logLevel":"(error|warn)"/.test(l))).toEqual([]);
+    expect(single.code).toBe(0);
+    const whole = join(cwd, "whole.json");
+    writeFileSync(whole, JSON.stringify({ resources: [
+      { name: "three.wacz", path: waczPathOf(cwd, "three") },
+      { name: "one.wacz", path: waczPathOf(cwd, "one"), fromDependency: true },
+      { name: "two.wacz", path: waczPathOf(cwd, "two"), fromDependency: true },
+    ] }));
+    const set = await runCli("qa", ["--qaSource", whole, "--cwd", cwd, "--collection", "qa-set"], { timeoutMs: 300_000 });
+    expect(set.code).toBe(0);
+    type Summary = { results: { url: string; scores: { screenshot: number | null; text: number | null; resources: number; overall: number }; missing: number }[] };
+    const read = (name: string) => (JSON.parse(readFileSync(join(cwd, "collections", name, "qa.json"), "utf8")) as Summary).results.sort((a, b) => a.url.localeCompare(b.url));
+    const [fromAlone, fromSet] = [read("qa-alone"), read("qa-set")];
+    expect(fromAlone.map((r) => r.url)).toEqual(PAGES_OF.three.map((p) => site.url + p).sort());
+    expect(fromSet.map((r) => r.url)).toEqual(fromAlone.map((r) => r.url));
+    for (const [i, page] of fromAlone.entries()) {
+      // Every image replays, the revisited ones too: nothing is missing.
+      expect([page.url, page.missing, page.scores.resources]).toEqual([page.url, 0, 1]);
+      expect([page.url, page.scores.text]).toEqual([page.url, fromSet[i]!.scores.text]);
+      expect(page.scores.screenshot).toBeCloseTo(fromSet[i]!.scores.screenshot!, 2);
     }
   });
 
