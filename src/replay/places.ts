@@ -4,7 +4,9 @@ import { readdir, stat } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { downloadObject } from "../upload/downloadObject.js";
 import type { StoreSettings } from "../upload/storeSettings.js";
+import { listStoredObjects, storedHash, type StoredObject } from "../upload/storedObjects.js";
 
 /** A file that may be the WACZ looked for: its size is known before any byte is read. */
 export interface Candidate {
@@ -20,7 +22,7 @@ export interface Place {
   /** Shown to the user in "looked in ...". */
   readonly label: string;
   /** Files that may be `name`: the file of that name first, then files of the size given (a WACZ renamed when uploaded). */
-  candidates(name: string, size: number | undefined): Promise<Candidate[]>;
+  candidates(name: string, size: number | undefined, hash?: string): Promise<Candidate[]>;
 }
 
 export class PlaceError extends Error {}
@@ -92,81 +94,46 @@ export class HttpPlace implements Place {
 /**
  * The S3 store the crawls upload to (STORE_* settings): objects under its key prefix. A WACZ is uploaded under
  * STORE_FILENAME (by default `<time>-<crawl id>.wacz`), not the name its dependents know it by, so objects of the
- * size looked for are candidates too; the hash decides.
+ * size looked for are candidates too; the sha256 an upload keeps with the object, or else the bytes, decide.
  */
 export class S3Place implements Place {
   readonly label: string;
+  private listing: Promise<StoredObject[]> | null = null;
   constructor(private readonly settings: StoreSettings) {
     this.label = `s3://${settings.bucket}/${settings.keyPrefix}`;
   }
 
-  async candidates(name: string, size: number | undefined): Promise<Candidate[]> {
-    const objects = await listObjects(this.settings);
+  async candidates(name: string, size: number | undefined, hash?: string): Promise<Candidate[]> {
+    this.listing ??= listStoredObjects(this.settings).catch((err: unknown) => {
+      throw new PlaceError(`cannot list ${this.label} at ${this.settings.endpoint}: ${err instanceof Error ? err.message : String(err)}`);
+    });
+    const objects = await this.listing;
     const prefix = this.settings.keyPrefix;
     const named = objects.filter((o) => o.key === prefix + name);
     const sized = size === undefined ? [] : objects.filter((o) => o.size === size && o.key !== prefix + name && o.key.endsWith(".wacz"));
-    return [...named, ...sized].map((o) => ({ where: `s3://${this.settings.bucket}/${o.key}`, size: o.size, local: (into) => downloadObjectTo(this.settings, o.key, into) }));
+    const found: Candidate[] = [];
+    for (const o of [...named, ...sized]) {
+      // A recorded hash that differs rules an object out without downloading it.
+      if (hash && o.key !== prefix + name && ((await storedHash(this.settings, o.key).catch(() => null)) ?? hash) !== hash) continue;
+      found.push({ where: `s3://${this.settings.bucket}/${o.key}`, size: o.size, local: (into) => this.download(o.key, into) });
+    }
+    return found;
   }
-}
 
-interface StoredObject {
-  key: string;
-  size: number;
-}
-
-const listings = new WeakMap<StoreSettings, Promise<StoredObject[]>>();
-
-/** The objects under the store's key prefix, listed once per run. */
-function listObjects(settings: StoreSettings): Promise<StoredObject[]> {
-  let listing = listings.get(settings);
-  if (!listing) {
-    listing = listAll(settings);
-    listings.set(settings, listing);
-  }
-  return listing;
-}
-
-async function listAll(settings: StoreSettings): Promise<StoredObject[]> {
-  const [{ ListObjectsV2Command }, { openS3Client }] = await Promise.all([import("@aws-sdk/client-s3"), import("../upload/s3Client.js")]);
-  const client = openS3Client(settings);
-  const objects: StoredObject[] = [];
-  try {
-    let token: string | undefined;
-    do {
-      const page = await client.send(new ListObjectsV2Command({ Bucket: settings.bucket, Prefix: settings.keyPrefix, ContinuationToken: token }));
-      for (const o of page.Contents ?? []) if (o.Key && o.Size !== undefined) objects.push({ key: o.Key, size: o.Size });
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
-  } catch (err) {
-    throw new PlaceError(`cannot list s3://${settings.bucket}/${settings.keyPrefix} at ${settings.endpoint}: ${err instanceof Error ? err.message : String(err)}`);
-  } finally {
-    client.destroy();
-  }
-  return objects;
-}
-
-async function downloadObjectTo(settings: StoreSettings, key: string, into: string): Promise<string> {
-  const [{ GetObjectCommand }, { openS3Client }] = await Promise.all([import("@aws-sdk/client-s3"), import("../upload/s3Client.js")]);
-  const client = openS3Client(settings);
-  const path = join(into, downloadName(basename(key)));
-  try {
-    const response = await client.send(new GetObjectCommand({ Bucket: settings.bucket, Key: key }));
-    await pipeline(response.Body as Readable, createWriteStream(path));
+  private async download(key: string, into: string): Promise<string> {
+    const path = join(into, downloadName(basename(key)));
+    await downloadObject(this.settings, key.slice(this.settings.keyPrefix.length), path).catch((err: unknown) => {
+      throw new PlaceError(`cannot download s3://${this.settings.bucket}/${key}: ${err instanceof Error ? err.message : String(err)}`);
+    });
     return path;
-  } catch (err) {
-    throw new PlaceError(`cannot download s3://${settings.bucket}/${key}: ${err instanceof Error ? err.message : String(err)}`);
-  } finally {
-    client.destroy();
   }
 }
 
-/** s3://bucket/key of the store as settings for that bucket, and the key. */
-export function s3Location(url: string, settings: StoreSettings | null): { settings: StoreSettings; key: string } {
+/** The store's settings for the bucket and folder of an s3://bucket/key URL, and the object's name there. */
+export function s3Location(url: string, settings: StoreSettings | null): { settings: StoreSettings; name: string } {
   const parsed = new URL(url);
   if (!settings) throw new PlaceError(`${url}: an s3:// source needs the store's STORE_ENDPOINT_URL (and STORE_ACCESS_KEY, STORE_SECRET_KEY) set`);
   const key = decodeURIComponent(parsed.pathname.slice(1));
   const folder = key.slice(0, key.lastIndexOf("/") + 1);
-  return { settings: { ...settings, bucket: parsed.hostname, keyPrefix: folder }, key };
+  return { settings: { ...settings, bucket: parsed.hostname, keyPrefix: folder }, name: key.slice(folder.length) };
 }
-
-export { downloadObjectTo };

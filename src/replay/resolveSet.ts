@@ -6,7 +6,7 @@ import type { StoreSettings } from "../upload/storeSettings.js";
 import { sha256OfFile, type RelationRequirement } from "../wacz/index.js";
 import { locationUrl, manifestEntries, ManifestError, type ManifestEntry } from "../wacz/manifest.js";
 import { openWacz, WaczReadError } from "../wacz/reader/index.js";
-import { collectionPlaces, downloadUrl, FolderPlace, HttpPlace, PlaceError, S3Place, s3Location, downloadObjectTo, type Candidate, type Place } from "./places.js";
+import { collectionPlaces, downloadUrl, FolderPlace, HttpPlace, PlaceError, S3Place, s3Location, type Candidate, type Place } from "./places.js";
 import type { MissingWacz, SetMember, WaczSet } from "./waczSet.js";
 
 /** A source that cannot be read at all (no such file, not a WACZ, a manifest that is not JSON): one line, exit 2. */
@@ -128,7 +128,7 @@ class SetResolver {
     for (const place of near ? [near, ...this.places.filter((p) => p.label !== near.label)] : this.places) {
       let candidates: Candidate[];
       try {
-        candidates = await place.candidates(wanted.name, wanted.size);
+        candidates = await place.candidates(wanted.name, wanted.size, wanted.hash);
       } catch (err) {
         looked.push(`${place.label}: ${err instanceof Error ? err.message : String(err)}`);
         continue;
@@ -213,10 +213,14 @@ async function requirementsOf(member: SetMember): Promise<RelationRequirement[]>
 /** The WACZ files a source names, each with the place its dependencies are looked for first. */
 async function givenWaczOf(source: string, options: ResolveOptions): Promise<GivenWacz[]> {
   if (isS3(source)) {
-    const { settings, key } = s3Location(source, options.store);
+    const { settings, name } = s3Location(source, options.store);
+    if (name.endsWith(".json")) throw new ReplaySourceError(`${source}: a manifest in S3 is read by URL: give its http(s) URL`);
     const near = new S3Place(settings);
-    if (key.endsWith(".json")) throw new ReplaySourceError(`${source}: a manifest in S3 is read by URL: give its http(s) URL`);
-    return [{ name: basename(key), candidate: { where: source, size: undefined, local: (into) => downloadObjectTo(settings, key, into) }, near }];
+    const found = (await near.candidates(name, undefined).catch((err: unknown) => {
+      throw new ReplaySourceError(err instanceof Error ? err.message : String(err));
+    })).filter((c) => c.where === source);
+    if (!found.length) throw new ReplaySourceError(`${source}: no such object in the store`);
+    return [{ name, candidate: found[0]!, near }];
   }
   if (isHttp(source)) {
     const url = new URL(source);

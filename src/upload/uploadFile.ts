@@ -2,6 +2,7 @@ import { createReadStream } from "node:fs";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { testSeamsFrom } from "../util/testSeams.js";
+import { SHA256_METADATA } from "./storedObjects.js";
 
 const MIB = 1024 * 1024;
 /** Parts of 16 MiB: up to 4 in flight, so at most 64 MiB of a WACZ are held in memory while it uploads. */
@@ -25,12 +26,13 @@ export function partSizeFor(size: number, env: NodeJS.ProcessEnv = process.env):
 /**
  * Put one local file at bucket/key: a single PUT below the part size, a multipart upload above it (its
  * parts are aborted on failure, so a failed upload leaves nothing billed behind). Each call reads the
- * file anew, so a retry sends it whole again.
+ * file anew, so a retry sends it whole again. The file's sha256, when given, is kept with the object: a WACZ
+ * that requires this one finds it by hash under whatever name the store gave it.
  */
-export async function uploadFile(client: S3Client, bucket: string, key: string, path: string, size: number): Promise<void> {
+export async function uploadFile(client: S3Client, bucket: string, key: string, path: string, size: number, sha256Hex?: string): Promise<void> {
   const upload = new Upload({
     client,
-    params: { Bucket: bucket, Key: key, Body: createReadStream(path), ContentType: "application/wacz" },
+    params: { Bucket: bucket, Key: key, Body: createReadStream(path), ContentType: "application/wacz", ...(sha256Hex ? { Metadata: { [SHA256_METADATA]: sha256Hex } } : {}) },
     partSize: partSizeFor(size),
     queueSize: 4,
     leavePartsOnError: false,

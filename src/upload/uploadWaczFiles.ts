@@ -6,6 +6,7 @@ import { sha256OfFile } from "../wacz/index.js";
 import { crawlStateKeys } from "../state/stateKeys.js";
 import { DEFAULT_BACKOFF, withBackoff } from "./backoff.js";
 import { interpolateStoreFilename, type StoreSettings } from "./storeSettings.js";
+import { requirementsOfWacz, storedRequirements } from "./storedRequirements.js";
 import { notifyWebhook, WebhookRefusedError, type WebhookBody } from "./webhook.js";
 
 /** An upload (or its webhook call) that failed after every retry: exit code 22, the WACZ stays on disk. */
@@ -53,7 +54,7 @@ export async function uploadWaczFiles({ settings, crawlId, stateRedis, waczPaths
         const key = settings.keyPrefix + name;
         logger.info("storage", "uploading WACZ", { localPath, bucket: settings.bucket, key, endpoint: settings.endpoint, size });
         try {
-          await withBackoff(`upload of ${localName} to ${whereOf(settings, name)}`, () => uploadFile(client, settings.bucket, key, localPath, size));
+          await withBackoff(`upload of ${localName} to ${whereOf(settings, name)}`, () => uploadFile(client, settings.bucket, key, localPath, size, hash));
         } catch (err) {
           throw new UploadFailedError(`upload failed: ${localPath} could not be put at ${whereOf(settings, name)} in ${DEFAULT_BACKOFF.attempts} attempts: ${describe(err)} (the WACZ is kept on disk)`);
         }
@@ -62,7 +63,8 @@ export async function uploadWaczFiles({ settings, crawlId, stateRedis, waczPaths
         logger.milestone("storage", "WACZ uploaded", { localPath, bucket: settings.bucket, key, size, hash });
       }
       if (!settings.webhookUrl) continue;
-      const body: WebhookBody = { id: crawlId, user: settings.user, filename: settings.publicPrefix + name, path: name, size, hash, bytes: size, completed };
+      const requires = await storedRequirements(settings, await requirementsOfWacz(localPath));
+      const body: WebhookBody = { id: crawlId, user: settings.user, filename: settings.publicPrefix + name, path: name, size, hash, bytes: size, completed, requires };
       const webhookUrl = settings.webhookUrl;
       try {
         await withBackoff(`webhook call for ${name}`, () => notifyWebhook(webhookUrl, body), { isPermanent: (err) => err instanceof WebhookRefusedError });

@@ -1,5 +1,6 @@
 import { Redis } from "ioredis";
 import { request } from "undici";
+import type { StoredRequirement } from "./storedRequirements.js";
 
 /** What browsertrix-crawler sends for each uploaded WACZ (its field names and order). */
 export interface WebhookBody {
@@ -18,6 +19,11 @@ export interface WebhookBody {
   bytes: number;
   /** Whether the crawl ran to its end; false for a WACZ of an interrupted or stopped crawl. */
   completed: boolean;
+  /**
+   * The WACZ files this one's relation.requires lists (a deduplicated crawl's revisits point into them), each with
+   * the URL the store holds it at (STORE_ENDPOINT_URL + STORE_PATH + its name), or null when it is not there.
+   */
+  requires: StoredRequirement[];
 }
 
 const TIMEOUT_MS = 30_000;

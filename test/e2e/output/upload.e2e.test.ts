@@ -107,10 +107,10 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     expect(webhookCalls[0]!.path).toBe("/crawl-done");
     expect(webhookCalls[0]!.contentType).toBe("application/json");
     const body = JSON.parse(webhookCalls[0]!.body) as Record<string, unknown>;
-    expect(Object.keys(body)).toEqual(["id", "user", "filename", "path", "size", "hash", "bytes", "completed"]);
+    expect(Object.keys(body)).toEqual(["id", "user", "filename", "path", "size", "hash", "bytes", "completed", "requires"]);
     expect(body).toEqual({
       id: "upload-small", user: "alice", filename: `${s3Url}/${BUCKET}/crawls/team-a/${name}`, path: name,
-      size: local.length, hash: sha256(local), bytes: local.length, completed: true,
+      size: local.length, hash: sha256(local), bytes: local.length, completed: true, requires: [],
     });
   });
 
@@ -167,7 +167,7 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     const pushed = (await redis.client.lrange("webhook-list", 0, -1)).map((j) => JSON.parse(j) as unknown);
     expect(pushed).toEqual([{
       id: "upload-heavy", user: "", filename: `${s3Url}/${BUCKET}/big/upload-heavy-${hostname()}.wacz`, path: `upload-heavy-${hostname()}.wacz`,
-      size: local.length, hash: sha256(local), bytes: local.length, completed: true,
+      size: local.length, hash: sha256(local), bytes: local.length, completed: true, requires: [],
     }]);
   });
 
@@ -238,7 +238,7 @@ describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsert
     const local = readFileSync(join(cwd, "collections", "upload-stopped", "upload-stopped.wacz"));
     expect(await objectSha256("stopped.wacz")).toBe(sha256(local));
     const told = webhookCalls.filter((c) => c.path === "/stopped").map((c) => JSON.parse(c.body) as Record<string, unknown>);
-    expect(told).toEqual([{ id: "upload-stopped", user: "", filename: `${s3Url}/${BUCKET}/stopped.wacz`, path: "stopped.wacz", size: local.length, hash: sha256(local), bytes: local.length, completed: false }]);
+    expect(told).toEqual([{ id: "upload-stopped", user: "", filename: `${s3Url}/${BUCKET}/stopped.wacz`, path: "stopped.wacz", size: local.length, hash: sha256(local), bytes: local.length, completed: false, requires: [] }]);
   });
 
   it("uploads nothing without --generateWACZ, and says so; a bad STORE_ENDPOINT_URL is one line and exit 4", async () => {

@@ -27,6 +27,8 @@ let s3Url: string;
 let files: Server;
 let filesUrl: string;
 let crawls: CliResult[];
+/** What the crawls' uploads told WEBHOOK_URL, in order. */
+const told: Record<string, unknown>[] = [];
 
 const hashOf = (path: string): string => sha256(readFileSync(path));
 const sizeOf = (path: string): number => readFileSync(path).length;
@@ -73,12 +75,19 @@ beforeAll(async () => {
   s3rver = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory: join(cwd, "s3"), configureBuckets: [{ name: BUCKET }] });
   const { port } = await s3rver.run();
   s3Url = `http://127.0.0.1:${port}`;
-  // Every crawl uploads its WACZ as the store names it (<time>-<crawl id>.wacz), not as its dependents know it.
-  // Screenshots and text kept in the WARC: what `qa` compares the replay with.
-  crawls = await crawlDependentSet(site, cwd, redis.url, ["--screenshot", "view", "--text", "to-warc"], { ...S3_CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_PATH: "crawls/" });
-  const served = folderWith(["one", "two"]);
+  // Serves the WACZ files copied into `served` once the crawls are done, and takes the uploads' webhook calls.
+  const served = mkdtempSync(join(cwd, "served-"));
   const resolver = folderResolver(served);
   files = createServer((req, res) => {
+    if (req.method === "POST") {
+      let body = "";
+      req.on("data", (d: Buffer) => (body += d.toString()));
+      req.on("end", () => {
+        told.push(JSON.parse(body) as Record<string, unknown>);
+        res.writeHead(200).end();
+      });
+      return;
+    }
     const path = resolver(decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname.slice(1)));
     if (!path) return void res.writeHead(404).end();
     try {
@@ -90,6 +99,10 @@ beforeAll(async () => {
   });
   await new Promise<void>((done) => files.listen(0, "127.0.0.1", done));
   filesUrl = `http://127.0.0.1:${(files.address() as AddressInfo).port}/`;
+  // Every crawl uploads its WACZ as the store names it (<time>-<crawl id>.wacz), not as its dependents know it.
+  // Screenshots and text kept in the WARC: what `qa` compares the replay with.
+  crawls = await crawlDependentSet(site, cwd, redis.url, ["--screenshot", "view", "--text", "to-warc"], { ...S3_CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_PATH: "crawls/", WEBHOOK_URL: `${filesUrl}webhook` });
+  for (const name of ["one", "two"]) copyFileSync(waczPathOf(cwd, name), join(served, `${name}.wacz`));
 }, 240_000);
 
 afterAll(async () => {
@@ -150,6 +163,9 @@ describe("replay: a crawl with every WACZ it requires", () => {
     expect(lines.map((l) => l.slice(0, 3))).toEqual(DEPENDENT_COLLECTIONS.map((name) => [`${name}.wacz`, hashOf(waczPathOf(cwd, name)), String(sizeOf(waczPathOf(cwd, name)))]));
     // Found in the store under the names the uploads gave them.
     expect(lines.slice(0, 2).map((l) => l[3])).toEqual([`s3://${BUCKET}/${storedKeyOf("one")}`, `s3://${BUCKET}/${storedKeyOf("two")}`]);
+    // The uploads' webhook calls said where in the store each WACZ a crawl requires is.
+    const requirement = (name: string) => ({ filename: `${name}.wacz`, hash: hashOf(waczPathOf(cwd, name)), size: sizeOf(waczPathOf(cwd, name)), crawlId: name, url: `${s3Url}/${BUCKET}/${storedKeyOf(name)}` });
+    expect(told.map((t) => [t.id, t.requires])).toEqual([["one", []], ["two", [requirement("one")]], ["three", [requirement("one"), requirement("two")]]]);
     // The source itself read from the store too, and its pages replayed whole.
     const replay = await startReplay(["--cwd", join(cwd, "none"), `s3://${BUCKET}/${storedKeyOf("three")}`], store);
     try {
