@@ -8,6 +8,14 @@ export interface VersionedSiteOptions {
   /** Pages deleted in version 2 (404 then) and pages added (linked from changed pages). */
   deleted?: number;
   added?: number;
+  /** Query aliases of unchanged pages (truth.aliases): URLs whose payload another URL has. */
+  aliases?: boolean;
+}
+
+/** A URL serving the very bytes of another page (`of`), as a search page does for an empty query. */
+export interface PageAlias {
+  path: string;
+  of: string;
 }
 
 export interface VersionedSite {
@@ -18,7 +26,15 @@ export interface VersionedSite {
   requests: number;
   resetCounters(): void;
   /** The true differences between version 1 and 2, as page paths. */
-  truth: { unchanged: string[]; changed: string[]; gone: string[]; added: string[]; redirects: { unchanged: string[]; changed: string[] } };
+  truth: {
+    unchanged: string[];
+    changed: string[];
+    gone: string[];
+    added: string[];
+    redirects: { unchanged: string[]; changed: string[] };
+    /** Aliases linked in both versions (unchanged), and linked in version 2 only (added). */
+    aliases: { unchanged: PageAlias[]; added: PageAlias[] };
+  };
   close(): Promise<void>;
 }
 
@@ -30,6 +46,9 @@ export interface VersionedSite {
  * reached through unchanged ones. Page 1 also links (after its children) to two redirects: /v/page/old-page,
  * a 301 to page 3 in both versions, and /v/page/moved, a 301 to page 1 in version 1 and to page 2 in version 2;
  * their targets are crawled before them, so following a redirect fetches nothing a page needs itself.
+ * With `aliases`, the query is ignored as a search page ignores an empty query: the first unchanged page u
+ * links (last) to u.html?q=, which serves u's bytes (so a crawl stores u first and the alias as a revisit of
+ * it), and in version 2 the first changed page also links to v.html?added=, v the next unchanged page.
  */
 export async function startVersionedSite(options: VersionedSiteOptions): Promise<VersionedSite> {
   const n = options.pages;
@@ -42,6 +61,10 @@ export async function startVersionedSite(options: VersionedSiteOptions): Promise
   const changed = new Set(Array.from({ length: changedCount }, (_, k) => candidates[Math.floor(k * step + step / 2)]));
   const changedList = [...changed];
   const added = Array.from({ length: addedCount }, (_, k) => ({ id: n + k, parent: changedList[k % changedList.length] }));
+
+  const unchangedIds = Array.from({ length: n }, (_, i) => i).filter((i) => i > 0 && !changed.has(i) && !deleted.has(i));
+  const aliasPaths = (id: number | undefined, query: string): PageAlias[] => (options.aliases && id !== undefined ? [{ path: `/v/page/${id}.html?${query}`, of: `/v/page/${id}.html` }] : []);
+  const aliases = { unchanged: aliasPaths(unchangedIds[0], "q="), added: aliasPaths(unchangedIds[1], "added=") };
 
   const page = (path: string) => new URL(path, "http://x").pathname;
   const site: VersionedSite = {
@@ -57,6 +80,7 @@ export async function startVersionedSite(options: VersionedSiteOptions): Promise
       gone: [...deleted].map((i) => `/v/page/${i}.html`),
       added: added.map((a) => `/v/page/${a.id}.html`),
       redirects: n > 4 ? { unchanged: ["/v/page/old-page"], changed: ["/v/page/moved"] } : { unchanged: [], changed: [] },
+      aliases,
     },
     close: async () => {},
   };
@@ -68,7 +92,11 @@ export async function startVersionedSite(options: VersionedSiteOptions): Promise
     const children = [2 * i + 1, 2 * i + 2].filter((c) => c < n);
     const extra = v2 ? added.filter((a) => a.parent === i).map((a) => a.id) : [];
     const redirects = i === 1 ? site.truth.redirects.unchanged.concat(site.truth.redirects.changed) : [];
-    const links = [...children.concat(extra).map((c) => `/v/page/${c}.html`), ...redirects].map((href) => `<a href="${href}">${href}</a>`).join(" ");
+    const aliasLinks = [
+      ...aliases.unchanged.filter((a) => a.of === `/v/page/${i}.html`),
+      ...(v2 && i === changedList[0] ? aliases.added : []),
+    ].map((a) => a.path);
+    const links = [...children.concat(extra).map((c) => `/v/page/${c}.html`), ...redirects, ...aliasLinks].map((href) => `<a href="${href}">${href}</a>`).join(" ");
     const text = v2 && changed.has(i) ? `Version 2 text of page ${i}. UPDATED-${i}` : `Original text of page ${i}. ORIGINAL-${i}`;
     return `<!doctype html><html><head><title>Page ${i}</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/v/style.css"></head>` +
       `<body><h1>Page ${i}</h1><p>${text}</p><img src="/v/img/${i}.svg"><p>${"Filler words for a realistic page size. ".repeat(60)}</p>${links}</body></html>`;

@@ -52,7 +52,9 @@ async function main(argv: string[]): Promise<number> {
       digest: c.digest,
       crawlId: c.crawlId,
       waczFilename: c.waczFilename,
-      ...(c.original ? { confirms: { crawlId: c.original.crawlId, date: digitsToWarcDate(c.original.date) } } : {}),
+      // A 304 confirmed an earlier capture; any other capture with an original was a revisit of a payload archived already.
+      ...(c.original && c.status === 304 ? { confirms: { ...(c.original.url ? { url: c.original.url } : {}), crawlId: c.original.crawlId, date: digitsToWarcDate(c.original.date) } } : {}),
+      ...(c.original?.url && c.status !== 304 ? { samePayloadAs: { url: c.original.url, crawlId: c.original.crawlId, date: digitsToWarcDate(c.original.date) } } : {}),
     }));
     if (flags.json) {
       process.stdout.write(JSON.stringify(captures, null, 2) + "\n");
@@ -60,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`no archived capture of ${url} in committed crawls\n`);
     } else {
       for (const c of captures) {
-        const note = c.confirms ? ` (not modified since ${c.confirms.date})` : "";
+        const note = c.confirms ? ` (not modified since ${c.confirms.date})` : c.samePayloadAs ? ` (same payload as ${c.samePayloadAs.url} of ${c.samePayloadAs.date})` : "";
         process.stdout.write(`${c.date}  ${c.status}  ${c.digest}  ${c.crawlId}  ${c.waczFilename ?? "-"}${note}\n`);
       }
     }

@@ -65,7 +65,7 @@ return 1
  */
 export class CaptureHistory {
   constructor(
-    private readonly redis: DedupeRedis,
+    readonly redis: DedupeRedis,
     private readonly crawlId: string,
   ) {}
 

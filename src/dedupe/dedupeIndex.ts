@@ -12,7 +12,11 @@ import {
 import { keysOf, layoutOf, scriptByLayout, type DedupeRedis } from "./indexLayout.js";
 import { addOriginalSharded, lookupSharded } from "./shardedHashes.js";
 
-/** A confirmed original capture of a payload, found in the dedupe index. */
+/**
+ * A confirmed original capture of a payload, found in the dedupe index: always a response record (only
+ * responses are indexed, by the crawler's response notes and the indexer's response lines), so a revisit
+ * naming it resolves in one step.
+ */
 export interface OriginalCapture extends HashEntry {
   crawlId: string;
   /** The WACZ holding it, when its c:<crawlId>:wacz entry exists. */

@@ -29,7 +29,8 @@ import { warcDateToDigits } from "../archive/warcDate.js";
  *   allurls:rebuild        hash   allurls being rebuilt (same)
  *
  * Capture history (same two-level shape; used by --refresh and `history`):
- *   u:<crawlId>            hash   url -> JSON CaptureRecord: the crawl's latest capture (any status but 206 and unconfirmed 304)
+ *   u:<crawlId>            hash   url -> JSON CaptureRecord: the crawl's latest capture (any status but 206 and unconfirmed 304),
+ *                                 for a revisit with the response holding its payload
  *   o:<crawlId>            hash   page url -> JSON list of the page's outlinks
  *   allurls                hash   url -> crawlId of the latest committed capture of that url
  *
@@ -319,6 +320,12 @@ export interface CaptureRecord {
   /** Pages only: the stored response's status text and headers, to write a replayable 304 revisit later. */
   statusText?: string;
   headers?: [string, string][];
-  /** For a 304 that confirmed an earlier capture: where the payload really is (revisits point there). */
-  original?: { crawlId: string; date: string; waczIndex: number };
+  /**
+   * A capture written as a revisit (a 304 that confirmed an earlier capture, or a payload archived already):
+   * the response record holding its payload, which a revisit of this capture names in turn (replay tools
+   * resolve a revisit one step, never through another revisit). Earlier versions kept it for a 304 only and
+   * without `url`, naming the capture confirmed, which may be a revisit: such a record, and one without
+   * `original` (which may be a revisit of theirs), is resolved by the dedupe index (payloadResponse.ts).
+   */
+  original?: { crawlId: string; date: string; waczIndex: number; url?: string };
 }

@@ -195,7 +195,7 @@ export class CapturePipeline implements ExchangeSink {
       await pauseForTests("record-written");
       if (decision.kind === "revisit") await this.noteRevisit(decision.original, placement);
       else await this.noteResponse(digest, placement, decision.indexable);
-      await this.recordHistory(exchange, record, digest);
+      await this.recordHistory(exchange, record, digest, dependsOn);
       return { kind: decision.kind, record, request };
     });
   }
@@ -212,7 +212,10 @@ export class CapturePipeline implements ExchangeSink {
     return { kind: "response", record, request, wacz: this.stages.plan.waczFilenameOf(record.filename) };
   }
 
-  /** A 304 to our conditional request: a server-not-modified revisit pointing at the capture it confirms. */
+  /**
+   * A 304 to our conditional request: a server-not-modified revisit naming the response record that holds
+   * the payload it confirms (the confirmed capture's own, or the one that capture was a revisit of).
+   */
   private async writeNotModified(exchange: Exchange, confirms: ConfirmedCapture): Promise<WrittenOutcome> {
     const recordId = newRecordId();
     const head = confirms.headers ? notModifiedHead(exchange, { status: confirms.status, statusText: confirms.statusText, headers: confirms.headers }) : undefined;
@@ -229,7 +232,7 @@ export class CapturePipeline implements ExchangeSink {
       date: warcDateToDigits(record.date),
       status: 304,
       digest: confirms.digest,
-      original: { crawlId: confirms.crawlId, date: confirms.date, waczIndex: confirms.waczIndex },
+      original: { crawlId: confirms.crawlId, date: confirms.date, waczIndex: confirms.waczIndex, url: confirms.url },
       // What the next refresh's 304 revisit will be written with: the response as now validated.
       ...(head ? { statusText: confirms.statusText, headers: head.headers.filter(([n]) => n !== "x-orig-status") } : {}),
     });
@@ -262,14 +265,16 @@ export class CapturePipeline implements ExchangeSink {
   /**
    * Redirects and errors go into the history too, so a refresh can tell an unchanged redirect from a
    * new page. A 304 the browser got for its own conditional request stands for nothing it could confirm.
+   * A revisit keeps the response it names (`revisitOf`): a later 304 revisit names that response too.
    */
-  private async recordHistory(exchange: Exchange, record: WrittenRecord, digest: string): Promise<void> {
+  private async recordHistory(exchange: Exchange, record: WrittenRecord, digest: string, revisitOf: OriginalCapture | null): Promise<void> {
     if (exchange.status < 200 || exchange.status === 304) return;
     const success = exchange.status < 300;
     // Pages keep their status line and headers: a later 304 revisit is written with them.
     const head = success && exchange.resourceType === "Document" ? { statusText: exchange.statusText, headers: storedResponseHeaders(exchange) } : {};
     const location = exchange.status >= 300 && exchange.status < 400 ? headerValue(exchange.responseHeaders, "location") : undefined;
-    await this.noteCapture(exchange, record.filename, { date: warcDateToDigits(record.date), status: exchange.status, digest, ...head, ...(location ? { location } : {}) });
+    const original = revisitOf ? { original: { crawlId: revisitOf.crawlId, date: revisitOf.date, waczIndex: revisitOf.waczIndex, url: revisitOf.url } } : {};
+    await this.noteCapture(exchange, record.filename, { date: warcDateToDigits(record.date), status: exchange.status, digest, ...head, ...(location ? { location } : {}), ...original });
   }
 
   /** The capture history lives in the dedupe Redis: while it is away, the note waits in the backlog. */

@@ -28,6 +28,8 @@ export interface ReplayPageOptions {
   source: string;
   /** The archived (original) URL to replay. */
   url: string;
+  /** The capture to replay, as 14 timestamp digits (the closest one is served); default the latest. */
+  ts?: string;
   /** Keep polling until the replayed body text contains this (script-inserted content appears late). */
   waitForText?: string;
   /** Overall time budget, including browser start-up and archive loading. Default 60 s. */
@@ -115,6 +117,11 @@ export const BROWSER_ARGS: readonly string[] = [
   // Safety net: resolve no host names except loopback, so nothing leaves this machine.
   "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
 ];
+
+/** The page embedding one archived page (of `opts.source`, at `opts.ts` if given). */
+export function embedUrlOf(server: ReplayServer, opts: Pick<ReplayPageOptions, "source" | "url" | "ts">): string {
+  return `${server.url}/embed.html?${new URLSearchParams({ source: opts.source, url: opts.url, ...(opts.ts ? { ts: opts.ts } : {}) }).toString()}`;
+}
 
 /** Parse a replay frame URL: ".../replay/w/<coll>/<ts>mp_/<archived url>". */
 export function parseReplayFrameUrl(frameUrl: string): { coll: string; ts: string; archivedUrl: string } | null {
@@ -289,7 +296,7 @@ export async function replayPage(server: ReplayServer, opts: ReplayPageOptions):
     const warmup = await page.title();
     if (warmup !== "sw-ready") throw new Error(`replayPage: service worker registration failed: ${warmup}`);
 
-    const embedUrl = `${server.url}/embed.html?${new URLSearchParams({ source: opts.source, url: opts.url }).toString()}`;
+    const embedUrl = embedUrlOf(server, opts);
     await page.goto(embedUrl, { waitUntil: "load", timeout: Math.max(1_000, deadline - Date.now()) });
 
     let otherSince = 0;

@@ -13,6 +13,7 @@
  */
 import {
   detectReplayFailure,
+  embedUrlOf,
   openReplayContext,
   parseReplayFrameUrl,
   sameArchivedUrl,
@@ -63,7 +64,7 @@ export async function openReplaySession(server: ReplayServer, opts: { timeoutMs?
       page.on("pageerror", (err) => {
         if (consoleLines.length < 50) consoleLines.push(`pageerror: ${err instanceof Error ? err.message : String(err)}`);
       });
-      const embedUrl = `${server.url}/embed.html?${new URLSearchParams({ source: opts.source, url: opts.url }).toString()}`;
+      const embedUrl = embedUrlOf(server, opts);
       await page.goto(embedUrl, { waitUntil: "load", timeout: Math.max(1_000, deadline - Date.now()) });
 
       let otherSince = 0;

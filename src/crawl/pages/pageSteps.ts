@@ -14,7 +14,7 @@ import { isStorageError, storageErrorMessage } from "../../util/storageErrors.js
 import { GO_ON, type PageAttempt, type PageContext, type PageStep } from "./pageChain.js";
 import { skipsIfArchived } from "./pageDedupe.js";
 import { enqueueBehaviorLinks, enqueueLinks, pageLinks } from "./pageLinks.js";
-import { conditionalRequest, isFresh, latestCapture, previousOf, reportChange } from "./refresh.js";
+import { isFresh, latestCapture, previousOf, refreshRequest, reportChange } from "./refresh.js";
 import { followSeedRedirect } from "./seedRedirect.js";
 
 // A page's life, step by step (as a processor chain settles a URI): each step lets the page go on or says
@@ -89,7 +89,7 @@ const load = step("load", async (attempt) => {
   logger.debug("page", "loading page", { url: page.url, depth: page.depth, worker: worker.id });
   attempt.loadStarted = performance.now();
   try {
-    const conditional = options.refresh && attempt.previous ? conditionalRequest(attempt.previous) : undefined;
+    const conditional = options.refresh && attempt.previous ? await refreshRequest(attempt.previous, context.history) : undefined;
     const lastAttempt = (await state.failedAttemptsOf(page.url)) >= options.maxPageRetries;
     const deadline = hardPageDeadlineMs(options);
     attempt.result = await context.stop.untilAbandoned(
