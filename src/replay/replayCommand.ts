@@ -2,7 +2,8 @@ import { readStoreSettings, StoreSettingsError } from "../upload/storeSettings.j
 import { loadReplayAssets } from "./replayAssets.js";
 import { resolveWaczSet, ReplaySourceError, type ResolveOptions } from "./resolveSet.js";
 import { serveSet } from "./serveSet.js";
-import { missingLine, type WaczSet } from "./waczSet.js";
+import { unresolvedRevisits } from "./revisitCheck.js";
+import { missingLine, unresolvedLine, type WaczSet } from "./waczSet.js";
 
 /** Bad flags or a source that cannot be read at all: one line, exit 4. */
 export class ReplayUsageError extends Error {}
@@ -58,7 +59,7 @@ export async function runReplay(options: ReplayOptions, out: ReplayOutput, stop?
     }
     switch (options.mode.kind) {
       case "list":
-        return listSet(set, out);
+        return await listSet(set, out);
       case "export":
         out.stderr.write("replay: --export is not available yet\n");
         return BAD_USAGE;
@@ -70,9 +71,14 @@ export async function runReplay(options: ReplayOptions, out: ReplayOutput, stop?
   }
 }
 
-function listSet(set: WaczSet, out: ReplayOutput): number {
+/** The set, one line per WACZ; then every revisit checked to resolve to a response in it (when nothing is missing). */
+async function listSet(set: WaczSet, out: ReplayOutput): Promise<number> {
   for (const member of set.members) out.stdout.write(`${member.name} ${member.hash} ${member.size} ${member.where}\n`);
-  return set.missing.length ? INCOMPLETE : 0;
+  if (set.missing.length) return INCOMPLETE;
+  const unresolved = await unresolvedRevisits(set.members);
+  for (const revisit of unresolved) out.stderr.write(`replay: ${unresolvedLine(revisit)}\n`);
+  if (unresolved.length) out.stderr.write(`replay: ${unresolved.length} revisit record${unresolved.length === 1 ? "" : "s"} of the set resolve${unresolved.length === 1 ? "s" : ""} to no response in it\n`);
+  return unresolved.length ? INCOMPLETE : 0;
 }
 
 async function serveUntilStopped(set: WaczSet, listen: { host: string; port: number }, out: ReplayOutput, stop?: AbortSignal): Promise<number> {

@@ -54,3 +54,9 @@ export function describeWacz(wacz: { name: string; hash?: string; size?: number 
 export function missingLine(missing: MissingWacz): string {
   return `${describeWacz(missing)}, required by ${missing.requiredBy.join(", ")}, was not found: looked in ${missing.looked.join("; ") || "no place"}`;
 }
+
+/** One line naming a revisit that resolves to no response of the set. */
+export function unresolvedLine(revisit: UnresolvedRevisit): string {
+  const target = revisit.refersToUrl ? `${revisit.refersToUrl} at ${revisit.refersToDate}` : "nothing (no WARC-Refers-To-Target-URI)";
+  return `the revisit of ${revisit.url} at ${revisit.date} in ${revisit.wacz} names ${target}, which no WACZ of the set holds as a response`;
+}

@@ -239,6 +239,12 @@ describe("refresh crawl against the capture history", () => {
         .toEqual([NOT_MODIFIED, page.url, page.date, "file://v1.wacz", page.digest]);
       // Its page's stylesheet and image are revisits of crawl 1's too: crawl 2's WACZ is not needed.
       expect(await requiredWaczOf("v3")).toEqual(["v1.wacz"]);
+      // `replay --list` checks every revisit of the sets against their responses: none names a revisit or nothing.
+      for (const name of ["v2", "v3"]) {
+        const listed = await runCli("replay", ["--list", join(cwd, "collections", name)]);
+        expect([name, listed.code, listed.stderr]).toEqual([name, 0, ""]);
+        expect(listed.stdout.trim().split("\n").map((l) => l.split(" ")[0])).toEqual(["v1.wacz", `${name}.wacz`]);
+      }
     });
   });
 
