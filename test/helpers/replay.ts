@@ -28,7 +28,7 @@ export interface ReplayPageOptions {
   source: string;
   /** The archived (original) URL to replay. */
   url: string;
-  /** The capture to replay, as 14 timestamp digits (the closest one is served); default the latest. */
+  /** The capture to replay, as a 14-digit timestamp (YYYYMMDDhhmmss): the one nearest it. Default: the latest. */
   ts?: string;
   /** Keep polling until the replayed body text contains this (script-inserted content appears late). */
   waitForText?: string;
@@ -64,6 +64,8 @@ export interface ReplayPageResult {
   stylesheets: ReplayedStylesheet[];
   /** getComputedStyle(document.body).backgroundColor: shows whether the page's CSS applied. */
   bodyBackground: string;
+  /** What ReplayWeb.page's service worker logged since this replay's browser context opened (a session's: since the session opened; the first 200 lines): why a resource failed. */
+  serviceWorkerConsole: string[];
 }
 
 /** Texts ReplayWeb.page / wabac.js show instead of an archived page. */
@@ -275,11 +277,28 @@ export async function openReplayContext(): Promise<{ context: BrowserContext; cl
   return { context, close: () => context.close().catch(() => undefined) };
 }
 
+/** Collect what the service workers of `context` log, into `lines` (at most 200), from now on. */
+export function recordServiceWorkerConsole(context: BrowserContext, lines: string[]): void {
+  context.on("targetcreated", (target) => {
+    if (target.type() !== "service_worker") return;
+    void target
+      .worker()
+      .then((worker) =>
+        worker?.on("console", (msg) => {
+          if (lines.length < 200) lines.push(`${msg.type()}: ${msg.text()}`);
+        }),
+      )
+      .catch(() => undefined);
+  });
+}
+
 export async function replayPage(server: ReplayServer, opts: ReplayPageOptions): Promise<ReplayPageResult> {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const deadline = Date.now() + timeoutMs;
   const { context, close } = await openReplayContext();
   const consoleLines: string[] = [];
+  const serviceWorkerConsole: string[] = [];
+  recordServiceWorkerConsole(context, serviceWorkerConsole);
   try {
     const page = await context.newPage();
     await page.setViewport({ width: 1280, height: 900 });
@@ -296,8 +315,7 @@ export async function replayPage(server: ReplayServer, opts: ReplayPageOptions):
     const warmup = await page.title();
     if (warmup !== "sw-ready") throw new Error(`replayPage: service worker registration failed: ${warmup}`);
 
-    const embedUrl = embedUrlOf(server, opts);
-    await page.goto(embedUrl, { waitUntil: "load", timeout: Math.max(1_000, deadline - Date.now()) });
+    await page.goto(embedUrlOf(server, opts), { waitUntil: "load", timeout: Math.max(1_000, deadline - Date.now()) });
 
     let otherSince = 0;
     let otherUrl = "";
@@ -318,6 +336,7 @@ export async function replayPage(server: ReplayServer, opts: ReplayPageOptions):
             images: snap.images,
             stylesheets: snap.stylesheets,
             bodyBackground: snap.bodyBackground,
+            serviceWorkerConsole,
           };
           if (detectReplayFailure(snap.text)) return result;
           const imagesDone = !opts.waitForImages || snap.images.every((img) => img.complete);
@@ -342,7 +361,8 @@ export async function replayPage(server: ReplayServer, opts: ReplayPageOptions):
         (opts.waitForText ? ` (waiting for text ${JSON.stringify(opts.waitForText)})` : "") +
         `\nlast replay frame text: ${last ? JSON.stringify(last.text.slice(0, 300)) : "<no replay frame>"}` +
         `\nframes:\n${state}` +
-        (consoleLines.length ? `\nconsole:\n  ${consoleLines.slice(-20).join("\n  ")}` : ""),
+        (consoleLines.length ? `\nconsole:\n  ${consoleLines.slice(-20).join("\n  ")}` : "") +
+        (serviceWorkerConsole.length ? `\nservice worker console:\n  ${serviceWorkerConsole.slice(-20).join("\n  ")}` : ""),
     );
   } finally {
     await close();

@@ -15,6 +15,7 @@ import {
   detectReplayFailure,
   embedUrlOf,
   openReplayContext,
+  recordServiceWorkerConsole,
   parseReplayFrameUrl,
   sameArchivedUrl,
   snapshotFrame,
@@ -37,6 +38,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export async function openReplaySession(server: ReplayServer, opts: { timeoutMs?: number } = {}): Promise<ReplaySession> {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const { context, close } = await openReplayContext();
+  const serviceWorkerConsole: string[] = [];
+  recordServiceWorkerConsole(context, serviceWorkerConsole);
   try {
     const page = await context.newPage();
     // Install ReplayWeb.page's service worker before an embed needs it (see src/qa/replayServer.ts).
@@ -64,8 +67,7 @@ export async function openReplaySession(server: ReplayServer, opts: { timeoutMs?
       page.on("pageerror", (err) => {
         if (consoleLines.length < 50) consoleLines.push(`pageerror: ${err instanceof Error ? err.message : String(err)}`);
       });
-      const embedUrl = embedUrlOf(server, opts);
-      await page.goto(embedUrl, { waitUntil: "load", timeout: Math.max(1_000, deadline - Date.now()) });
+      await page.goto(embedUrlOf(server, opts), { waitUntil: "load", timeout: Math.max(1_000, deadline - Date.now()) });
 
       let otherSince = 0;
       let otherUrl = "";
@@ -86,6 +88,7 @@ export async function openReplaySession(server: ReplayServer, opts: { timeoutMs?
               images: snap.images,
               stylesheets: snap.stylesheets,
               bodyBackground: snap.bodyBackground,
+              serviceWorkerConsole,
             };
             if (detectReplayFailure(snap.text)) return result;
             const imagesDone = !opts.waitForImages || snap.images.every((img) => img.complete);
