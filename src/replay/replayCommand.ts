@@ -1,4 +1,5 @@
 import { readStoreSettings, StoreSettingsError } from "../upload/storeSettings.js";
+import { exportWaczSet, ExportError } from "./exportSet.js";
 import { loadReplayAssets } from "./replayAssets.js";
 import { resolveWaczSet, ReplaySourceError, type ResolveOptions } from "./resolveSet.js";
 import { serveSet } from "./serveSet.js";
@@ -61,8 +62,7 @@ export async function runReplay(options: ReplayOptions, out: ReplayOutput, stop?
       case "list":
         return await listSet(set, out);
       case "export":
-        out.stderr.write("replay: --export is not available yet\n");
-        return BAD_USAGE;
+        return await exportSet(set, options.mode.file, out);
       case "serve":
         return await serveUntilStopped(set, options.mode, out, stop);
     }
@@ -79,6 +79,27 @@ async function listSet(set: WaczSet, out: ReplayOutput): Promise<number> {
   for (const revisit of unresolved) out.stderr.write(`replay: ${unresolvedLine(revisit)}\n`);
   if (unresolved.length) out.stderr.write(`replay: ${unresolved.length} revisit record${unresolved.length === 1 ? "" : "s"} of the set resolve${unresolved.length === 1 ? "s" : ""} to no response in it\n`);
   return unresolved.length ? INCOMPLETE : 0;
+}
+
+async function exportSet(set: WaczSet, file: string, out: ReplayOutput): Promise<number> {
+  // Only a whole set is exported (even with --allowMissing): a file that replays in part would hide it.
+  if (set.missing.length) {
+    out.stderr.write(`replay: --export writes only a whole set: ${set.missing.length} required WACZ file${set.missing.length === 1 ? " is" : "s are"} missing\n`);
+    return INCOMPLETE;
+  }
+  let exported;
+  try {
+    exported = await exportWaczSet(set, file);
+  } catch (err) {
+    if (err instanceof ExportError) {
+      out.stderr.write(`replay: ${err.message}\n`);
+      return BAD_USAGE;
+    }
+    throw err;
+  }
+  const what = exported.format === "wacz" ? "one WACZ holding" : "a multi-WACZ JSON listing";
+  out.stdout.write(`replay: wrote ${exported.path} (${exported.hash}, ${exported.size} bytes), ${what} ${exported.members.length} WACZ file${exported.members.length === 1 ? "" : "s"}: ${exported.members.map((m) => m.name).join(", ")}\n`);
+  return 0;
 }
 
 async function serveUntilStopped(set: WaczSet, listen: { host: string; port: number }, out: ReplayOutput, stop?: AbortSignal): Promise<number> {

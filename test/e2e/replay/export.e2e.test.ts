@@ -7,7 +7,7 @@
  * Browsertrix writes misses originals: the last test shows one, the reason the export is one WACZ.
  */
 import { createHash } from "node:crypto";
-import { copyFile, mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,6 +15,7 @@ import { exportWaczSet } from "../../../src/replay/exportSet.js";
 import { resolveWaczSet } from "../../../src/replay/resolveSet.js";
 import { crawlDependentSet, DEPENDENT_COLLECTIONS, startDependentSite, waczPathOf, type DependentSite } from "../../helpers/dependentCrawls.js";
 import { writeNestedPackage } from "../../helpers/nestedPackage.js";
+import { runCli } from "../../helpers/cli.js";
 import { startTestRedis } from "../../helpers/redis.js";
 import { detectReplayFailure, replayPage, startReplayServer, type ReplayPageResult, type ReplayServer } from "../../helpers/replay.js";
 import { readZip } from "../../helpers/zip.js";
@@ -36,6 +37,8 @@ const crawlThreeTs = new Map<string, string>();
 let plainAlone: string;
 let zipNumAlone: string;
 let nestedAlone: string;
+/** What `replay --export` printed. */
+let exportLine: string;
 const servers: ReplayServer[] = [];
 
 beforeAll(async () => {
@@ -61,7 +64,10 @@ beforeAll(async () => {
   const plainSet = await resolveWaczSet([waczPathOf(dir, "three")], { cwd: dir, from: [], store: null });
   plainAlone = join(dir, "plain-alone");
   await mkdir(plainAlone);
-  await exportWaczSet(plainSet, join(dir, "set.wacz"));
+  // Exported by the program, as a user exports it.
+  const exported = await runCli("replay", ["--export", join(dir, "set.wacz"), waczPathOf(dir, "three")]);
+  if (exported.code !== 0) throw new Error(`replay --export failed (${exported.code}): ${exported.stderr}`);
+  exportLine = exported.stdout;
   await copyFile(join(dir, "set.wacz"), join(plainAlone, "set.wacz"));
   // The JSON manifest beside the collections it points into.
   await exportWaczSet(plainSet, join(dir, "set.json"));
@@ -122,6 +128,8 @@ describe("a deduplicated crawl exported with its dependencies", () => {
   });
 
   it("as one WACZ, replays every page of crawl three with every image, from that file alone", async () => {
+    const bytes = await readFile(join(plainAlone, "set.wacz"));
+    expect(exportLine).toBe(`replay: wrote ${join(dir, "set.wacz")} (sha256:${createHash("sha256").update(bytes).digest("hex")}, ${bytes.length} bytes), one WACZ holding 3 WACZ files: one.wacz, two.wacz, three.wacz\n`);
     expect(await readdir(plainAlone)).toEqual(["set.wacz"]);
     const server = await serve(plainAlone);
     for (const page of CRAWL_THREE) {
