@@ -12,6 +12,7 @@ import { logLines, runCli, type CliResult } from "../../helpers/cli.js";
 import { crawlDependentSet, DEPENDENT_COLLECTIONS, PAGES_OF, startDependentSite, waczPathOf, type DependentSite } from "../../helpers/dependentCrawls.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
 import { detectReplayFailure, replayPage, type ReplayServer } from "../../helpers/replay.js";
+import { searchReplayPages } from "../../helpers/replaySearch.js";
 import { sha256 } from "../../helpers/warcFile.js";
 import { folderResolver } from "../../../src/replay/replayServer.js";
 
@@ -102,7 +103,7 @@ beforeAll(async () => {
   // Every crawl uploads its WACZ as the store names it (<time>-<crawl id>.wacz), not as its dependents know it.
   // Screenshots and text kept in the WARC: what `qa` compares the replay with.
   crawls = await crawlDependentSet(site, cwd, redis.url, ["--screenshot", "view", "--text", "to-warc"], { ...S3_CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_PATH: "crawls/", WEBHOOK_URL: `${filesUrl}webhook` });
-  for (const name of ["one", "two"]) copyFileSync(waczPathOf(cwd, name), join(served, `${name}.wacz`));
+  for (const name of DEPENDENT_COLLECTIONS) copyFileSync(waczPathOf(cwd, name), join(served, `${name}.wacz`));
 }, 240_000);
 
 afterAll(async () => {
@@ -139,6 +140,12 @@ describe("replay: a crawl with every WACZ it requires", () => {
         expect(page.images.length, path).toBe({ "/": 0, "/a.html": 2, "/b.html": 1, "/c.html": 2 }[path]);
         expect(page.images.filter((img) => img.naturalWidth !== 40), `${path}: ${JSON.stringify(page.images)}`).toEqual([]);
       }
+      // The text search covers the pages of every crawl of the set, each once (ReplayWeb.page searches a WACZ's
+      // extraPages.jsonl: its seeds are listed, not searched, as when one WACZ is opened).
+      const crawled = await searchReplayPages(replay.server, { source: replay.sourcePath, query: "crawl" });
+      expect(crawled.map((p) => p.title).sort()).toEqual(["Page A, crawl 1", "Page A, crawl 2", "Page A, crawl 3", "Page B, crawl 2", "Page B, crawl 3", "Page C, crawl 3"]);
+      const pageB = await searchReplayPages(replay.server, { source: replay.sourcePath, query: "Page B" });
+      expect(pageB.map((p) => [p.url, p.title]).sort()).toEqual([[`${site.url}/b.html`, "Page B, crawl 2"], [`${site.url}/b.html`, "Page B, crawl 3"]]);
       // The same page from crawl three's WACZ alone (served as the set's last member): its revisits resolve nowhere.
       const alone = await replayPage(replay.server, { source: "/archives/2/three.wacz", url: `${site.url}/c.html`, waitForImages: true, waitForText: "crawl 3" });
       expect(alone.images.map((img) => img.naturalWidth)).toEqual([0, 0]);
@@ -156,6 +163,10 @@ describe("replay: a crawl with every WACZ it requires", () => {
       `two.wacz ${hashOf(waczPathOf(cwd, "two"))} ${sizeOf(waczPathOf(cwd, "two"))} ${filesUrl}two.wacz`,
       `three.wacz ${hashOf(waczPathOf(cwd, "three"))} ${sizeOf(waczPathOf(cwd, "three"))} ${join(alone, "three.wacz")}`,
     ]);
+    // The source itself an http URL: what it requires is looked for beside it first.
+    const byUrl = await runCli("replay", ["--list", "--cwd", join(cwd, "none"), `${filesUrl}three.wacz`]);
+    expect(byUrl.stderr).toBe("");
+    expect(byUrl.stdout.trim().split("\n").map((l) => l.split(" ")[3])).toEqual(DEPENDENT_COLLECTIONS.map((name) => `${filesUrl}${name}.wacz`));
     const store = { ...S3_CREDENTIALS, STORE_ENDPOINT_URL: `${s3Url}/${BUCKET}/`, STORE_PATH: "crawls/" };
     const fromS3 = await runCli("replay", ["--list", "--cwd", join(cwd, "none"), join(alone, "three.wacz")], { env: store });
     expect(fromS3.stderr).toBe("");
