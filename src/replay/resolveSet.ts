@@ -155,7 +155,12 @@ class SetResolver {
           refuse(candidate, `${candidate.where} ${checked}`);
           continue;
         }
-        if (this.byHash.has(checked.hash) || this.resolving.has(checked.hash)) return;
+        // Named without a hash (a --dedupeConcurrent crawl's), it may be a member found by another name already.
+        const same = this.byHash.get(checked.hash);
+        if (same) {
+          if (!same.requiredBy.includes(by)) same.requiredBy.push(by);
+          return;
+        }
         const member: SetMember = { name: wanted.name, hash: checked.hash, size: checked.size, crawlId: wanted.crawlId, path, where: candidate.where, requiredBy: [by], isSource: false };
         await this.admit(member, placeOf(candidate.where) ?? near);
         return;
