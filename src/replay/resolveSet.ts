@@ -79,8 +79,6 @@ class SetResolver {
   readonly members: SetMember[] = [];
   readonly missing = new Map<string, MissingWacz>();
   private readonly byHash = new Map<string, SetMember>();
-  /** Members whose requires are being resolved: a cycle stops here. */
-  private readonly resolving = new Set<string>();
 
   constructor(
     private readonly downloads: string,
@@ -102,12 +100,13 @@ class SetResolver {
     await this.admit(member, wacz.near);
   }
 
-  /** Take a member in: its requirements first (so they come before it), then itself. */
+  /**
+   * Take a member in: its requirements first (so they come before it), then itself. It is known by its hash before
+   * its requirements are looked at, so a cycle of requires ends at it.
+   */
   private async admit(member: SetMember, near: Place | null): Promise<void> {
     this.byHash.set(member.hash, member);
-    this.resolving.add(member.hash);
     for (const required of await requirementsOf(member)) await this.require(required, member.name, near);
-    this.resolving.delete(member.hash);
     this.members.push(member);
   }
 
