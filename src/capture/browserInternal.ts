@@ -13,3 +13,13 @@ export function isBrowserInternal(event: Protocol.Fetch.RequestPausedEvent): boo
   const status = event.responseStatusCode ?? 0;
   return event.resourceType === "Other" && new URL(request.url).pathname === "/favicon.ico" && (status < 200 || status >= 300);
 }
+
+/**
+ * The id the tab's Network domain reports a paused request under; null for a fetch the browser makes for itself
+ * outside the page's loaders (an OpenSearch description it reads in the background): the Network domain never
+ * reports that one (no headers sent, no response, no end of its load), so nothing may wait for such an event.
+ * Such a fetch is stored if its answer comes while the page lasts, and never holds the page's end.
+ */
+export function networkIdOf(event: Protocol.Fetch.RequestPausedEvent): string | null {
+  return event.networkId ?? null;
+}

@@ -36,8 +36,12 @@ export class LoadOutcomes {
     if (this.outcomes.size > MAX_UNCLAIMED) this.outcomes.delete(this.outcomes.keys().next().value!);
   }
 
-  /** How the browser's load of a request ended: null when it finished (or did not say in time), else the error. */
-  of(networkId: string): Promise<string | null> {
+  /**
+   * How the browser's load of a request ended: null when it finished (or did not say in time, or never will: a
+   * fetch of the browser's own, `networkId` null), else the error.
+   */
+  of(networkId: string | null): Promise<string | null> {
+    if (networkId === null) return Promise.resolve(null);
     if (this.outcomes.has(networkId)) {
       const error = this.outcomes.get(networkId)!;
       this.outcomes.delete(networkId);

@@ -6,7 +6,7 @@ import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
-import { isBrowserInternal } from "./browserInternal.js";
+import { isBrowserInternal, networkIdOf } from "./browserInternal.js";
 import { watchCacheHits } from "./cacheHits.js";
 import { DEFAULT_TAB_CAPTURE, type TabCaptureOptions } from "./captureRules.js";
 import { OriginRedirects } from "./requests/originOverride.js";
@@ -95,7 +95,8 @@ export class PageCapture {
     const { cdp, tabCapture } = capture;
     cdp.on("Fetch.requestPaused", (event: Protocol.Fetch.RequestPausedEvent) => {
       const attempt = capture.attempt;
-      if (event.responseStatusCode !== undefined || event.responseErrorReason) attempt.left(event.networkId ?? event.requestId);
+      const networkId = networkIdOf(event);
+      if (networkId !== null && (event.responseStatusCode !== undefined || event.responseErrorReason)) attempt.left(networkId);
       if (attempt.ended) return capture.refuseAfterEnd(event, attempt);
       const work = capture.onPaused(event, attempt).catch((err: unknown) => {
         attempt.lost.add(event.request.url);
@@ -309,7 +310,7 @@ export class PageCapture {
         body = { kind: "bytes", bytes: manifest.body };
       } else {
         // A connection that drops mid-body still hands over the part received; the browser's load fails.
-        const outcome = this.loads.of(event.networkId ?? requestId);
+        const outcome = this.loads.of(networkIdOf(event));
         await this.continue(requestId);
         const error = await outcome;
         cutOff = error !== null && CUT_OFF_ERRORS.test(error);
@@ -376,7 +377,8 @@ export class PageCapture {
     if (await this.blocking?.atRequest(event, this.attempt.pageUrl || null)) return;
     if (this.attempt.ended) return this.refuseAfterEnd(event, this.attempt); // paused before the page's end: not sent
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
-    this.attempt.stillInBrowser.add(event.networkId ?? event.requestId);
+    const networkId = networkIdOf(event);
+    if (networkId !== null) this.attempt.stillInBrowser.add(networkId); // the browser's own fetches never hold the page's end
     const added = this.fetcher.rules.headers.for(target ?? event.request.url); // --header
     if (!pending && !target && !added.length) return this.continue(event.requestId);
     if (target) this.redirects.sent(event.requestId, event.request.url, target);

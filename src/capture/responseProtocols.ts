@@ -1,5 +1,6 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
 import { warcProtocolId } from "../archive/records.js";
+import { networkIdOf } from "./browserInternal.js";
 
 /** How long to wait for Chromium to report a continued response's protocol, when its load has not ended either. */
 const PROTOCOL_WAIT_MS = 2000;
@@ -46,13 +47,14 @@ export class ResponseProtocols {
   /**
    * The protocol of a paused response the capture has continued (or fulfilled: `fulfilled`, then Chromium's
    * report is not the server's and the origin's is used). Waits for the report until the load ends, at most
-   * PROTOCOL_WAIT_MS; what is not known is left out.
+   * PROTOCOL_WAIT_MS; what is not known is left out. A fetch of the browser's own (no network id) is never
+   * reported: its origin's protocol is used.
    */
   async of(event: Protocol.Fetch.RequestPausedEvent, fulfilled: boolean): Promise<ExchangeProtocol> {
-    const networkId = event.networkId ?? event.requestId;
+    const networkId = networkIdOf(event);
     const url = event.request.url;
-    if (!fulfilled) await this.reported(networkId, url);
-    const own = this.take(networkId, url);
+    if (!fulfilled && networkId !== null) await this.reported(networkId, url);
+    const own = networkId === null ? null : this.take(networkId, url);
     const https = url.startsWith("https:");
     const origin = this.origins.get(originOfUrl(url));
     const http = (fulfilled ? null : own?.http) ?? origin?.http ?? null;
