@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, type CliResult } from "../../helpers/cli.js";
+import { BROWSER_FETCH_PAGES, openSearchDescription, PAGE_FILES, startBrowserFetchSite, type BrowserFetchSite } from "../../../fixtures/browserFetchSite.js";
 import { DYNAMIC_PAGES, FEED_BATCHES, SAME_PNG, startDynamicSite, type DynamicSite } from "../../../fixtures/dynamicSite.js";
 import { listedPaths } from "../../helpers/pageLists.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
@@ -14,9 +15,12 @@ import { readWarcRecords, type RawRecord } from "../../helpers/warcFile.js";
 // are its own):
 // - `linked`: the index and the pages it links to; each page's capture ends with the page;
 // - `background`: tall busy and growing pages and feeds given as seeds; polls, beacons and clocks do not hold
-//   the autoscroll up, and feeds loading beside them are still scrolled to their end.
+//   the autoscroll up, and feeds loading beside them are still scrolled to their end;
+// - `own`: quiet homepages whose heads make the browser fetch for itself (an OpenSearch description answered 404,
+//   200 a second late, or never; a manifest, an icon, a prefetch): none of it holds the page's end.
 let linked: DynamicSite;
 let background: DynamicSite;
+let own: BrowserFetchSite;
 let redis: TestRedis;
 let cwd: string;
 let crawl: CliResult;
@@ -39,8 +43,12 @@ interface LogLine {
 }
 const logLines = () =>
   crawl.stderr.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as LogLine);
-/** Which copy of the site a URL is on, and its path: "linked /poll/1". */
-const sitePath = (url: URL) => `${url.origin === linked.url ? "linked" : url.origin === background.url ? "background" : url.origin} ${url.pathname}`;
+/** Which copy of the site a URL is on, and its path: "linked /poll/1"; on a site of `own`, its page's name: "own opensearch-404 /". */
+const sitePath = (url: URL) => {
+  const ownPage = BROWSER_FETCH_PAGES.find((page) => own.pages[page].url === url.origin);
+  return `${url.origin === linked.url ? "linked" : url.origin === background.url ? "background" : ownPage ? `own ${ownPage}` : url.origin} ${url.pathname}`;
+};
+const OWN_PAGES = BROWSER_FETCH_PAGES.map((page) => `own ${page} /`).sort();
 
 interface AutoscrollLine {
   url: string;
@@ -56,10 +64,11 @@ const autoscrollOf = (path: string): AutoscrollLine => {
 };
 
 beforeAll(async () => {
-  [linked, background, redis] = await Promise.all([startDynamicSite(), startDynamicSite(), startTestRedis()]);
+  [linked, background, own, redis] = await Promise.all([startDynamicSite(), startDynamicSite(), startBrowserFetchSite(), startTestRedis()]);
   cwd = mkdtempSync(join(tmpdir(), "crawl-page-end-"));
   crawl = await runCli("crawl", [
     "--url", `${linked.url}/`, ...BACKGROUND_PAGES.flatMap((p) => ["--url", background.url + p]),
+    ...BROWSER_FETCH_PAGES.flatMap((page) => ["--url", `${own.pages[page].url}/`]),
     "--scopeType", "prefix", "--workers", "2", "--netIdleWait", "3", "--collection", "dyn", "--cwd", cwd,
     "--redisDedupeUrl", redis.url, "--logLevel", "debug", "--statsFilename", join(cwd, "stats.json"),
   ], { timeoutMs: 200_000 });
@@ -71,6 +80,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await linked?.close();
   await background?.close();
+  await own?.close();
   await redis?.stop();
   rmSync(cwd, { recursive: true, force: true });
 });
@@ -81,11 +91,12 @@ describe("pages that never stop fetching", () => {
     // The page list names pages by their path (queries aside).
     const listed = listedPaths(join(cwd, "collections", "dyn"), sitePath);
     expect(listed.filter((p) => p.startsWith("linked "))).toEqual(PAGES.map((p) => `linked ${p}`));
-    expect(listed.filter((p) => !p.startsWith("linked "))).toEqual(BACKGROUND_PAGES.map((p) => `background ${p.split("?")[0]}`).sort());
+    expect(listed.filter((p) => p.startsWith("background "))).toEqual(BACKGROUND_PAGES.map((p) => `background ${p.split("?")[0]}`).sort());
+    expect(listed.filter((p) => p.startsWith("own "))).toEqual(OWN_PAGES);
     for (const page of PAGES) expect(linked.requests.filter((r) => r.path === page).length, page).toBe(1);
     for (const page of BACKGROUND_PAGES) expect(background.requests.filter((r) => r.path === page).length, page).toBe(1);
     const stats = JSON.parse(readFileSync(join(cwd, "stats.json"), "utf8"));
-    expect(stats).toMatchObject({ crawled: PAGES.length + BACKGROUND_PAGES.length, failed: 0, status: "done" });
+    expect(stats).toMatchObject({ crawled: PAGES.length + BACKGROUND_PAGES.length + OWN_PAGES.length, failed: 0, status: "done" });
     expect(crawl.stderr).not.toMatch(/did not finish within/);
   });
 
@@ -95,7 +106,7 @@ describe("pages that never stop fetching", () => {
       if (line.message === "page crawled") crawledAt.set(sitePath(new URL(String(line.details?.url))), Date.parse(line.timestamp));
     }
     expect([...crawledAt.keys()].filter((p) => p.startsWith("linked ")).sort()).toEqual(PAGES.map((p) => `linked ${p}`));
-    expect([...crawledAt.keys()].filter((p) => !p.startsWith("linked ")).sort()).toEqual(BACKGROUND_PAGES.map((p) => `background ${p.split("?")[0]}`).sort());
+    expect([...crawledAt.keys()].filter((p) => p.startsWith("background ")).sort()).toEqual(BACKGROUND_PAGES.map((p) => `background ${p.split("?")[0]}`).sort());
     for (const page of PAGES.filter((p) => p !== "/")) {
       const fromPage = linked.requests.filter((r) => r.referer === `${linked.url}${page}`);
       expect(fromPage.length, page).toBeGreaterThan(0);
@@ -115,7 +126,7 @@ describe("pages that never stop fetching", () => {
   it("report per page what their end cut off, in the page's timings", () => {
     const timings = logLines().filter((l) => l.message === "page timings");
     expect(timings.map((l) => sitePath(new URL(String(l.details?.url)))).sort()).toEqual([
-      ...PAGES.map((p) => `linked ${p}`), ...BACKGROUND_PAGES.map((p) => `background ${p.split("?")[0]}`),
+      ...PAGES.map((p) => `linked ${p}`), ...BACKGROUND_PAGES.map((p) => `background ${p.split("?")[0]}`), ...OWN_PAGES,
     ].sort());
     for (const line of timings) expect(line.details?.cutAtEnd, String(line.details?.url)).toMatchObject({ refused: expect.any(Number), unfinished: 0 });
   });
@@ -176,5 +187,48 @@ describe("the autoscroll on pages busy by themselves", () => {
     for (let batch = 1; batch <= FEED_BATCHES + 1; batch++) {
       expect(background.requests.filter((r) => r.path === `/feed-data?page=${batch}`).length, `batch ${batch}`).toBeGreaterThanOrEqual(2);
     }
+  });
+});
+
+describe("pages whose heads make the browser fetch for itself", () => {
+  const timingsOf = (page: (typeof BROWSER_FETCH_PAGES)[number]) => {
+    const found = logLines().filter((l) => l.message === "page timings" && l.details?.url === `${own.pages[page].url}/`);
+    expect(found, page).toHaveLength(1);
+    return found[0].details as { ms: Record<string, number>; cutAtEnd: { refused: number; unfinished: number } };
+  };
+
+  it("are each crawled on the first attempt, the browser having fetched each one's OpenSearch description", () => {
+    expect(crawl.code, crawl.stderr.slice(-3000)).toBe(0);
+    for (const page of BROWSER_FETCH_PAGES) {
+      const paths = own.pages[page].requests.map((r) => r.path);
+      expect(paths.filter((p) => p === "/"), page).toHaveLength(1);
+      // Asked for by the browser itself, in the background (not by the page): what the page's end must not wait for.
+      expect(paths, page).toContain(PAGE_FILES.opensearch);
+    }
+  });
+
+  it("end without waiting for what the browser fetches for itself: each one's drain is short", () => {
+    // Measured: 1-2 ms each; waiting for the browser's own fetches it was 3 s (an OpenSearch description never
+    // answered) to 11 s (answered, 404 or 200).
+    for (const page of BROWSER_FETCH_PAGES) {
+      const { ms, cutAtEnd } = timingsOf(page);
+      expect(ms.drain, page).toBeLessThan(2000);
+      expect(cutAtEnd.unfinished, page).toBe(0);
+    }
+  });
+
+  it("archive what the browser fetched for itself while the page lasted: exactly these URLs each", () => {
+    const storedOf = (page: (typeof BROWSER_FETCH_PAGES)[number]) => records
+      // The icon's bytes are in the archive already (the same PNG as dynamicSite's image): stored as a revisit.
+      .filter((r) => ["response", "revisit"].includes(r.headers.get("warc-type")!) && new URL(r.headers.get("warc-target-uri")!).origin === own.pages[page].url);
+    const paths = (page: (typeof BROWSER_FETCH_PAGES)[number]) => storedOf(page).map((r) => `${new URL(r.headers.get("warc-target-uri")!).pathname} ${/^HTTP\/1\.[01] (\d+)/.exec(r.httpHead ?? "")?.[1]}`).sort();
+    const always = ["/ 200", `${PAGE_FILES.icon} 200`, `${PAGE_FILES.manifest} 200`, `${PAGE_FILES.prefetch} 200`];
+    expect(paths("opensearch-404")).toEqual([...always, `${PAGE_FILES.opensearch} 404`].sort());
+    // Answered a second late, while the page still waited for its own data (answered later still): stored.
+    expect(paths("opensearch-200")).toEqual([...always, `${PAGE_FILES.opensearch} 200`, `${PAGE_FILES.ownData} 200`].sort());
+    // Never answered: nothing to store, and the page did not wait for it.
+    expect(paths("opensearch-silent")).toEqual(always.sort());
+    const description = storedOf("opensearch-200").find((r) => r.headers.get("warc-target-uri") === `${own.pages["opensearch-200"].url}${PAGE_FILES.opensearch}`);
+    expect(Buffer.from(description!.payload).toString()).toBe(openSearchDescription(own.pages["opensearch-200"].url, "opensearch-200"));
   });
 });
