@@ -6,7 +6,8 @@
  * --archives: folders of --dir (every archive in them) or archive files, relative to --dir, comma-separated.
  * Per page: exit code, pages failed, seconds, the requests the proxy got during the crawl (and how many of
  * them asked for a URL the archive does not hold: Chromium's own update and account checks among them),
- * URLs asked for more than once, the URLs the crawl stored, the archive's URL count, and why a page failed
+ * URLs asked for more than once (and how many of those the archive holds), the URLs the crawl stored (and how
+ * many of those the archive holds: the crawl stores 404s too), the archive's URL count, and why a page failed
  * (the crawler's "page failed" log lines).
  */
 import { spawn } from "node:child_process";
@@ -61,7 +62,11 @@ interface PageFigures {
   notInArchive: number;
   repeatedUrls: number;
   repeatedRequests: number;
+  /** Of the repeated URLs, those the archive holds (the others are 404s, which nothing caches). */
+  repeatedArchivedUrls: number;
   urlsCaptured: number;
+  /** Of the URLs captured, those the archive holds (the crawl stores 404s too). */
+  urlsCapturedInArchive: number;
   archiveUrls: number;
   failures?: string[];
 }
@@ -84,6 +89,8 @@ for (const file of archiveFiles()) {
     const counts = new Map<string, number>();
     for (const request of web.requests) counts.set(request.url, (counts.get(request.url) ?? 0) + 1);
     const repeated = [...counts.values()].filter((n) => n > 1);
+    const repeatedArchived = [...counts].filter(([url, n]) => n > 1 && web.lookup(url));
+    const captured = await storedUrls(join(cwd, "collections", "bench"));
     let failed = -1;
     try {
       failed = (JSON.parse(readFileSync(join(cwd, "stats.json"), "utf8")) as { failed: number }).failed;
@@ -103,7 +110,9 @@ for (const file of archiveFiles()) {
       notInArchive: web.requests.filter((r) => !web.lookup(r.url)).length,
       repeatedUrls: repeated.length,
       repeatedRequests: repeated.reduce((sum, n) => sum + n - 1, 0),
-      urlsCaptured: (await storedUrls(join(cwd, "collections", "bench"))).size,
+      repeatedArchivedUrls: repeatedArchived.length,
+      urlsCaptured: captured.size,
+      urlsCapturedInArchive: [...captured].filter((url) => web.lookup(url)).length,
       archiveUrls: web.archivedUrls().length,
       ...(failures.length ? { failures: [...new Set(failures)] } : {}),
     };
@@ -127,7 +136,9 @@ console.log(JSON.stringify({
     notInArchive: sum((p) => p.notInArchive),
     repeatedUrls: sum((p) => p.repeatedUrls),
     repeatedRequests: sum((p) => p.repeatedRequests),
+    repeatedArchivedUrls: sum((p) => p.repeatedArchivedUrls),
     urlsCaptured: sum((p) => p.urlsCaptured),
+    urlsCapturedInArchive: sum((p) => p.urlsCapturedInArchive),
     archiveUrls: sum((p) => p.archiveUrls),
   },
 }));
