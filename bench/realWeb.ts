@@ -2,7 +2,7 @@
  * Real pages nobody here wrote: each archive's first HTML page, served back from the archive by
  * fixtures/archivedWeb (a forward proxy on loopback) and crawled alone through it (--scopeType page, one
  * worker, behaviors on as by default). Prints one JSON line per page, then one of totals:
- *   node dist/bench/realWeb.js [--dir /work/shared/real-web] [--archives single-pages,js-heavy-homepages]
+ *   node dist/bench/realWeb.js [--dir ../shared/real-web] [--archives single-pages,js-heavy-homepages]
  * --archives: folders of --dir (every archive in them) or archive files, relative to --dir, comma-separated.
  * Per page: exit code, pages failed, seconds, the requests the proxy got during the crawl (and how many of
  * them asked for a URL the archive does not hold: Chromium's own update and account checks among them),
@@ -21,7 +21,8 @@ import { startArchivedWeb } from "../fixtures/archivedWeb/index.js";
 
 const { values } = parseArgs({
   options: {
-    dir: { type: "string", default: "/work/shared/real-web" },
+    // ../shared/real-web beside the checkout (the bench runs from dist/bench/).
+    dir: { type: "string", default: fileURLToPath(new URL("../../../shared/real-web", import.meta.url)) },
     archives: { type: "string", default: "single-pages,js-heavy-homepages" },
   },
 });

@@ -12,12 +12,8 @@ import { readWarcRecords } from "../../helpers/warcFile.js";
 // proxy on loopback with a CA of its own), crawled one page each through it: the crawl must succeed and
 // store every subresource the page's HTML references that the archive holds.
 
-const REAL_WEB = "/work/shared/real-web";
-const ARCHIVES = [
-  "single-pages/books.toscrape.com.warc",
-  "single-pages/webrecorder.net.wacz",
-  "single-pages/en.wikipedia.org-Mona_Lisa-2013.warc.gz",
-];
+const REAL_WEB = join(import.meta.dirname, "../../../fixtures/real-web");
+const ARCHIVES = ["books.toscrape.com.warc", "webrecorder.net.wacz", "en.wikipedia.org-Mona_Lisa-2013.warc.gz"];
 
 let cwd: string;
 beforeAll(() => {
