@@ -146,7 +146,7 @@ describe("ad frames taken down while the behaviors run and the links are read", 
     expect(lines.filter((l) => l.message === "page crawled").map((l) => [l.details.url, l.details.linksQueued]).sort()).toEqual(
       NEWS_PAGE_PATHS.map((p) => [site.url + p, p === NEWS_SEED_PATH ? 2 : 0]).sort(),
     );
-    expect(lines.filter((l) => l.context === "behavior" && l.details.url === seedUrl).map((l) => l.message)).toEqual(["behaviors finished"]);
+    expect(lines.filter((l) => l.context === "behavior" && l.logLevel === "info" && l.details.url === seedUrl).map((l) => l.message)).toEqual(["behaviors finished"]);
     expect(listedPaths(newsDir())).toEqual([...NEWS_PAGE_PATHS].sort());
   });
 
