@@ -161,6 +161,17 @@ describe("ad frames taken down while the behaviors run and the links are read", 
     }
   });
 
+  it("skips the links of the ad frames taken down while the front page's links are read, with a debug line each", () => {
+    const skipped = logLines(news.stderr).filter((l) => l.message === "links skipped in a frame");
+    // The ad frames up since the last swap, three slots' creatives and their frames, all taken down by the read.
+    expect(skipped).toHaveLength(6);
+    for (const line of skipped) {
+      expect(line.logLevel).toBe("debug");
+      expect(line.details.url).toBe(site.url + NEWS_SEED_PATH);
+      expect(line.details.frameUrl).toMatch(/\/ads\/(creative|inner)\.html\?slot=r\d+$/);
+    }
+  });
+
   it("stores what the ad frames loaded before they were taken down", () => {
     const captured = capturedPaths(newsDir());
     const ads = captured.filter((p) => p.startsWith("/ads/"));
