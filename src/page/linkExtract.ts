@@ -50,14 +50,14 @@ function frameScript(selectors: readonly LinkSelector[], kinds: LinkKinds): stri
 /**
  * The tab's page read in every frame: its links as browsertrix-crawler extracts them (with the GET forms' and
  * feeds' of `kinds`), its title, its media sources. The top frame's failure throws (the page's links would be
- * lost); a subframe that fails or is gone gives nothing.
+ * lost); a subframe that fails or is gone gives nothing (a debug line).
  */
 export async function readPage(tab: Page, selectors: readonly LinkSelector[], kinds: LinkKinds = ALL_LINK_KINDS): Promise<PageRead> {
   const script = frameScript(selectors, kinds);
   const main = tab.mainFrame();
   const read = (frame: Frame) => withTimeout(frame.evaluate(script) as Promise<PageRead>, FRAME_DEADLINE_MS, "links not read in time");
   const topRead = callInFrame(main, read);
-  // Thrown once the other frames are read too.
+  // Its failure is thrown once the other frames are read, not left unheard meanwhile.
   topRead.catch(() => undefined);
   const rest = await callInEachFrame(tab.frames().filter((frame) => frame !== main), read, { context: "links", what: "links", url: tab.url() });
   const top = await topRead;
