@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import type { Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/deadline.js";
+import { callInEachFrame } from "../util/frameCalls.js";
 import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS, watchTabForAutoscroll } from "./autoscroll.js";
 import { withUnwatchedTimers } from "./autoscrollTimers.js";
 import { driveLibraryBehaviors, sweepAutofetch } from "./libraryBehaviors.js";
@@ -184,11 +185,12 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
   const frames = tab.frames().filter((frame) => /^https?:/.test(frame.url()));
   const eachMs: Record<string, number> = {};
   const playing = mediaTabs.has(tab);
-  const libraryRuns = frames.map(async (frame) => {
+  // A frame may go while its behaviors run (an ad slot taken down): its behaviors end there, the page's go on.
+  const libraryRuns = callInEachFrame(frames, async (frame) => {
     if (playing) await frame.evaluate(pressPlayControls).catch(() => 0); // players that wait for a click (mediaStart.ts)
     const times = await frame.evaluate(driveLibraryBehaviors);
     if (frame === tab.mainFrame()) Object.assign(eachMs, times);
-  });
+  }, { context: "behavior", what: "the library's behaviors", url });
   // The page's URL now (a hash route may have moved it), as a flow's in-page isMatch() reads it.
   const flow = flowFor(flowTabs.get(tab) ?? [], tab.url());
   // A matching flow is the page's site-specific behavior: as there, it takes the autoscroll's place.
@@ -208,7 +210,7 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
     flowTimedOut = end === "timed-out";
     eachMs.UserFlow = Date.now() - started;
   })] : [];
-  const runs = Promise.allSettled([...libraryRuns, ...scrolling, ...flowing]);
+  const runs = Promise.allSettled([libraryRuns, ...scrolling, ...flowing]);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<"timed-out">((resolve) => (timer = setTimeout(() => resolve("timed-out"), timeoutMs)));
   // An endless feed's scrolling ends at the deadline itself: timed out, whichever settles first.
@@ -222,7 +224,9 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
   if (raced === "finished" && !scrollTimedOut && !flowTimedOut) {
     const sweepStarted = Date.now();
     const left = started + timeoutMs - sweepStarted;
-    const sweeps = await withTimeout(Promise.allSettled(frames.map((frame) => frame.evaluate(sweepAutofetch, left))), left, "timed-out").catch(() => "timed-out" as const);
+    // Over the frames the behaviors started in: some may be gone by now.
+    const sweeping = callInEachFrame(frames, (frame) => frame.evaluate(sweepAutofetch, left), { context: "behavior", what: "autofetch sweep", url });
+    const sweeps = await withTimeout(sweeping, left, "timed-out").catch(() => "timed-out" as const);
     // Fetches still under way when the page's behavior time ran out: the behaviors did not finish.
     if (sweeps === "timed-out" || sweeps.some((sweep) => sweep.status === "fulfilled" && sweep.value === "unfinished")) raced = "timed-out";
     else if (sweeps.some((sweep) => sweep.status === "fulfilled" && sweep.value !== null)) eachMs.AutofetchSweep = Date.now() - sweepStarted;

@@ -1,6 +1,6 @@
 import type { Frame, Page } from "puppeteer-core";
-import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/deadline.js";
+import { callInEachFrame, callInFrame } from "../util/frameCalls.js";
 import { feedLinksInDocument, formLinksInDocument, MAX_FORM_LINKS, MAX_OPTIONS_PER_SELECT } from "./formFeedLinks.js";
 import { ALL_LINK_KINDS, type LinkKinds, type LinkSelector } from "./linkSelectors.js";
 import { mediaInDocument } from "./mediaSources.js";
@@ -50,22 +50,23 @@ function frameScript(selectors: readonly LinkSelector[], kinds: LinkKinds): stri
 /**
  * The tab's page read in every frame: its links as browsertrix-crawler extracts them (with the GET forms' and
  * feeds' of `kinds`), its title, its media sources. The top frame's failure throws (the page's links would be
- * lost); a subframe that fails or is gone gives nothing.
+ * lost); a subframe that fails or is gone gives nothing (a debug line).
  */
 export async function readPage(tab: Page, selectors: readonly LinkSelector[], kinds: LinkKinds = ALL_LINK_KINDS): Promise<PageRead> {
   const script = frameScript(selectors, kinds);
   const main = tab.mainFrame();
-  const inFrame = (frame: Frame) => withTimeout(frame.evaluate(script) as Promise<PageRead>, FRAME_DEADLINE_MS, "links not read in time");
-  const others = tab.frames().filter((frame) => frame !== main && !frame.detached);
-  const [top, ...rest] = await Promise.allSettled([inFrame(main), ...others.map(inFrame)]);
-  if (top.status === "rejected") throw top.reason;
-  const links = [...top.value.links];
-  const media = new Set(top.value.media);
-  rest.forEach((result, i) => {
-    if (result.status === "fulfilled") {
-      links.push(...result.value.links);
-      for (const url of result.value.media) media.add(url);
-    } else logger.debug("links", "links of a frame not read", { frameUrl: others[i].url(), error: errorMessage(result.reason) });
-  });
-  return { title: top.value.title, links, media: [...media] };
+  const read = (frame: Frame) => withTimeout(frame.evaluate(script) as Promise<PageRead>, FRAME_DEADLINE_MS, "links not read in time");
+  const topRead = callInFrame(main, read);
+  // Its failure is thrown once the other frames are read, not left unheard meanwhile.
+  topRead.catch(() => undefined);
+  const rest = await callInEachFrame(tab.frames().filter((frame) => frame !== main), read, { context: "links", what: "links", url: tab.url() });
+  const top = await topRead;
+  const links = [...top.links];
+  const media = new Set(top.media);
+  for (const result of rest) {
+    if (result.status !== "fulfilled") continue;
+    links.push(...result.value.links);
+    for (const url of result.value.media) media.add(url);
+  }
+  return { title: top.title, links, media: [...media] };
 }

@@ -12,12 +12,17 @@ import {
   FEED_ITEMS_PER_PAGE,
   FEED_PAGES,
   LOADED_WITHOUT_BEHAVIORS,
+  NEWS_AD_REFILL,
+  NEWS_ADS_LOADED,
+  NEWS_PAGE_PATHS,
+  NEWS_SEED_PATH,
   ONLY_WITH_BEHAVIORS,
   feedItemText,
   startBehaviorSite,
   type BehaviorSite,
 } from "../../../fixtures/behaviorSite.js";
 import { logLines, runCli, type CliResult } from "../../helpers/cli.js";
+import { listedPaths } from "../../helpers/pageLists.js";
 import { detectReplayFailure, replayPage, startReplayServer } from "../../helpers/replay.js";
 import { readWarcRecords } from "../../helpers/warcFile.js";
 
@@ -122,6 +127,58 @@ describe("--behaviorTimeout", () => {
     expect(stats.behaviors.timedOut).toBe(1);
     expect(capturedPaths(join(cwd, "collections", "timeout"))).toContain("/feed.html?feed=slow");
   }, 220_000);
+});
+
+describe("ad frames taken down while the behaviors run and the links are read", () => {
+  let news: CliResult;
+  const newsDir = () => join(cwd, "collections", "news");
+
+  beforeAll(async () => {
+    news = await runCli("crawl", ["--url", site.url + NEWS_SEED_PATH, "--collection", "news", "--cwd", cwd, "--netIdleWait", "3", "--logLevel", "debug", "--context", "page,behavior,links"], { timeoutMs: 200_000 });
+  }, 220_000);
+
+  it("crawls the front page on its first attempt, its behaviors finished, and the stories it links to", () => {
+    expect(news.code, news.stderr.slice(-3000)).toBe(0);
+    const lines = logLines(news.stderr);
+    expect(lines.filter((l) => l.context === "page" && /failed/.test(l.message))).toEqual([]);
+    const seedUrl = site.url + NEWS_SEED_PATH;
+    expect(lines.filter((l) => l.message === "loading page").map((l) => l.details.url).sort()).toEqual(NEWS_PAGE_PATHS.map((p) => site.url + p).sort());
+    expect(lines.filter((l) => l.message === "page crawled").map((l) => [l.details.url, l.details.linksQueued]).sort()).toEqual(
+      NEWS_PAGE_PATHS.map((p) => [site.url + p, p === NEWS_SEED_PATH ? 2 : 0]).sort(),
+    );
+    expect(lines.filter((l) => l.context === "behavior" && l.logLevel === "info" && l.details.url === seedUrl).map((l) => l.message)).toEqual(["behaviors finished"]);
+    expect(listedPaths(newsDir())).toEqual([...NEWS_PAGE_PATHS].sort());
+  });
+
+  it("skips the autofetch sweep in the frames taken down, with a debug line each", () => {
+    const skipped = logLines(news.stderr).filter((l) => l.message === "autofetch sweep skipped in a frame");
+    // The six ad frames the behaviors started in (three creatives, each with its frame), all gone at the first scroll.
+    expect(skipped).toHaveLength(6);
+    for (const line of skipped) {
+      expect(line.logLevel).toBe("debug");
+      expect(line.details.url).toBe(site.url + NEWS_SEED_PATH);
+      expect(line.details.frameUrl).toMatch(/\/ads\/(creative|inner)\.html\?slot=\d$/);
+    }
+  });
+
+  it("skips the links of the ad frames taken down while the front page's links are read, with a debug line each", () => {
+    const skipped = logLines(news.stderr).filter((l) => l.message === "links skipped in a frame");
+    // The ad frames up since the last swap, three slots' creatives and their frames, all taken down by the read.
+    expect(skipped).toHaveLength(6);
+    for (const line of skipped) {
+      expect(line.logLevel).toBe("debug");
+      expect(line.details.url).toBe(site.url + NEWS_SEED_PATH);
+      expect(line.details.frameUrl).toMatch(/\/ads\/(creative|inner)\.html\?slot=r\d+$/);
+    }
+  });
+
+  it("stores what the ad frames loaded before they were taken down", () => {
+    const captured = capturedPaths(newsDir());
+    const ads = captured.filter((p) => p.startsWith("/ads/"));
+    expect(ads.filter((p) => !NEWS_AD_REFILL.test(p))).toEqual([...NEWS_ADS_LOADED].sort());
+    expect(ads.filter((p) => !NEWS_ADS_LOADED.includes(p) && !NEWS_AD_REFILL.test(p))).toEqual([]);
+    expect(captured.filter((p) => !p.startsWith("/ads/"))).toEqual([...NEWS_PAGE_PATHS].sort());
+  });
 });
 
 describe("bad behavior flags", () => {
