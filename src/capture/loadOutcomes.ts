@@ -14,22 +14,25 @@ const MAX_UNCLAIMED = 2000;
 export class LoadOutcomes {
   /** null: finished, else the browser's error text. */
   private readonly outcomes = new Map<string, string | null>();
-  private readonly waiters = new Map<string, (error: string | null) => void>();
+  private readonly waiters = new Map<string, { frameId: string | undefined; settle: (error: string | null) => void }>();
   /** What each response came over (h2, tls/1.3...): WARC-Protocol. */
   readonly protocols = new ResponseProtocols();
 
-  /** Hear the tab's load outcomes, and its responses' protocols. */
+  /** Hear the tab's load outcomes, its responses' protocols, and (with the Page domain on) its frames taken down. */
   listen(cdp: CDPSession): void {
     this.protocols.listen(cdp);
     cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => this.settle(event.requestId, null));
     cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => this.settle(event.requestId, event.errorText));
+    cdp.on("Page.frameDetached", (event: Protocol.Page.FrameDetachedEvent) => {
+      if (event.reason !== "swap") this.frameRemoved(event.frameId);
+    });
   }
 
   settle(networkId: string, error: string | null): void {
     const waiter = this.waiters.get(networkId);
     if (waiter) {
       this.waiters.delete(networkId);
-      waiter(error);
+      waiter.settle(error);
       return;
     }
     this.outcomes.set(networkId, error);
@@ -40,7 +43,7 @@ export class LoadOutcomes {
    * How the browser's load of a request ended: null when it finished (or did not say in time, or never will: a
    * fetch of the browser's own, `networkId` null), else the error.
    */
-  of(networkId: string | null): Promise<string | null> {
+  of(networkId: string | null, frameId?: string): Promise<string | null> {
     if (networkId === null) return Promise.resolve(null);
     if (this.outcomes.has(networkId)) {
       const error = this.outcomes.get(networkId)!;
@@ -52,10 +55,25 @@ export class LoadOutcomes {
         this.waiters.delete(networkId);
         resolve(null);
       }, LOAD_OUTCOME_WAIT_MS);
-      this.waiters.set(networkId, (error) => {
-        clearTimeout(timer);
-        resolve(error);
+      this.waiters.set(networkId, {
+        frameId,
+        settle: (error) => {
+          clearTimeout(timer);
+          resolve(error);
+        },
       });
     });
+  }
+
+  /**
+   * A frame taken down (an ad slot removed) while its loads ran: Chromium reports neither end for them. What the
+   * browser handed over is what it had received; waiting for an end that never comes would hold the page's end.
+   */
+  private frameRemoved(frameId: string): void {
+    for (const [networkId, waiter] of this.waiters) {
+      if (waiter.frameId !== frameId) continue;
+      this.waiters.delete(networkId);
+      waiter.settle(null);
+    }
   }
 }

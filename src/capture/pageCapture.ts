@@ -78,6 +78,7 @@ export class PageCapture {
   static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, rateLimitStatusCodes: readonly number[] = [], tabCapture = DEFAULT_TAB_CAPTURE): Promise<PageCapture> {
     const cdp = await page.createCDPSession();
     const { frameTree } = await cdp.send("Page.getFrameTree");
+    await cdp.send("Page.enable"); // frames taken down end their loads (loadOutcomes.ts)
     return PageCapture.listen(new PageCapture(cdp, sink, fetcher, limits, frameTree.frame.id, rateLimitStatusCodes, tabCapture));
   }
 
@@ -310,7 +311,7 @@ export class PageCapture {
         body = { kind: "bytes", bytes: manifest.body };
       } else {
         // A connection that drops mid-body still hands over the part received; the browser's load fails.
-        const outcome = this.loads.of(networkIdOf(event));
+        const outcome = this.loads.of(networkIdOf(event), event.frameId);
         await this.continue(requestId);
         const error = await outcome;
         cutOff = error !== null && CUT_OFF_ERRORS.test(error);

@@ -54,3 +54,22 @@ describe("a fetch the browser makes for itself (no network id: an OpenSearch des
     expect(await within(outcome, 100)).toBe("net::ERR_CONNECTION_RESET");
   });
 });
+
+describe("a load of a frame taken down (an ad slot removed): Chromium reports neither its end nor its failure", () => {
+  const cdp = new EventEmitter() as unknown as CDPSession;
+  const loads = new LoadOutcomes();
+  loads.listen(cdp);
+  const emit = (event: string, params: unknown) => (cdp as unknown as EventEmitter).emit(event, params);
+
+  it("ends when its frame is removed, not when the frame is swapped for another process's; other frames' loads still wait", async () => {
+    const ad = loads.of("7.1", "ad-frame");
+    const page = loads.of("7.2", "main-frame");
+    emit("Page.frameDetached", { frameId: "ad-frame", reason: "swap" });
+    expect(await within(ad, 50)).toBe("still waiting");
+    emit("Page.frameDetached", { frameId: "ad-frame", reason: "remove" });
+    expect(await within(ad, 50)).toBeNull();
+    expect(await within(page, 50)).toBe("still waiting");
+    emit("Network.loadingFailed", { requestId: "7.2", errorText: "net::ERR_CONNECTION_RESET" });
+    expect(await within(page, 50)).toBe("net::ERR_CONNECTION_RESET");
+  });
+});
