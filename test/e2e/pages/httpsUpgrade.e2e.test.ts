@@ -26,7 +26,7 @@ beforeAll(async () => {
   site = await startUpgradingSite(cwd);
   result = await runCli("crawl", [
     "--url", SEED, "--scopeType", "any", "--depth", "2", "--collection", "upgraded", "--cwd", cwd, "--workers", "1",
-    "--generateWACZ", "--netIdleWait", "1", "--statsFilename", join(cwd, "stats.json"), ...NO_BEHAVIORS, ...site.crawlFlags,
+    "--generateWACZ", "--netIdleWait", "1", "--logLevel", "debug,info,warn,error", "--context", "capture,page,crawl", "--statsFilename", join(cwd, "stats.json"), ...NO_BEHAVIORS, ...site.crawlFlags,
   ], { timeoutMs: 110_000, env: site.crawlEnv });
   replay = await startReplayServer(join(cwd, "collections", "upgraded"));
   // A failed crawl writes no WACZ: its exit code and log are what the first test shows.
@@ -54,6 +54,12 @@ describe("http:// pages the browser upgrades to https://", () => {
     expect(logged.filter((l) => l.message === "page crawled").map((l) => l.details.url).sort()).toEqual(
       [SEED, `http://${UPGRADED_HOST}/linked.html`, `https://${HSTS_HOST}/`, `http://${HSTS_HOST}/later.html`].sort(),
     );
+    // Both ways the browser upgrades by itself were taken: HTTPS Upgrades first, HSTS once the host had sent it.
+    expect(logged.filter((l) => l.message === "the browser redirected the page by itself: followed, not stored").map((l) => [l.details.url, l.details.to, l.details.reason]).sort()).toEqual([
+      [SEED, `https://${UPGRADED_HOST}/`, "HttpsUpgrades"],
+      [`http://${UPGRADED_HOST}/linked.html`, `https://${UPGRADED_HOST}/linked.html`, "HttpsUpgrades"],
+      [`http://${HSTS_HOST}/later.html`, `https://${HSTS_HOST}/later.html`, "HSTS"],
+    ].sort());
     // The browser never asked an http:// URL: each was upgraded before it left.
     expect(site.requests.filter((r) => r.startsWith("http:"))).toEqual([]);
   });
