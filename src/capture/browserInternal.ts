@@ -2,11 +2,13 @@ import type { Protocol } from "puppeteer-core";
 
 /**
  * Traffic the browser makes for itself, not for the page's content, which is never recorded:
- * CORS preflights (OPTIONS asking for permission; the real request follows and is recorded) and a
- * favicon the browser probed for on its own and did not find.
+ * CORS preflights (OPTIONS asking for permission; the real request follows and is recorded), a
+ * favicon the browser probed for on its own and did not find, and a redirect the browser made up itself
+ * (internalRedirectReason): no server sent it, and replay must not show it as the URL's answer.
  */
 export function isBrowserInternal(event: Protocol.Fetch.RequestPausedEvent): boolean {
   const { request } = event;
+  if (internalRedirectReason(event.responseHeaders ?? []) !== null) return true;
   const preflight = event.resourceType === "Preflight" ||
     (request.method === "OPTIONS" && Object.keys(request.headers).some((n) => n.toLowerCase() === "access-control-request-method"));
   if (preflight) return true;
@@ -22,4 +24,14 @@ export function isBrowserInternal(event: Protocol.Fetch.RequestPausedEvent): boo
  */
 export function networkIdOf(event: Protocol.Fetch.RequestPausedEvent): string | null {
   return event.networkId ?? null;
+}
+
+/**
+ * Why the browser redirected a request by itself, without asking any server (`HSTS`, `HttpsUpgrades`: an http://
+ * URL loaded as https://), from the header Chromium puts on the 307 it makes up; null for a server's answer.
+ */
+export function internalRedirectReason(headers: Protocol.Network.Headers | Protocol.Fetch.HeaderEntry[]): string | null {
+  const entries = Array.isArray(headers) ? headers.map(({ name, value }) => [name, value] as const) : Object.entries(headers);
+  const reason = entries.find(([name]) => name.toLowerCase() === "non-authoritative-reason");
+  return reason ? String(reason[1]) : null;
 }

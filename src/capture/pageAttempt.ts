@@ -119,6 +119,19 @@ export class PageAttempt {
     return true;
   }
 
+  /**
+   * The page's own documents the browser loaded under another URL by itself (HTTPS Upgrades, HSTS: http:// ->
+   * https://): followed as redirects are, but nothing is stored for the URL asked for, as no server answered it.
+   */
+  readonly internalRedirects = new Map<string, string>();
+
+  /** The browser redirected a main-frame document by itself; noted when it is one of the page's own. */
+  noteInternalRedirect(from: string, to: string): void {
+    if (!this.documentChain.has(from)) return;
+    this.documentChain.add(to);
+    this.internalRedirects.set(from, to);
+  }
+
   isPageDocument(url: string): boolean {
     return this.documentChain.has(url);
   }

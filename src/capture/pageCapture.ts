@@ -6,7 +6,7 @@ import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
-import { isBrowserInternal, networkIdOf } from "./browserInternal.js";
+import { internalRedirectReason, isBrowserInternal, networkIdOf } from "./browserInternal.js";
 import { watchCacheHits } from "./cacheHits.js";
 import { DEFAULT_TAB_CAPTURE, type TabCaptureOptions } from "./captureRules.js";
 import { OriginRedirects } from "./requests/originOverride.js";
@@ -108,6 +108,7 @@ export class PageCapture {
     capture.sockets = new SocketRecorder(cdp, capture.sink); // WebSockets
     capture.loads.listen(cdp);
     cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => void capture.attempt.stillInBrowser.delete(event.requestId));
+    cdp.on("Network.requestWillBeSent", (event: Protocol.Network.RequestWillBeSentEvent) => capture.noteInternalRedirect(event));
     cdp.on("Network.requestWillBeSentExtraInfo", (event: Protocol.Network.RequestWillBeSentExtraInfoEvent) => capture.attempt.left(event.requestId));
     // An answer the HTTP cache gave after the request was sent on never pauses at the response stage.
     cdp.on("Network.responseReceived", (event: Protocol.Network.ResponseReceivedEvent) => capture.attempt.left(event.requestId));
@@ -170,6 +171,19 @@ export class PageCapture {
     this.streams.report(attempt);
     await this.scripts.stop(this.network.quietFor(QUIET_AT_END_MS) && attempt.cutAtEnd.refused === 0);
     return attempt.cutAtEnd;
+  }
+
+  /**
+   * The browser sent the page's document elsewhere by itself (HTTPS Upgrades, HSTS). Such a redirect may never
+   * pause in the Fetch domain, so only the Network domain tells where the page's document went.
+   */
+  private noteInternalRedirect(event: Protocol.Network.RequestWillBeSentEvent): void {
+    const redirect = event.redirectResponse;
+    if (!redirect || event.type !== "Document" || event.frameId !== this.mainFrameId) return;
+    const reason = internalRedirectReason(redirect.headers);
+    if (reason === null) return;
+    logger.debug("capture", "the browser redirected the page by itself: followed, not stored", { url: redirect.url, to: event.request.url, reason });
+    this.attempt.noteInternalRedirect(redirect.url, event.request.url);
   }
 
   /** A request (or the answer to one) of a page that is done: not captured, not sent on. */

@@ -191,18 +191,18 @@ export class PageWorker {
     if (attempt.duplicate) {
       // Archived already (--dedupePagesMinDepth): its revisit is written; no wait, behaviors or links.
       await this.endPage(capture, attempt, timings);
-      const document = findDocument(attempt.captured, url);
+      const document = findDocument(attempt.captured, url, attempt.internalRedirects);
       return document && !isLost(attempt, document.url) ? { document, title: "", links: [], error: null, duplicate: true } : { document: null, title: "", links: [], error: "the page's document could not be stored" };
     }
     // Only rendered documents load more after "load"; a PDF viewer never goes quiet, so don't wait on it.
-    const rendered = findDocument(attempt.captured, url);
+    const rendered = findDocument(attempt.captured, url, attempt.internalRedirects);
     if ((!navigationError || /timeout/i.test(navigationError)) && (!rendered || isRenderedDocumentType(rendered.mime))) {
       // Behaviors to follow end with a wait for the network to stay quiet (afterLoad): here, only let the
       // requests in flight end, or the page would wait out the quiet time twice.
       const quietAfter = this.options.behaviors.enabled.length && rendered && isRenderedDocumentType(rendered.mime) ? QUIET_BEFORE_BEHAVIORS_MS : undefined;
       await timings.time("netIdleAfterLoad", () => capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests, quietAfter));
       // Only a page that shows a document has anything to act on.
-      const shown = findDocument(attempt.captured, url);
+      const shown = findDocument(attempt.captured, url, attempt.internalRedirects);
       if (shown && isRenderedDocumentType(shown.mime)) {
         await this.afterLoad(tab, capture, url, timings);
         // The page's document waits for its storage (--saveStorage), as it is after the behaviors.
@@ -211,12 +211,12 @@ export class PageWorker {
     }
     // Read while the page runs (text, screenshots may fetch more), once what is in flight has reached it.
     await timings.time("drain", () => capture.settle());
-    const shown = findDocument(attempt.captured, url);
+    const shown = findDocument(attempt.captured, url, attempt.internalRedirects);
     const read = shown && isRenderedDocumentType(shown.mime) && (!navigationError || /timeout/i.test(navigationError)) ? await this.readLoadedPage(tab, url, shown.status, timings) : null;
     if (read && !(read instanceof Error)) capture.fetchMissingMedia(read.media);
     await this.endPage(capture, attempt, timings);
 
-    let document = findDocument(attempt.captured, url);
+    let document = findDocument(attempt.captured, url, attempt.internalRedirects);
     if (!document && navigationError) {
       // The browser would not render it (a download, say): fetch the page URL directly instead, within
       // the page's own time allowance (a server that never answers must not hold the attempt longer).
@@ -356,12 +356,21 @@ function withPopupLinks(result: Omit<PageLoadResult, "truncated">, popups: Popup
   return { ...result, links: [...new Set([...result.links, ...links])] };
 }
 
-/** Follow the page URL through captured redirects to the document that was finally rendered. */
-export function findDocument(captured: CapturedSummary[], url: string): CapturedSummary | null {
+/**
+ * Follow the page URL through captured redirects, and those the browser made by itself (`internalRedirects`:
+ * HTTPS Upgrades, HSTS), to the document that was finally rendered.
+ */
+export function findDocument(captured: CapturedSummary[], url: string, internalRedirects: ReadonlyMap<string, string> = new Map()): CapturedSummary | null {
   let current = url;
   const visited = new Set<string>();
   for (;;) {
     const hop = captured.find((c) => c.url === current && (c.resourceType === "Document" || c.resourceType === "Direct"));
+    const internal = hop ? undefined : internalRedirects.get(current);
+    if (internal !== undefined && !visited.has(current)) {
+      visited.add(current);
+      current = internal;
+      continue;
+    }
     if (!hop) return null;
     if (!(hop.status >= 300 && hop.status < 400 && hop.location) || visited.has(current)) return hop;
     visited.add(current);
