@@ -23,10 +23,11 @@ interface Host {
 
 const SITE = "site.test";
 const VIDEO = "video.test";
-// On the list: g.doubleclick.net (so its subdomains), google-analytics.com; not on it: video.test, site.test.
+// On the list: g.doubleclick.net (so its subdomains), scorecardresearch.com; not on it: video.test, site.test.
+// (Not google-analytics.com: Chromium's HSTS preload list makes its http:// URLs https:// before they are sent.)
 const AD_SCRIPT_HOST = "securepubads.g.doubleclick.net";
 const AD_FRAME_HOST = "pagead.g.doubleclick.net";
-const AD_PIXEL_HOST = "www.google-analytics.com";
+const AD_PIXEL_HOST = "b.scorecardresearch.com";
 
 /**
  * A site, its video host and its ad host, each counting what it was asked: every test has its own, so that
@@ -196,7 +197,7 @@ describe("blocking", () => {
     expect(c.report.map((r) => r.url).sort()).toEqual([...blocked].sort());
     const byUrl = new Map(c.report.map((r) => [r.url, r]));
     expect(byUrl.get(adUrls()[0])).toMatchObject({ by: "ad host", rule: "g.doubleclick.net", page: siteUrl("/"), resourceType: "Script" });
-    expect(byUrl.get(adUrls()[1])).toMatchObject({ by: "ad host", rule: "google-analytics.com", resourceType: "Image" });
+    expect(byUrl.get(adUrls()[1])).toMatchObject({ by: "ad host", rule: "scorecardresearch.com", resourceType: "Image" });
     expect(byUrl.get(adFrame())).toMatchObject({ by: "ad host", resourceType: "Document" });
     expect(byUrl.get(videoFrame())).toMatchObject({ by: "rule", rule: JSON.stringify({ url: "video\\.test.*/embed/", inFrameUrl: "site\\.test" }), resourceType: "Document" });
     expect(byUrl.get(siteUrl("/frame-bad.html"))).toMatchObject({ by: "rule", resourceType: "Document" });
