@@ -69,11 +69,18 @@ export class PageAttempt {
   drained = false;
   /** When a request of the page last went on the wire (epoch ms). */
   lastOnWireAt = 0;
-  /** Network ids of requests sent on that are neither on the wire nor answered nor failed: a page's end waits for them. */
-  readonly stillInBrowser = new Set<string>();
+  /**
+   * Requests sent on that are neither on the wire nor answered nor failed, by network id, with their frame: a page's
+   * end waits for them.
+   */
+  readonly stillInBrowser = new Map<string, string>();
   /** A request sent on left the browser (its headers written) or was answered (by its server or the HTTP cache). */
   left(networkId: string): void {
     if (this.stillInBrowser.delete(networkId)) this.lastOnWireAt = Date.now();
+  }
+  /** A frame taken down (an ad slot removed): its requests still inside the browser will never leave it. */
+  frameRemoved(frameId: string): void {
+    for (const [networkId, frame] of this.stillInBrowser) if (frame === frameId) this.stillInBrowser.delete(networkId);
   }
   /** What the page's end cut off (for its timings line). */
   readonly cutAtEnd: CutAtEnd = { refused: 0, unfinished: 0 };

@@ -108,6 +108,9 @@ export class PageCapture {
     capture.sockets = new SocketRecorder(cdp, capture.sink); // WebSockets
     capture.loads.listen(cdp);
     cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => void capture.attempt.stillInBrowser.delete(event.requestId));
+    cdp.on("Page.frameDetached", (event: Protocol.Page.FrameDetachedEvent) => {
+      if (event.reason !== "swap") capture.attempt.frameRemoved(event.frameId);
+    });
     cdp.on("Network.requestWillBeSent", (event: Protocol.Network.RequestWillBeSentEvent) => capture.noteInternalRedirect(event));
     cdp.on("Network.requestWillBeSentExtraInfo", (event: Protocol.Network.RequestWillBeSentExtraInfoEvent) => capture.attempt.left(event.requestId));
     // An answer the HTTP cache gave after the request was sent on never pauses at the response stage.
@@ -393,7 +396,7 @@ export class PageCapture {
     if (this.attempt.ended) return this.refuseAfterEnd(event, this.attempt); // paused before the page's end: not sent
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
     const networkId = networkIdOf(event);
-    if (networkId !== null) this.attempt.stillInBrowser.add(networkId); // the browser's own fetches never hold the page's end
+    if (networkId !== null) this.attempt.stillInBrowser.set(networkId, event.frameId); // the browser's own fetches never hold the page's end
     const added = this.fetcher.rules.headers.for(target ?? event.request.url); // --header
     if (!pending && !target && !added.length) return this.continue(event.requestId);
     if (target) this.redirects.sent(event.requestId, event.request.url, target);

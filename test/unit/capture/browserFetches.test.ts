@@ -3,6 +3,7 @@ import type { CDPSession, Protocol } from "puppeteer-core";
 import { describe, expect, it } from "vitest";
 import { networkIdOf } from "../../../src/capture/browserInternal.js";
 import { LoadOutcomes } from "../../../src/capture/loadOutcomes.js";
+import { PageAttempt, sentRequestsArrived } from "../../../src/capture/pageAttempt.js";
 
 /** A paused response as Chromium hands one over; `networkId` undefined for a fetch the browser makes for itself. */
 function pausedResponse(url: string, networkId: string | undefined): Protocol.Fetch.RequestPausedEvent {
@@ -71,5 +72,20 @@ describe("a load of a frame taken down (an ad slot removed): Chromium reports ne
     expect(await within(page, 50)).toBe("still waiting");
     emit("Network.loadingFailed", { requestId: "7.2", errorText: "net::ERR_CONNECTION_RESET" });
     expect(await within(page, 50)).toBe("net::ERR_CONNECTION_RESET");
+  });
+});
+
+describe("a request of a frame taken down before it left the browser", () => {
+  it("is no longer waited for at the page's end; the other frames' requests still are", async () => {
+    const attempt = new PageAttempt(true);
+    attempt.stillInBrowser.set("9.1", "ad-frame");
+    attempt.stillInBrowser.set("9.2", "main-frame");
+    attempt.frameRemoved("ad-frame");
+    expect([...attempt.stillInBrowser.keys()]).toEqual(["9.2"]);
+    attempt.ended = true;
+    const started = Date.now();
+    setTimeout(() => attempt.left("9.2"), 100);
+    await sentRequestsArrived(attempt);
+    expect(Date.now() - started).toBeLessThan(1000);
   });
 });
