@@ -209,6 +209,14 @@ export function relayedDirectly(url: string): boolean {
   return active?.relay != null && liveFor(active, url) === null;
 }
 
+/**
+ * Whether `url` is fetched through a proxy, by Chromium and the crawler's own fetches alike (the same
+ * choice as proxyDispatcherFor's and the relay's): then the proxy resolves its host name, not this machine.
+ */
+export function goesThroughProxy(url: string): boolean {
+  return active !== null && liveFor(active, url) !== null;
+}
+
 /** Whether the crawl fetches through a proxy at all. */
 export function proxyInUse(): boolean {
   return active !== null;
