@@ -8,9 +8,10 @@ import { freePort } from "../../src/redis/freePort.js";
  * Real proxies on 127.0.0.1 free ports for one test file, each started here and stopped by its pid:
  * tinyproxy (HTTP, Basic credentials), microsocks (SOCKS5, user and password), sshd (an SSH server with a
  * generated host key and an authorized key, for ssh -D). None of them may reach beyond loopback:
- * tinyproxy only proxies to 127.0.0.x hosts and sshd only opens `allowedTargets` (names are refused
- * without being resolved); microsocks cannot filter, so the tests give it only loopback targets (through
- * the crawler's relay, which applies the address policy: no DNS in tests).
+ * tinyproxy only proxies to 127.0.0.x hosts (and the names a test gives it, sent to loopback sites) and
+ * sshd only opens `allowedTargets` (names are refused without being resolved); microsocks cannot filter,
+ * so the tests give it only loopback IP literals (a name through a proxy is the proxy's to resolve: the
+ * crawler sends it on unresolved, and microsocks would ask DNS).
  */
 export interface RunningProxy {
   url: string;
@@ -39,14 +40,21 @@ async function waitForPort(port: number, child: ChildProcess, what: string): Pro
   throw new Error(`${what} did not listen on ${port}`);
 }
 
-export async function startTinyproxy(dir: string, user: string, password: string): Promise<RunningProxy> {
+/**
+ * `namedSites` (name: "127.0.0.x:port"): names only this tinyproxy knows, each sent to its loopback site
+ * (tinyproxy's Upstream rule, the site taking the request as an upstream proxy would), so that a test
+ * has names the proxy resolves and the crawler cannot, without DNS or /etc/hosts.
+ */
+export async function startTinyproxy(dir: string, user: string, password: string, namedSites: Record<string, string> = {}): Promise<RunningProxy> {
   const port = await freePort();
   const filter = join(dir, "tinyproxy-filter");
-  writeFileSync(filter, "^127\\.0\\.0\\.[0-9]+$\n");
+  const escaped = (name: string) => name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  writeFileSync(filter, ["^127\\.0\\.0\\.[0-9]+$", ...Object.keys(namedSites).map((name) => `^${escaped(name)}$`), ""].join("\n"));
   const config = join(dir, "tinyproxy.conf");
   writeFileSync(config, [
     `Port ${port}`, "Listen 127.0.0.1", "Timeout 60", "LogLevel Info", "MaxClients 100",
-    `BasicAuth ${user} ${password}`, `Filter "${filter}"`, "FilterDefaultDeny Yes", "FilterType ere", "",
+    `BasicAuth ${user} ${password}`, `Filter "${filter}"`, "FilterDefaultDeny Yes", "FilterType ere",
+    ...Object.entries(namedSites).map(([name, address]) => `Upstream http ${address} "${name}"`), "",
   ].join("\n"));
   let output = "";
   const child = spawn("tinyproxy", ["-d", "-c", config], { stdio: ["ignore", "pipe", "pipe"] });
