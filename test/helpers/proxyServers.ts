@@ -10,8 +10,7 @@ import { freePort } from "../../src/redis/freePort.js";
  * generated host key and an authorized key, for ssh -D). None of them may reach beyond loopback:
  * tinyproxy only proxies to 127.0.0.x hosts (and the names a test gives it, sent to loopback sites) and
  * sshd only opens `allowedTargets` (names are refused without being resolved); microsocks cannot filter,
- * so the tests give it only loopback IP literals (a name through a proxy is the proxy's to resolve: the
- * crawler sends it on unresolved, and microsocks would ask DNS).
+ * so the tests give it only loopback IP literals, and it asks DNS of 127.0.0.1 only (startMicrosocks).
  */
 export interface RunningProxy {
   url: string;
@@ -64,10 +63,19 @@ export async function startTinyproxy(dir: string, user: string, password: string
   return started(child, `http://${user}:${password}@127.0.0.1:${port}`, port, () => output);
 }
 
-export async function startMicrosocks(user: string, password: string): Promise<RunningProxy> {
+/**
+ * microsocks resolves every name it is sent, and the crawler sends names through a proxy unresolved (a
+ * page's, or Chromium's own background requests): so it runs in a mount namespace of its own whose
+ * /etc/resolv.conf names only 127.0.0.1, where its DNS queries go unanswered without leaving loopback
+ * (`unshare --mount`, as root, as the suite runs).
+ */
+export async function startMicrosocks(dir: string, user: string, password: string): Promise<RunningProxy> {
   const port = await freePort();
   let output = "";
-  const child = spawn("microsocks", ["-i", "127.0.0.1", "-p", String(port), "-u", user, "-P", password], { stdio: ["ignore", "pipe", "pipe"] });
+  const resolvConf = join(dir, "microsocks-resolv.conf");
+  writeFileSync(resolvConf, "nameserver 127.0.0.1\n");
+  const command = `mount --bind "$0" /etc/resolv.conf && exec microsocks -i 127.0.0.1 -p ${port} -u "$1" -P "$2"`;
+  const child = spawn("unshare", ["--mount", "--propagation", "private", "sh", "-c", command, resolvConf, user, password], { stdio: ["ignore", "pipe", "pipe"] });
   child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
   await waitForPort(port, child, "microsocks");

@@ -44,7 +44,7 @@ beforeAll(async () => {
   direct = await startProxySite(DIRECT_HOST, DIRECT_NAME);
   named = await startProxySite(NAMED_HOST, NAMED_NAME);
   tinyproxy = await startTinyproxy(dir, USER, PASSWORD, { [NAMED_NAME]: `${NAMED_HOST}:${named.port}` });
-  socks = await startMicrosocks(USER, PASSWORD);
+  socks = await startMicrosocks(dir, USER, PASSWORD);
   sshd = await startSshd(dir, [`${PROXIED_HOST}:${site.port}`]);
 });
 
