@@ -65,17 +65,20 @@ export async function startTinyproxy(dir: string, user: string, password: string
 
 /**
  * microsocks resolves every name it is sent, and the crawler sends names through a proxy unresolved (a
- * page's, or Chromium's own background requests): so it runs in a mount namespace of its own whose
- * /etc/resolv.conf names only 127.0.0.1, where its DNS queries go unanswered without leaving loopback
- * (`unshare --mount`, as root, as the suite runs).
+ * page's, or Chromium's own background requests): so it runs in a mount namespace of its own
+ * (`unshare --mount`, as root, as the suite runs) whose /etc/resolv.conf names only 127.0.0.1, where its
+ * DNS queries go unanswered without leaving loopback, and whose /etc/hosts holds localhost and
+ * `namedSites` (name: loopback address): names only this microsocks resolves, the machine's files untouched.
  */
-export async function startMicrosocks(dir: string, user: string, password: string): Promise<RunningProxy> {
+export async function startMicrosocks(dir: string, user: string, password: string, namedSites: Record<string, string> = {}): Promise<RunningProxy> {
   const port = await freePort();
   let output = "";
   const resolvConf = join(dir, "microsocks-resolv.conf");
   writeFileSync(resolvConf, "nameserver 127.0.0.1\n");
-  const command = `mount --bind "$0" /etc/resolv.conf && exec microsocks -i 127.0.0.1 -p ${port} -u "$1" -P "$2"`;
-  const child = spawn("unshare", ["--mount", "--propagation", "private", "sh", "-c", command, resolvConf, user, password], { stdio: ["ignore", "pipe", "pipe"] });
+  const hosts = join(dir, "microsocks-hosts");
+  writeFileSync(hosts, ["127.0.0.1 localhost", "::1 localhost", ...Object.entries(namedSites).map(([name, address]) => `${address} ${name}`), ""].join("\n"));
+  const command = `mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && exec microsocks -i 127.0.0.1 -p ${port} -u "$2" -P "$3"`;
+  const child = spawn("unshare", ["--mount", "--propagation", "private", "sh", "-c", command, resolvConf, hosts, user, password], { stdio: ["ignore", "pipe", "pipe"] });
   child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
   await waitForPort(port, child, "microsocks");
