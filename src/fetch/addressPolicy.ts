@@ -140,7 +140,8 @@ export class AddressPolicy {
 
   /**
    * The policy of a crawl: --allowAddresses, plus loopback or private addresses when a seed resolves
-   * to one. A seed on an address that stays refused is bad input (thrown, with the way out).
+   * to one (a seed through a proxy counts only by an IP literal or localhost: its name is not resolved
+   * here). A seed on an address that stays refused is bad input (thrown, with the way out).
    */
   static async forSeeds(seeds: string[], allowance: AddressAllowance, proxied: ProxiedUrls = goesThroughProxy): Promise<AddressPolicy> {
     const resolver = new HostResolver();
