@@ -3,6 +3,7 @@ import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { withTimeout } from "../util/deadline.js";
 import { testSeams } from "../util/testSeams.js";
+import { goesThroughProxy } from "../proxy/activeProxies.js";
 import { ADDRESS_CATEGORIES, AddressRange, categoryOf, METADATA_HOST_NAMES, type AddressCategory } from "./addressRanges.js";
 
 /**
@@ -13,11 +14,16 @@ import { ADDRESS_CATEGORIES, AddressRange, categoryOf, METADATA_HOST_NAMES, type
  * private ones only when a seed is on one (a local site keeps working, a public site cannot reach into
  * the crawler's network); link-local and cloud metadata addresses (and names) never, unless
  * --allowAddresses says so. Addresses are checked after DNS resolution: every address a name resolves
- * to must be allowed.
+ * to must be allowed. A URL fetched through a proxy is the exception: the proxy resolves its name, so
+ * only what is known without DNS is checked here (IP literals, localhost, metadata names) and any other
+ * name is allowed, whether this machine could resolve it or not.
  */
 export type AddressVerdict = { allowed: true } | { allowed: false; reason: string; unresolved?: true };
 
 export class AddressRefusedError extends Error {}
+
+/** Whether a URL is fetched through a proxy (by default the running proxies' choice, proxy/activeProxies.ts). */
+export type ProxiedUrls = (url: string) => boolean;
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
@@ -87,11 +93,10 @@ class HostResolver {
   private readonly hostMap = testHostMap();
 
   resolve(host: string): Promise<string[]> {
-    if (isIP(host)) return Promise.resolve([host]);
+    const known = knownWithoutDns(host);
+    if (known) return Promise.resolve(known);
     const mapped = this.hostMap.get(host);
     if (mapped) return Promise.resolve([mapped]);
-    // RFC 6761: localhost and its subdomains are loopback, answered here as Chromium does, never asked of DNS.
-    if (host === "localhost" || host.endsWith(".localhost")) return Promise.resolve(["127.0.0.1", "::1"]);
     if (dnsForbiddenForTests()) return Promise.resolve([]);
     const cached = this.cache.get(host);
     if (cached && cached.expires > Date.now()) return cached.addresses;
@@ -105,12 +110,22 @@ class HostResolver {
   }
 }
 
+/**
+ * The addresses of a host that no resolver is asked for: an IP literal's own, and (RFC 6761) loopback for
+ * localhost and its subdomains, answered here as Chromium does. null: only a resolver can tell.
+ */
+function knownWithoutDns(host: string): string[] | null {
+  if (isIP(host)) return [host];
+  if (host === "localhost" || host.endsWith(".localhost")) return ["127.0.0.1", "::1"];
+  return null;
+}
+
 export class AddressPolicy {
   private readonly allowedCategories: Set<AddressCategory>;
   private readonly allowedRanges: AddressRange[];
   private readonly linkLocalForTests = testLinkLocalRanges();
 
-  constructor(allowance: AddressAllowance, private readonly resolver = new HostResolver()) {
+  constructor(allowance: AddressAllowance, private readonly proxied: ProxiedUrls = goesThroughProxy, private readonly resolver = new HostResolver()) {
     this.allowedCategories = new Set(["public", ...allowance.categories]);
     this.allowedRanges = allowance.ranges.map((r) => new AddressRange(r));
   }
@@ -119,25 +134,26 @@ export class AddressPolicy {
    * The policy outside a crawl (the tools, and what the options point at before the seeds are known):
    * loopback and private addresses are allowed (a local server), link-local and metadata addresses are not.
    */
-  static outsideACrawl(): AddressPolicy {
-    return new AddressPolicy({ categories: ["loopback", "private"], ranges: [] });
+  static outsideACrawl(proxied: ProxiedUrls = goesThroughProxy): AddressPolicy {
+    return new AddressPolicy({ categories: ["loopback", "private"], ranges: [] }, proxied);
   }
 
   /**
    * The policy of a crawl: --allowAddresses, plus loopback or private addresses when a seed resolves
-   * to one. A seed on an address that stays refused is bad input (thrown, with the way out).
+   * to one (a seed through a proxy counts only by an IP literal or localhost: its name is not resolved
+   * here). A seed on an address that stays refused is bad input (thrown, with the way out).
    */
-  static async forSeeds(seeds: string[], allowance: AddressAllowance): Promise<AddressPolicy> {
+  static async forSeeds(seeds: string[], allowance: AddressAllowance, proxied: ProxiedUrls = goesThroughProxy): Promise<AddressPolicy> {
     const resolver = new HostResolver();
     const categories = new Set(allowance.categories);
-    const probe = new AddressPolicy(allowance, resolver);
+    const probe = new AddressPolicy(allowance, proxied, resolver);
     for (const seed of seeds) {
-      for (const address of await resolver.resolve(resolverHostOf(new URL(seed)))) {
+      for (const address of (await probe.addressesOf(seed)) ?? []) {
         const category = probe.categoryOf(address);
         if (category === "loopback" || category === "private") categories.add(category);
       }
     }
-    const policy = new AddressPolicy({ categories: [...categories], ranges: allowance.ranges }, resolver);
+    const policy = new AddressPolicy({ categories: [...categories], ranges: allowance.ranges }, proxied, resolver);
     for (const seed of seeds) {
       const verdict = await policy.check(seed);
       // A seed whose name does not resolve is no address question: its page fails when loaded (and is retried).
@@ -158,8 +174,10 @@ export class AddressPolicy {
     if (METADATA_HOST_NAMES.has(host) && !this.allowedCategories.has("metadata")) {
       return { allowed: false, reason: `${host} is a cloud metadata service` };
     }
+    const addresses = await this.addressesOf(url);
+    // Through a proxy, a name is the proxy's to resolve (and to refuse, if it resolves to a private address).
+    if (addresses === null) return { allowed: true };
     // A name that does not resolve is refused: nothing else (Chromium's own resolver) may find an address for it.
-    const addresses = await this.resolver.resolve(host);
     const unresolvedInTests = addresses.length ? undefined : dnsForbiddenForTests();
     if (unresolvedInTests) return { allowed: false, reason: `${host} is ${unresolvedInTests}` };
     if (!addresses.length) return { allowed: false, reason: `${host} does not resolve`, unresolved: true };
@@ -168,6 +186,17 @@ export class AddressPolicy {
       if (!verdict.allowed) return verdict;
     }
     return { allowed: true };
+  }
+
+  /**
+   * The addresses `url`'s host is judged by. Through a proxy, which resolves names itself, only those
+   * known without DNS: this machine may have no DNS of its own (the proxy its only way out), and asking
+   * would tell DNS every host of a crawl that was to go through the proxy. null: a name left to the proxy.
+   */
+  private async addressesOf(url: string): Promise<string[] | null> {
+    const host = resolverHostOf(new URL(url));
+    if (this.proxied(url)) return knownWithoutDns(host);
+    return this.resolver.resolve(host);
   }
 
   /**

@@ -3,7 +3,7 @@ import type { LookupFunction } from "node:net";
 import { Client, request, type Dispatcher } from "undici";
 import { errorMessage, logger } from "../log/logger.js";
 import { startBrowserRelay, type BrowserRelay, type TargetVerdict } from "./browserRelay.js";
-import { endpointOf, endpointUrl, proxyDispatcher, type ProxyEndpoint } from "./proxyDispatchers.js";
+import { endpointOf, endpointUrl, proxyDispatcher, remoteResolvingUrl, type ProxyEndpoint } from "./proxyDispatchers.js";
 import { proxiesInUse, proxyLabel, proxyOf, type ProxyDef, type ProxySettings } from "./proxySettings.js";
 import { openSshTunnel, type SshTunnel } from "./sshTunnel.js";
 
@@ -64,13 +64,14 @@ export async function startProxies(settings: ProxySettings | null, policy?: Targ
     const single = settings.routes.length === 0 ? settings.fallback : null;
     const singleLive = single ? state.live.get(single) : null;
     // relayAlways: Chromium then never holds the upstream's credentials at all, only the relay's own.
-    const needsRelay = how.relayAlways || !singleLive || (singleLive.endpoint.kind.startsWith("socks") && Boolean(singleLive.endpoint.username || singleLive.endpoint.password));
+    // SOCKS4 carries addresses, not names: Chromium would resolve each name itself; the relay sends it as SOCKS4a.
+    const needsRelay = how.relayAlways || !singleLive || singleLive.endpoint.kind === "socks4" || (singleLive.endpoint.kind === "socks5" && Boolean(singleLive.endpoint.username || singleLive.endpoint.password));
     let browserProxy: ProxyEndpoint;
     if (needsRelay) {
       state.relay = await startBrowserRelay({
         upstreamOf: (url) => {
           const live = liveFor(state, url);
-          return live ? endpointUrl(live.endpoint, true) : null;
+          return live ? remoteResolvingUrl(live.endpoint) : null;
         },
         verdict: policy?.verdict,
         directLookup: policy?.lookup,
@@ -209,6 +210,14 @@ export function relayedDirectly(url: string): boolean {
   return active?.relay != null && liveFor(active, url) === null;
 }
 
+/**
+ * Whether `url` is fetched through a proxy, by Chromium and the crawler's own fetches alike (the same
+ * choice as proxyDispatcherFor's and the relay's): then the proxy resolves its host name, not this machine.
+ */
+export function goesThroughProxy(url: string): boolean {
+  return active !== null && liveFor(active, url) !== null;
+}
+
 /** Whether the crawl fetches through a proxy at all. */
 export function proxyInUse(): boolean {
   return active !== null;
@@ -243,8 +252,7 @@ export function browserProxyCredentials(origin: string): Credentials | null {
 export function gitProxyEnv(url: string): Record<string, string> {
   const live = active ? liveFor(active, url) : null;
   if (!live) return {};
-  const proxyUrl = endpointUrl(live.endpoint, true).replace(/^socks5:/, "socks5h:").replace(/^socks4:/, "socks4a:");
-  return { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "http.proxy", GIT_CONFIG_VALUE_0: proxyUrl };
+  return { GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "http.proxy", GIT_CONFIG_VALUE_0: remoteResolvingUrl(live.endpoint) };
 }
 
 /** Close tunnels, relay and dispatchers. */

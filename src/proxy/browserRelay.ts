@@ -17,7 +17,7 @@ import { logger } from "../log/logger.js";
 export interface RelayRules {
   /** The upstream proxy URL (credentials included) of a target URL; null: connect directly. */
   upstreamOf: (url: string) => string | null;
-  /** What the address policy says of the target (an upstream proxy resolves names itself: only "refused" stops those). */
+  /** What the address policy says of the target (which leaves the name of a target sent to an upstream proxy to that proxy). */
   verdict?: (url: string) => Promise<TargetVerdict>;
   /** How the names of direct targets are resolved (the address policy's lookup: refused addresses are never connected to). */
   directLookup?: LookupFunction;
@@ -71,7 +71,7 @@ export async function startBrowserRelay(rules: RelayRules): Promise<BrowserRelay
       const target = isHttp ? (request.url ?? "") : `https://${hostname.includes(":") ? `[${hostname}]` : hostname}${port === 443 ? "" : `:${port}`}/`;
       const upstreamProxyUrl = upstreamOf(target);
       const judged = verdict ? await verdict(target) : { allowed: true as const };
-      if (!judged.allowed && (!judged.unresolved || !upstreamProxyUrl)) {
+      if (!judged.allowed) {
         // Requests no tab paused get here (WebSockets, service workers, Chromium's own), and any a tab let through.
         const message = judged.unresolved ? "connection refused: its host name does not resolve" : "connection refused: not an address the crawler may fetch";
         logger.warn("proxy", message, { host: hostname, port, reason: judged.reason });

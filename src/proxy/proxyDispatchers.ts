@@ -26,6 +26,15 @@ export function endpointUrl(endpoint: ProxyEndpoint, withCredentials: boolean): 
 }
 
 /**
+ * The endpoint as a URL (credentials included) for clients that read the scheme as where names are
+ * resolved (proxy-chain's SOCKS upstreams, curl): socks5h:// and socks4a://, so that the proxy resolves
+ * each host name, never this machine.
+ */
+export function remoteResolvingUrl(endpoint: ProxyEndpoint): string {
+  return endpointUrl(endpoint, true).replace(/^socks5:/, "socks5h:").replace(/^socks4:/, "socks4a:");
+}
+
+/**
  * The undici dispatcher of the crawler's own fetches through a proxy: undici's ProxyAgent for http(s)
  * proxies (http:// URLs are sent to it as absolute-URI requests, as Chromium does, https:// ones through a
  * CONNECT tunnel; Basic credentials in Proxy-Authorization), fetch-socks for SOCKS (the proxy resolves

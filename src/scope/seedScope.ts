@@ -74,7 +74,7 @@ export class SeedScope {
     const depth = fromDepth + 1;
     if (this.options.depth >= 0 && depth > this.options.depth) return { inScope: false, reason: "too-deep" };
     if (this.options.exclude.some((rx) => rx.test(url))) return { inScope: false, reason: "excluded" };
-    if (this.matches(url)) return { inScope: true, extraHops: 0 };
+    if (this.matches(url, false)) return { inScope: true, extraHops: 0 };
     const hops = fromExtraHops + 1;
     if (hops <= this.options.extraHops) return { inScope: true, extraHops: hops };
     return { inScope: false, reason: "out-of-scope" };
@@ -95,19 +95,24 @@ export class SeedScope {
 
   /** Is `url` inside this scope itself (not excluded, no extra hops, whatever the depth)? */
   covers(url: string): boolean {
-    return !this.options.exclude.some((rx) => rx.test(url)) && this.matches(url);
+    return !this.options.exclude.some((rx) => rx.test(url)) && this.matches(url, true);
   }
 
-  private matches(url: string): boolean {
-    if (this.options.scopeType === "page" && samePage(url, this.url, this.allowHash)) return true;
-    if (this.options.scopeType === "page-spa" && samePage(withoutHash(url), withoutHash(this.url), false)) return true;
+  /**
+   * Whether `url` is in the scope's own URLs. A page scope is its one page: what the seed landed on may
+   * differ in scheme or a leading www. (`variants`), but a link to such a variant is another URL, and a
+   * page scope follows no link to another URL.
+   */
+  private matches(url: string, variants: boolean): boolean {
+    if (this.options.scopeType === "page" && samePage(url, this.url, this.allowHash, variants)) return true;
+    if (this.options.scopeType === "page-spa" && samePage(withoutHash(url), withoutHash(this.url), false, variants)) return true;
     return this.include.some((rx) => rx.test(url));
   }
 }
 
-/** One page, whatever its scheme, a leading www. of its host and the order of its query. */
-function samePage(a: string, b: string, keepHash: boolean): boolean {
-  const fold = (url: string) => crawlKey(url, keepHash).replace(/^https?:\/\/(www\d*\.)?/, "");
+/** One page, whatever the order of its query, and with `variants` whatever its scheme and a leading www. of its host. */
+function samePage(a: string, b: string, keepHash: boolean, variants: boolean): boolean {
+  const fold = (url: string) => (variants ? crawlKey(url, keepHash).replace(/^https?:\/\/(www\d*\.)?/, "") : crawlKey(url, keepHash));
   return fold(a) === fold(b);
 }
 

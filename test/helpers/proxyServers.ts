@@ -8,9 +8,9 @@ import { freePort } from "../../src/redis/freePort.js";
  * Real proxies on 127.0.0.1 free ports for one test file, each started here and stopped by its pid:
  * tinyproxy (HTTP, Basic credentials), microsocks (SOCKS5, user and password), sshd (an SSH server with a
  * generated host key and an authorized key, for ssh -D). None of them may reach beyond loopback:
- * tinyproxy only proxies to 127.0.0.x hosts and sshd only opens `allowedTargets` (names are refused
- * without being resolved); microsocks cannot filter, so the tests give it only loopback targets (through
- * the crawler's relay, which applies the address policy: no DNS in tests).
+ * tinyproxy only proxies to 127.0.0.x hosts (and the names a test gives it, sent to loopback sites) and
+ * sshd only opens `allowedTargets` (names are refused without being resolved); microsocks cannot filter,
+ * so the tests give it only loopback IP literals, and it asks DNS of 127.0.0.1 only (startMicrosocks).
  */
 export interface RunningProxy {
   url: string;
@@ -39,14 +39,21 @@ async function waitForPort(port: number, child: ChildProcess, what: string): Pro
   throw new Error(`${what} did not listen on ${port}`);
 }
 
-export async function startTinyproxy(dir: string, user: string, password: string): Promise<RunningProxy> {
+/**
+ * `namedSites` (name: "127.0.0.x:port"): names only this tinyproxy knows, each sent to its loopback site
+ * (tinyproxy's Upstream rule, the site taking the request as an upstream proxy would), so that a test
+ * has names the proxy resolves and the crawler cannot, without DNS or /etc/hosts.
+ */
+export async function startTinyproxy(dir: string, user: string, password: string, namedSites: Record<string, string> = {}): Promise<RunningProxy> {
   const port = await freePort();
   const filter = join(dir, "tinyproxy-filter");
-  writeFileSync(filter, "^127\\.0\\.0\\.[0-9]+$\n");
+  const escaped = (name: string) => name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  writeFileSync(filter, ["^127\\.0\\.0\\.[0-9]+$", ...Object.keys(namedSites).map((name) => `^${escaped(name)}$`), ""].join("\n"));
   const config = join(dir, "tinyproxy.conf");
   writeFileSync(config, [
     `Port ${port}`, "Listen 127.0.0.1", "Timeout 60", "LogLevel Info", "MaxClients 100",
-    `BasicAuth ${user} ${password}`, `Filter "${filter}"`, "FilterDefaultDeny Yes", "FilterType ere", "",
+    `BasicAuth ${user} ${password}`, `Filter "${filter}"`, "FilterDefaultDeny Yes", "FilterType ere",
+    ...Object.entries(namedSites).map(([name, address]) => `Upstream http ${address} "${name}"`), "",
   ].join("\n"));
   let output = "";
   const child = spawn("tinyproxy", ["-d", "-c", config], { stdio: ["ignore", "pipe", "pipe"] });
@@ -56,10 +63,22 @@ export async function startTinyproxy(dir: string, user: string, password: string
   return started(child, `http://${user}:${password}@127.0.0.1:${port}`, port, () => output);
 }
 
-export async function startMicrosocks(user: string, password: string): Promise<RunningProxy> {
+/**
+ * microsocks resolves every name it is sent, and the crawler sends names through a proxy unresolved (a
+ * page's, or Chromium's own background requests): so it runs in a mount namespace of its own
+ * (`unshare --mount`, as root, as the suite runs) whose /etc/resolv.conf names only 127.0.0.1, where its
+ * DNS queries go unanswered without leaving loopback, and whose /etc/hosts holds localhost and
+ * `namedSites` (name: loopback address): names only this microsocks resolves, the machine's files untouched.
+ */
+export async function startMicrosocks(dir: string, user: string, password: string, namedSites: Record<string, string> = {}): Promise<RunningProxy> {
   const port = await freePort();
   let output = "";
-  const child = spawn("microsocks", ["-i", "127.0.0.1", "-p", String(port), "-u", user, "-P", password], { stdio: ["ignore", "pipe", "pipe"] });
+  const resolvConf = join(dir, "microsocks-resolv.conf");
+  writeFileSync(resolvConf, "nameserver 127.0.0.1\n");
+  const hosts = join(dir, "microsocks-hosts");
+  writeFileSync(hosts, ["127.0.0.1 localhost", "::1 localhost", ...Object.entries(namedSites).map(([name, address]) => `${address} ${name}`), ""].join("\n"));
+  const command = `mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && exec microsocks -i 127.0.0.1 -p ${port} -u "$2" -P "$3"`;
+  const child = spawn("unshare", ["--mount", "--propagation", "private", "sh", "-c", command, resolvConf, hosts, user, password], { stdio: ["ignore", "pipe", "pipe"] });
   child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
   await waitForPort(port, child, "microsocks");

@@ -19,6 +19,8 @@ export interface ProxySite {
   host: string;
   port: number;
   requests: SiteRequest[];
+  /** HTML a test adds to the home page (/), e.g. links to URLs the crawl must refuse. */
+  homeExtras: string[];
   close(): Promise<void>;
 }
 
@@ -40,11 +42,12 @@ export async function startProxySite(host: string, name = host): Promise<ProxySi
   const sockets = new Set<Socket>();
   const peers = new WeakMap<Socket, Promise<string>>();
   let origin = "";
+  const homeExtras: string[] = [];
   const html = (body: string) => `<!doctype html><html><head><title>t</title><link rel="stylesheet" href="/style.css"></head><body>${body}</body></html>`;
   const routes: Record<string, () => [string, string | Buffer]> = {
     "/robots.txt": () => ["text/plain", `User-agent: *\nAllow: /\n\nSitemap: ${origin}/sitemap.xml\n`],
     "/sitemap.xml": () => ["application/xml", `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>${origin}/from-sitemap.html</loc></url></urlset>\n`],
-    "/": () => ["text/html", html(`<img src="/img.png"><a href="/page2.html">2</a><script>fetch("/clip.mp4", { headers: { Range: "bytes=0-" } });</script>`)],
+    "/": () => ["text/html", html(`<img src="/img.png"><a href="/page2.html">2</a><script>fetch("/clip.mp4", { headers: { Range: "bytes=0-" } });</script>${homeExtras.join("")}`)],
     "/page2.html": () => ["text/html", html(`<p>two</p><a href="/">home</a>`)],
     "/from-sitemap.html": () => ["text/html", html(`<p>only in the sitemap</p>`)],
     "/style.css": () => ["text/css", "body { color: #333 }"],
@@ -53,7 +56,9 @@ export async function startProxySite(host: string, name = host): Promise<ProxySi
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     void (async () => {
       const peer = await (peers.get(req.socket) ?? Promise.resolve("unknown"));
-      const path = req.url ?? "/";
+      // A proxy that forwards a name to this site as its upstream (tinyproxy's Upstream rule) sends the
+      // request line in absolute form: the path is what counts.
+      const path = /^https?:\/\//.test(req.url ?? "") ? new URL(req.url!).pathname : (req.url ?? "/");
       const range = req.headers.range ?? null;
       const conditional = req.headers["if-none-match"] !== undefined;
       requests.push({ method: req.method ?? "GET", path, range, conditional, peer });
@@ -86,6 +91,7 @@ export async function startProxySite(host: string, name = host): Promise<ProxySi
     host,
     port,
     requests,
+    homeExtras,
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();

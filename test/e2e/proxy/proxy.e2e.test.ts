@@ -7,6 +7,7 @@ import { connect } from "node:net";
 import { parseProxyUrl } from "../../../src/proxy/proxySettings.js";
 import { openSshTunnel } from "../../../src/proxy/sshTunnel.js";
 import { crawlInterruptedAfterFirstPage, logLines, runCli, type CliResult } from "../../helpers/cli.js";
+import { listedPaths } from "../../helpers/pageLists.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
 import { startMicrosocks, startSshd, startTinyproxy, type RunningProxy, type RunningSshd } from "../../helpers/proxyServers.js";
 import { startProxySite, type ProxySite, type SiteRequest } from "../../helpers/proxySite.js";
@@ -24,10 +25,16 @@ const PASSWORD = "pr0xy-pass";
 const PROXIED_HOST = "127.0.0.3";
 const DIRECT_HOST = "127.0.0.4";
 const DIRECT_NAME = "direct.proxytest";
+// A site by a name only the proxies know (tinyproxy's Upstream rule, microsocks' own /etc/hosts): the
+// crawler, which asks no DNS in tests (CRAWLER_TEST_NO_DNS), cannot resolve it, as on a machine whose
+// only way out is the proxy.
+const NAMED_HOST = "127.0.0.5";
+const NAMED_NAME = "named.proxytest";
 
 let dir: string;
 let site: ProxySite;
 let direct: ProxySite;
+let named: ProxySite;
 let tinyproxy: RunningProxy;
 let socks: RunningProxy;
 let sshd: RunningSshd;
@@ -36,8 +43,9 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "crawl-proxy-"));
   site = await startProxySite(PROXIED_HOST);
   direct = await startProxySite(DIRECT_HOST, DIRECT_NAME);
-  tinyproxy = await startTinyproxy(dir, USER, PASSWORD);
-  socks = await startMicrosocks(USER, PASSWORD);
+  named = await startProxySite(NAMED_HOST, NAMED_NAME);
+  tinyproxy = await startTinyproxy(dir, USER, PASSWORD, { [NAMED_NAME]: `${NAMED_HOST}:${named.port}` });
+  socks = await startMicrosocks(dir, USER, PASSWORD, { [NAMED_NAME]: NAMED_HOST });
   sshd = await startSshd(dir, [`${PROXIED_HOST}:${site.port}`]);
 });
 
@@ -45,6 +53,7 @@ afterAll(async () => {
   for (const proxy of [tinyproxy, socks, sshd]) proxy?.stop();
   await site?.close();
   await direct?.close();
+  await named?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -143,6 +152,44 @@ describe("proxies", () => {
     expect(run.seenDirect.filter((r) => r.peer === "tinyproxy")).toEqual([]);
     expect(run.urls).toEqual(expect.arrayContaining([...baseline.urls, `${direct.origin}/`, `${direct.origin}/from-sitemap.html`]));
     console.log(`proxyServerConfig crawl: ${run.ms} ms`);
+  }, 150_000);
+
+  // Through an HTTP proxy (Chromium and the crawler's fetches straight to it) and a SOCKS5 one with
+  // credentials (Chromium through the crawler's relay, the crawler's fetches through fetch-socks).
+  it.each(["tinyproxy", "microsocks"] as const)("a name this machine cannot resolve is left to the proxy (%s; no DNS here: CRAWLER_TEST_NO_DNS); a literal loopback address is still refused", async (program) => {
+    const proxy = program === "tinyproxy" ? tinyproxy : socks;
+    // In scope (--scopeType any), so that only the address policy keeps the crawl from the literal address.
+    const literal = `http://${NAMED_HOST}:${named.port}`;
+    named.homeExtras.splice(0, named.homeExtras.length, `<a href="${literal}/by-address.html">by address</a><img src="${literal}/by-address.png">`);
+    const collection = `proxy-named-${program}`;
+    const before = named.requests.length;
+    const logBefore = proxy.log().length;
+    const started = Date.now();
+    const result = await runCli("crawl", ["--url", `${named.origin}/`, "--cwd", dir, "--collection", collection, ...CRAWL_FLAGS, "--scopeType", "any", "--proxyServer", proxy.url], { env: { ...ENV, CRAWLER_TEST_NO_DNS: "1" }, timeoutMs: 120_000 });
+    const ms = Date.now() - started;
+    expect(result.code, result.stderr.slice(-2000)).toBe(0);
+    const seen = named.requests.slice(before);
+    expectEveryKind(seen);
+    expect(new Set(seen.map((r) => r.peer))).toEqual(new Set([program]));
+    const log = proxy.log().slice(logBefore);
+    if (program === "tinyproxy") {
+      // robots.txt and the sitemap (the crawler's own fetches) went through the proxy by name too.
+      for (const path of ["/robots.txt", "/sitemap.xml", "/", "/clip.mp4"]) expect(log, path).toContain(`: GET ${named.origin}${path} HTTP/1.1`);
+    } else {
+      // A SOCKS proxy sees connections: every one to the site, asked for by name (resolved there).
+      expect(new Set([...log.matchAll(/connected to (\S+)/g)].map((m) => m[1]))).toEqual(new Set([`${NAMED_NAME}:${named.port}`]));
+    }
+    expect(archivedUrls(collection)).toEqual(["/", "/clip.mp4", "/from-sitemap.html", "/img.png", "/page2.html", "/style.css"].map((path) => `${named.origin}${path}`));
+    expect(listedPaths(join(dir, "collections", collection))).toEqual(["/", "/from-sitemap.html", "/page2.html"]);
+    // The literal address is checked here: loopback, which no seed is on. Neither the link nor the image reached the site.
+    expect(seen.filter((r) => r.path.startsWith("/by-address"))).toEqual([]);
+    const refusals = logLines(result.stderr).filter((l) => l.message.startsWith("page not crawled: its address") || l.message.startsWith("request blocked"));
+    expect(refusals.map((l) => [l.context, l.details.url, l.details.reason])).toEqual([
+      ["capture", `${literal}/by-address.png`, `${NAMED_HOST}, a loopback address`],
+      ["scope", `${literal}/by-address.html`, `${NAMED_HOST}, a loopback address`],
+    ]);
+    expect(result.stderr).not.toContain("does not resolve");
+    console.log(`named-through-the-proxy crawl (${program}): ${ms} ms, ${seen.length} requests`);
   }, 150_000);
 
   it("an ssh tunnel that dies is started again on the same port", async () => {

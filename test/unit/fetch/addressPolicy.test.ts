@@ -10,6 +10,9 @@ import { readSitemaps } from "../../../src/sitemap/sitemapReader.js";
 import { RequestHeaders } from "../../../src/fetch/requestHeaders.js";
 import type { ConnectionRules } from "../../../src/fetch/connectionRules.js";
 import { startFaultySite, type FaultySite } from "../../helpers/faultySite.js";
+import { createServer as createTcpServer } from "node:net";
+import { startProxies, stopProxies } from "../../../src/proxy/activeProxies.js";
+import { parseProxyUrl } from "../../../src/proxy/proxySettings.js";
 
 const NONE = { categories: [], ranges: [] };
 
@@ -96,6 +99,65 @@ describe("the address policy", () => {
       new AddressRefusedError("seed http://169.254.169.254/latest/ is not crawled: 169.254.169.254, a link-local address (--allowAddresses can allow it)"),
     );
     await expect(AddressPolicy.forSeeds(["http://169.254.169.254/latest/"], parseAddressAllowance(["169.254.0.0/16"]))).resolves.toBeInstanceOf(AddressPolicy);
+  });
+});
+
+describe("the address policy through a proxy", () => {
+  const everyUrl = () => true;
+
+  it("leaves a name to the proxy: allowed without being resolved here (the suite resolves no name: CRAWLER_TEST_NO_DNS)", async () => {
+    const policy = await AddressPolicy.forSeeds(["http://seed.through-proxy.test/"], NONE, everyUrl);
+    expect(await policy.check("http://seed.through-proxy.test/page")).toEqual({ allowed: true });
+    expect(await policy.check("https://other.through-proxy.test:8443/x")).toEqual({ allowed: true });
+    await expect(policy.refuseForbidden("http://another.through-proxy.test/robots.txt")).resolves.toBeUndefined();
+  });
+
+  it("still checks what is known without DNS: IP literals, localhost, metadata names, other schemes", async () => {
+    const policy = await AddressPolicy.forSeeds(["http://seed.through-proxy.test/"], NONE, everyUrl);
+    expect(await policy.check("http://10.0.0.5/")).toEqual({ allowed: false, reason: "10.0.0.5, a private address" });
+    expect(await policy.check("http://127.0.0.1:8080/")).toEqual({ allowed: false, reason: "127.0.0.1, a loopback address" });
+    expect(await policy.check("http://[::ffff:169.254.169.254]/")).toEqual({ allowed: false, reason: "::ffff:a9fe:a9fe, a link-local address" });
+    expect(await policy.check("http://localhost:8080/")).toEqual({ allowed: false, reason: "localhost resolves to 127.0.0.1, a loopback address" });
+    expect(await policy.check("http://app.localhost/")).toEqual({ allowed: false, reason: "app.localhost resolves to 127.0.0.1, a loopback address" });
+    expect(await policy.check("http://metadata.google.internal/computeMetadata/v1/")).toEqual({ allowed: false, reason: "metadata.google.internal is a cloud metadata service" });
+    expect(await policy.check("file:///etc/passwd")).toEqual({ allowed: false, reason: "file: URLs are never fetched" });
+    expect(await policy.check("http://93.184.216.34/")).toEqual({ allowed: true });
+  });
+
+  it("a seed on a literal address still allows its category; a seed name adds none, and is no refused seed", async () => {
+    const loopbackSeed = await AddressPolicy.forSeeds(["http://127.0.0.3:4000/"], NONE, everyUrl);
+    expect(await loopbackSeed.check("http://127.0.0.9/")).toEqual({ allowed: true });
+    expect(await loopbackSeed.check("http://192.168.0.10/")).toEqual({ allowed: false, reason: "192.168.0.10, a private address" });
+    const namedSeed = await AddressPolicy.forSeeds(["http://seed.through-proxy.test/"], NONE, everyUrl);
+    expect(await namedSeed.check("http://127.0.0.9/")).toEqual({ allowed: false, reason: "127.0.0.9, a loopback address" });
+    await expect(AddressPolicy.forSeeds(["http://169.254.169.254/latest/"], NONE, everyUrl)).rejects.toThrow(
+      new AddressRefusedError("seed http://169.254.169.254/latest/ is not crawled: 169.254.169.254, a link-local address (--allowAddresses can allow it)"),
+    );
+  });
+
+  it("only the URLs that go through a proxy: a URL fetched directly is resolved here as before", async () => {
+    const policy = await AddressPolicy.forSeeds(["http://93.184.216.34/"], NONE, (url) => new URL(url).hostname.endsWith(".through-proxy.test"));
+    expect(await policy.check("http://seed.through-proxy.test/")).toEqual({ allowed: true });
+    expect(await policy.check("http://direct.example/")).toEqual({ allowed: false, reason: "direct.example is not resolved in tests (CRAWLER_TEST_NO_DNS)" });
+  });
+
+  it("by default follows the running proxies' routes (--proxyServerConfig: one host through a proxy, the rest directly)", async () => {
+    // A loopback port that accepts connections stands for the proxy: startProxies only checks it is reachable.
+    const fakeProxy = createTcpServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => fakeProxy.listen(0, "127.0.0.1", resolve));
+    const proxy = parseProxyUrl(`http://127.0.0.1:${(fakeProxy.address() as { port: number }).port}`, "routed", { privateKeyFile: null, knownHostsFile: null });
+    try {
+      await startProxies({ routes: [{ pattern: /through-proxy\.test/, proxy }], fallback: null });
+      const policy = await AddressPolicy.forSeeds(["http://seed.through-proxy.test/"], NONE);
+      expect(await policy.check("http://seed.through-proxy.test/a")).toEqual({ allowed: true });
+      expect(await AddressPolicy.outsideACrawl().check("https://other.through-proxy.test/")).toEqual({ allowed: true });
+      expect(await policy.check("http://direct.example/")).toEqual({ allowed: false, reason: "direct.example is not resolved in tests (CRAWLER_TEST_NO_DNS)" });
+      await stopProxies();
+      expect(await policy.check("http://seed.through-proxy.test/a")).toEqual({ allowed: false, reason: "seed.through-proxy.test is not resolved in tests (CRAWLER_TEST_NO_DNS)" });
+    } finally {
+      await stopProxies();
+      await new Promise((resolve) => fakeProxy.close(resolve));
+    }
   });
 });
 

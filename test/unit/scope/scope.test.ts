@@ -86,6 +86,17 @@ describe("scope", () => {
     const page = new SeedScope("http://a.test/p?b=1&a=2", { ...base, scopeType: "page" });
     expect(page.covers("https://www.a.test/p?a=2&b=1")).toBe(true);
     expect(page.covers("http://a.test/q")).toBe(false);
+    // What the seed landed on is its page; a link to another spelling of it is another URL, not followed.
+    const sina = new SeedScope("https://www.sina.com.cn/", { ...base, scopeType: "page" });
+    expect(sina.covers("http://sina.com.cn/")).toBe(true);
+    expect(sina.decide("http://sina.com.cn/", 0, 0)).toEqual({ inScope: false, reason: "out-of-scope" });
+    expect(sina.decide("https://sina.com.cn/", 0, 0)).toEqual({ inScope: false, reason: "out-of-scope" });
+    expect(sina.decideListed("http://www.sina.com.cn/")).toEqual({ inScope: false, reason: "out-of-scope" });
+    expect(sina.decide("https://www.sina.com.cn/", 0, 0)).toEqual({ inScope: true, extraHops: 0 });
+    const spa = new SeedScope("https://www.a.test/app", { ...base, scopeType: "page-spa" });
+    expect(spa.decide("https://www.a.test/app#/inbox", 0, 0)).toEqual({ inScope: true, extraHops: 0 });
+    expect(spa.decide("http://a.test/app#/inbox", 0, 0)).toEqual({ inScope: false, reason: "out-of-scope" });
+    expect(spa.covers("http://a.test/app")).toBe(true);
     const other = new SeedScope("http://a.test/site/", { ...base, exclude: [/secret/] });
     expect(other.covers("http://b.test/site/")).toBe(false);
     expect(other.covers("http://a.test/site/secret")).toBe(false);
