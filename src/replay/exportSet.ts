@@ -19,7 +19,7 @@ import { pathToFileURL } from "node:url";
 import { syncDirectory } from "../durable/syncDirectory.js";
 import { writeWholeFile } from "../durable/wholeFile.js";
 import { SOFTWARE } from "../version.js";
-import { EXTRA_PAGES_HEADER_LINE, PAGES_HEADER_LINE, writeWacz } from "../wacz/index.js";
+import { EXTRA_PAGES_HEADER_LINE, PAGES_HEADER_LINE, sha256Hex, writeWacz } from "../wacz/index.js";
 import { serializeManifest } from "../wacz/manifest.js";
 import { openWacz, WaczReadError } from "../wacz/reader/index.js";
 import { describeWacz, missingLine, type SetMember, type WaczSet } from "./waczSet.js";
@@ -126,7 +126,7 @@ export async function writeSetManifest(set: WaczSet, target: string): Promise<Ex
   return {
     path,
     format: "manifest",
-    hash: `sha256:${createHash("sha256").update(text).digest("hex")}`,
+    hash: `sha256:${sha256Hex(text)}`,
     size: Buffer.byteLength(text),
     members: set.members.map(memberFacts),
   };

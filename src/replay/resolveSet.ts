@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import type { StoreSettings } from "../upload/storeSettings.js";
 import { sha256OfFile, type RelationRequirement } from "../wacz/index.js";
 import { locationUrl, manifestEntries, ManifestError, type ManifestEntry } from "../wacz/manifest.js";
-import { openWacz, WaczReadError } from "../wacz/reader/index.js";
+import { relationRequiresOf } from "../wacz/reader/index.js";
 import { collectionPlaces, downloadUrl, FolderPlace, HttpPlace, PlaceError, S3Place, s3Location, type Candidate, type Place } from "./places.js";
 import type { MissingWacz, SetMember, WaczSet } from "./waczSet.js";
 
@@ -190,28 +190,9 @@ function placeOf(where: string): Place | null {
 
 /** relation.requires of a member's datapackage.json. */
 async function requirementsOf(member: SetMember): Promise<RelationRequirement[]> {
-  let wacz;
-  try {
-    wacz = await openWacz(member.path);
-  } catch (err) {
+  return relationRequiresOf(member.path).catch((err: unknown) => {
     throw new ReplaySourceError(`${member.where}: not a readable WACZ (${err instanceof Error ? err.message : String(err)})`);
-  }
-  try {
-    if (!wacz.hasEntry("datapackage.json")) throw new ReplaySourceError(`${member.where}: not a WACZ (no datapackage.json)`);
-    let pkg: { relation?: { requires?: unknown } };
-    try {
-      pkg = JSON.parse((await wacz.readEntry("datapackage.json")).toString("utf8")) as typeof pkg;
-    } catch (err) {
-      if (err instanceof WaczReadError) throw new ReplaySourceError(`${member.where}: ${err.message}`);
-      throw new ReplaySourceError(`${member.where}: datapackage.json is not valid JSON`);
-    }
-    const requires = pkg.relation?.requires;
-    if (requires === undefined) return [];
-    if (!Array.isArray(requires)) throw new ReplaySourceError(`${member.where}: relation.requires in datapackage.json is not a list`);
-    return requires.filter((r): r is RelationRequirement => typeof r === "object" && r !== null && typeof (r as RelationRequirement).filename === "string");
-  } finally {
-    await wacz.close();
-  }
+  });
 }
 
 /** The WACZ files a source names, each with the place its dependencies are looked for first. */
@@ -289,4 +270,3 @@ async function fetchText(url: URL): Promise<string> {
   return response.text();
 }
 
-export { WaczReadError };

@@ -1,6 +1,5 @@
 import { posix } from "node:path";
 import type { RelationRequirement } from "../wacz/index.js";
-import { openWacz } from "../wacz/reader/index.js";
 import type { StoreSettings } from "./storeSettings.js";
 import { listStoredObjects, storedHash, storedUrl, type StoredObject } from "./storedObjects.js";
 
@@ -9,16 +8,6 @@ export interface StoredRequirement extends RelationRequirement {
   url: string | null;
 }
 
-/** relation.requires of a local WACZ's datapackage.json. */
-export async function requirementsOfWacz(path: string): Promise<RelationRequirement[]> {
-  const wacz = await openWacz(path);
-  try {
-    const pkg = JSON.parse((await wacz.readEntry("datapackage.json")).toString("utf8")) as { relation?: { requires?: RelationRequirement[] } };
-    return Array.isArray(pkg.relation?.requires) ? pkg.relation.requires : [];
-  } finally {
-    await wacz.close();
-  }
-}
 
 /**
  * Where in the store each requirement is: the object whose recorded sha256 is the requirement's hash (uploads

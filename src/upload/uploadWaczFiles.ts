@@ -3,10 +3,11 @@ import { basename, extname } from "node:path";
 import type { Cluster, Redis } from "ioredis";
 import { logger } from "../log/logger.js";
 import { sha256OfFile } from "../wacz/index.js";
+import { relationRequiresOf } from "../wacz/reader/index.js";
 import { crawlStateKeys } from "../state/stateKeys.js";
 import { DEFAULT_BACKOFF, withBackoff } from "./backoff.js";
 import { interpolateStoreFilename, type StoreSettings } from "./storeSettings.js";
-import { requirementsOfWacz, storedRequirements } from "./storedRequirements.js";
+import { storedRequirements } from "./storedRequirements.js";
 import { notifyWebhook, WebhookRefusedError, type WebhookBody } from "./webhook.js";
 
 /** An upload (or its webhook call) that failed after every retry: exit code 22, the WACZ stays on disk. */
@@ -63,7 +64,7 @@ export async function uploadWaczFiles({ settings, crawlId, stateRedis, waczPaths
         logger.milestone("storage", "WACZ uploaded", { localPath, bucket: settings.bucket, key, size, hash });
       }
       if (!settings.webhookUrl) continue;
-      const requires = await storedRequirements(settings, await requirementsOfWacz(localPath));
+      const requires = await storedRequirements(settings, await relationRequiresOf(localPath));
       const body: WebhookBody = { id: crawlId, user: settings.user, filename: settings.publicPrefix + name, path: name, size, hash, bytes: size, completed, requires };
       const webhookUrl = settings.webhookUrl;
       try {
