@@ -1,29 +1,36 @@
 /**
  * Real pages nobody here wrote: each archive's first HTML page, served back from the archive by
- * fixtures/archivedWeb (a forward proxy on loopback) and crawled alone through it (--scopeType page, one
- * worker, behaviors on as by default). Prints one JSON line per page, then one of totals:
+ * fixtures/archivedWeb (a forward proxy on loopback) and crawled through it (--scopeType page, one worker,
+ * behaviors on as by default), each page alone, or with --together all of them as the seeds of one crawl.
  *   node dist/bench/realWeb.js [--dir ../shared/real-web] [--archives single-pages,js-heavy-homepages]
+ *     [--together] [--crawlers ../base/dist/src/cli/crawl.js,dist/src/cli/crawl.js] [--rounds 3]
  * --archives: folders of --dir (every archive in them) or archive files, relative to --dir, comma-separated.
- * Per page: exit code, pages failed, seconds, the requests the proxy got during the crawl (and how many of
- * them asked for a URL the archive does not hold: Chromium's own update and account checks among them),
- * URLs asked for more than once (and how many of those the archive holds), the URLs the crawl stored (and how
- * many of those the archive holds: the crawl stores 404s too), the archive's URL count, and why a page failed
- * (the crawler's "page failed" log lines).
+ * --crawlers: builds to compare (default this one), alternated within each round.
+ * Prints one JSON line per crawl, then per build one of totals per round. Per crawl: exit code, pages failed,
+ * seconds, the requests the proxy got during the crawl (and how many of them asked for a URL the archive does
+ * not hold: Chromium's own update and account checks among them), URLs asked for more than once (and how many
+ * of those the archive holds), the URLs the crawl stored (and how many of those the archive holds: the crawl
+ * stores 404s too), the archive's URL count, and why a page failed (the crawler's "page failed" log lines).
  */
 import { spawn } from "node:child_process";
 import { createReadStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { WARCParser } from "warcio";
-import { startArchivedWeb } from "../fixtures/archivedWeb/index.js";
+import { startArchivedWeb, type ArchivedWeb } from "../fixtures/archivedWeb/index.js";
 
 const { values } = parseArgs({
   options: {
     // ../shared/real-web beside the checkout (the bench runs from dist/bench/).
     dir: { type: "string", default: fileURLToPath(new URL("../../../shared/real-web", import.meta.url)) },
     archives: { type: "string", default: "single-pages,js-heavy-homepages" },
+    // Every page a seed of one crawl (one browser launch, one WACZ), as a user crawls a list of pages.
+    together: { type: "boolean", default: false },
+    // Built crawlers to compare (paths of dist/src/cli/crawl.js), alternated in each round; default: this build.
+    crawlers: { type: "string" },
+    rounds: { type: "string", default: "1" },
   },
 });
 const CRAWL = fileURLToPath(new URL("../src/cli/crawl.js", import.meta.url));
@@ -53,7 +60,14 @@ function round(n: number): number {
   return Math.round(n * 100) / 100;
 }
 
+interface LogLine {
+  message: string;
+  logLevel: string;
+  details?: { error?: string } & Record<string, unknown>;
+}
+
 interface PageFigures {
+  build: string;
   archive: string;
   page: string;
   exit: number;
@@ -70,18 +84,28 @@ interface PageFigures {
   urlsCapturedInArchive: number;
   archiveUrls: number;
   failures?: string[];
+  /** The crawl's three slowest pages, with their phases (the "page timings" debug line). */
+  slowestPages: { url: string; ms: Record<string, number> }[];
 }
 
-const pages: PageFigures[] = [];
-for (const file of archiveFiles()) {
-  const web = await startArchivedWeb([file]);
-  const page = web.urls()[0];
+/**
+ * Builds from before the crawler left host names to its proxy check each URL's address themselves: every
+ * archived host is mapped to loopback for them (a test seam), as the proxy answers for all of them.
+ */
+function olderBuildEnv(web: ArchivedWeb): Record<string, string> {
+  const hosts = new Set(web.archivedUrls().map((url) => new URL(url).hostname));
+  return { CRAWLER_TEST_HOSTS: [...hosts].map((host) => `${host}=127.0.0.1`).join(",") };
+}
+
+/** One crawl of `seeds` through `web` by the crawler at `crawler` (a built dist/src/cli/crawl.js). */
+async function crawlThrough(crawler: string, web: ArchivedWeb, seeds: string[], archive: string): Promise<PageFigures> {
   const cwd = mkdtempSync(join(tmpdir(), "bench-realweb-"));
+  web.requests.length = 0;
   try {
     const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, [CRAWL, "--url", page, "--scopeType", "page", "--workers", "1", "--collection", "bench",
-      "--cwd", cwd, "--statsFilename", join(cwd, "stats.json"), ...web.crawlFlags],
-      { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...web.crawlEnv } });
+    const child = spawn(process.execPath, [crawler, ...seeds.flatMap((seed) => ["--url", seed]), "--scopeType", "page", "--workers", "1",
+      "--collection", "bench", "--cwd", cwd, "--statsFilename", join(cwd, "stats.json"), "--logLevel", "debug", "--context", "page,crawl", ...web.crawlFlags],
+      { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...web.crawlEnv, ...(crawler === CRAWL ? {} : olderBuildEnv(web)) } });
     let stderr = "";
     child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     const exit = await new Promise<number>((done) => child.on("exit", (code) => done(code ?? -1)));
@@ -98,12 +122,17 @@ for (const file of archiveFiles()) {
     } catch {
       // no stats: the exit code says why
     }
-    const failures = stderr.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as { message: string; logLevel: string; details?: { error?: string } })
+    const lines = stderr.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as LogLine);
+    const slowestPages = lines.filter((line) => line.message === "page timings")
+      .map((line) => ({ url: String(line.details?.url), ms: line.details?.ms as Record<string, number> }))
+      .sort((a, b) => b.ms.total - a.ms.total).slice(0, 3);
+    const failures = lines
       .filter((line) => /^page failed/.test(line.message) || line.logLevel === "error" || line.logLevel === "fatal")
       .map((line) => `${line.message}${line.details?.error ? `: ${line.details.error}` : ""}`);
-    const figures: PageFigures = {
-      archive: file.slice(values.dir.length + 1),
-      page,
+    return {
+      build: crawler,
+      archive,
+      page: seeds.length === 1 ? seeds[0] : `${seeds.length} pages`,
       exit,
       failed,
       seconds: round(seconds),
@@ -116,30 +145,69 @@ for (const file of archiveFiles()) {
       urlsCapturedInArchive: [...captured].filter((url) => web.lookup(url)).length,
       archiveUrls: web.archivedUrls().length,
       ...(failures.length ? { failures: [...new Set(failures)] } : {}),
+      slowestPages,
     };
-    pages.push(figures);
-    console.log(JSON.stringify({ benchmark: "realWeb", ...figures }));
   } finally {
-    await web.close();
     rmSync(cwd, { recursive: true, force: true });
   }
 }
 
-const sum = (pick: (p: PageFigures) => number): number => round(pages.reduce((total, p) => total + pick(p), 0));
-console.log(JSON.stringify({
-  benchmark: "realWeb",
-  totals: {
-    pages: pages.length,
-    exitedNonZero: pages.filter((p) => p.exit !== 0).map((p) => p.archive),
-    pagesFailed: sum((p) => Math.max(p.failed, 0)),
-    seconds: sum((p) => p.seconds),
-    requests: sum((p) => p.requests),
-    notInArchive: sum((p) => p.notInArchive),
-    repeatedUrls: sum((p) => p.repeatedUrls),
-    repeatedRequests: sum((p) => p.repeatedRequests),
-    repeatedArchivedUrls: sum((p) => p.repeatedArchivedUrls),
-    urlsCaptured: sum((p) => p.urlsCaptured),
-    urlsCapturedInArchive: sum((p) => p.urlsCapturedInArchive),
-    archiveUrls: sum((p) => p.archiveUrls),
-  },
-}));
+const crawlers = values.crawlers ? values.crawlers.split(",").map((path) => resolve(path)) : [CRAWL];
+const files = archiveFiles();
+const pages: PageFigures[] = [];
+for (let turn = 0; turn < Number(values.rounds); turn++) {
+  // Builds alternate within a round, so that a busy spell of the machine falls on both.
+  for (const crawler of turn % 2 ? [...crawlers].reverse() : crawlers) {
+    if (values.together) {
+      const seeds: string[] = [];
+      for (const file of files) {
+        const one = await startArchivedWeb([file]);
+        seeds.push(one.urls()[0]);
+        await one.close();
+      }
+      const web = await startArchivedWeb(files);
+      try {
+        const figures = await crawlThrough(crawler, web, seeds, values.archives);
+        pages.push(figures);
+        console.log(JSON.stringify({ benchmark: "realWeb", round: turn, ...figures }));
+      } finally {
+        await web.close();
+      }
+      continue;
+    }
+    for (const file of files) {
+      const web = await startArchivedWeb([file]);
+      try {
+        const figures = await crawlThrough(crawler, web, [web.urls()[0]], file.slice(values.dir.length + 1));
+        pages.push(figures);
+        console.log(JSON.stringify({ benchmark: "realWeb", round: turn, ...figures }));
+      } finally {
+        await web.close();
+      }
+    }
+  }
+}
+
+for (const crawler of crawlers) {
+  const built = pages.filter((p) => p.build === crawler);
+  const sum = (pick: (p: PageFigures) => number): number => round(built.reduce((total, p) => total + pick(p), 0) / Number(values.rounds));
+  console.log(JSON.stringify({
+    benchmark: "realWeb",
+    build: crawler,
+    rounds: Number(values.rounds),
+    perRound: {
+      crawls: built.length / Number(values.rounds),
+      exitedNonZero: built.filter((p) => p.exit !== 0).map((p) => p.archive),
+      pagesFailed: sum((p) => Math.max(p.failed, 0)),
+      seconds: sum((p) => p.seconds),
+      requests: sum((p) => p.requests),
+      notInArchive: sum((p) => p.notInArchive),
+      repeatedUrls: sum((p) => p.repeatedUrls),
+      repeatedRequests: sum((p) => p.repeatedRequests),
+      repeatedArchivedUrls: sum((p) => p.repeatedArchivedUrls),
+      urlsCaptured: sum((p) => p.urlsCaptured),
+      urlsCapturedInArchive: sum((p) => p.urlsCapturedInArchive),
+      archiveUrls: sum((p) => p.archiveUrls),
+    },
+  }));
+}

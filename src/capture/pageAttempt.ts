@@ -1,6 +1,7 @@
 import type { ConfirmedCapture } from "../archive/exchange.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { StorageGate } from "./pageStorage.js";
+import { DroppedRequests } from "./droppedRequests.js";
 import { StreamCutoff } from "./responseBody.js";
 
 /** Summary of what a page loaded, for deciding the page's status and type. */
@@ -82,6 +83,8 @@ export class PageAttempt {
   frameRemoved(frameId: string): void {
     for (const [networkId, frame] of this.stillInBrowser) if (frame === frameId) this.stillInBrowser.delete(networkId);
   }
+  /** Requests the browser dropped: a body read waiting for one of them is given up. */
+  readonly dropped = new DroppedRequests();
   /** What the page's end cut off (for its timings line). */
   readonly cutAtEnd: CutAtEnd = { refused: 0, unfinished: 0 };
   /** URLs whose exchange was still being stored at the drain's deadline: not known to be in the archive. */

@@ -107,7 +107,10 @@ export class PageCapture {
     });
     capture.sockets = new SocketRecorder(cdp, capture.sink); // WebSockets
     capture.loads.listen(cdp);
-    cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => void capture.attempt.stillInBrowser.delete(event.requestId));
+    cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => {
+      capture.attempt.stillInBrowser.delete(event.requestId);
+      capture.attempt.dropped.drop(event.requestId, event.errorText);
+    });
     cdp.on("Page.frameDetached", (event: Protocol.Page.FrameDetachedEvent) => {
       if (event.reason !== "swap") capture.attempt.frameRemoved(event.frameId);
     });
@@ -234,7 +237,7 @@ export class PageCapture {
       await this.continue(requestId);
       return;
     }
-    if (await this.blocking?.atResponse(event, attempt.pageUrl || null)) return;
+    if (await this.blocking?.atResponse(event, attempt.pageUrl || null, attempt.dropped)) return;
     if (await failRelayAnswer(this.cdp, event, event.resourceType === "Document" && event.frameId === this.mainFrameId ? attempt : null)) return;
     const responseHeaders = (event.responseHeaders ?? []).map(({ name, value }) => [name, value] as [string, string]);
     const requestHeaders = Object.entries(request.headers).map(([n, v]) => [n, String(v)] as [string, string]);
@@ -305,7 +308,7 @@ export class PageCapture {
       cutOff = streamed.end === "disconnect";
       cutShort = streamed.end === "length" || streamed.end === "time" ? streamed.end : null;
     } else {
-      const read = await readResponseBody(this.cdp, requestId, request.url).catch((err: unknown) => new Error(errorMessage(err)));
+      const read = await attempt.dropped.unlessDropped(networkIdOf(event), readResponseBody(this.cdp, requestId, request.url)).catch((err: unknown) => new Error(errorMessage(err)));
       if (read instanceof Error) {
         // Never an empty body in its place: that would claim the URL and keep its real body out for good.
         if (archiveOnly) await this.abort(requestId);

@@ -2,6 +2,7 @@ import type { CDPSession, Protocol } from "puppeteer-core";
 import type { Blocking, BlockedRequest } from "../../block/blocking.js";
 import { textVerdict, type BlockRule } from "../../block/rules.js";
 import { logger } from "../../log/logger.js";
+import type { DroppedRequests } from "../droppedRequests.js";
 
 interface FrameInfo {
   url: string;
@@ -84,12 +85,12 @@ export class TabBlocking {
   }
 
   /** At the response stage: true when the frame's text blocked it (answered here; not to be captured). */
-  async atResponse(event: Protocol.Fetch.RequestPausedEvent, page: string | null): Promise<boolean> {
+  async atResponse(event: Protocol.Fetch.RequestPausedEvent, page: string | null, dropped: DroppedRequests): Promise<boolean> {
     const { requestId } = event;
     const check = this.textChecks.get(requestId);
     if (!check) return false;
     this.textChecks.delete(requestId);
-    const text = await this.cdp.send("Fetch.getResponseBody", { requestId }).then(
+    const text = await dropped.unlessDropped(event.networkId ?? null, this.cdp.send("Fetch.getResponseBody", { requestId })).then(
       (r) => (r.base64Encoded ? Buffer.from(r.body, "base64").toString("utf8") : r.body),
       () => null,
     );
