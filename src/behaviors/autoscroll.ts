@@ -2,7 +2,7 @@ import type { Frame, Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { nudgeInPage, scrollStepInPage, shapeChangeInPage, type ScrollShape } from "./autoscrollInPage.js";
 import { timerWatchScript } from "./autoscrollTimers.js";
-import { RequestWatch, type IgnoredPaths } from "./requestWatch.js";
+import { requestKey, RequestWatch, type IgnoredPaths } from "./requestWatch.js";
 
 /**
  * Our autoscroll behavior, run in place of browsertrix-behaviors' one (which tests whether a page scrolls by
@@ -20,13 +20,21 @@ export interface AutoscrollLimits {
   deadline: number;
   /** Stop after the frame has grown this many times (--autoscrollMaxRounds). */
   maxRounds: number;
+  /** The answers to the page's script-made requests, each new to the page or not (the page's capture notes them). */
+  answers?: ScriptAnswers;
+}
+
+/** The answers to a page's script-made requests whose bodies arrived since a moment, each new to the page or a repeat. */
+export interface ScriptAnswers {
+  since(since: number): readonly { url: string; novel: boolean }[];
 }
 
 /**
  * Why a frame's scrolling ended ("did not grow": its first scroll or click brought nothing; "grows by itself":
- * it grew again while left alone, as a ticker does: scrolling it would never end).
+ * it grew again while left alone, as a ticker does: scrolling it would never end; "repeats itself": it grew by
+ * answers the page had already got, a feed giving a batch it gave before, so it has no more to give).
  */
-export type AutoscrollEnd = "stopped growing" | "did not grow" | "grows by itself" | "round limit" | "deadline" | "nothing to scroll" | "site-specific behavior" | "frame gone";
+export type AutoscrollEnd = "stopped growing" | "repeats itself" | "did not grow" | "grows by itself" | "round limit" | "deadline" | "nothing to scroll" | "site-specific behavior" | "frame gone";
 
 export interface FrameAutoscroll {
   frameUrl: string;
@@ -132,6 +140,7 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
         grew = again.grew;
         waited.caused = again.caused;
         waited.shape = again.shape;
+        waited.ignored = again.ignored;
       }
       if (grew === "deadline") return result("deadline");
       if (!grew) return result(rounds === 0 ? "did not grow" : "stopped growing");
@@ -143,7 +152,10 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
         if (await ask(growsUntouched(frame, waited.shape, Math.min(limits.deadline, Date.now() + stillMs)))) return result("grows by itself");
       }
       // Growth the step did not cause (the page rendering its first batch) is no round.
-      if (step.scrolled || step.clicked) rounds += 1;
+      if (step.scrolled || step.clicked) {
+        rounds += 1;
+        if (onlyRepeats(limits.answers?.since(stepStarted) ?? [], waited.ignored)) return result("repeats itself");
+      }
       if (rounds >= limits.maxRounds) return result("round limit");
     }
   } catch (err) {
@@ -152,6 +164,15 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
     logger.debug("behaviorScript", `autoscroll stopped: ${errorMessage(err)}`, { frame: frame.url() });
     return result("frame gone");
   }
+}
+
+/**
+ * Whether the step's answers (the page's own polls and clocks' requests left out) all repeated what the page had
+ * already got: its growth is a batch it showed before. No answer at all says nothing.
+ */
+function onlyRepeats(answers: readonly { url: string; novel: boolean }[], ignored: IgnoredPaths): boolean {
+  const caused = answers.filter((answer) => !ignored.has(requestKey(answer.url)));
+  return caused.length > 0 && caused.every((answer) => !answer.novel);
 }
 
 /** Whether `now` has grown from `before`: taller, or (after a click) more elements. */
@@ -178,6 +199,8 @@ interface GrowthWait {
   caused: boolean;
   /** The frame's shape when the wait ended. */
   shape: ScrollShape;
+  /** The page's background paths and the paths its clocks request: none of their requests is the step's doing. */
+  ignored: IgnoredPaths;
 }
 
 /**
@@ -194,11 +217,13 @@ async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWa
   let seen = before;
   let reactions = from.reactions;
   let clocked: IgnoredPaths = new Set();
+  let background: IgnoredPaths = new Set();
   const ended = (grew: boolean | "deadline"): GrowthWait => ({
     grew,
     reactions,
     caused: reactions > from.reactions || watch.activeSince(from.since, clocked),
     shape: seen,
+    ignored: new Set([...background, ...clocked]),
   });
   for (;;) {
     if (stop?.aborted) return ended("deadline");
@@ -206,7 +231,7 @@ async function waitForGrowth(frame: Frame, before: ScrollShape, watch: RequestWa
     const poll = await frame.evaluate(shapeChangeInPage, seen, Math.max(0, Math.min(POLL_MS, deadline - Date.now())), true, from.movedAt);
     reactions = poll.reactions;
     seen = poll.shape;
-    const background = new Set(poll.background);
+    background = new Set(poll.background);
     clocked = new Set(poll.clocked);
     if (grown(poll.shape, before, byElements)) return ended(true);
     if (Date.now() >= deadline) return ended("deadline");

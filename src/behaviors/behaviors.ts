@@ -4,7 +4,7 @@ import type { Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/deadline.js";
 import { callInEachFrame } from "../util/frameCalls.js";
-import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS, watchTabForAutoscroll } from "./autoscroll.js";
+import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS, watchTabForAutoscroll, type ScriptAnswers } from "./autoscroll.js";
 import { withUnwatchedTimers } from "./autoscrollTimers.js";
 import { driveLibraryBehaviors, sweepAutofetch } from "./libraryBehaviors.js";
 import { pressPlayControls } from "./mediaStart.js";
@@ -173,7 +173,7 @@ export function customBehaviorsScript(scripts: readonly CustomBehaviorScript[]):
  * After a timeout they may go on in the page until it is left; the caller's quiet-network wait is bounded.
  * Null (logged, not run) when the page's document never finished loading.
  */
-export async function runBehaviors(tab: Page, url: string, timeoutMs: number): Promise<BehaviorOutcome | null> {
+export async function runBehaviors(tab: Page, url: string, timeoutMs: number, answers?: ScriptAnswers): Promise<BehaviorOutcome | null> {
   // The behaviors start at the document's load event: on a document that is still loading (its body cut
   // off, say; Chromium may report the navigation loaded all the same) they would only wait out the timeout.
   const readyState = await withTimeout(tab.mainFrame().evaluate(() => document.readyState), READY_STATE_DEADLINE_MS, "no answer").catch(errorMessage);
@@ -199,7 +199,7 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number): P
   // At the deadline the autoscroll is stopped and awaited: nothing of it may run on once the page is done.
   const stopScrolling = new AbortController();
   const scrolling = autoscroll
-    ? [autoscrollFrames(tab, autoscroll.watch, frames, { deadline: started + timeoutMs, maxRounds: autoscroll.maxRounds }, stopScrolling.signal).then((results) => {
+    ? [autoscrollFrames(tab, autoscroll.watch, frames, { deadline: started + timeoutMs, maxRounds: autoscroll.maxRounds, answers }, stopScrolling.signal).then((results) => {
         scrollTimedOut = cutByDeadline(results);
         // Our autoscroll (autoscroll.ts), under the name the library's (turned off) had, for the page timings.
         eachMs.Autoscroll = Date.now() - started;

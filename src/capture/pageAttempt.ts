@@ -1,6 +1,7 @@
 import type { ConfirmedCapture } from "../archive/exchange.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { StorageGate } from "./pageStorage.js";
+import { AnswerNovelty } from "./answerNovelty.js";
 import { DroppedRequests } from "./droppedRequests.js";
 import { StreamCutoff } from "./responseBody.js";
 
@@ -83,6 +84,8 @@ export class PageAttempt {
   frameRemoved(frameId: string): void {
     for (const [networkId, frame] of this.stillInBrowser) if (frame === frameId) this.stillInBrowser.delete(networkId);
   }
+  /** The answers to the page's script-made requests, each new to the page or a repeat (a feed that ran out). */
+  readonly answers = new AnswerNovelty();
   /** Requests the browser dropped: a body read waiting for one of them is given up. */
   readonly dropped = new DroppedRequests();
   /** What the page's end cut off (for its timings line). */

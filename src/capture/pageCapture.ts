@@ -305,6 +305,7 @@ export class PageCapture {
       const streamed = (reading === "live" && !archiveOnly ? await this.live.read(event, control) : null)
         ?? (await streamResponseBody(this.cdp, event, responseHeaders, archiveOnly, control));
       body = streamed.body;
+      if (body.kind === "bytes") attempt.answers.note(request.url, event.resourceType, body.bytes);
       cutOff = streamed.end === "disconnect";
       cutShort = streamed.end === "length" || streamed.end === "time" ? streamed.end : null;
     } else {
@@ -317,6 +318,7 @@ export class PageCapture {
         return;
       }
       body = read;
+      if (body.kind === "bytes") attempt.answers.note(request.url, event.resourceType, body.bytes);
       const matched = body.kind === "bytes" ? rateLimitRuleMatched(this.tabCapture.rateLimitOnMatch, mime, status, body.bytes) : null;
       if (matched) return this.rateLimitedByText(event, attempt, status, matched.regex, responseHeaders);
       manifest = body.kind === "bytes" && !archiveOnly ? await this.streams.answer(request.url, mime, body.bytes, requestHeaders, attempt) : null;

@@ -204,7 +204,7 @@ export class PageWorker {
       // Only a page that shows a document has anything to act on.
       const shown = findDocument(attempt.captured, url, attempt.internalRedirects);
       if (shown && isRenderedDocumentType(shown.mime)) {
-        await this.afterLoad(tab, capture, url, timings);
+        await this.afterLoad(tab, capture, attempt, url, timings);
         // The page's document waits for its storage (--saveStorage), as it is after the behaviors.
         if (attempt.storageGate) await timings.time("saveStorage", () => capture.saveStorage(tab.url()));
       }
@@ -267,14 +267,14 @@ export class PageWorker {
   }
 
   /** --postLoadDelay, then the behaviors; the page is done once the network is quiet again. */
-  private async afterLoad(tab: Page, capture: PageCapture, url: string, timings: PageTimings): Promise<void> {
+  private async afterLoad(tab: Page, capture: PageCapture, attempt: PageAttempt, url: string, timings: PageTimings): Promise<void> {
     const { enabled, timeoutMs, postLoadDelayMs } = this.options.behaviors;
     if (postLoadDelayMs > 0) await timings.time("postLoadDelay", () => new Promise((resolve) => setTimeout(resolve, postLoadDelayMs)));
     if (!enabled.length) return;
     // A click that would leave the page is refused while the behaviors run (see DialogGuard).
     if (this.dialogs) this.dialogs.blockUnload = true;
     try {
-      this.behaviorOutcome = (await timings.time("behaviors", () => runBehaviors(tab, url, timeoutMs))) ?? undefined;
+      this.behaviorOutcome = (await timings.time("behaviors", () => runBehaviors(tab, url, timeoutMs, attempt.answers))) ?? undefined;
       timings.behaviors = this.behaviorOutcome?.eachMs ?? {};
     } finally {
       if (this.dialogs) this.dialogs.blockUnload = false;
