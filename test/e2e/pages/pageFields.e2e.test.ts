@@ -90,6 +90,18 @@ describe("pages.jsonl fields", () => {
     ].sort(byUrl));
   });
 
+  it("favIconUrl names the icon the archive holds; the /favicon.ico the browser probed for and did not find is neither listed nor archived", async () => {
+    const { lists, records } = await withBehaviors;
+    const icon = lists.pages[1]?.favIconUrl;
+    expect(icon).toBe(`${site.url}/pf/fav.png`);
+    const responses = records.filter((r) => r.headers.get("warc-type") === "response");
+    const icons = responses.filter((r) => r.headers.get("warc-target-uri") === icon);
+    expect(icons).toHaveLength(1);
+    expect(icons[0].payload.equals(FAVICON)).toBe(true);
+    expect(site.hits).toContain("/favicon.ico");
+    expect(responses.filter((r) => r.headers.get("warc-target-uri") === `${site.url}/favicon.ico`)).toEqual([]);
+  });
+
   it("with behaviors off, a read page is loadState 3", async () => {
     const { result, lists } = await withoutBehaviors;
     expect(result.code, result.stderr.slice(-3000)).toBe(0);
@@ -97,16 +109,6 @@ describe("pages.jsonl fields", () => {
       { url: `${site.url}/pf/`, title: "Page fields", loadState: 3, status: 200, mime: "text/html", depth: 0, seed: true, favIconUrl: `${site.url}/pf/fav.png` },
       { url: `${site.url}/pf/plain.html`, title: "Plain", loadState: 3, status: 200, mime: "text/html", depth: 0, seed: true },
     ]);
-  });
-
-  it("archives the favicon the browser fetched, and not the /favicon.ico it probed for and did not find", async () => {
-    const { records } = await withBehaviors;
-    const responses = records.filter((r) => r.headers.get("warc-type") === "response");
-    const icons = responses.filter((r) => r.headers.get("warc-target-uri") === `${site.url}/pf/fav.png`);
-    expect(icons).toHaveLength(1);
-    expect(icons[0].payload.equals(FAVICON)).toBe(true);
-    expect(responses.filter((r) => r.headers.get("warc-target-uri") === `${site.url}/favicon.ico`)).toEqual([]);
-    expect(site.hits).toContain("/favicon.ico");
   });
 });
 
