@@ -39,6 +39,12 @@ export interface Exchange {
    * the page, even when the crawl holds this exchange elsewhere already.
    */
   pageDocument?: boolean;
+  /**
+   * WARC-Identified-Payload-Type of its response record: the type and charset the browser took the page's
+   * document for (`text/html; charset="windows-1252"`), which replay prefers over a missing or wrong
+   * Content-Type; absent when not known.
+   */
+  identifiedPayloadType?: string;
   /** WARC-JSON-Metadata of its response record (browsertrix-crawler's: --saveStorage's {"storage": ...}). */
   jsonMetadata?: string;
   /**

@@ -58,6 +58,7 @@ export function responseRecord(exchange: Exchange, recordId: string, digest: str
         "WARC-Payload-Digest": digest,
         ...protocolHeaders(exchange),
         ...(exchange.truncated ? { "WARC-Truncated": exchange.truncated } : {}),
+        ...(exchange.identifiedPayloadType ? { "WARC-Identified-Payload-Type": exchange.identifiedPayloadType } : {}),
         ...(exchange.jsonMetadata ? { "WARC-JSON-Metadata": exchange.jsonMetadata } : {}),
       },
     },

@@ -109,6 +109,8 @@ const SCROLL_STOP_MS = 2000;
 /** The page-side functions behaviors call (CDP bindings; the library looks them up by these names). */
 const LOG_BINDING = "__bx_log";
 const ADD_LINK_BINDING = "__bx_addLink";
+/** Many links in one call (newer browsertrix-behaviors use it when the page has it): see linkBatch. */
+const ADD_LINK_BATCH_BINDING = "__bx_addLinkBatch";
 const CLICK_SET_BINDING = "__bx_addSet";
 
 let libraryScript: string | null = null;
@@ -134,6 +136,9 @@ export async function installBehaviors(tab: Page, settings: BehaviorSettings, ho
   await tab.exposeFunction(LOG_BINDING, (entry: unknown) => logBehaviorMessage(tab, entry));
   await tab.exposeFunction(ADD_LINK_BINDING, (url: unknown) => {
     if (typeof url === "string") hooks.addLink(url);
+  });
+  await tab.exposeFunction(ADD_LINK_BATCH_BINDING, (urls: unknown) => {
+    for (const url of linkBatch(urls)) hooks.addLink(url);
   });
   // As in browsertrix-crawler: the link autoclick is about to click is a link of the page too.
   await tab.exposeFunction(CLICK_SET_BINDING, (url: unknown) => {
@@ -161,6 +166,15 @@ export async function installBehaviors(tab: Page, settings: BehaviorSettings, ho
   // With our autoscroll, the library's timers are not counted as the page's (autoscrollTimers.ts).
   const library = autoscrollTabs.has(tab) ? withUnwatchedTimers(behaviorsLibrary()) : behaviorsLibrary();
   await tab.evaluateOnNewDocument(`${library}\n;self.__bx_behaviors.init(${JSON.stringify(init)});\n${customBehaviorsScript(settings.customScripts ?? [])}`);
+}
+
+/**
+ * The URLs of one __bx_addLinkBatch call: browsertrix-crawler's form, one string of URLs joined by blank
+ * lines (a URL holds no line break: the URL parser drops them), or an array of URL strings.
+ */
+export function linkBatch(urls: unknown): string[] {
+  const items = typeof urls === "string" ? urls.split("\n\n") : Array.isArray(urls) ? urls : [];
+  return items.filter((url): url is string => typeof url === "string").map((url) => url.trim()).filter((url) => url.length > 0);
 }
 
 /** Load each custom behavior class into the library (it runs one whose isMatch() is true, with siteSpecific on). */

@@ -11,6 +11,7 @@ import { watchCacheHits } from "./cacheHits.js";
 import { DEFAULT_TAB_CAPTURE, type TabCaptureOptions } from "./captureRules.js";
 import { OriginRedirects } from "./requests/originOverride.js";
 import { readPageStorage } from "./pageStorage.js";
+import { detectedContentType } from "./detectedType.js";
 import { isLoginPage, rateLimitRuleMatched } from "./pageAnswers.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { NetworkActivity } from "./networkActivity.js";
@@ -341,6 +342,8 @@ export class PageCapture {
     }
     const truncated: TruncationReason | null = cutShort ?? (cutOff || (!bodiless && shortOfDeclaredLength(responseHeaders, manifest?.originalBody.length ?? bodySize(body), true)) ? "disconnect" : null);
     if (cutShort) noteCutShort(this.limits, request.url, cutShort, bodySize(body));
+    // The page's document, rendered: what the browser took it for (its whole body has arrived by now).
+    const identified = ownDocument && !bodiless && !archiveOnly && !attempt.duplicate ? await detectedContentType(this.cdp, request.url) : null;
 
     await this.handOn({
       url: request.url,
@@ -358,6 +361,7 @@ export class PageCapture {
       confirms,
       ...(truncated ? { truncated } : {}),
       ...(ownDocument ? { pageDocument: true } : {}),
+      ...(identified ? { identifiedPayloadType: identified } : {}),
       ...(manifest ? { jsonMetadata: manifest.jsonMetadata, originalBody: manifest.originalBody } : {}),
     }, attempt);
   }

@@ -60,7 +60,7 @@ export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, s
   // Writer slot 0 keeps the plain names; other writers of a shared crawl (same folder) get their own files.
   const reportName = (kind: string) => join(paths.root, "reports", session.slot === 0 ? `${kind}.jsonl` : `${kind}-${writer}.jsonl`);
   return {
-    pageList: new PageList(paths.pages, `${options.collection}.wacz`, options.text.includes("to-pages"), (entry, filename) => lists.page(btxPageEntry(entry, filename, options)), testSeams().fileWriting()),
+    pageList: new PageList(paths.pages, `${options.collection}.wacz`, options.text.includes("to-pages"), (entry, filename) => lists.page(btxPageEntry(entry, filename)), testSeams().fileWriting()),
     report: new ChangeReport(reportName("changes"), session.redis, { kinds: session.membership.keys.changeKinds(writer), counts: session.membership.keys.changeCounts(writer) }),
     truncatedReport: reportName("truncated"),
     skipped: options.output.reportSkipped ? new SkippedReport(reportName("skippedPages"), (seedId) => options.seeds[seedId] ?? "", options.text.includes("to-pages")) : null,
@@ -69,13 +69,8 @@ export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, s
   };
 }
 
-// browsertrix-crawler's LoadState: 3 = text extracted, 4 = behaviors done (a listed page got that far).
-const EXTRACTION_DONE = 3;
-const BEHAVIORS_DONE = 4;
-
 /** A listed page as browsertrix-crawler pushes it to Redis (--writePagesToRedis): no text, its WACZ named. */
-function btxPageEntry(entry: PageEntry, filename: string, options: CrawlOptions): ServicePageEntry {
-  const { id, url, title, ts, mime, status, depth } = entry;
-  const loadState = options.behaviors.length ? BEHAVIORS_DONE : EXTRACTION_DONE;
-  return { id, url, title, loadState, ts, mime, status, ...(entry.seed ? { seed: true as const } : {}), depth, filename };
+function btxPageEntry(entry: PageEntry, filename: string): ServicePageEntry {
+  const { id, url, title, loadState, ts, mime, status, depth, favIconUrl } = entry;
+  return { id, url, title, loadState, ts, mime, status, ...(entry.seed ? { seed: true as const } : {}), depth, ...(favIconUrl ? { favIconUrl } : {}), filename };
 }

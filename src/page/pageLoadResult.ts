@@ -7,6 +7,8 @@ export interface PageLoadResult {
   /** Status and type of the page's own document (after following redirects), when it was captured. */
   document: CapturedSummary | null;
   title: string;
+  /** The favicon the browser shows for the page (its <link rel=icon>, or /favicon.ico), when it has one. */
+  favicon?: string;
   links: string[];
   /** Set when the page could not be loaded at all. */
   error: string | null;

@@ -6,6 +6,7 @@ import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { withTimeout } from "../util/deadline.js";
+import { pageFavicon } from "./favicon.js";
 import { clickClaims, installBehaviors, runBehaviors, type BehaviorHooks, type BehaviorOutcome, type BehaviorSettings } from "../behaviors/behaviors.js";
 import type { BrowserHost } from "../browser/browserHost.js";
 import { DEFAULT_TAB_CAPTURE, type TabCaptureOptions } from "../capture/captureRules.js";
@@ -238,15 +239,16 @@ export class PageWorker {
       // Without its links the crawl would silently lose everything below this page: retry it instead.
       return { document: null, title: "", links: [], error: `could not read the page's links: ${read ? read.message : "the page was not read"}` };
     }
-    return { document, title: read.title, links: read.links, ...(read.extracts ? { extracts: read.extracts } : {}), error: null };
+    return { document, title: read.title, ...(read.favicon ? { favicon: read.favicon } : {}), links: read.links, ...(read.extracts ? { extracts: read.extracts } : {}), error: null };
   }
 
   /** The page's title, links, text and screenshots, once it is loaded and its behaviors are over. */
-  private async readLoadedPage(tab: Page, url: string, status: number, timings: PageTimings): Promise<(Pick<PageLoadResult, "title" | "links" | "extracts"> & { media: string[] }) | Error> {
+  private async readLoadedPage(tab: Page, url: string, status: number, timings: PageTimings): Promise<(Pick<PageLoadResult, "title" | "favicon" | "links" | "extracts"> & { media: string[] }) | Error> {
     try {
       const { title, links, media } = await timings.time("links", () => this.readPage(tab));
+      const favicon = await timings.time("links", () => pageFavicon(tab));
       const extracts = await timings.time("extracts", () => this.takeExtracts(tab, url, status));
-      return { title, links, media, ...(extracts ? { extracts } : {}) };
+      return { title, ...(favicon ? { favicon } : {}), links, media, ...(extracts ? { extracts } : {}) };
     } catch (err) {
       return new Error(errorMessage(err));
     }

@@ -4,6 +4,14 @@ import { dirname, join, relative } from "node:path";
 import { createInterface } from "node:readline";
 import { AppendLog, type AppendLogOptions } from "../durable/appendLog.js";
 
+/**
+ * How far a listed page got, in browsertrix-crawler's numbers (its LoadState; 0 failed and 1 content loaded
+ * are never listed): 2 its document loaded (one the browser does not render: a PDF, an image), 3 the rendered
+ * page was read (title, links, text), 4 its behaviors ran to their end too (not off, not cut by --behaviorTimeout).
+ */
+export const LoadState = { FULL_PAGE_LOADED: 2, EXTRACTION_DONE: 3, BEHAVIORS_DONE: 4 } as const;
+export type LoadState = (typeof LoadState)[keyof typeof LoadState];
+
 /** One crawled page as listed in pages.jsonl / extraPages.jsonl. */
 export interface PageEntry {
   id: string;
@@ -11,10 +19,13 @@ export interface PageEntry {
   /** RFC 3339 capture time of the page's document. */
   ts: string;
   title: string;
+  loadState: LoadState;
   status: number;
   mime: string;
   depth: number;
   seed: boolean;
+  /** The favicon the browser showed for the page (ReplayWeb.page shows it in its page list), when it had one. */
+  favIconUrl?: string;
   /** The page's extracted text (--text to-pages): what ReplayWeb.page's full-text search looks in. */
   text?: string;
 }

@@ -19,6 +19,7 @@ export interface ServicePageEntry {
   status: number;
   seed?: true;
   depth: number;
+  favIconUrl?: string;
   filename: string;
 }
 

@@ -1,11 +1,13 @@
 import { performance } from "node:perf_hooks";
 import { randomUUID } from "node:crypto";
+import { isRenderedDocumentType } from "../../capture/documentTypes.js";
 import { DOWNLOAD_GRACE_MS } from "../../capture/pageAttempt.js";
 import type { CrawlOptions } from "../../config/crawlOptions.js";
 import { outlinksNote } from "../../dedupe/notes/indexNotes.js";
 import { errorMessage, logger } from "../../log/logger.js";
 import { extractBudgetMs, type ExtractOptions } from "../../page/pageExtracts.js";
 import type { PageLoadResult } from "../../page/pageWorker.js";
+import { LoadState } from "../../reports/pageList.js";
 import { pageInfoResource, TEXT_CONTENT_TYPE, type PageResource } from "../../pipeline/pageResources.js";
 import { withoutHash } from "../../scope/urls.js";
 import { waitForHostTurn } from "../../politeness/hostTurn.js";
@@ -186,10 +188,12 @@ const list = step("list", async (attempt) => {
     url: page.url,
     ts: document.date.toISOString(),
     title: result.title,
+    loadState: loadStateOf(result),
     status: document.status,
     mime: document.mime,
     depth: page.depth,
     seed: page.depth === 0,
+    ...(result.favicon ? { favIconUrl: result.favicon } : {}),
     ...(options.text.includes("to-pages") && typeof result.extracts?.text === "string" ? { text: result.extracts.text } : {}),
   };
   attempt.listedIn = result.documentWacz ?? context.plan.currentWaczFilename();
@@ -229,6 +233,12 @@ const links = step("links", async (attempt) => {
 export const PAGE_STEPS: readonly PageStep[] = [
   pageLimit, budget, seed, fresh, hostTurn, load, contentCheck, loggedOut, rateLimited, status, stopped, loadFailed, duplicate, seedRedirect, list, links,
 ];
+
+/** How far the listed page got: a document the browser does not render is only loaded; a rendered one was read, and its behaviors may have finished. */
+export function loadStateOf(result: PageLoadResult): LoadState {
+  if (!result.document || !isRenderedDocumentType(result.document.mime)) return LoadState.FULL_PAGE_LOADED;
+  return result.behaviors?.outcome === "finished" ? LoadState.BEHAVIORS_DONE : LoadState.EXTRACTION_DONE;
+}
 
 function documentOf(result: PageLoadResult): NonNullable<PageLoadResult["document"]> {
   if (!result.document) throw new Error("page step on a page without a document");

@@ -9,7 +9,7 @@ const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 const page = (n: number): PageEntry => ({
-  id: `id-${n}`, url: `http://a.test/${n}`, ts: "2026-01-02T03:04:05.000Z", title: `page ${n}`, status: 200, mime: "text/html", depth: 0, seed: true,
+  id: `id-${n}`, url: `http://a.test/${n}`, ts: "2026-01-02T03:04:05.000Z", title: `page ${n}`, loadState: 4, status: 200, mime: "text/html", depth: 0, seed: true,
 });
 
 /** The pages of a list as packaging reads them (filterPagesFile, every page kept): throws on a line that is not JSON. */
