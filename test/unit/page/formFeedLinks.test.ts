@@ -63,6 +63,8 @@ describe("search boxes: only empty text-like fields and hidden ones", () => {
     expect(await formLinks("/2024/01/post/", `<form role="search" method="get" action="/"><input type="search" name="s" value=""><input type="submit" value="Search"></form>`)).toEqual(["/?s="]);
     expect(await formLinks("/api/module.html", `<form class="search" action="../search.html" method="get"><input type="text" name="q"><input type="submit" value="Go">
       <input type="hidden" name="check_keywords" value="yes"><input type="hidden" name="area" value="default"></form>`)).toEqual(["/search.html?q=&check_keywords=yes&area=default"]);
+    // A hidden filter to another listing.
+    expect(await formLinks("/shop/", `<form action="/shop/list"><input type="hidden" name="cat" value="books"><input name="q"></form>`)).toEqual(["/shop/list?cat=books&q="]);
   });
 });
 
