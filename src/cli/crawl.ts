@@ -113,7 +113,7 @@ export function buildCrawlProgram(): Command {
     .option("--extraChromeArgs <args...>", "more Chromium command-line switches (write --extraChromeArgs=--switch, or several after one flag; repeatable)", collect)
     // Links and behaviors (config/groups/linkBehaviorOptions.ts)
     .option("--selectLinks <selectors...>", "where each page's links are read from, in every frame: selector->property or selector->@attribute (a property that is empty falls back to the attribute), comma-separated, repeatable (default: a[href]->href,area[href]->href)", collect)
-    .option("--extractFormLinks", "crawl the URL each GET form of a page (in every frame) submits with its default values, and with each other option of each of its selects (at most 100 a select); not forms with a password field (default: on)")
+    .option("--extractFormLinks", "crawl the URL each GET form of a page (in every frame) submits with its default values, and with each other option of each of its selects (at most 100 a select); not forms with a password field, nor a search box (only empty text and hidden fields) that submits to the page itself (default: on)")
     .option("--no-extractFormLinks", "do not crawl the URLs of pages' GET forms")
     .option("--extractFeedLinks", "crawl the RSS, Atom and JSON feeds a page names in <link rel=alternate>, and the pages a feed lists (default: on)")
     .option("--no-extractFeedLinks", "do not crawl pages' feeds nor the pages feeds list")

@@ -16,9 +16,36 @@ export const MAX_FORM_LINKS = 2000;
  * Runs in the page: for each GET form without a password field, the URL a submission without a submitter
  * goes to (the form data set as the browser builds it, in place of the action's query), then the same with
  * each other option of each single select. File inputs are left out; javascript: actions give nothing.
+ *
+ * A search box gives no new page: a form whose default submission carries nothing but empty text-like fields
+ * (at least one) and hidden ones. Submitted to the page itself (its URL without query is the page's without
+ * query) it is the same page again with `?q=` added, so it gives no link: on a site with one on every page
+ * (mdBook's searchbar, rustdoc's) that would be a twin of every page. Submitted elsewhere it gives the
+ * action's URL as usual, which is the same from every page of the site, so the queue holds it once.
  */
 export function formLinksInDocument(maxOptionsPerSelect: number, maxLinks: number): string[] {
   const found = new Set<string>();
+  // Input types that are no free text (every other type is, an unknown one reads as "text"): they submit a
+  // value of their own (checkbox, radio, range, color) or nothing here (hidden is counted apart, file, buttons).
+  const NOT_TEXT = ["hidden", "checkbox", "radio", "file", "submit", "image", "reset", "button", "range", "color"];
+  /** Whether the form's default submission adds only empty text-like fields (one at least) and hidden ones. */
+  const isSearchBox = (controls: Element[]): boolean => {
+    let empty = 0;
+    for (const control of controls) {
+      // What the form data set leaves out: unnamed and disabled controls (a disabled fieldset's too), buttons.
+      if (!control.getAttribute("name") || control.matches(":disabled")) continue;
+      if (control instanceof HTMLButtonElement || control instanceof HTMLFieldSetElement || control instanceof HTMLOutputElement || control instanceof HTMLObjectElement) continue;
+      if (control instanceof HTMLInputElement) {
+        if (["hidden", "file", "submit", "image", "reset", "button"].includes(control.type)) continue;
+        if ((control.type === "checkbox" || control.type === "radio") && !control.checked) continue;
+      }
+      const text = control instanceof HTMLTextAreaElement || (control instanceof HTMLInputElement && !NOT_TEXT.includes(control.type));
+      // A select, a checked box, a filled field, a custom control: a real value, so a page of its own.
+      if (!text || (control as HTMLInputElement | HTMLTextAreaElement).value !== "") return false;
+      empty++;
+    }
+    return empty > 0;
+  };
   for (const form of Array.from(document.forms)) {
     if (found.size >= maxLinks) break;
     // Attributes, not properties: a control named "action" or "method" shadows form.action / form.method.
@@ -35,6 +62,15 @@ export function formLinksInDocument(maxOptionsPerSelect: number, maxLinks: numbe
       continue;
     }
     if (action.protocol === "javascript:") continue;
+    if (isSearchBox(controls)) {
+      const withoutQuery = (href: string): string => {
+        const url = new URL(href);
+        url.search = "";
+        url.hash = "";
+        return url.href;
+      };
+      if (withoutQuery(action.href) === withoutQuery(document.URL)) continue;
+    }
     const submitted = (): void => {
       let data: FormData;
       try {
