@@ -6,7 +6,7 @@ import { logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import type { ExchangeWork } from "./exchangeWork.js";
 import type { CapturedSummary, PageAttempt } from "./pageAttempt.js";
-import type { DirectDecode } from "./responseBody.js";
+import type { DirectDecode } from "./bodies/responseBody.js";
 
 /** Hands an exchange fetched outside the browser on as the page capture would; false (and logged) when it could not be stored. */
 export type StoreFetched = (exchange: Exchange, attempt: PageAttempt, failure: string) => Promise<boolean>;

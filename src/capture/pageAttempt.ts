@@ -2,8 +2,8 @@ import type { ConfirmedCapture } from "../archive/exchange.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { StorageGate } from "./pageStorage.js";
 import { AnswerNovelty } from "./answerNovelty.js";
-import { DroppedRequests } from "./droppedRequests.js";
-import { StreamCutoff } from "./responseBody.js";
+import { DroppedRequests } from "./bodies/droppedRequests.js";
+import { StreamCutoff } from "./bodies/responseBody.js";
 
 /** Summary of what a page loaded, for deciding the page's status and type. */
 export interface CapturedSummary {

@@ -15,7 +15,7 @@ import { detectedContentType } from "./detectedType.js";
 import { isLoginPage, rateLimitRuleMatched } from "./pageAnswers.js";
 import { isRenderedDocumentType } from "./documentTypes.js";
 import { NetworkActivity } from "./networkActivity.js";
-import { LiveStreams } from "./streamingBody.js";
+import { LiveStreams } from "./bodies/streamingBody.js";
 import { ExchangeWork } from "./exchangeWork.js";
 import { FallbackCaptures } from "./fallbackCaptures.js";
 import { LoadOutcomes } from "./loadOutcomes.js";
@@ -25,7 +25,7 @@ import { refuseByAddress } from "./requests/addressCheck.js";
 import { answerProxyChallenges, failRelayAnswer } from "./requests/proxyAuth.js";
 import { AdaptiveStreams, type ManifestAnswer } from "./adaptiveStreams.js";
 import { TabBlocking } from "./requests/requestBlocking.js";
-import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./responseBody.js";
+import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamResponseBody, type StreamControl } from "./bodies/responseBody.js";
 import { SocketRecorder } from "./webSockets.js"; // WebSockets
 
 export { PageAttempt, type CapturedSummary, type ConditionalRequest, type CutAtEnd, type RateLimitAnswer } from "./pageAttempt.js";

@@ -2,7 +2,7 @@ import type { CDPSession, Protocol } from "puppeteer-core";
 import type { Blocking, BlockedRequest } from "../../block/blocking.js";
 import { textVerdict, type BlockRule } from "../../block/rules.js";
 import { logger } from "../../log/logger.js";
-import type { DroppedRequests } from "../droppedRequests.js";
+import type { DroppedRequests } from "../bodies/droppedRequests.js";
 
 interface FrameInfo {
   url: string;

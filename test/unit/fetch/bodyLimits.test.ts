@@ -1,7 +1,7 @@
 import { readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bodyReading } from "../../../src/capture/responseBody.js";
+import { bodyReading } from "../../../src/capture/bodies/responseBody.js";
 import { StopControl } from "../../../src/crawl/stopControl.js";
 import { StorageWatch } from "../../../src/crawl/storageWatch.js";
 import { BodySpool, defaultBodyLimits } from "../../../src/fetch/bodyLimits.js";

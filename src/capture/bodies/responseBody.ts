@@ -1,9 +1,9 @@
 import { readFile } from "node:fs/promises";
 import type { CDPSession, Protocol } from "puppeteer-core";
-import { bodySize, type ExchangeBody } from "../archive/exchange.js";
-import { BodySpool, type BodyLimits } from "../fetch/bodyLimits.js";
-import { errorMessage, logger } from "../log/logger.js";
-import { testSeams } from "../util/testSeams.js";
+import { bodySize, type ExchangeBody } from "../../archive/exchange.js";
+import { BodySpool, type BodyLimits } from "../../fetch/bodyLimits.js";
+import { errorMessage, logger } from "../../log/logger.js";
+import { testSeams } from "../../util/testSeams.js";
 
 /** Bodies larger than this (by Content-Length) are streamed rather than read whole. */
 export const STREAM_BODY_THRESHOLD = 8_000_000;

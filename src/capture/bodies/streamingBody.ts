@@ -1,6 +1,6 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
-import type { ExchangeBody } from "../archive/exchange.js";
-import { BodySpool } from "../fetch/bodyLimits.js";
+import type { ExchangeBody } from "../../archive/exchange.js";
+import { BodySpool } from "../../fetch/bodyLimits.js";
 import { CUT_OFF_ERRORS, type StreamControl, type StreamEnd } from "./responseBody.js";
 
 /** One response whose bytes arrive as Network.dataReceived events. */

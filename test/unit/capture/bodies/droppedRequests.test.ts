@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DroppedRequests, RequestDroppedError } from "../../../src/capture/droppedRequests.js";
+import { DroppedRequests, RequestDroppedError } from "../../../../src/capture/bodies/droppedRequests.js";
 
 const never = <T>() => new Promise<T>(() => undefined);
 
