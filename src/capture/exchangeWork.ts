@@ -32,6 +32,11 @@ export class ExchangeWork {
     return (await settledWithin(this.all(), deadlineMs)) ? [] : [...this.exchanges.values()];
   }
 
+  /** What is under way now: the URLs of the exchanges being captured, and how much background work. */
+  underWay(): { urls: string[]; background: number } {
+    return { urls: [...this.exchanges.values()], background: this.inBackground.size };
+  }
+
   /** Wait for the work under way now (not what starts meanwhile), for at most `deadlineMs`. */
   async settleCurrent(deadlineMs: number): Promise<void> {
     const pending = [...this.exchanges.keys(), ...this.inBackground];

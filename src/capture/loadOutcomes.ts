@@ -1,4 +1,5 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
+import type { DocumentLifetimes } from "./documentLifetimes.js";
 import { ResponseProtocols } from "./responseProtocols.js";
 
 /** How long to wait for the browser to report a continued response's load as finished or failed. */
@@ -18,14 +19,19 @@ export class LoadOutcomes {
   /** What each response came over (h2, tls/1.3...): WARC-Protocol. */
   readonly protocols = new ResponseProtocols();
 
-  /** Hear the tab's load outcomes, its responses' protocols, and (with the Page domain on) its frames taken down. */
+  /**
+   * @param lifetimes the tab's documents: a load of a document that is gone (a frame taken down, the previous
+   *   page's document replaced) ends no other way.
+   */
+  constructor(private readonly lifetimes: DocumentLifetimes) {
+    lifetimes.onGone(() => this.documentsGone());
+  }
+
+  /** Hear the tab's load outcomes and its responses' protocols. */
   listen(cdp: CDPSession): void {
     this.protocols.listen(cdp);
     cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => this.settle(event.requestId, null));
     cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => this.settle(event.requestId, event.errorText));
-    cdp.on("Page.frameDetached", (event: Protocol.Page.FrameDetachedEvent) => {
-      if (event.reason !== "swap") this.frameRemoved(event.frameId);
-    });
   }
 
   settle(networkId: string, error: string | null): void {
@@ -44,7 +50,7 @@ export class LoadOutcomes {
    * fetch of the browser's own, `networkId` null), else the error.
    */
   of(networkId: string | null, frameId?: string): Promise<string | null> {
-    if (networkId === null) return Promise.resolve(null);
+    if (networkId === null || this.lifetimes.requestGone(networkId, frameId)) return Promise.resolve(null);
     if (this.outcomes.has(networkId)) {
       const error = this.outcomes.get(networkId)!;
       this.outcomes.delete(networkId);
@@ -66,12 +72,13 @@ export class LoadOutcomes {
   }
 
   /**
-   * A frame taken down (an ad slot removed) while its loads ran: Chromium reports neither end for them. What the
-   * browser handed over is what it had received; waiting for an end that never comes would hold the page's end.
+   * A document went (an ad slot's frame removed, the previous page's document replaced) while its loads ran:
+   * Chromium reports neither end for them. What the browser handed over is what it had received; waiting for an
+   * end that never comes would hold the page's end.
    */
-  private frameRemoved(frameId: string): void {
+  private documentsGone(): void {
     for (const [networkId, waiter] of this.waiters) {
-      if (waiter.frameId !== frameId) continue;
+      if (!this.lifetimes.requestGone(networkId, waiter.frameId)) continue;
       this.waiters.delete(networkId);
       waiter.settle(null);
     }

@@ -1,22 +1,38 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
+import { logger } from "../log/logger.js";
+import type { DocumentLifetimes } from "./documentLifetimes.js";
+
+/** A request in flight: what it asked for, and whose it is. */
+interface InFlight {
+  url: string;
+  frameId: string | undefined;
+  /** The loader of the document that made it (a document request: the loader it creates). */
+  loaderId: string;
+}
 
 /**
  * A tab's requests in flight, as the network-idle wait counts them. A long-lived stream (an
  * EventSource, a script's streaming fetch) counts as quiet once it has sent its first bytes, as browsers' own
  * idle heuristics do: otherwise a page with a live ticker never goes quiet. (Its body is still read
- * after that; the capture's drain decides when an open stream is cut.)
+ * after that; the capture's drain decides when an open stream is cut.) Only the page's own documents' requests
+ * count: those of a document that is gone (the previous page's unload beacons, a frame taken down) never get
+ * an end the tab reports, and would hold every wait to its cap.
  */
 export class NetworkActivity {
-  private readonly inFlight = new Set<string>();
+  private readonly inFlight = new Map<string, InFlight>();
   private lastActivity = Date.now();
   private readonly listeners = new Set<() => void>();
 
-  constructor(cdp: CDPSession) {
+  constructor(cdp: CDPSession, lifetimes: DocumentLifetimes) {
     // blob: and data: never go over the network, and a media element's MediaSource blob: never "finishes":
     // counted, every page with an MSE player (HLS, DASH) waited out the whole idle cap, twice.
     cdp.on("Network.requestWillBeSent", (event: Protocol.Network.RequestWillBeSentEvent) => {
-      if (/^https?:/i.test(event.request.url)) this.started(event.requestId);
+      if (!/^https?:/i.test(event.request.url)) return;
+      // A gone document's request (the previous page's unload beacons): no end of it will ever be reported here.
+      if (lifetimes.documentGone(event.frameId, event.loaderId)) return;
+      this.started(event.requestId, { url: event.request.url, frameId: event.frameId, loaderId: event.loaderId });
     });
+    lifetimes.onGone(() => this.forget((request) => lifetimes.documentGone(request.frameId, request.loaderId)));
     cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => this.ended(event.requestId));
     cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => this.ended(event.requestId));
   }
@@ -42,8 +58,17 @@ export class NetworkActivity {
     for (const listener of this.listeners) listener();
   }
 
-  private started(requestId: string): void {
-    this.inFlight.add(requestId);
+  /** Requests that will never end as far as this tab is told: their document is gone. */
+  private forget(gone: (request: InFlight) => boolean): void {
+    let forgot = false;
+    for (const [requestId, request] of this.inFlight) {
+      if (gone(request)) forgot = this.inFlight.delete(requestId) || forgot;
+    }
+    if (forgot) this.touch();
+  }
+
+  private started(requestId: string, request: InFlight): void {
+    this.inFlight.set(requestId, request);
     this.touch();
   }
 
@@ -64,7 +89,11 @@ export class NetworkActivity {
       const check = () => {
         clearTimeout(timer);
         const now = Date.now();
-        if (now >= deadline) return done();
+        if (now >= deadline) {
+          // Said once per wait that ran out: which requests kept the page from being quiet.
+          logger.debug("capture", "network not quiet when the idle wait ran out", { capMs, inFlight: this.inFlight.size, urls: [...this.inFlight.values()].slice(0, 5).map((request) => request.url) });
+          return done();
+        }
         const quiet = this.inFlight.size <= maxInFlight;
         if (quiet && now - this.lastActivity >= idleMs) return done();
         const wait = quiet ? idleMs - (now - this.lastActivity) : deadline - now;

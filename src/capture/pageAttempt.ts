@@ -80,9 +80,9 @@ export class PageAttempt {
   left(networkId: string): void {
     if (this.stillInBrowser.delete(networkId)) this.lastOnWireAt = Date.now();
   }
-  /** A frame taken down (an ad slot removed): its requests still inside the browser will never leave it. */
-  frameRemoved(frameId: string): void {
-    for (const [networkId, frame] of this.stillInBrowser) if (frame === frameId) this.stillInBrowser.delete(networkId);
+  /** Documents went (a frame taken down, the previous page's replaced): their requests still inside the browser never leave it. */
+  documentsGone(gone: (networkId: string, frameId: string) => boolean): void {
+    for (const [networkId, frame] of this.stillInBrowser) if (gone(networkId, frame)) this.stillInBrowser.delete(networkId);
   }
   /** The answers to the page's script-made requests, each new to the page or a repeat (a feed that ran out). */
   readonly answers = new AnswerNovelty();

@@ -18,6 +18,7 @@ import { NetworkActivity } from "./networkActivity.js";
 import { LiveStreams } from "./bodies/streamingBody.js";
 import { ExchangeWork } from "./exchangeWork.js";
 import { FallbackCaptures } from "./fallbackCaptures.js";
+import { DocumentLifetimes } from "./documentLifetimes.js";
 import { LoadOutcomes } from "./loadOutcomes.js";
 import { END_DRAIN_DEADLINE_MS, PageAttempt, sentRequestsArrived, type CapturedSummary, type ConditionalRequest, type CutAtEnd } from "./pageAttempt.js";
 import { PageScripts, QUIET_AT_END_MS } from "./pageScripts.js";
@@ -36,6 +37,9 @@ export { PageAttempt, type CapturedSummary, type ConditionalRequest, type CutAtE
  * pipeline) and let the response continue. What the browser cannot hand over whole (a 206 fragment, a
  * revalidated cached copy, a body it lost) is fetched outside the browser and handed to the same sink.
  */
+/** A page's drain this long is logged (debug) with what it waited for. */
+const SLOW_DRAIN_MS = 2000;
+
 export class PageCapture {
   /** Exchanges being captured, work in the background: what a page's end drains. */
   private readonly work = new ExchangeWork();
@@ -44,7 +48,9 @@ export class PageCapture {
   private readonly conditional = new Map<string, ConditionalRequest>();
   /** Document requests we really made conditional, by request id: only their 304s mean "not modified". */
   private readonly sentConditional = new Map<string, ConfirmedCapture>();
-  private readonly loads = new LoadOutcomes();
+  /** The tab's documents: which request is whose, and which are gone. */
+  private readonly lifetimes = new DocumentLifetimes();
+  private readonly loads = new LoadOutcomes(this.lifetimes);
 
   /** The tab's requests in flight, for the network-idle wait. */
   readonly network: NetworkActivity;
@@ -69,7 +75,7 @@ export class PageCapture {
     private readonly tabCapture: TabCaptureOptions,
   ) {
     this.redirects = new OriginRedirects(tabCapture.originOverride);
-    this.network = new NetworkActivity(cdp);
+    this.network = new NetworkActivity(cdp, this.lifetimes);
     this.live = new LiveStreams(cdp);
     this.scripts = new PageScripts(cdp);
     this.fallbacks = new FallbackCaptures(sink, fetcher, this.work, (exchange, attempt, failure) => this.storeFetched(exchange, attempt, failure));
@@ -79,7 +85,7 @@ export class PageCapture {
   static async attach(page: Page, sink: ExchangeSink, fetcher: FallbackFetcher, limits: BodyLimits, rateLimitStatusCodes: readonly number[] = [], tabCapture = DEFAULT_TAB_CAPTURE): Promise<PageCapture> {
     const cdp = await page.createCDPSession();
     const { frameTree } = await cdp.send("Page.getFrameTree");
-    await cdp.send("Page.enable"); // frames taken down end their loads (loadOutcomes.ts)
+    await cdp.send("Page.enable"); // frames taken down and documents replaced end their requests (documentLifetimes.ts)
     return PageCapture.listen(new PageCapture(cdp, sink, fetcher, limits, frameTree.frame.id, rateLimitStatusCodes, tabCapture));
   }
 
@@ -112,9 +118,8 @@ export class PageCapture {
       capture.attempt.stillInBrowser.delete(event.requestId);
       capture.attempt.dropped.drop(event.requestId, event.errorText);
     });
-    cdp.on("Page.frameDetached", (event: Protocol.Page.FrameDetachedEvent) => {
-      if (event.reason !== "swap") capture.attempt.frameRemoved(event.frameId);
-    });
+    capture.lifetimes.listen(cdp);
+    capture.lifetimes.onGone(() => capture.attempt.documentsGone((networkId, frameId) => capture.lifetimes.requestGone(networkId, frameId)));
     cdp.on("Network.requestWillBeSent", (event: Protocol.Network.RequestWillBeSentEvent) => capture.noteInternalRedirect(event));
     cdp.on("Network.requestWillBeSentExtraInfo", (event: Protocol.Network.RequestWillBeSentExtraInfoEvent) => capture.attempt.left(event.requestId));
     // An answer the HTTP cache gave after the request was sent on never pauses at the response stage.
@@ -152,7 +157,17 @@ export class PageCapture {
   /** The page is done but still read: open streams cut once idle, what is in flight now reaches it first. */
   async settle(deadlineMs = END_DRAIN_DEADLINE_MS): Promise<void> {
     this.attempt.endStreams();
+    const started = Date.now();
+    const underWay = this.work.underWay();
     await this.work.settleCurrent(deadlineMs);
+    this.noteSlowDrain(started, underWay, "before the page is read");
+  }
+
+  /** A drain that took long, logged (debug) with what it waited for. */
+  private noteSlowDrain(started: number, underWay: { urls: string[]; background: number }, when: string): void {
+    const ms = Date.now() - started;
+    if (ms < SLOW_DRAIN_MS) return;
+    logger.debug("capture", `the page's drain ${when} was slow`, { page: this.attempt.pageUrl, ms, exchanges: underWay.urls.length, urls: underWay.urls.slice(0, 5), background: underWay.background });
   }
 
   /**
@@ -166,10 +181,13 @@ export class PageCapture {
     const attempt = this.attempt;
     attempt.ended = true;
     attempt.endStreams();
+    const drainStarted = Date.now();
     await sentRequestsArrived(attempt); // what was sent just before reaches its server before the page is done
     if (this.sockets) this.work.background(this.sockets.endPage()); // WebSockets: written with the frames seen so far
+    const underWay = this.work.underWay();
     const unfinished = await this.work.settle(deadlineMs);
     attempt.drained = true;
+    this.noteSlowDrain(drainStarted, underWay, "at its end");
     if (unfinished.length) {
       for (const url of unfinished) attempt.unfinished.add(url);
       attempt.cutAtEnd.unfinished = unfinished.length;
@@ -405,7 +423,8 @@ export class PageCapture {
     if (this.attempt.ended) return this.refuseAfterEnd(event, this.attempt); // paused before the page's end: not sent
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
     const networkId = networkIdOf(event);
-    if (networkId !== null) this.attempt.stillInBrowser.set(networkId, event.frameId); // the browser's own fetches never hold the page's end
+    // The browser's own fetches never hold the page's end, nor a gone document's requests (no end of theirs is told).
+    if (networkId !== null && !this.lifetimes.requestGone(networkId, event.frameId)) this.attempt.stillInBrowser.set(networkId, event.frameId);
     const added = this.fetcher.rules.headers.for(target ?? event.request.url); // --header
     if (!pending && !target && !added.length) return this.continue(event.requestId);
     if (target) this.redirects.sent(event.requestId, event.request.url, target);

@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import type { CDPSession, Protocol } from "puppeteer-core";
 import { describe, expect, it } from "vitest";
 import { networkIdOf } from "../../../src/capture/browserInternal.js";
+import { DocumentLifetimes } from "../../../src/capture/documentLifetimes.js";
 import { LoadOutcomes } from "../../../src/capture/loadOutcomes.js";
 import { PageAttempt, sentRequestsArrived } from "../../../src/capture/pageAttempt.js";
 
@@ -29,7 +30,9 @@ async function within<T>(work: Promise<T>, ms: number): Promise<T | "still waiti
 
 describe("a fetch the browser makes for itself (no network id: an OpenSearch description)", () => {
   const cdp = new EventEmitter() as unknown as CDPSession;
-  const loads = new LoadOutcomes();
+  const lifetimes = new DocumentLifetimes();
+  lifetimes.listen(cdp);
+  const loads = new LoadOutcomes(lifetimes);
   loads.listen(cdp);
   const emit = (event: string, params: unknown) => (cdp as unknown as EventEmitter).emit(event, params);
 
@@ -58,7 +61,9 @@ describe("a fetch the browser makes for itself (no network id: an OpenSearch des
 
 describe("a load of a frame taken down (an ad slot removed): Chromium reports neither its end nor its failure", () => {
   const cdp = new EventEmitter() as unknown as CDPSession;
-  const loads = new LoadOutcomes();
+  const lifetimes = new DocumentLifetimes();
+  lifetimes.listen(cdp);
+  const loads = new LoadOutcomes(lifetimes);
   loads.listen(cdp);
   const emit = (event: string, params: unknown) => (cdp as unknown as EventEmitter).emit(event, params);
 
@@ -80,7 +85,7 @@ describe("a request of a frame taken down before it left the browser", () => {
     const attempt = new PageAttempt(true);
     attempt.stillInBrowser.set("9.1", "ad-frame");
     attempt.stillInBrowser.set("9.2", "main-frame");
-    attempt.frameRemoved("ad-frame");
+    attempt.documentsGone((_, frameId) => frameId === "ad-frame");
     expect([...attempt.stillInBrowser.keys()]).toEqual(["9.2"]);
     attempt.ended = true;
     const started = Date.now();

@@ -1,0 +1,71 @@
+import { EventEmitter } from "node:events";
+import type { CDPSession } from "puppeteer-core";
+import { describe, expect, it } from "vitest";
+import { DocumentLifetimes } from "../../../src/capture/documentLifetimes.js";
+import { LoadOutcomes } from "../../../src/capture/loadOutcomes.js";
+import { NetworkActivity } from "../../../src/capture/networkActivity.js";
+
+/** A tab's CDP session as the capture hears it: events only. */
+function tab() {
+  const cdp = new EventEmitter() as unknown as CDPSession;
+  const emit = (event: string, params: unknown) => (cdp as unknown as EventEmitter).emit(event, params);
+  const lifetimes = new DocumentLifetimes();
+  lifetimes.listen(cdp);
+  const request = (requestId: string, frameId: string, loaderId: string, url = `http://127.0.0.1:1/${requestId}`, type = "Image") =>
+    emit("Network.requestWillBeSent", { requestId, frameId, loaderId, type, request: { url } });
+  const navigated = (frameId: string, loaderId: string, parentId?: string) => emit("Page.frameNavigated", { frame: { id: frameId, loaderId, ...(parentId ? { parentId } : {}) } });
+  return { cdp, emit, lifetimes, request, navigated };
+}
+
+describe("DocumentLifetimes", () => {
+  it("tells the previous page's requests gone once the next page's document commits, not before", () => {
+    const { lifetimes, request, navigated } = tab();
+    navigated("main", "L1");
+    request("1.1", "main", "L1");
+    request("2.0", "main", "L2", "http://127.0.0.1:1/next.html", "Document");
+    expect(lifetimes.requestGone("1.1")).toBe(false);
+    navigated("main", "L2");
+    expect(lifetimes.requestGone("1.1")).toBe(true);
+    expect(lifetimes.requestGone("2.0")).toBe(false);
+    // A beacon of the page left, sent as it unloads: gone from the start.
+    request("1.2", "main", "L1");
+    expect(lifetimes.requestGone("1.2")).toBe(true);
+    expect(lifetimes.documentGone("main", "L2")).toBe(false);
+  });
+
+  it("tells a removed frame's requests gone, not a frame swapped into another process, nor a subframe's navigation", () => {
+    const { emit, lifetimes, request, navigated } = tab();
+    navigated("main", "L1");
+    request("3.1", "ad", "A1");
+    navigated("ad", "A2", "main");
+    expect(lifetimes.requestGone("3.1")).toBe(false);
+    emit("Page.frameDetached", { frameId: "ad", reason: "swap" });
+    expect(lifetimes.requestGone("3.1")).toBe(false);
+    emit("Page.frameDetached", { frameId: "ad", reason: "remove" });
+    expect(lifetimes.requestGone("3.1")).toBe(true);
+    // Paused before its requestWillBeSent was heard: judged by its frame.
+    expect(lifetimes.requestGone("3.9", "ad")).toBe(true);
+    expect(lifetimes.requestGone("3.9", "main")).toBe(false);
+  });
+
+  it("ends the network-idle count and the load outcome of a gone document's requests", async () => {
+    const { cdp, lifetimes, request, navigated } = tab();
+    const network = new NetworkActivity(cdp, lifetimes);
+    const loads = new LoadOutcomes(lifetimes);
+    loads.listen(cdp);
+    navigated("main", "L1");
+    request("4.1", "main", "L1");
+    const outcome = loads.of("4.1", "main");
+    network.reset();
+    request("4.2", "main", "L1");
+    expect(network.quietFor(0)).toBe(false);
+    navigated("main", "L2");
+    expect(network.quietFor(0)).toBe(true);
+    await expect(outcome).resolves.toBeNull();
+    request("4.3", "main", "L1"); // the page left, still sending
+    expect(network.quietFor(0)).toBe(true);
+    await expect(loads.of("4.3", "main")).resolves.toBeNull();
+    request("5.1", "main", "L2");
+    expect(network.quietFor(0)).toBe(false);
+  });
+});
