@@ -135,7 +135,7 @@ export class PageCapture {
   /** Start capturing a new attempt at a page (with --refresh, its document request made conditional). */
   beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean; skipIfArchived?: boolean }): PageAttempt {
     this.attempt.endStreams();
-    this.sockets?.beginPage(); // WebSockets
+    this.sockets?.beginPage(url); // WebSockets
     this.streams.beginPage();
     this.attempt = new PageAttempt(options.lastAttempt, url, this.tabCapture.saveStorage);
     this.attempt.skipIfArchived = options.skipIfArchived ?? false;

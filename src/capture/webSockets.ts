@@ -34,6 +34,14 @@ interface OpenSocket {
 const MAX_SOCKET_BYTES = 64 * 1024 * 1024;
 
 /**
+ * The WebSockets one page may have recorded: the first this many it opens (closed ones included); later ones are
+ * not recorded, with one warning for the page. Each may hold MAX_SOCKET_BYTES until written (and twice that while
+ * its record is made): this bounds what one page's sockets cost at 1 GiB, well past any real page's needs
+ * (a chat or a live feed opens one or two, a page reconnecting a few).
+ */
+export const MAX_SOCKETS_PER_PAGE = 16;
+
+/**
  * Records a tab's WebSockets (Network.webSocket* events; the Network domain is enabled by PageCapture) as
  * iipc/warc-specifications#115 proposes: when a socket closes, or when its page ends while it is still
  * open, its handshake and the frames seen so far go to the sink (records.ts webSocketRecords). Between
@@ -44,6 +52,10 @@ export class SocketRecorder {
   private readonly sockets = new Map<string, OpenSocket>();
   private readonly writes = new Set<Promise<void>>();
   private recording = true;
+  /** Sockets the current page opened (recorded or not), and whether the cap's warning was given for it. */
+  private opened = 0;
+  private capWarned = false;
+  private pageUrl = "";
 
   constructor(cdp: CDPSession, private readonly sink: ExchangeSink) {
     cdp.on("Network.webSocketCreated", (event: Protocol.Network.WebSocketCreatedEvent) => this.created(event));
@@ -71,8 +83,11 @@ export class SocketRecorder {
   }
 
   /** A new page: its sockets are recorded. */
-  beginPage(): void {
+  beginPage(pageUrl: string): void {
     this.recording = true;
+    this.pageUrl = pageUrl;
+    this.opened = 0;
+    this.capWarned = false;
   }
 
   /** The page ended: every socket still open is written with the frames seen so far; nothing more is recorded. */
@@ -84,6 +99,12 @@ export class SocketRecorder {
 
   private created(event: Protocol.Network.WebSocketCreatedEvent): void {
     if (!this.recording || !/^wss?:/i.test(event.url)) return;
+    this.opened += 1;
+    if (this.opened > MAX_SOCKETS_PER_PAGE) {
+      if (!this.capWarned) logger.warn("capture", "websockets past the page's cap are not recorded", { page: this.pageUrl, url: event.url, capSockets: MAX_SOCKETS_PER_PAGE });
+      this.capWarned = true;
+      return;
+    }
     this.sockets.set(event.requestId, { url: event.url, date: null, requestHeaders: [], response: null, start: 0, lines: [], bytes: 0 });
   }
 
