@@ -133,12 +133,14 @@ export class PageCapture {
   }
 
   /** Start capturing a new attempt at a page (with --refresh, its document request made conditional). */
-  beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean; skipIfArchived?: boolean }): PageAttempt {
+  beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean; skipIfArchived?: boolean; sink?: ExchangeSink }): PageAttempt {
     this.attempt.endStreams();
-    this.sockets?.beginPage(url); // WebSockets
+    const sink = options.sink ?? this.sink;
+    this.sockets?.beginPage(url, sink); // WebSockets
     this.streams.beginPage();
     this.attempt = new PageAttempt(options.lastAttempt, url, this.tabCapture.saveStorage);
     this.attempt.skipIfArchived = options.skipIfArchived ?? false;
+    this.attempt.sink = sink;
     this.network.reset();
     this.conditional.clear();
     if (options.conditional) this.conditional.set(url, options.conditional);
@@ -374,7 +376,7 @@ export class PageCapture {
         return;
       }
     }
-    const outcome = await this.sink.store(exchange);
+    const outcome = await (attempt.sink ?? this.sink).store(exchange);
     if (exchange.pageDocument) attempt.documentWacz.set(exchange.url, outcome.wacz);
   }
 

@@ -24,6 +24,8 @@ interface OpenSocket {
   start: number;
   lines: string[];
   bytes: number;
+  /** The sink of the page that opened it: its records are that page's even when written after it. */
+  sink: ExchangeSink;
 }
 
 /**
@@ -56,8 +58,10 @@ export class SocketRecorder {
   private opened = 0;
   private capWarned = false;
   private pageUrl = "";
+  private pageSink: ExchangeSink;
 
-  constructor(cdp: CDPSession, private readonly sink: ExchangeSink) {
+  constructor(cdp: CDPSession, sink: ExchangeSink) {
+    this.pageSink = sink;
     cdp.on("Network.webSocketCreated", (event: Protocol.Network.WebSocketCreatedEvent) => this.created(event));
     cdp.on("Network.webSocketWillSendHandshakeRequest", (event: Protocol.Network.WebSocketWillSendHandshakeRequestEvent) => {
       const socket = this.sockets.get(event.requestId);
@@ -82,10 +86,11 @@ export class SocketRecorder {
     cdp.on("Network.webSocketClosed", (event: Protocol.Network.WebSocketClosedEvent) => this.write(event.requestId));
   }
 
-  /** A new page: its sockets are recorded. */
-  beginPage(pageUrl: string): void {
+  /** A new page: its sockets are recorded, stored through `sink` (the page's). */
+  beginPage(pageUrl: string, sink: ExchangeSink): void {
     this.recording = true;
     this.pageUrl = pageUrl;
+    this.pageSink = sink;
     this.opened = 0;
     this.capWarned = false;
   }
@@ -105,7 +110,7 @@ export class SocketRecorder {
       this.capWarned = true;
       return;
     }
-    this.sockets.set(event.requestId, { url: event.url, date: null, requestHeaders: [], response: null, start: 0, lines: [], bytes: 0 });
+    this.sockets.set(event.requestId, { url: event.url, date: null, requestHeaders: [], response: null, start: 0, lines: [], bytes: 0, sink: this.pageSink });
   }
 
   private frame(event: Protocol.Network.WebSocketFrameSentEvent, type: FrameLine["type"]): void {
@@ -142,7 +147,7 @@ export class SocketRecorder {
       responseHeaders: headerPairs(response.headers),
       frames: Buffer.from(socket.lines.join(""), "utf8"),
     };
-    const work = this.sink.storeWebSocket(capture).catch((err: unknown) => {
+    const work = socket.sink.storeWebSocket(capture).then(() => undefined, (err: unknown) => {
       logger.warn("capture", "websocket not stored", { url: socket.url, error: errorMessage(err) });
     });
     this.writes.add(work);

@@ -1,8 +1,9 @@
 // A page's WebSockets are bounded (capture/webSockets.ts MAX_SOCKETS_PER_PAGE): two pages crawled in one tab each open
 // four sockets more than the cap, one after another, to a loopback ws server that greets each. Of each page exactly
 // the first MAX_SOCKETS_PER_PAGE are recorded, with their greeting; the rest are not, and each page says so once;
-// both pages are crawled.
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+// both pages are crawled. Each page is its own seed: its seed's bytes (reports/seeds.jsonl) are those of its records,
+// its sockets' included.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -91,5 +92,14 @@ describe("the WebSockets of a page, bounded", () => {
     expect(seen.sort((a, b) => String(a.page).localeCompare(String(b.page)))).toEqual(PAGES.map((name) => ({
       level: "warn", page: `http://${host}/${name}.html`, url: `ws://${host}/${name}/${MAX_SOCKETS_PER_PAGE + 1}`, capSockets: MAX_SOCKETS_PER_PAGE,
     })));
+  });
+
+  it("counts each page's socket records in its seed's bytes", () => {
+    const lines = readFileSync(join(cwd, "collections", "cap", "reports", "seeds.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { url: string; bytes: number });
+    const ofPage = (name: string) => records.filter((r) => [`http://${host}/${name}.html`, `ws://${host}/${name}/`].some((p) => (r.headers.get("warc-target-uri") ?? "").startsWith(p)));
+    const socketBytes = ofPage("a").filter((r) => r.headers.get("warc-target-uri")?.startsWith("ws:")).reduce((sum, r) => sum + r.length, 0);
+    expect(socketBytes).toBeGreaterThan(0);
+    expect(records.filter((r) => r.headers.get("warc-type") !== "warcinfo").length).toBe(ofPage("a").length + ofPage("b").length);
+    expect(lines.map((l) => [l.url, l.bytes])).toEqual(PAGES.map((name) => [`http://${host}/${name}.html`, ofPage(name).reduce((sum, r) => sum + r.length, 0)]));
   });
 });
