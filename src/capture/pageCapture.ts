@@ -6,6 +6,7 @@ import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
+import { testSeams } from "../util/testSeams.js";
 import { internalRedirectReason, isBrowserInternal, networkIdOf } from "./browserInternal.js";
 import { watchCacheHits } from "./cacheHits.js";
 import { DEFAULT_TAB_CAPTURE, type TabCaptureOptions } from "./captureRules.js";
@@ -148,7 +149,7 @@ export class PageCapture {
   }
 
   /** The page is done but still read: open streams cut once idle, what is in flight now reaches it first. */
-  async settle(deadlineMs = END_DRAIN_DEADLINE_MS): Promise<void> {
+  async settle(deadlineMs = drainDeadlineMs()): Promise<void> {
     this.attempt.endStreams();
     await this.work.settleCurrent(deadlineMs);
   }
@@ -160,7 +161,7 @@ export class PageCapture {
    * Then its scripts are stopped: a page that polls or ticks starts nothing new, no behavior of it runs on.
    * (Stopped first, the browser would hold back the ends of loads already in flight.)
    */
-  async endPage(deadlineMs = END_DRAIN_DEADLINE_MS): Promise<CutAtEnd> {
+  async endPage(deadlineMs = drainDeadlineMs()): Promise<CutAtEnd> {
     const attempt = this.attempt;
     attempt.ended = true;
     attempt.endStreams();
@@ -423,4 +424,9 @@ export class PageCapture {
   private async abort(requestId: string): Promise<void> {
     await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "Aborted" }).catch(() => undefined);
   }
+}
+
+/** A page's drain deadline: END_DRAIN_DEADLINE_MS, shorter in a test that reaches past it (TestSeams.drainDeadlineMs). */
+function drainDeadlineMs(): number {
+  return testSeams().drainDeadlineMs() ?? END_DRAIN_DEADLINE_MS;
 }
