@@ -91,6 +91,14 @@ if tonumber(ARGV[6]) > 0 and bytes >= tonumber(ARGV[6]) then redis.call('HSETNX'
 return pages
 `;
 
+// Bytes of a page written after it was settled (a stream's files, a socket's records, past its drain deadline).
+const ADD_BYTES_LUA = `
+-- KEYS: seedBytes, seedEnds; ARGV: seed, bytes, sizeLimit
+local bytes = redis.call('HINCRBY', KEYS[1], ARGV[1], tonumber(ARGV[2]))
+if tonumber(ARGV[3]) > 0 and bytes >= tonumber(ARGV[3]) then redis.call('HSETNX', KEYS[2], ARGV[1], 'sizeLimit') end
+return bytes
+`;
+
 /** A page as budgets see it: its URL and the seed id it carries. */
 export interface BudgetedPage {
   url: string;
@@ -173,6 +181,16 @@ export class SeedBudgets {
       FINISH_LUA, 5, k.budgetSlots, k.seedPages, k.seedBytes, k.hostPages, k.seedEnds,
       page.url, seed, pageCapHostOf(page.url), Math.max(0, Math.round(bytes)), budget?.pages ?? 0, budget?.bytes ?? 0,
     );
+  }
+
+  /**
+   * Bytes written for a page after it was settled (crawled or given back): its seed's all the same, and they
+   * may spend its size budget.
+   */
+  async addBytes(page: BudgetedPage, bytes: number): Promise<void> {
+    if (bytes <= 0) return;
+    const seed = await this.rootOf(page.seedId);
+    await this.redis.eval(ADD_BYTES_LUA, 2, this.keys.seedBytes, this.keys.seedEnds, seed, Math.round(bytes), this.budgets[seed]?.bytes ?? 0);
   }
 
   /** What each seed given counted so far, by seed id (every process's pages). */

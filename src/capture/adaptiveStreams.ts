@@ -12,13 +12,12 @@ import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import type { ExchangeWork } from "./exchangeWork.js";
 import type { StoreFetched } from "./fallbackCaptures.js";
 import type { PageAttempt } from "./pageAttempt.js";
+import { cookieHeader, streamFileHeaders, type ManifestRequest } from "./streamRequestHeaders.js";
 
 /** Files of one stream fetched at once: a player fetches one or two at a time; a server takes a few. */
 const FETCHES_PER_STREAM = 4;
 /** How long a file the player is loading itself is left to the player's capture before it is fetched here too. */
 const PLAYER_LOAD_MS = 15_000;
-/** Request headers of the manifest's request that a segment fetch sends too (the site may check them). */
-const CARRIED_HEADERS = new Set(["referer", "origin", "cookie", "authorization", "user-agent", "accept-language"]);
 
 /** What the capture stores for a manifest the browser is answered with (see AdaptiveStreams.answer). */
 export interface ManifestAnswer {
@@ -48,7 +47,8 @@ interface Stream {
   bytes: number;
   queue: string[];
   running: number;
-  requestHeaders: [string, string][];
+  /** The manifest's request: what each file's request headers are made from (capture/streamRequestHeaders.ts). */
+  request: ManifestRequest;
 }
 
 interface AttemptStreams {
@@ -78,7 +78,7 @@ export class AdaptiveStreams {
   private watching = false;
 
   constructor(
-    cdp: CDPSession,
+    private readonly cdp: CDPSession,
     private readonly sink: ExchangeSink,
     private readonly fetcher: FallbackFetcher,
     private readonly work: ExchangeWork,
@@ -201,9 +201,8 @@ export class AdaptiveStreams {
   }
 
   private open(state: AttemptStreams, url: string, format: StreamFormat, requestHeaders: [string, string][]): Stream {
-    const carried = requestHeaders.filter(([name]) => CARRIED_HEADERS.has(name.toLowerCase()));
     const stream: Stream = {
-      manifest: url, format, rendition: null, live: false, encryption: new Set(), files: new Set(), segments: new Set(), stored: 0, failed: 0, skipped: 0, bytes: 0, queue: [], running: 0, requestHeaders: carried,
+      manifest: url, format, rendition: null, live: false, encryption: new Set(), files: new Set(), segments: new Set(), stored: 0, failed: 0, skipped: 0, bytes: 0, queue: [], running: 0, request: { url, headers: requestHeaders },
     };
     state.streams.set(url, stream);
     return stream;
@@ -215,11 +214,11 @@ export class AdaptiveStreams {
       if (this.of(attempt).read.has(url) || attempt.refetched.has(url)) return;
       attempt.refetched.add(url);
       if (await this.sink.hasStoredResponse(url)) return; // archived by an earlier page, with its segments
-      const exchange = await this.fetcher.wholeResource(url, stream.requestHeaders);
+      const exchange = await this.fetcher.wholeResource(url, await this.headersFor(stream, url));
       if (!exchange) return;
       if (exchange.body.kind === "bytes" && !this.of(attempt).read.has(url)) {
         const mime = exchange.responseHeaders.find(([n]) => n.toLowerCase() === "content-type")?.[1]?.split(";")[0]?.trim() ?? "";
-        if (manifestFormat(url, mime, exchange.body.bytes) === "hls") await this.read(url, "hls", new TextDecoder().decode(exchange.body.bytes), stream.requestHeaders, attempt);
+        if (manifestFormat(url, mime, exchange.body.bytes) === "hls") await this.read(url, "hls", new TextDecoder().decode(exchange.body.bytes), stream.request.headers.slice(), attempt);
       }
       await this.store(exchange, attempt, "a stream's playlist could not be stored");
     })());
@@ -252,7 +251,7 @@ export class AdaptiveStreams {
       return;
     }
     attempt.refetched.add(url);
-    const exchange: Exchange | null = await this.fetcher.wholeResource(url, stream.requestHeaders);
+    const exchange: Exchange | null = await this.fetcher.wholeResource(url, await this.headersFor(stream, url));
     if (!exchange) {
       stream.failed += 1;
       return;
@@ -264,6 +263,16 @@ export class AdaptiveStreams {
     } else {
       stream.failed += 1;
     }
+  }
+
+  /** What the player would send for one of the stream's files; on the manifest's origin, the browser's cookies for it now. */
+  private async headersFor(stream: Stream, url: string): Promise<[string, string][]> {
+    let jar: string | null = null;
+    if (new URL(url).origin === new URL(stream.request.url).origin) {
+      // Cookies set since the manifest was asked for (by its answer, say) count, as they would for the player.
+      jar = await this.cdp.send("Network.getCookies", { urls: [url] }).then(({ cookies }) => cookieHeader(cookies), () => null);
+    }
+    return streamFileHeaders(stream.request, url, jar);
   }
 }
 

@@ -1,4 +1,5 @@
 import type { ConfirmedCapture } from "../archive/exchange.js";
+import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { StorageGate } from "./pageStorage.js";
 import { AnswerNovelty } from "./answerNovelty.js";
@@ -62,6 +63,8 @@ export class PageAttempt {
   readonly lost = new Set<string>();
   /** URLs whose bodies came cut off (by the network: a retry may get them whole). */
   readonly truncated = new Set<string>();
+  /** Where the attempt's exchanges are stored, even after it ended (its seed is charged their bytes); null: the tab's sink. */
+  sink: ExchangeSink | null = null;
   /** Set once the page is done (PageCapture.endPage): nothing more of it is captured. */
   ended = false;
   /**

@@ -6,6 +6,7 @@ import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
+import { testSeams } from "../util/testSeams.js";
 import { internalRedirectReason, isBrowserInternal, networkIdOf } from "./browserInternal.js";
 import { watchCacheHits } from "./cacheHits.js";
 import { DEFAULT_TAB_CAPTURE, type TabCaptureOptions } from "./captureRules.js";
@@ -142,12 +143,14 @@ export class PageCapture {
   }
 
   /** Start capturing a new attempt at a page (with --refresh, its document request made conditional). */
-  beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean; skipIfArchived?: boolean }): PageAttempt {
+  beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean; skipIfArchived?: boolean; sink?: ExchangeSink }): PageAttempt {
     this.attempt.endStreams();
-    this.sockets?.beginPage(); // WebSockets
+    const sink = options.sink ?? this.sink;
+    this.sockets?.beginPage(url, sink); // WebSockets
     this.streams.beginPage();
     this.attempt = new PageAttempt(options.lastAttempt, url, this.tabCapture.saveStorage);
     this.attempt.skipIfArchived = options.skipIfArchived ?? false;
+    this.attempt.sink = sink;
     this.network.reset();
     this.conditional.clear();
     if (options.conditional) this.conditional.set(url, options.conditional);
@@ -155,7 +158,7 @@ export class PageCapture {
   }
 
   /** The page is done but still read: open streams cut once idle, what is in flight now reaches it first. */
-  async settle(deadlineMs = END_DRAIN_DEADLINE_MS): Promise<void> {
+  async settle(deadlineMs = drainDeadlineMs()): Promise<void> {
     this.attempt.endStreams();
     const started = Date.now();
     const underWay = this.work.underWay();
@@ -177,7 +180,7 @@ export class PageCapture {
    * Then its scripts are stopped: a page that polls or ticks starts nothing new, no behavior of it runs on.
    * (Stopped first, the browser would hold back the ends of loads already in flight.)
    */
-  async endPage(deadlineMs = END_DRAIN_DEADLINE_MS): Promise<CutAtEnd> {
+  async endPage(deadlineMs = drainDeadlineMs()): Promise<CutAtEnd> {
     const attempt = this.attempt;
     attempt.ended = true;
     attempt.endStreams();
@@ -401,7 +404,7 @@ export class PageCapture {
         return;
       }
     }
-    const outcome = await this.sink.store(exchange);
+    const outcome = await (attempt.sink ?? this.sink).store(exchange);
     if (exchange.pageDocument) attempt.documentWacz.set(exchange.url, outcome.wacz);
   }
 
@@ -449,4 +452,9 @@ export class PageCapture {
   private async abort(requestId: string): Promise<void> {
     await this.cdp.send("Fetch.failRequest", { requestId, errorReason: "Aborted" }).catch(() => undefined);
   }
+}
+
+/** A page's drain deadline: END_DRAIN_DEADLINE_MS, shorter in a test that reaches past it (TestSeams.drainDeadlineMs). */
+function drainDeadlineMs(): number {
+  return testSeams().drainDeadlineMs() ?? END_DRAIN_DEADLINE_MS;
 }

@@ -24,6 +24,8 @@ interface OpenSocket {
   start: number;
   lines: string[];
   bytes: number;
+  /** The sink of the page that opened it: its records are that page's even when written after it. */
+  sink: ExchangeSink;
 }
 
 /**
@@ -32,6 +34,14 @@ interface OpenSocket {
  * must not eat the crawler's memory.
  */
 const MAX_SOCKET_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The WebSockets one page may have recorded: the first this many it opens (closed ones included); later ones are
+ * not recorded, with one warning for the page. Each may hold MAX_SOCKET_BYTES until written (and twice that while
+ * its record is made): this bounds what one page's sockets cost at 1 GiB, well past any real page's needs
+ * (a chat or a live feed opens one or two, a page reconnecting a few).
+ */
+export const MAX_SOCKETS_PER_PAGE = 16;
 
 /**
  * Records a tab's WebSockets (Network.webSocket* events; the Network domain is enabled by PageCapture) as
@@ -44,8 +54,14 @@ export class SocketRecorder {
   private readonly sockets = new Map<string, OpenSocket>();
   private readonly writes = new Set<Promise<void>>();
   private recording = true;
+  /** Sockets the current page opened (recorded or not), and whether the cap's warning was given for it. */
+  private opened = 0;
+  private capWarned = false;
+  private pageUrl = "";
+  private pageSink: ExchangeSink;
 
-  constructor(cdp: CDPSession, private readonly sink: ExchangeSink) {
+  constructor(cdp: CDPSession, sink: ExchangeSink) {
+    this.pageSink = sink;
     cdp.on("Network.webSocketCreated", (event: Protocol.Network.WebSocketCreatedEvent) => this.created(event));
     cdp.on("Network.webSocketWillSendHandshakeRequest", (event: Protocol.Network.WebSocketWillSendHandshakeRequestEvent) => {
       const socket = this.sockets.get(event.requestId);
@@ -70,9 +86,13 @@ export class SocketRecorder {
     cdp.on("Network.webSocketClosed", (event: Protocol.Network.WebSocketClosedEvent) => this.write(event.requestId));
   }
 
-  /** A new page: its sockets are recorded. */
-  beginPage(): void {
+  /** A new page: its sockets are recorded, stored through `sink` (the page's). */
+  beginPage(pageUrl: string, sink: ExchangeSink): void {
     this.recording = true;
+    this.pageUrl = pageUrl;
+    this.pageSink = sink;
+    this.opened = 0;
+    this.capWarned = false;
   }
 
   /** The page ended: every socket still open is written with the frames seen so far; nothing more is recorded. */
@@ -84,7 +104,13 @@ export class SocketRecorder {
 
   private created(event: Protocol.Network.WebSocketCreatedEvent): void {
     if (!this.recording || !/^wss?:/i.test(event.url)) return;
-    this.sockets.set(event.requestId, { url: event.url, date: null, requestHeaders: [], response: null, start: 0, lines: [], bytes: 0 });
+    this.opened += 1;
+    if (this.opened > MAX_SOCKETS_PER_PAGE) {
+      if (!this.capWarned) logger.warn("capture", "websockets past the page's cap are not recorded", { page: this.pageUrl, url: event.url, capSockets: MAX_SOCKETS_PER_PAGE });
+      this.capWarned = true;
+      return;
+    }
+    this.sockets.set(event.requestId, { url: event.url, date: null, requestHeaders: [], response: null, start: 0, lines: [], bytes: 0, sink: this.pageSink });
   }
 
   private frame(event: Protocol.Network.WebSocketFrameSentEvent, type: FrameLine["type"]): void {
@@ -121,7 +147,7 @@ export class SocketRecorder {
       responseHeaders: headerPairs(response.headers),
       frames: Buffer.from(socket.lines.join(""), "utf8"),
     };
-    const work = this.sink.storeWebSocket(capture).catch((err: unknown) => {
+    const work = socket.sink.storeWebSocket(capture).then(() => undefined, (err: unknown) => {
       logger.warn("capture", "websocket not stored", { url: socket.url, error: errorMessage(err) });
     });
     this.writes.add(work);

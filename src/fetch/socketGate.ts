@@ -16,6 +16,23 @@ import { AddressRefusedError, type AddressPolicy } from "./addressPolicy.js";
  * it nothing it could not connect to itself.
  */
 
+/** How long a client has, from its connection, to send its greeting and its CONNECT request; one that stalls is dropped. */
+export const SOCKS_HANDSHAKE_TIMEOUT_MS = 10_000;
+/**
+ * How long the connection to a target may take, all its addresses together; then the client is answered a
+ * failure and the page's error is net::ERR_CONNECTION_TIMED_OUT. Below Chromium's own 30 s for a SOCKS
+ * connect, so that the gate, not Chromium, says why (and no upstream connect outlives the client that asked).
+ */
+export const UPSTREAM_CONNECT_TIMEOUT_MS = 20_000;
+
+/** The gate's deadlines (tests shorten them). */
+export interface GateDeadlines {
+  handshakeMs: number;
+  connectMs: number;
+}
+
+const DEFAULT_DEADLINES: GateDeadlines = { handshakeMs: SOCKS_HANDSHAKE_TIMEOUT_MS, connectMs: UPSTREAM_CONNECT_TIMEOUT_MS };
+
 export class SocketGate {
   /** Why the gate last failed to connect to host:port, in Chromium's words (bounded: the newest 1,000). */
   private readonly recentFailures = new Map<string, string>();
@@ -24,10 +41,11 @@ export class SocketGate {
     private readonly server: Server,
     private readonly policy: AddressPolicy,
     readonly port: number,
+    readonly deadlines: GateDeadlines,
   ) {}
 
   /** A gate checking connections against `policy`, for the browsers of a run; it never keeps the process alive. */
-  static async start(policy: AddressPolicy): Promise<SocketGate> {
+  static async start(policy: AddressPolicy, deadlines: GateDeadlines = DEFAULT_DEADLINES): Promise<SocketGate> {
     let gate: SocketGate | null = null;
     const server: Server = createServer((client) => {
       client.on("error", () => undefined);
@@ -43,7 +61,7 @@ export class SocketGate {
     server.unref();
     const address = server.address();
     if (!address || typeof address === "string") throw new Error("socket gate has no port");
-    gate = new SocketGate(server, policy, address.port);
+    gate = new SocketGate(server, policy, address.port, deadlines);
     return gate;
   }
 
@@ -101,10 +119,27 @@ export class SocketGate {
   }
 }
 
-const REPLY = { succeeded: 0, notAllowed: 2, hostUnreachable: 4, refused: 5, commandNotSupported: 7, addressNotSupported: 8 } as const;
+// ttlExpired: what SOCKS servers answer a connect that timed out.
+const REPLY = { succeeded: 0, notAllowed: 2, hostUnreachable: 4, refused: 5, ttlExpired: 6, commandNotSupported: 7, addressNotSupported: 8 } as const;
 
-/** One SOCKS5 client (RFC 1928, no authentication, CONNECT only). */
+/** One SOCKS5 client (RFC 1928, no authentication, CONNECT only); dropped when its handshake stalls. */
 async function serve(client: Socket, gate: SocketGate): Promise<void> {
+  let stalled = false;
+  const handshake = setTimeout(() => {
+    stalled = true;
+    client.destroy();
+  }, gate.deadlines.handshakeMs);
+  try {
+    await proxy(client, gate, () => clearTimeout(handshake));
+  } catch (err) {
+    if (!stalled) throw err;
+    logger.debug("capture", "socket gate: client dropped, its SOCKS handshake did not finish in time", { timeoutMs: gate.deadlines.handshakeMs });
+  } finally {
+    clearTimeout(handshake);
+  }
+}
+
+async function proxy(client: Socket, gate: SocketGate, handshakeRead: () => void): Promise<void> {
   const input = new SocketReader(client);
   const [version, methodCount] = await input.read(2);
   const methods = await input.read(methodCount);
@@ -117,6 +152,7 @@ async function serve(client: Socket, gate: SocketGate): Promise<void> {
   else if (addressType === 4) host = ipv6Text(await input.read(16));
   else return socksReply(client, REPLY.addressNotSupported);
   const port = (await input.read(2)).readUInt16BE(0);
+  handshakeRead();
   if (command !== 1) return socksReply(client, REPLY.commandNotSupported);
   let addresses: string[];
   try {
@@ -128,11 +164,14 @@ async function serve(client: Socket, gate: SocketGate): Promise<void> {
     gate.noteFailure(host, port, refused ? "net::ERR_BLOCKED_BY_CLIENT" : "net::ERR_NAME_NOT_RESOLVED");
     return socksReply(client, refused ? REPLY.notAllowed : REPLY.hostUnreachable);
   }
-  const upstream = await connectFirst(addresses, port);
+  const upstream = await connectFirst(addresses, port, gate.deadlines.connectMs, client);
   if (upstream instanceof Error) {
-    gate.noteFailure(host, port, NET_ERRORS[(upstream as NodeJS.ErrnoException).code ?? ""] ?? "net::ERR_CONNECTION_FAILED");
-    return socksReply(client, REPLY.refused);
+    const code = (upstream as NodeJS.ErrnoException).code ?? "";
+    if (code === "ETIMEDOUT") logger.debug("capture", "socket not opened: the connection timed out", { host, port, timeoutMs: gate.deadlines.connectMs });
+    gate.noteFailure(host, port, NET_ERRORS[code] ?? "net::ERR_CONNECTION_FAILED");
+    return socksReply(client, code === "ETIMEDOUT" ? REPLY.ttlExpired : REPLY.refused);
   }
+  if (client.destroyed) return void upstream.destroy();
   socksReply(client, REPLY.succeeded, false);
   const rest = input.rest();
   if (rest.length) upstream.write(rest);
@@ -148,17 +187,35 @@ function socksReply(client: Socket, code: number, end = true): void {
   else client.write(message);
 }
 
-/** A socket to the first of the (allowed) addresses that answers; the last error if none does. */
-async function connectFirst(addresses: string[], port: number): Promise<Socket | Error> {
+/**
+ * A socket to the first of the (allowed) addresses that answers; the last error if none does, an ETIMEDOUT one
+ * once `deadlineMs` passed. A client that goes away meanwhile takes the attempt with it.
+ */
+async function connectFirst(addresses: string[], port: number, deadlineMs: number, client: Socket): Promise<Socket | Error> {
   let failure = new Error("no address");
+  const deadline = Date.now() + deadlineMs;
   for (const address of addresses) {
     const socket = await new Promise<Socket | Error>((resolve) => {
       const s = connect({ host: address, port, family: isIP(address) });
-      s.once("connect", () => resolve(s));
-      s.once("error", (err) => resolve(err));
+      const fail = (err: Error) => {
+        clearTimeout(timer);
+        client.off("close", gone);
+        s.destroy();
+        resolve(err);
+      };
+      const timer = setTimeout(() => fail(Object.assign(new Error(`connect to ${address}:${port} timed out after ${deadlineMs} ms`), { code: "ETIMEDOUT" })), Math.max(0, deadline - Date.now()));
+      const gone = () => fail(Object.assign(new Error("the client went away"), { code: "ECONNABORTED" }));
+      client.once("close", gone);
+      s.once("connect", () => {
+        clearTimeout(timer);
+        client.off("close", gone);
+        resolve(s);
+      });
+      s.once("error", fail);
     });
     if (!(socket instanceof Error)) return socket;
     failure = socket;
+    if (["ETIMEDOUT", "ECONNABORTED"].includes((socket as NodeJS.ErrnoException).code ?? "")) break;
   }
   return failure;
 }

@@ -1,5 +1,6 @@
 import type { BehaviorOutcome } from "../behaviors/behaviors.js";
 import type { CapturedSummary, ConditionalRequest, RateLimitAnswer } from "../capture/pageCapture.js";
+import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import type { PageExtracts } from "./pageExtracts.js";
 
 /** What loading one page produced. */
@@ -43,4 +44,6 @@ export interface LoadOptions {
   lastAttempt?: boolean;
   /** --dedupePagesMinDepth (the page is deep enough): a document whose payload is archived already ends the page. */
   skipIfArchived?: boolean;
+  /** The sink the page's captures are stored through, even those written after it ended (its seed's bytes); the worker's by default. */
+  sink?: ExchangeSink;
 }

@@ -148,12 +148,12 @@ export class PageWorker {
     if (script) await this.sink.store(script);
   }
 
-  async load(url: string, { conditional, lastAttempt = false, skipIfArchived = false }: LoadOptions = {}): Promise<PageLoadResult> {
+  async load(url: string, { conditional, lastAttempt = false, skipIfArchived = false, sink }: LoadOptions = {}): Promise<PageLoadResult> {
     const { tab, capture, popups } = await this.readyTab();
     this.behaviorOutcome = undefined;
     this.behaviorLinks = new Set();
     this.dialogs?.beginPage();
-    const attempt = capture.beginPage(url, { conditional, lastAttempt, skipIfArchived });
+    const attempt = capture.beginPage(url, { conditional, lastAttempt, skipIfArchived, sink });
     popups.beginPage();
     this.contentCheck?.beginPage();
     const timings = new PageTimings();

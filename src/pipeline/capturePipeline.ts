@@ -87,10 +87,11 @@ export class CapturePipeline implements ExchangeSink {
   }
 
   /** A WebSocket: its frames and handshake records, in one batch, outside claims and dedupe (like a page's text). */
-  async storeWebSocket(socket: WebSocketCapture): Promise<void> {
+  async storeWebSocket(socket: WebSocketCapture): Promise<number> {
     try {
-      await this.stages.writer.writeRecords(webSocketRecords(socket));
+      const written = await this.stages.writer.writeRecords(webSocketRecords(socket));
       logger.debug("writer", "websocket stored", { url: socket.url, bytes: socket.frames.length });
+      return written.reduce((sum, record) => sum + record.length, 0);
     } catch (err) {
       if (isStorageError(err)) this.stages.stop.fatal(`cannot write to ${this.stages.archiveDir}: ${storageErrorMessage(err)}`, err);
       throw err;

@@ -17,7 +17,9 @@ export class DiscardingSink implements ExchangeSink {
   }
 
   /** --dryRun writes no archive data: the socket's frames are dropped too. */
-  async storeWebSocket(): Promise<void> {}
+  async storeWebSocket(): Promise<number> {
+    return 0;
+  }
 
   /** Nothing is written, so no page is a duplicate of anything written. */
   async isArchivedPayload(): Promise<boolean> {

@@ -24,6 +24,7 @@ export interface ExchangeSink {
   /**
    * Store a WebSocket's records (its frames and its handshake: archive/records.ts webSocketRecords), written
    * whole or not at all; no claim, no dedupe, no index note: a socket's frames are no payload a later capture shares.
+   * Resolves with the WARC bytes written (gzip members), which its page's seed is charged.
    */
-  storeWebSocket(socket: WebSocketCapture): Promise<void>;
+  storeWebSocket(socket: WebSocketCapture): Promise<number>;
 }

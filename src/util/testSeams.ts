@@ -46,6 +46,8 @@ export interface TestSeams {
   containerMarkers(): string[] | undefined;
   /** CRAWLER_TEST_PID_NAMESPACE=<name>: the pid namespace this process claims (where `unshare --pid` is not allowed). */
   pidNamespace(): string | undefined;
+  /** CRAWLER_TEST_DRAIN_MS=<ms>: a page's drain deadline (capture/pageAttempt.ts END_DRAIN_DEADLINE_MS), so a test reaches what is written after it. */
+  drainDeadlineMs(): number | undefined;
 }
 
 /** The append logs' test sync log (durable/appendLog.ts' SyncLog). */
@@ -72,6 +74,7 @@ export const NO_TEST_SEAMS: TestSeams = {
   uploadPartMib: () => undefined,
   containerMarkers: () => undefined,
   pidNamespace: () => undefined,
+  drainDeadlineMs: () => undefined,
 };
 
 const TEST_VARIABLE = /CRAWLER_TEST_/;
@@ -114,6 +117,10 @@ export function testSeamsFrom(env: NodeJS.ProcessEnv): TestSeams {
     },
     containerMarkers: () => env.CRAWLER_TEST_CONTAINER_MARKERS?.split(":"),
     pidNamespace: () => env.CRAWLER_TEST_PID_NAMESPACE || undefined,
+    drainDeadlineMs() {
+      const ms = Number(env.CRAWLER_TEST_DRAIN_MS);
+      return ms > 0 ? ms : undefined;
+    },
   };
 }
 

@@ -95,7 +95,7 @@ const load = step("load", async (attempt) => {
     const lastAttempt = (await state.failedAttemptsOf(page.url)) >= options.maxPageRetries;
     const deadline = hardPageDeadlineMs(options);
     attempt.result = await context.stop.untilAbandoned(
-      withTimeout(worker.load(page.url, { conditional, lastAttempt, skipIfArchived: skipsIfArchived(page, options) }), deadline, `page did not finish within ${Math.round(deadline / 1000)}s`),
+      withTimeout(worker.load(page.url, { conditional, lastAttempt, skipIfArchived: skipsIfArchived(page, options), sink: attempt.tally }), deadline, `page did not finish within ${Math.round(deadline / 1000)}s`),
     );
   } catch (err) {
     attempt.result = { document: null, title: "", links: [], error: errorMessage(err), truncated: [] };

@@ -4,6 +4,7 @@ import { performance } from "node:perf_hooks";
 import { addToTally } from "../../behaviors/behaviors.js";
 import { errorMessage, logger } from "../../log/logger.js";
 import type { PageAttempt, PageContext, Settlement } from "./pageChain.js";
+import type { QueuedPage } from "../../frontier/frontier.js";
 import { settleRateLimited } from "../../politeness/rateLimit.js";
 
 /**
@@ -18,7 +19,7 @@ export async function settlePage(attempt: PageAttempt, settlement: Settlement): 
       // Packaging lists a page only in the WACZ named here; a page whose lease was lost meanwhile is
       // counted (and listed) by the process that crawls it again.
       const settled = await state.markDone(page.url, settlement.listedIn);
-      if (settled) await context.budgets.finished(page, attempt.tally.take());
+      if (settled) await context.budgets.finished(page, attempt.tally.take(lateBytes(context, page)));
       if (settlement.fresh) logger.info("page", "page skipped (fresh)", { url: page.url, archived: settlement.fresh.archived });
       else await reportCrawled(attempt);
       return settled;
@@ -89,4 +90,11 @@ async function checkFailedLimit(context: PageContext): Promise<void> {
     logger.error("crawl", `${options.failOnFailedLimit} pages failed (--failOnFailedLimit): stopping the crawl`);
     stop.request("failed-limit");
   }
+}
+
+/** Where a settled page's later bytes go (what its capture stores past its end): straight to its seed's count. */
+export function lateBytes(context: PageContext, page: QueuedPage): (bytes: number) => void {
+  return (bytes) => {
+    context.budgets.addBytes(page, bytes).catch((err: unknown) => logger.warn("page", "cannot count bytes written after the page in its seed's size", { url: page.url, bytes, error: errorMessage(err) }));
+  };
 }

@@ -42,6 +42,18 @@ describe("seed budgets in Redis", () => {
     expect((await budgets.tallies()).map((t) => t.budgetEnd)).toEqual(["sizeLimit", null]);
   });
 
+  it("bytes written for a page after it was settled are its seed's, and may spend its size budget", async () => {
+    const budgets = budgetsOf("p1", [{ pages: 0, bytes: 5000 }, { pages: 0, bytes: 0 }]);
+    expect(await budgets.reserve(page(0))).toBeNull();
+    await budgets.finished(page(0), 3000);
+    await budgets.addBytes(page(0), 1500);
+    await budgets.addBytes(page(7, 1), 10);
+    expect(await budgets.tallies()).toEqual([{ pages: 1, bytes: 4500, budgetEnd: null }, { pages: 0, bytes: 10, budgetEnd: null }]);
+    await budgets.addBytes(page(0), 500);
+    expect(await budgets.refusals([page(1)])).toEqual(["seedSizeLimit"]);
+    expect((await budgets.tallies())[0]).toEqual({ pages: 1, bytes: 5000, budgetEnd: "sizeLimit" });
+  });
+
   it("the slots of a process taken for dead (fenced) no longer count; an extra seed spends its original's budget", async () => {
     const dead = budgetsOf("dead", [{ pages: 2, bytes: 0 }, { pages: 0, bytes: 0 }]);
     const alive = budgetsOf("alive", [{ pages: 2, bytes: 0 }, { pages: 0, bytes: 0 }]);

@@ -4,9 +4,28 @@
 import { connect, type Socket } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import { AddressPolicy } from "../../../src/fetch/addressPolicy.js";
-import { SocketGate } from "../../../src/fetch/socketGate.js";
+import { SOCKS_HANDSHAKE_TIMEOUT_MS, SocketGate, UPSTREAM_CONNECT_TIMEOUT_MS } from "../../../src/fetch/socketGate.js";
 import { isProxyFailure } from "../../../src/proxy/proxyFailure.js";
 import { closedPort } from "../../helpers/closedPort.js";
+import { hangingPort } from "../../helpers/hangingPort.js";
+
+/** When (ms after connecting) the gate closed a client that sent `bytes` and then nothing; null if not within `waitMs`. */
+async function closedAfter(gatePort: number, bytes: number[], waitMs: number): Promise<number | null> {
+  const socket = connect({ host: "127.0.0.1", port: gatePort });
+  const start = Date.now();
+  socket.on("data", () => undefined);
+  socket.on("error", () => undefined);
+  socket.once("connect", () => socket.write(Buffer.from(bytes)));
+  const closed = await new Promise<number | null>((resolve) => {
+    const timer = setTimeout(() => resolve(null), waitMs);
+    socket.once("close", () => {
+      clearTimeout(timer);
+      resolve(Date.now() - start);
+    });
+  });
+  socket.destroy();
+  return closed;
+}
 
 /** The SOCKS5 reply code the gate gives a CONNECT to host:port (0: connected). */
 async function socksConnect(gatePort: number, host: string, port: number): Promise<number> {
@@ -66,5 +85,46 @@ describe("the socket gate", () => {
     expect(isProxyFailure("net::ERR_SOCKS_CONNECTION_FAILED at http://a.test/", false)).toBe(false);
     expect(isProxyFailure("net::ERR_SOCKS_CONNECTION_FAILED at http://a.test/", true)).toBe(true);
     expect(isProxyFailure("net::ERR_PROXY_CONNECTION_FAILED", false)).toBe(true);
+  });
+
+  it("has deadlines on a client's handshake and on the connect to its target", async () => {
+    expect(SOCKS_HANDSHAKE_TIMEOUT_MS).toBe(10_000);
+    expect(UPSTREAM_CONNECT_TIMEOUT_MS).toBe(20_000);
+    expect((await gate).deadlines).toEqual({ handshakeMs: 10_000, connectMs: 20_000 });
+  });
+});
+
+describe("the socket gate's deadlines", () => {
+  const gate = SocketGate.start(AddressPolicy.outsideACrawl(), { handshakeMs: 400, connectMs: 600 });
+  afterAll(async () => (await gate).close());
+
+  it("drops a client that connects and says nothing, or stops mid-handshake, once the handshake deadline passed", async () => {
+    const port = (await gate).port;
+    const [silent, greetedOnly, halfRequest] = await Promise.all([
+      closedAfter(port, [], 3000),
+      closedAfter(port, [5, 1, 0], 3000),
+      closedAfter(port, [5, 1, 0, 5, 1, 0, 3], 3000),
+    ]);
+    for (const after of [silent, greetedOnly, halfRequest]) {
+      expect(after).not.toBeNull();
+      expect(after!).toBeGreaterThanOrEqual(350);
+      expect(after!).toBeLessThan(1500);
+    }
+  });
+
+  it("answers a CONNECT whose target never completes the connection with a failure at the connect deadline: the page's error says it timed out", async () => {
+    const hanging = await hangingPort();
+    try {
+      const start = Date.now();
+      const reply = await Promise.race([socksConnect((await gate).port, "127.0.0.1", hanging.port), new Promise<string>((r) => setTimeout(() => r("no answer within 4 s"), 4000))]);
+      const took = Date.now() - start;
+      expect(reply).toBe(6); // TTL expired: a timed-out connect
+      expect(took).toBeGreaterThanOrEqual(550);
+      expect(took).toBeLessThan(2000);
+      const url = `http://127.0.0.1:${hanging.port}/`;
+      expect((await gate).failureExplained(`net::ERR_SOCKS_CONNECTION_FAILED at ${url}`, url)).toBe(`net::ERR_CONNECTION_TIMED_OUT at ${url}`);
+    } finally {
+      hanging.close();
+    }
   });
 });
