@@ -311,7 +311,7 @@ export class PageCapture {
     let manifest: ManifestAnswer | null = null; // an HLS or DASH manifest cut to one rendition
     // Bodies the browser never hands over (a redirect's, 204, 304, HEAD): stored empty, not "short".
     const bodiless = (status >= 300 && status < 400 && location) || status === 204 || status === 304 || request.method === "HEAD";
-    const reading = bodyReading(responseHeaders, event.resourceType);
+    const reading = bodyReading(responseHeaders, event.resourceType, request.url);
     if (bodiless) {
       body = { kind: "bytes", bytes: new Uint8Array(0) };
       await this.continue(requestId);

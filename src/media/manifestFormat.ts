@@ -6,6 +6,13 @@ const DASH_TYPES = new Set(["application/dash+xml"]);
 /** Manifests are text of a few kilobytes; anything larger than this is left as it came. */
 export const MAX_MANIFEST_BYTES = 4_000_000;
 
+/** Whether a response is likely an HLS playlist or a DASH manifest, by its Content-Type or its URL's extension. */
+export function likelyManifest(url: string, mime: string): boolean {
+  const type = mime.split(";")[0].trim().toLowerCase();
+  const path = pathOf(url);
+  return HLS_TYPES.has(type) || DASH_TYPES.has(type) || path.endsWith(".m3u8") || path.endsWith(".mpd");
+}
+
 /**
  * An HLS playlist or a DASH manifest, by its Content-Type or, as servers often send them as text/plain or
  * application/octet-stream, by its extension and first bytes; null for anything else.

@@ -19,7 +19,9 @@ const NO_WINDOW_OPEN = `(() => {
     }
     return null;
   };
-  try { Object.defineProperty(window, "open", { value: open, writable: false, configurable: false }); } catch (e) {}
+  // Configurable: a page script declaring its own top-level \`const open\` (legal beside a configurable global
+  // property, a SyntaxError beside a non-configurable one) still runs; assigning window.open still fails.
+  try { Object.defineProperty(window, "open", { value: open, writable: false, configurable: true }); } catch (e) {}
 })();`;
 
 /**

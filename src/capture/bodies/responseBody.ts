@@ -3,6 +3,7 @@ import type { CDPSession, Protocol } from "puppeteer-core";
 import { bodySize, type ExchangeBody } from "../../archive/exchange.js";
 import { BodySpool, type BodyLimits } from "../../fetch/bodyLimits.js";
 import { errorMessage, logger } from "../../log/logger.js";
+import { likelyManifest } from "../../media/manifestFormat.js";
 import { testSeams } from "../../util/testSeams.js";
 
 /** Bodies larger than this (by Content-Length) are streamed rather than read whole. */
@@ -30,12 +31,14 @@ const LIVE_TYPES = new Set(["Fetch", "XHR", "EventSource"]);
  * - "live": handed on to the page at once and copied as it arrives (streamingBody.ts), for a body of unknown
  *   length that may never end: an event stream, a script's streaming fetch or XHR.
  */
-export function bodyReading(headers: [string, string][], resourceType: string): "read" | "stream" | "live" {
+export function bodyReading(headers: [string, string][], resourceType: string, url: string): "read" | "stream" | "live" {
   const header = (name: string) => headers.find(([n]) => n.toLowerCase() === name)?.[1];
   const length = header("content-length");
   const encoded = !/^\s*(identity)?\s*$/i.test(header("content-encoding") ?? "");
   const mime = header("content-type") ?? "";
   if (length !== undefined && /^\s*\d+\s*$/.test(length)) return Number(length) > (encoded ? ENCODED_STREAM_THRESHOLD : STREAM_BODY_THRESHOLD) ? "stream" : "read";
+  // A player's fetch of a playlist sent chunked: a manifest ends, and is read whole to be served and followed.
+  if (likelyManifest(url, mime)) return "read";
   if (/^text\/event-stream/i.test(mime) || LIVE_TYPES.has(resourceType)) return "live";
   if (/^(video|audio)\//i.test(mime) || /octet-stream|zip|x-tar/i.test(mime) || resourceType === "Media") return "stream";
   return encoded && resourceType !== "Document" ? "stream" : "read";

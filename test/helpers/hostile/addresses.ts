@@ -77,7 +77,8 @@ export const addressesRoutes: HostileRoutes = {
   },
   [`${P}/sitemap-drip.xml`]: (_req, res) => drip(res, "application/xml", `<?xml version="1.0"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n`, " "),
   // A page that calls window.open three times (plainly, without an opener, from a fresh iframe), opens a
-  // fourth window by clicking a link with a target, and links on.
+  // fourth window by clicking a link with a target, and links on (one link added by a script declaring its own
+  // top-level \`open\`).
   [`${P}/popups`]: (_req, res) => {
     html(res, `<title>popups</title><body><a href="/page/1">1</a> <a href="/page/2">2</a> <a href="/page/3">3</a>
       <a id="fourth" href="${P}/popup-4" target="popup-4">4</a><script>
@@ -87,8 +88,13 @@ export const addressesRoutes: HostileRoutes = {
       document.body.appendChild(frame);
       frame.contentWindow.open("${P}/popup-3", "popup-3");
       document.getElementById("fourth").click();
+    </script><script>
+      // A site's own top-level \`open\` (a SyntaxError beside a non-configurable window.open): its script still runs.
+      const open = "${P}/own-open";
+      document.body.append(Object.assign(document.createElement("a"), { href: open, textContent: "own open" }));
     </script></body>`);
   },
+  [`${P}/own-open`]: (_req, res) => html(res, "<title>own open</title><p>linked by a script with its own top-level open</p>"),
   [`${P}/popup-1`]: (_req, res) => html(res, popupPage(1)),
   [`${P}/popup-2`]: (_req, res) => html(res, popupPage(2)),
   [`${P}/popup-3`]: (_req, res) => html(res, popupPage(3)),

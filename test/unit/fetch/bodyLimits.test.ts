@@ -38,7 +38,18 @@ describe("how a paused response's body is read", () => {
     [[["content-type", "text/javascript"], ["content-encoding", "br"]], "Script", "stream"],
     [[["content-type", "text/html"]], "Document", "read"],
   ] as [[string, string][], string, string][])("%j (%s) -> %s", (headers, type, expected) => {
-    expect(bodyReading(headers, type)).toBe(expected);
+    expect(bodyReading(headers, type, "http://127.0.0.1:1/x")).toBe(expected);
+  });
+
+  it.each([
+    // A player fetches its manifests; sent chunked (no length), they are still read whole, to be served and followed.
+    [[["content-type", "application/vnd.apple.mpegurl"]], "XHR", "http://127.0.0.1:1/live/index", "read"],
+    [[["content-type", "application/dash+xml; charset=utf-8"], ["content-encoding", "gzip"]], "Fetch", "http://127.0.0.1:1/a", "read"],
+    [[["content-type", "text/plain"]], "Fetch", "http://127.0.0.1:1/video/master.m3u8?token=1", "read"],
+    [[["content-type", "application/octet-stream"]], "XHR", "http://127.0.0.1:1/stream.mpd", "read"],
+    [[["content-type", "text/plain"]], "Fetch", "http://127.0.0.1:1/video/segment.ts", "live"],
+  ] as [[string, string][], string, string, string][])("a manifest %j (%s %s) -> %s", (headers, type, url, expected) => {
+    expect(bodyReading(headers, type, url)).toBe(expected);
   });
 });
 
