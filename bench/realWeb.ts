@@ -3,9 +3,10 @@
  * fixtures/archivedWeb (a forward proxy on loopback) and crawled through it (--scopeType page, one worker,
  * behaviors on as by default), each page alone, or with --together all of them as the seeds of one crawl.
  *   node dist/bench/realWeb.js [--dir ../shared/real-web] [--archives single-pages,js-heavy-homepages]
- *     [--together] [--crawlers ../base/dist/src/cli/crawl.js,dist/src/cli/crawl.js] [--rounds 3]
+ *     [--together] [--crawlers ../base/dist/src/cli/crawl.js,dist/src/cli/crawl.js] [--rounds 3] [--keep DIR]
  * --archives: folders of --dir (every archive in them) or archive files, relative to --dir, comma-separated.
- * --crawlers: builds to compare (default this one), alternated within each round.
+ * --crawlers: builds to compare (default this one), alternated within each round. --keep: each crawl's folder
+ * is kept there (<build index>-<round>-<archive>), to compare what the builds captured.
  * Prints one JSON line per crawl, then per build one of totals per round. Per crawl: exit code, pages failed,
  * seconds, the requests the proxy got during the crawl (and how many of them asked for a URL the archive does
  * not hold: Chromium's own update and account checks among them), URLs asked for more than once (and how many
@@ -13,7 +14,7 @@
  * stores 404s too), the archive's URL count, and why a page failed (the crawler's "page failed" log lines).
  */
 import { spawn } from "node:child_process";
-import { createReadStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,6 +32,8 @@ const { values } = parseArgs({
     // Built crawlers to compare (paths of dist/src/cli/crawl.js), alternated in each round; default: this build.
     crawlers: { type: "string" },
     rounds: { type: "string", default: "1" },
+    // Keep each crawl's collection under this folder (<build>-<round>-<archive>), to compare what builds captured.
+    keep: { type: "string" },
   },
 });
 const CRAWL = fileURLToPath(new URL("../src/cli/crawl.js", import.meta.url));
@@ -98,7 +101,7 @@ function olderBuildEnv(web: ArchivedWeb): Record<string, string> {
 }
 
 /** One crawl of `seeds` through `web` by the crawler at `crawler` (a built dist/src/cli/crawl.js). */
-async function crawlThrough(crawler: string, web: ArchivedWeb, seeds: string[], archive: string): Promise<PageFigures> {
+async function crawlThrough(crawler: string, web: ArchivedWeb, seeds: string[], archive: string, keepAs: string): Promise<PageFigures> {
   const cwd = mkdtempSync(join(tmpdir(), "bench-realweb-"));
   web.requests.length = 0;
   try {
@@ -148,7 +151,12 @@ async function crawlThrough(crawler: string, web: ArchivedWeb, seeds: string[], 
       slowestPages,
     };
   } finally {
-    rmSync(cwd, { recursive: true, force: true });
+    if (values.keep) {
+      mkdirSync(values.keep, { recursive: true });
+      renameSync(cwd, join(values.keep, keepAs.replace(/[^\w.-]+/g, "_")));
+    } else {
+      rmSync(cwd, { recursive: true, force: true });
+    }
   }
 }
 
@@ -167,7 +175,7 @@ for (let turn = 0; turn < Number(values.rounds); turn++) {
       }
       const web = await startArchivedWeb(files);
       try {
-        const figures = await crawlThrough(crawler, web, seeds, values.archives);
+        const figures = await crawlThrough(crawler, web, seeds, values.archives, `${crawlers.indexOf(crawler)}-${turn}-together`);
         pages.push(figures);
         console.log(JSON.stringify({ benchmark: "realWeb", round: turn, ...figures }));
       } finally {
@@ -178,7 +186,7 @@ for (let turn = 0; turn < Number(values.rounds); turn++) {
     for (const file of files) {
       const web = await startArchivedWeb([file]);
       try {
-        const figures = await crawlThrough(crawler, web, [web.urls()[0]], file.slice(values.dir.length + 1));
+        const figures = await crawlThrough(crawler, web, [web.urls()[0]], file.slice(values.dir.length + 1), `${crawlers.indexOf(crawler)}-${turn}-${file.slice(values.dir.length + 1)}`);
         pages.push(figures);
         console.log(JSON.stringify({ benchmark: "realWeb", round: turn, ...figures }));
       } finally {
