@@ -75,6 +75,11 @@ export class RequestWatch {
     tab.on("requestfinished", watch.onEnd);
     tab.on("requestfailed", watch.onEnd);
     tab.on("response", (response) => watch.onAnswer(response.request()));
+    // The main frame's new document committed: what the old one still had in flight (requests it made as it was
+    // being replaced: the last page's beacons) never reports an end to this tab.
+    tab.on("framenavigated", (frame) => {
+      if (frame === tab.mainFrame()) watch.forgetAll();
+    });
     return watch;
   }
 
