@@ -11,6 +11,7 @@ import { HEAVY_PAGE } from "../../helpers/hostile/upload.js";
 import { logLines, NO_BEHAVIORS, runCli } from "../../helpers/cli.js";
 import { readZip } from "../../helpers/zip.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
+import { closedPort } from "../../helpers/closedPort.js";
 
 // A real S3-compatible server (s3rver: path-style, knows the access key S3RVER and refuses others; it
 // does not check SigV4 signatures; supports multipart uploads) and a webhook receiver, both on loopback.
@@ -78,15 +79,6 @@ async function objectSha256(key: string): Promise<string> {
 
 function sha256(data: Buffer): string {
   return createHash("sha256").update(data).digest("hex");
-}
-
-/** A loopback port nothing listens on: connections to it are refused. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe("upload to S3-compatible storage (STORE_*) and WEBHOOK_URL, as browsertrix-crawler does", () => {
