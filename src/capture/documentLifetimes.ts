@@ -14,6 +14,8 @@ export class DocumentLifetimes {
   private readonly requests = new Map<string, { frameId: string | undefined; loaderId: string }>();
   private readonly removedFrames = new Set<string>();
   private readonly replacedLoaders = new Set<string>();
+  /** The frames in the main frame's current document (an iframe's, a frame's in that...): they go with it. */
+  private readonly subframes = new Set<string>();
   private mainLoader: string | null = null;
   private readonly listeners = new Set<() => void>();
 
@@ -22,12 +24,17 @@ export class DocumentLifetimes {
     cdp.on("Network.requestWillBeSent", (event: Protocol.Network.RequestWillBeSentEvent) => {
       remember(this.requests, event.requestId, { frameId: event.frameId, loaderId: event.loaderId });
     });
+    cdp.on("Page.frameAttached", (event: Protocol.Page.FrameAttachedEvent) => remember(this.subframes, event.frameId));
     cdp.on("Page.frameNavigated", (event: Protocol.Page.FrameNavigatedEvent) => {
-      if (event.frame.parentId || event.frame.loaderId === this.mainLoader) return;
+      if (event.frame.parentId) return remember(this.subframes, event.frame.id);
+      if (event.frame.loaderId === this.mainLoader) return;
       const replaced = this.mainLoader;
       this.mainLoader = event.frame.loaderId;
       if (replaced === null) return;
+      // The document and every frame in it: Chromium tells no frame's detachment when their page is replaced.
       remember(this.replacedLoaders, replaced);
+      for (const frame of this.subframes) remember(this.removedFrames, frame);
+      this.subframes.clear();
       this.changed();
     });
     cdp.on("Page.frameDetached", (event: Protocol.Page.FrameDetachedEvent) => {

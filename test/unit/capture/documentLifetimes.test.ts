@@ -33,6 +33,21 @@ describe("DocumentLifetimes", () => {
     expect(lifetimes.documentGone("main", "L2")).toBe(false);
   });
 
+  it("tells the requests of the previous page's frames gone with it (no frame is said to be detached)", () => {
+    const { emit, lifetimes, request, navigated } = tab();
+    navigated("main", "L1");
+    emit("Page.frameAttached", { frameId: "video", parentFrameId: "main" });
+    navigated("video", "V1", "main");
+    request("6.1", "video", "V1", "https://www.youtube.com/youtubei/v1/log_event");
+    navigated("main", "L2");
+    expect(lifetimes.requestGone("6.1")).toBe(true);
+    expect(lifetimes.requestGone("6.2", "video")).toBe(true);
+    // The next page's own frames are not.
+    emit("Page.frameAttached", { frameId: "video-2", parentFrameId: "main" });
+    request("7.1", "video-2", "V2");
+    expect(lifetimes.requestGone("7.1")).toBe(false);
+  });
+
   it("tells a removed frame's requests gone, not a frame swapped into another process, nor a subframe's navigation", () => {
     const { emit, lifetimes, request, navigated } = tab();
     navigated("main", "L1");
