@@ -89,6 +89,8 @@ interface PageFigures {
   failures?: string[];
   /** The crawl's three slowest pages, with their phases (the "page timings" debug line). */
   slowestPages: { url: string; ms: Record<string, number> }[];
+  /** Drains and idle waits that ran long, with what they waited for. */
+  stalls?: Record<string, unknown>[];
 }
 
 /**
@@ -107,7 +109,7 @@ async function crawlThrough(crawler: string, web: ArchivedWeb, seeds: string[], 
   try {
     const started = process.hrtime.bigint();
     const child = spawn(process.execPath, [crawler, ...seeds.flatMap((seed) => ["--url", seed]), "--scopeType", "page", "--workers", "1",
-      "--collection", "bench", "--cwd", cwd, "--statsFilename", join(cwd, "stats.json"), "--logLevel", "debug", "--context", "page,crawl", ...web.crawlFlags],
+      "--collection", "bench", "--cwd", cwd, "--statsFilename", join(cwd, "stats.json"), "--logLevel", "debug", "--context", "page,crawl,capture", ...web.crawlFlags],
       { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...web.crawlEnv, ...(crawler === CRAWL ? {} : olderBuildEnv(web)) } });
     let stderr = "";
     child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
@@ -129,6 +131,9 @@ async function crawlThrough(crawler: string, web: ArchivedWeb, seeds: string[], 
     const slowestPages = lines.filter((line) => line.message === "page timings")
       .map((line) => ({ url: String(line.details?.url), ms: line.details?.ms as Record<string, number> }))
       .sort((a, b) => b.ms.total - a.ms.total).slice(0, 3);
+    // What held a page up: a drain or an idle wait that ran long, and what it waited for (capture's debug lines).
+    const stalls = lines.filter((line) => /^the page's drain .* was slow$|^network not quiet when the idle wait ran out$/.test(line.message))
+      .map((line) => ({ message: line.message, ...line.details }));
     const failures = lines
       .filter((line) => /^page failed/.test(line.message) || line.logLevel === "error" || line.logLevel === "fatal")
       .map((line) => `${line.message}${line.details?.error ? `: ${line.details.error}` : ""}`);
@@ -149,6 +154,7 @@ async function crawlThrough(crawler: string, web: ArchivedWeb, seeds: string[], 
       archiveUrls: web.archivedUrls().length,
       ...(failures.length ? { failures: [...new Set(failures)] } : {}),
       slowestPages,
+      ...(stalls.length ? { stalls } : {}),
     };
   } finally {
     if (values.keep) {
