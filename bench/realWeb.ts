@@ -131,8 +131,9 @@ async function crawlThrough(crawler: string, web: ArchivedWeb, seeds: string[], 
     const slowestPages = lines.filter((line) => line.message === "page timings")
       .map((line) => ({ url: String(line.details?.url), ms: line.details?.ms as Record<string, number> }))
       .sort((a, b) => b.ms.total - a.ms.total).slice(0, 3);
-    // What held a page up: a drain or an idle wait that ran long, and what it waited for (capture's debug lines).
-    const stalls = lines.filter((line) => /^the page's drain .* was slow$|^network not quiet when the idle wait ran out$/.test(line.message))
+    // What held a page up: a drain or an idle wait that ran long, requests that never left the browser, and what
+    // each waited for (capture's debug lines).
+    const stalls = lines.filter((line) => /^the page's drain .* was slow$|^network not quiet when the idle wait ran out$|^requests sent on never left the browser/.test(line.message))
       .map((line) => ({ message: line.message, ...line.details }));
     const failures = lines
       .filter((line) => /^page failed/.test(line.message) || line.logLevel === "error" || line.logLevel === "fatal")

@@ -1,4 +1,5 @@
 import type { ConfirmedCapture } from "../archive/exchange.js";
+import { logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { StorageGate } from "./pageStorage.js";
@@ -78,14 +79,14 @@ export class PageAttempt {
    * Requests sent on that are neither on the wire nor answered nor failed, by network id, with their frame: a page's
    * end waits for them.
    */
-  readonly stillInBrowser = new Map<string, string>();
+  readonly stillInBrowser = new Map<string, { frameId: string; url: string }>();
   /** A request sent on left the browser (its headers written) or was answered (by its server or the HTTP cache). */
   left(networkId: string): void {
     if (this.stillInBrowser.delete(networkId)) this.lastOnWireAt = Date.now();
   }
   /** Documents went (a frame taken down, the previous page's replaced): their requests still inside the browser never leave it. */
   documentsGone(gone: (networkId: string, frameId: string) => boolean): void {
-    for (const [networkId, frame] of this.stillInBrowser) if (gone(networkId, frame)) this.stillInBrowser.delete(networkId);
+    for (const [networkId, { frameId }] of this.stillInBrowser) if (gone(networkId, frameId)) this.stillInBrowser.delete(networkId);
   }
   /** The answers to the page's script-made requests, each new to the page or a repeat (a feed that ran out). */
   readonly answers = new AnswerNovelty();
@@ -171,6 +172,10 @@ const SENT_REACHES_MS = 50;
 export async function sentRequestsArrived(attempt: PageAttempt): Promise<void> {
   const deadline = Date.now() + SENT_DEADLINE_MS;
   while (attempt.stillInBrowser.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  if (attempt.stillInBrowser.size > 0) {
+    const urls = [...attempt.stillInBrowser.values()].slice(0, 5).map((request) => request.url);
+    logger.debug("capture", "requests sent on never left the browser by the page's end", { page: attempt.pageUrl, count: attempt.stillInBrowser.size, urls });
+  }
   const left = attempt.lastOnWireAt + SENT_REACHES_MS - Date.now();
   if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
 }

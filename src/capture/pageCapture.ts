@@ -427,7 +427,7 @@ export class PageCapture {
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
     const networkId = networkIdOf(event);
     // The browser's own fetches never hold the page's end, nor a gone document's requests (no end of theirs is told).
-    if (networkId !== null && !this.lifetimes.requestGone(networkId, event.frameId)) this.attempt.stillInBrowser.set(networkId, event.frameId);
+    if (networkId !== null && !this.lifetimes.requestGone(networkId, event.frameId)) this.attempt.stillInBrowser.set(networkId, { frameId: event.frameId, url: event.request.url });
     const added = this.fetcher.rules.headers.for(target ?? event.request.url); // --header
     if (!pending && !target && !added.length) return this.continue(event.requestId);
     if (target) this.redirects.sent(event.requestId, event.request.url, target);

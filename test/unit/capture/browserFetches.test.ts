@@ -83,8 +83,8 @@ describe("a load of a frame taken down (an ad slot removed): Chromium reports ne
 describe("a request of a frame taken down before it left the browser", () => {
   it("is no longer waited for at the page's end; the other frames' requests still are", async () => {
     const attempt = new PageAttempt(true);
-    attempt.stillInBrowser.set("9.1", "ad-frame");
-    attempt.stillInBrowser.set("9.2", "main-frame");
+    attempt.stillInBrowser.set("9.1", { frameId: "ad-frame", url: "http://127.0.0.1:1/ad.js" });
+    attempt.stillInBrowser.set("9.2", { frameId: "main-frame", url: "http://127.0.0.1:1/app.js" });
     attempt.documentsGone((_, frameId) => frameId === "ad-frame");
     expect([...attempt.stillInBrowser.keys()]).toEqual(["9.2"]);
     attempt.ended = true;
