@@ -28,13 +28,18 @@ async function within<T>(work: Promise<T>, ms: number): Promise<T | "still waiti
   return result;
 }
 
-describe("a fetch the browser makes for itself (no network id: an OpenSearch description)", () => {
+/** Load outcomes hearing a tab's CDP events (and its documents' comings and goings), and a way to send them. */
+function listeningLoads() {
   const cdp = new EventEmitter() as unknown as CDPSession;
   const lifetimes = new DocumentLifetimes();
   lifetimes.listen(cdp);
   const loads = new LoadOutcomes(lifetimes);
   loads.listen(cdp);
-  const emit = (event: string, params: unknown) => (cdp as unknown as EventEmitter).emit(event, params);
+  return { loads, emit: (event: string, params: unknown) => (cdp as unknown as EventEmitter).emit(event, params) };
+}
+
+describe("a fetch the browser makes for itself (no network id: an OpenSearch description)", () => {
+  const { loads, emit } = listeningLoads();
 
   it("has no network id; a request of the page's loaders keeps its own", () => {
     expect(networkIdOf(pausedResponse("http://127.0.0.1:1/search.xml", undefined))).toBeNull();
@@ -60,12 +65,7 @@ describe("a fetch the browser makes for itself (no network id: an OpenSearch des
 });
 
 describe("a load of a frame taken down (an ad slot removed): Chromium reports neither its end nor its failure", () => {
-  const cdp = new EventEmitter() as unknown as CDPSession;
-  const lifetimes = new DocumentLifetimes();
-  lifetimes.listen(cdp);
-  const loads = new LoadOutcomes(lifetimes);
-  loads.listen(cdp);
-  const emit = (event: string, params: unknown) => (cdp as unknown as EventEmitter).emit(event, params);
+  const { loads, emit } = listeningLoads();
 
   it("ends when its frame is removed, not when the frame is swapped for another process's; other frames' loads still wait", async () => {
     const ad = loads.of("7.1", "ad-frame");
