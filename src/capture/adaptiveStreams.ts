@@ -12,12 +12,15 @@ import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import type { ExchangeWork } from "./exchangeWork.js";
 import type { StoreFetched } from "./fallbackCaptures.js";
 import type { PageAttempt } from "./pageAttempt.js";
+import { withTimeout } from "../util/deadline.js";
 import { cookieHeader, streamFileHeaders, type ManifestRequest } from "./streamRequestHeaders.js";
 
 /** Files of one stream fetched at once: a player fetches one or two at a time; a server takes a few. */
 const FETCHES_PER_STREAM = 4;
 /** How long a file the player is loading itself is left to the player's capture before it is fetched here too. */
 const PLAYER_LOAD_MS = 15_000;
+/** How long the browser's cookies for a file are waited for; past it, the manifest request's Cookie is sent. */
+const COOKIES_DEADLINE_MS = 5000;
 
 /** What the capture stores for a manifest the browser is answered with (see AdaptiveStreams.answer). */
 export interface ManifestAnswer {
@@ -270,7 +273,7 @@ export class AdaptiveStreams {
     let jar: string | null = null;
     if (new URL(url).origin === new URL(stream.request.url).origin) {
       // Cookies set since the manifest was asked for (by its answer, say) count, as they would for the player.
-      jar = await this.cdp.send("Network.getCookies", { urls: [url] }).then(({ cookies }) => cookieHeader(cookies), () => null);
+      jar = await withTimeout(this.cdp.send("Network.getCookies", { urls: [url] }), COOKIES_DEADLINE_MS, "no answer").then(({ cookies }) => cookieHeader(cookies), () => null);
     }
     return streamFileHeaders(stream.request, url, jar);
   }

@@ -1,6 +1,7 @@
 import type { CDPSession } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withoutHash } from "../scope/urls.js";
+import { withTimeout } from "../util/deadline.js";
 
 const DETECT_DEADLINE_MS = 5000;
 
@@ -15,10 +16,8 @@ const DETECT_EXPRESSION = "JSON.stringify([location.href, document.contentType, 
  * document by now (it navigated on), or did not answer.
  */
 export async function detectedContentType(cdp: CDPSession, url: string): Promise<string | null> {
-  let timer: NodeJS.Timeout | undefined;
   try {
-    const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${DETECT_DEADLINE_MS / 1000}s`)), DETECT_DEADLINE_MS)));
-    const { result } = await Promise.race([cdp.send("Runtime.evaluate", { expression: DETECT_EXPRESSION, returnByValue: true }), deadline]);
+    const { result } = await withTimeout(cdp.send("Runtime.evaluate", { expression: DETECT_EXPRESSION, returnByValue: true }), DETECT_DEADLINE_MS, `no answer within ${DETECT_DEADLINE_MS / 1000}s`);
     if (typeof result.value !== "string") return null;
     const [shown, type, charset] = JSON.parse(result.value) as unknown[];
     if (typeof shown !== "string" || typeof type !== "string" || typeof charset !== "string" || !type) return null;
@@ -27,7 +26,5 @@ export async function detectedContentType(cdp: CDPSession, url: string): Promise
   } catch (err) {
     logger.debug("capture", "cannot read the document's detected type", { url, error: errorMessage(err) });
     return null;
-  } finally {
-    clearTimeout(timer);
   }
 }

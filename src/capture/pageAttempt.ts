@@ -25,7 +25,6 @@ export interface RateLimitAnswer {
   retryAfter: string | null;
 }
 
-/** What one attempt at loading a page captured; read once the page is done. */
 /**
  * How long large bodies of declared length may go on arriving after their page is done: a body the size of the
  * default --maxResourceSize (512 MB) needs ~4.5 MB/s through CDP in 120 s (60 s, ~8.5 MB/s, cut it short on a
@@ -44,6 +43,7 @@ export interface CutAtEnd {
   unfinished: number;
 }
 
+/** What one attempt at loading a page captured; read once the page is done. */
 export class PageAttempt {
   readonly captured: CapturedSummary[] = [];
   /** The page URL and the URLs its redirects led to: the page's own documents (main frame only). */

@@ -32,15 +32,15 @@ import { SocketRecorder } from "./webSockets.js"; // WebSockets
 
 export { PageAttempt, type CapturedSummary, type ConditionalRequest, type CutAtEnd, type RateLimitAnswer } from "./pageAttempt.js";
 
+/** A page's drain this long is logged (debug) with what it waited for. */
+const SLOW_DRAIN_MS = 2000;
+
 /**
  * Captures every HTTP exchange of one browser tab through the CDP Fetch domain at the response stage:
  * the browser pauses each response, we read its body, hand the exchange to the sink (the capture
  * pipeline) and let the response continue. What the browser cannot hand over whole (a 206 fragment, a
  * revalidated cached copy, a body it lost) is fetched outside the browser and handed to the same sink.
  */
-/** A page's drain this long is logged (debug) with what it waited for. */
-const SLOW_DRAIN_MS = 2000;
-
 export class PageCapture {
   /** Exchanges being captured, work in the background: what a page's end drains. */
   private readonly work = new ExchangeWork();

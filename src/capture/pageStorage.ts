@@ -1,5 +1,6 @@
 import type { CDPSession } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
+import { withTimeout } from "../util/deadline.js";
 
 const STORAGE_DEADLINE_MS = 5000;
 
@@ -11,8 +12,7 @@ export async function readPageStorage(cdp: CDPSession, url: string): Promise<str
   try {
     const securityOrigin = new URL(url).origin;
     const items = (isLocalStorage: boolean) => cdp.send("DOMStorage.getDOMStorageItems", { storageId: { securityOrigin, isLocalStorage } });
-    const deadline = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${STORAGE_DEADLINE_MS / 1000}s`)), STORAGE_DEADLINE_MS).unref());
-    const [local, session] = await Promise.race([Promise.all([items(true), items(false)]), deadline]);
+    const [local, session] = await withTimeout(Promise.all([items(true), items(false)]), STORAGE_DEADLINE_MS, `no answer within ${STORAGE_DEADLINE_MS / 1000}s`);
     if (!local.entries.length && !session.entries.length) return null;
     return JSON.stringify({ local: local.entries, session: session.entries });
   } catch (err) {
