@@ -47,13 +47,14 @@ function archiveFiles(): string[] {
 }
 
 /** Every response and revisit target URI the crawl's WARC files hold, once each. */
-async function storedUrls(collectionDir: string): Promise<Set<string>> {
-  const urls = new Set<string>();
+/** The URLs of the crawl's response and revisit records, each with the HTTP status stored for it. */
+async function storedUrls(collectionDir: string): Promise<Map<string, number>> {
+  const urls = new Map<string, number>();
   const archive = join(collectionDir, "archive");
   if (!existsSync(archive)) return urls;
   for (const file of readdirSync(archive)) {
     for await (const record of new WARCParser(createReadStream(join(archive, file)))) {
-      if ((record.warcType === "response" || record.warcType === "revisit") && record.warcTargetURI) urls.add(record.warcTargetURI);
+      if ((record.warcType === "response" || record.warcType === "revisit") && record.warcTargetURI) urls.set(record.warcTargetURI, Number(record.httpHeaders?.statusCode ?? 0));
     }
   }
   return urls;
@@ -83,7 +84,7 @@ interface PageFigures {
   /** Of the repeated URLs, those the archive holds (the others are 404s, which nothing caches). */
   repeatedArchivedUrls: number;
   urlsCaptured: number;
-  /** Of the URLs captured, those the archive holds (the crawl stores 404s too). */
+  /** Of the URLs captured, those the archive holds, stored with the archived status (the crawl stores 404s too). */
   urlsCapturedInArchive: number;
   archiveUrls: number;
   failures?: string[];
@@ -151,7 +152,9 @@ async function crawlThrough(crawler: string, web: ArchivedWeb, seeds: string[], 
       repeatedRequests: repeated.reduce((sum, n) => sum + n - 1, 0),
       repeatedArchivedUrls: repeatedArchived.length,
       urlsCaptured: captured.size,
-      urlsCapturedInArchive: [...captured].filter((url) => web.lookup(url)).length,
+      // Stored with the archived answer's status: a redirect the browser made up (HTTPS Upgrades, HSTS) stored
+      // as if the server had sent it is not the archived page.
+      urlsCapturedInArchive: [...captured].filter(([url, status]) => web.lookup(url)?.status === status).length,
       archiveUrls: web.archivedUrls().length,
       ...(failures.length ? { failures: [...new Set(failures)] } : {}),
       slowestPages,
