@@ -119,6 +119,7 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
       const stepStarted = Date.now();
       const step = await ask(frame.evaluate(scrollStepInPage, { maxMoves: MAX_MOVES_PER_STEP, budgetMs: Math.max(0, limits.deadline - Date.now()) }));
       if (step.siteSpecific) return result("site-specific behavior");
+      if (step.hidden) return result("nothing to scroll");
       moves += step.moves;
       // A page no taller than its viewport, with nothing to click, is not waited on: once a poll has given
       // its scripts a rendered frame and it is quiet (its first batch may still be on its way, or just asked for).

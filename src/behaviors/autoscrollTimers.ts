@@ -1,4 +1,4 @@
-import { IN_PAGE_SCRIPT_NAMES, namedScript } from "../util/inPageScripts.js";
+import { IN_PAGE_SCRIPT_NAMES, namedScript } from "../util/requestInitiators.js";
 
 /**
  * The autoscroll's view of how a page reacts to being scrolled: a feed whose trigger is debounced (a scroll

@@ -4,7 +4,7 @@ import type { Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/deadline.js";
 import { callInEachFrame } from "../util/frameCalls.js";
-import { IN_PAGE_SCRIPT_NAMES, namedScript } from "../util/inPageScripts.js";
+import { IN_PAGE_SCRIPT_NAMES, namedScript } from "../util/requestInitiators.js";
 import { autoscrollFrames, cutByDeadline, leftSettled, DEFAULT_AUTOSCROLL_MAX_ROUNDS, watchTabForAutoscroll, type ScriptAnswers } from "./autoscroll.js";
 import { deferredTimersInPage, TIMER_WATCH_KEY, withUnwatchedTimers } from "./autoscrollTimers.js";
 import { driveLibraryBehaviors, sweepAutofetch } from "./libraryBehaviors.js";
@@ -65,7 +65,7 @@ export interface BehaviorOutcome {
   eachMs?: Record<string, number>;
   /**
    * The page was left settled: the autoscroll ended in every frame with nothing the page set off pending and
-   * no request of it in the air, and no deferred work of the page was waited for. A wait after the behaviors need
+   * no request of it in the air, and no deferred work of the page it waited for sent for more. A wait after the behaviors need
    * only let what is in flight end: there is no more to watch for.
    */
   settled?: boolean;
@@ -118,7 +118,7 @@ const SCROLL_STOP_MS = 2000;
  */
 const DEFERRED_WAIT_MS = 2500;
 /** After the last of them is due: the time for its handler to run and send what it loads. */
-const DEFERRED_MARGIN_MS = 50;
+const DEFERRED_MARGIN_MS = 100;
 
 /** The page-side functions behaviors call (CDP bindings; the library looks them up by these names). */
 const LOG_BINDING = "__bx_log";
@@ -261,20 +261,22 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number, an
     if (sweeps === "timed-out" || sweeps.some((sweep) => sweep.status === "fulfilled" && sweep.value === "unfinished")) raced = "timed-out";
     else if (sweeps.some((sweep) => sweep.status === "fulfilled" && sweep.value !== null)) eachMs.AutofetchSweep = Date.now() - sweepStarted;
   }
-  let deferredWaited = false;
+  let deferredLoaded = false;
   if (raced === "finished" && autoscroll) {
     // What the page put off until a few seconds after its load (autoscrollTimers.ts), due soon: waited for.
     const due = await withTimeout(callInEachFrame(frames, (frame) => frame.evaluate(deferredTimersInPage, TIMER_WATCH_KEY, DEFERRED_WAIT_MS), { context: "behavior", what: "deferred timeouts", url }), READY_STATE_DEADLINE_MS, "no answer").catch(() => []);
     const soon = due.flatMap((result) => (result.status === "fulfilled" && result.value.count > 0 ? [result.value] : []));
     const waitMs = Math.min(Math.max(0, ...soon.map((timers) => timers.lastInMs)), started + timeoutMs - Date.now());
     if (soon.length && waitMs > 0) {
-      deferredWaited = true;
+      const waitStarted = Date.now();
       logger.debug("behavior", "waiting for the page's deferred timeouts", { url, count: soon.reduce((sum, timers) => sum + timers.count, 0), ms: waitMs });
       await new Promise((resolve) => setTimeout(resolve, waitMs + DEFERRED_MARGIN_MS));
+      // Work that sent for more (a toolbar's scripts) leaves the page loading; a timeout that fetched nothing does not.
+      deferredLoaded = autoscroll.watch.activeSince(waitStarted);
     }
   }
   const outcome = scrollTimedOut || flowTimedOut ? "timed-out" : raced;
-  const settled = outcome === "finished" && scrollSettled && !deferredWaited;
+  const settled = outcome === "finished" && scrollSettled && !deferredLoaded;
   const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10, eachMs, settled };
   logger.info("behavior", outcome === "finished" ? "behaviors finished" : "behaviors timed out", { url, seconds: result.seconds, frames: frames.length });
   return result;

@@ -1,6 +1,6 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
 import { logger } from "../log/logger.js";
-import { madeByBehaviors } from "../util/inPageScripts.js";
+import { madeByBehaviors } from "../util/requestInitiators.js";
 import type { DocumentLifetimes } from "./documentLifetimes.js";
 
 /** A request in flight: what it asked for, and whose it is. */

@@ -1,6 +1,9 @@
 import type { Protocol } from "puppeteer-core";
 
 /**
+ * Who made a request: the page, the crawler's scripts in it, or the browser for itself. Only the page's own
+ * requests say whether it is still loading.
+ *
  * The names the crawler's own scripts in a page go by (their `//# sourceURL`), so that a request one of them
  * makes is told from the page's: the behaviors' autofetch fetching every srcset candidate and stylesheet
  * image is the crawler capturing more, not the page loading more, and nothing waits for it to go quiet (it
@@ -29,3 +32,14 @@ export function madeByBehaviors(initiator: Protocol.Network.Initiator | undefine
   const frame = initiator.stack?.callFrames.find((call) => call.url !== IN_PAGE_SCRIPT_NAMES.pageWatch);
   return frame?.url === IN_PAGE_SCRIPT_NAMES.behaviors;
 }
+
+/**
+ * Whether the browser made a request for itself, outside the page's loaders: the tab's icon and the web app
+ * manifest, which it reads once the page has loaded (the page's `<link rel=icon>`, `<link rel=manifest>`,
+ * /favicon.ico). Never content the page shows.
+ */
+export function madeByBrowserItself(resourceType: string, initiator: Protocol.Network.Initiator | undefined, navigation: boolean): boolean {
+  return !navigation && BROWSER_OWN_TYPES.has(resourceType.toLowerCase()) && initiator?.type === "other";
+}
+
+const BROWSER_OWN_TYPES: ReadonlySet<string> = new Set(["other", "manifest"]);
