@@ -38,7 +38,7 @@ export class RequestWatch {
     if (request.resourceType() === "eventsource") return;
     // The behaviors' own fetches (autofetch) and the browser's (the tab's icon) are no growth of the page, nor
     // its reaction to a move.
-    if (madeByBehaviors(request.initiator()) || madeByBrowserItself(request.resourceType(), request.initiator(), request.isNavigationRequest())) return;
+    if (madeByBehaviors(request.initiator()) || madeByBrowserItself(request.resourceType(), request.initiator())) return;
     // A new document of the tab: what the last page left in flight (its end refuses requests, not always
     // with an event) is not this one's. (A pushState or hash change makes no request: nothing is forgotten.)
     if (request.isNavigationRequest() && request.frame() === this.tab.mainFrame()) this.forgetAll();

@@ -38,8 +38,8 @@ export function madeByBehaviors(initiator: Protocol.Network.Initiator | undefine
  * manifest, which it reads once the page has loaded (the page's `<link rel=icon>`, `<link rel=manifest>`,
  * /favicon.ico). Never content the page shows.
  */
-export function madeByBrowserItself(resourceType: string, initiator: Protocol.Network.Initiator | undefined, navigation: boolean): boolean {
-  return !navigation && BROWSER_OWN_TYPES.has(resourceType.toLowerCase()) && initiator?.type === "other";
+export function madeByBrowserItself(resourceType: string, initiator: Protocol.Network.Initiator | undefined): boolean {
+  return BROWSER_OWN_TYPES.has(resourceType.toLowerCase()) && initiator?.type === "other";
 }
 
 const BROWSER_OWN_TYPES: ReadonlySet<string> = new Set(["other", "manifest"]);

@@ -20,7 +20,7 @@ beforeAll(async () => {
   await tab.evaluateOnNewDocument(namedScript(`self.fetch = new Proxy(self.fetch, { apply: (target, self, args) => Reflect.apply(target, self, args) });`, IN_PAGE_SCRIPT_NAMES.pageWatch));
   await tab.evaluateOnNewDocument(namedScript(`self.lib = { fetchMore: () => fetch("/autofetched.png"), click: () => document.dispatchEvent(new Event("click")) };`, IN_PAGE_SCRIPT_NAMES.behaviors));
   tab.on("request", (request: HTTPRequest) =>
-    made.set(new URL(request.url()).pathname, { behaviors: madeByBehaviors(request.initiator()), browser: madeByBrowserItself(request.resourceType(), request.initiator(), request.isNavigationRequest()) }));
+    made.set(new URL(request.url()).pathname, { behaviors: madeByBehaviors(request.initiator()), browser: madeByBrowserItself(request.resourceType(), request.initiator()) }));
   await tab.goto(`${server.url}/`, { waitUntil: "load" });
   await tab.evaluate(() => (self as unknown as { lib: { fetchMore(): Promise<unknown> } }).lib.fetchMore());
   await tab.evaluate(() => (self as unknown as { lib: { click(): void } }).lib.click());
