@@ -25,12 +25,13 @@ import { IN_PAGE_SCRIPT_NAMES, namedScript } from "../util/requestInitiators.js"
 export const SHORT_TIMEOUT_MS = 500;
 
 /**
- * A one-shot timeout of this long (ms, least and most), set by the page's own code (its load handlers, a promise
- * it waited on) rather than by a clock or in reaction to a move, may be work the page put off until after it
- * loaded: a toolbar, a chat widget, the rest of a feed loaded "a few seconds later". Or a watchdog (a request's
- * time limit, whose handler gives up on it): a timeout cannot be fired early without risking the page's error
- * path, so those due soon are waited for (behaviors.ts). (Shorter ones are a framework scheduling its next
- * task: they fire on their own at once.)
+ * A one-shot timeout of this long (ms, least and most), set by the page's own code once the document has loaded
+ * (its load handlers, a promise it waited on then) rather than by a clock or in reaction to a move, is work the
+ * page put off until a moment after its load: a toolbar, a chat widget, the rest of a feed loaded "a few seconds
+ * later". Or a watchdog (a request's time limit, whose handler gives up on it): a timeout cannot be fired early
+ * without risking the page's error path, so those due soon are waited for (behaviors.ts). Those set while the
+ * document was still loading are its scripts' own pacing (a font loader's time limit, a carousel's first
+ * turn), not waited for. (Shorter ones are a framework scheduling its next task: they fire on their own at once.)
  */
 export const DEFERRED_TIMEOUT_MS = [50, 5000] as const;
 
@@ -68,7 +69,7 @@ export interface PageTimerWatch {
   clocksFiredSince(since: number): boolean;
   /**
    * The page's deferred timeouts due within `withinMs`: one-shot timeouts of DEFERRED_TIMEOUT_MS set by the page's
-   * own code, not by a clock nor in reaction to a move, not yet fired nor cleared. How many, and in how long the
+   * own code once the document had loaded, not by a clock nor in reaction to a move, not yet fired nor cleared. How many, and in how long the
    * last of them is due (0: none).
    */
   deferredDue(withinMs: number): { count: number; lastInMs: number };
@@ -169,8 +170,10 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number, 
         return origin !== null ? within(origin, run) : ticking(run);
       };
       const id: number = Reflect.apply(target, thisArg, [fire, delay]);
-      // Work the page put off for a while after it loaded (set by its own code, not by a clock or a reaction).
-      if (!reacts && !clock && Number(delay) >= deferredMs[0] && Number(delay) <= deferredMs[1] && deferred.size < 100) deferred.set(id, { due: Date.now() + Number(delay) });
+      // Work the page put off once it had loaded (its load handlers, a promise it waited on then), not by a clock
+      // or in reaction to a move; one set while it was still loading is its scripts' own pacing or a watchdog.
+      const afterLoad = !reacts && !clock && document.readyState === "complete";
+      if (afterLoad && Number(delay) >= deferredMs[0] && Number(delay) <= deferredMs[1] && deferred.size < 100) deferred.set(id, { due: Date.now() + Number(delay) });
       if (!short) return id;
       pending.add(id);
       if (reacts) {
