@@ -12,7 +12,7 @@ import { httpStatus, readWarcRecords, type RawRecord } from "../../helpers/warcF
 // - a toolbar the page sends for TOOLBAR_DELAY_MS after its load event (a script, which adds an image): a page
 //   otherwise done within a second of its load still waits for work it put off that briefly, and for what it
 //   sent for (JD's toolbar on the real web);
-// - a tall iframe hidden from view (a login channel): nothing to scroll there;
+// - a tall iframe of no size (a login channel): nothing to scroll there;
 // - an image whose srcset names a second candidate, fetched by the behaviors' autofetch, which the page's end
 //   does not wait on but still captures.
 let site: DeferredWorkSite;
