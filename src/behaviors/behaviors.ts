@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import type { Page } from "puppeteer-core";
+import type { Frame, Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/deadline.js";
 import { callInEachFrame } from "../util/frameCalls.js";
@@ -65,8 +65,8 @@ export interface BehaviorOutcome {
   eachMs?: Record<string, number>;
   /**
    * The page was left settled: the autoscroll ended in every frame with nothing the page set off pending and
-   * no request of it in the air, and no deferred work of the page it waited for sent for more. A wait after the behaviors need
-   * only let what is in flight end: there is no more to watch for.
+   * no request of it in the air, and no deferred work of the page it waited for sent for more. A wait after the
+   * behaviors need only let what is in flight end: there is no more to watch for.
    */
   settled?: boolean;
 }
@@ -114,7 +114,7 @@ const READY_STATE_DEADLINE_MS = 5000;
 const SCROLL_STOP_MS = 2000;
 /**
  * At the behaviors' end, the page's deferred timeouts (autoscrollTimers.ts) due within this long are waited for:
- * work a page puts off "until a moment after it loaded" (JD's toolbar, 3 s after its legacy scripts).
+ * work a page puts off "until a moment after it loaded" (a toolbar loaded 3 s after the page's scripts).
  */
 const DEFERRED_WAIT_MS = 2500;
 /** After the last of them is due: the time for its handler to run and send what it loads. */
@@ -261,25 +261,29 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number, an
     if (sweeps === "timed-out" || sweeps.some((sweep) => sweep.status === "fulfilled" && sweep.value === "unfinished")) raced = "timed-out";
     else if (sweeps.some((sweep) => sweep.status === "fulfilled" && sweep.value !== null)) eachMs.AutofetchSweep = Date.now() - sweepStarted;
   }
-  let deferredLoaded = false;
-  if (raced === "finished" && autoscroll) {
-    // What the page put off until a few seconds after its load (autoscrollTimers.ts), due soon: waited for.
-    const due = await withTimeout(callInEachFrame(frames, (frame) => frame.evaluate(deferredTimersInPage, TIMER_WATCH_KEY, DEFERRED_WAIT_MS), { context: "behavior", what: "deferred timeouts", url }), READY_STATE_DEADLINE_MS, "no answer").catch(() => []);
-    const soon = due.flatMap((result) => (result.status === "fulfilled" && result.value.count > 0 ? [result.value] : []));
-    const waitMs = Math.min(Math.max(0, ...soon.map((timers) => timers.lastInMs)), started + timeoutMs - Date.now());
-    if (soon.length && waitMs > 0) {
-      const waitStarted = Date.now();
-      logger.debug("behavior", "waiting for the page's deferred timeouts", { url, count: soon.reduce((sum, timers) => sum + timers.count, 0), ms: waitMs });
-      await new Promise((resolve) => setTimeout(resolve, waitMs + DEFERRED_MARGIN_MS));
-      // Work that sent for more (a toolbar's scripts) leaves the page loading; a timeout that fetched nothing does not.
-      deferredLoaded = autoscroll.watch.activeSince(waitStarted);
-    }
-  }
+  // What the page put off until a moment after its load, due soon, is waited for (autoscrollTimers.ts).
+  const deferredLoaded = raced === "finished" && autoscroll ? await waitForDeferredWork(frames, autoscroll.watch, url, started + timeoutMs) : false;
   const outcome = scrollTimedOut || flowTimedOut ? "timed-out" : raced;
   const settled = outcome === "finished" && scrollSettled && !deferredLoaded;
   const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10, eachMs, settled };
   logger.info("behavior", outcome === "finished" ? "behaviors finished" : "behaviors timed out", { url, seconds: result.seconds, frames: frames.length });
   return result;
+}
+
+/**
+ * Wait for the page's deferred timeouts (autoscrollTimers.ts) due within DEFERRED_WAIT_MS, within the behaviors'
+ * deadline. Whether what they did sent for more (the page is loading again).
+ */
+async function waitForDeferredWork(frames: readonly Frame[], watch: RequestWatch, url: string, deadline: number): Promise<boolean> {
+  const due = await withTimeout(callInEachFrame(frames, (frame) => frame.evaluate(deferredTimersInPage, TIMER_WATCH_KEY, DEFERRED_WAIT_MS), { context: "behavior", what: "deferred timeouts", url }), READY_STATE_DEADLINE_MS, "no answer").catch(() => []);
+  const soon = due.flatMap((result) => (result.status === "fulfilled" && result.value.count > 0 ? [result.value] : []));
+  const waitMs = Math.min(Math.max(0, ...soon.map((timers) => timers.lastInMs)), deadline - Date.now());
+  if (!soon.length || waitMs <= 0) return false;
+  const waitStarted = Date.now();
+  logger.debug("behavior", "waiting for the page's deferred timeouts", { url, count: soon.reduce((sum, timers) => sum + timers.count, 0), ms: waitMs });
+  await new Promise((resolve) => setTimeout(resolve, waitMs + DEFERRED_MARGIN_MS));
+  // Work that sent for more (a toolbar's scripts) leaves the page loading; a timeout that fetched nothing does not.
+  return watch.activeSince(waitStarted);
 }
 
 /** The library logs `{data, type}`: debug steps (scroll states), info and errors. */
