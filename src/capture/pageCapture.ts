@@ -478,6 +478,7 @@ export class PageCapture {
     const date = new Date(response.date);
     attempt.captured.push({ url, status: response.status, mime, resourceType: event.resourceType, location, date: Number.isNaN(date.getTime()) ? new Date() : date });
     attempt.answeredFromStores.add(url);
+    logger.debug("capture", "answered from the record an earlier attempt of the page stored: not fetched again", { page: attempt.pageUrl, url, status: response.status });
     return true;
   }
 
