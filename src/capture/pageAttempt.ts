@@ -118,8 +118,6 @@ export class PageAttempt {
   stores: PageStores | null = null;
   /** The attempt is a retry: a request `stores` holds is answered from the archive, not fetched again. */
   answersFromStores = false;
-  /** URLs this attempt answered from what an earlier attempt stored (in the archive already: nothing written). */
-  readonly answeredFromStores = new Set<string>();
 
   /** URLs whose whole resource was fetched after a 206 in this attempt: once is enough. */
   readonly refetched = new Set<string>();

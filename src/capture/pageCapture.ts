@@ -419,7 +419,7 @@ export class PageCapture {
     if (exchange.pageDocument) attempt.documentWacz.set(exchange.url, outcome.wacz);
     // A retry of the page answers this URL from its record instead of fetching it again: a whole payload as the browser got it.
     if (outcome.kind === "response" && exchange.method === "GET" && !exchange.truncated && !exchange.originalBody) {
-      attempt.stores?.remember(exchange.url, { path: outcome.path, offset: outcome.record.offset, length: outcome.record.length, wacz: outcome.wacz, size: bodySize(exchange.body) });
+      attempt.stores?.remember(exchange.url, exchange.status, { path: outcome.path, offset: outcome.record.offset, length: outcome.record.length, wacz: outcome.wacz, size: bodySize(exchange.body) });
     }
   }
 
@@ -469,7 +469,7 @@ export class PageCapture {
     if (pageDocument && !(await withTimeout((attempt.sink ?? this.sink).canListPageIn(stored.wacz), LISTABLE_DEADLINE_MS, "WACZ check timed out").catch(() => false))) return false;
     const response = await answerFromStored(this.cdp, event, stored);
     if (!response) return false;
-    const location = null; // redirects are never answered from a record
+    const location = null; // a redirect is never answered from a record
     if (pageDocument && attempt.notePageDocument(url, response.status, location)) {
       attempt.documentWacz.set(url, stored.wacz);
       this.conditional.delete(url);
@@ -477,7 +477,6 @@ export class PageCapture {
     const mime = (headerValue(response.headers, "content-type") ?? "").split(";")[0]!.trim();
     const date = new Date(response.date);
     attempt.captured.push({ url, status: response.status, mime, resourceType: event.resourceType, location, date: Number.isNaN(date.getTime()) ? new Date() : date });
-    attempt.answeredFromStores.add(url);
     logger.debug("capture", "answered from the record an earlier attempt of the page stored: not fetched again", { page: attempt.pageUrl, url, status: response.status });
     return true;
   }

@@ -58,7 +58,9 @@ export class EarlierAttempts {
 export class PageStores {
   private readonly byUrl = new Map<string, StoredAnswer>();
 
-  remember(url: string, answer: StoredAnswer): void {
+  /** A response stored for `url`; only a whole success is ever answered from its record (see servable). */
+  remember(url: string, status: number, answer: StoredAnswer): void {
+    if (!servable(status)) return;
     if (this.byUrl.size >= MAX_URLS_PER_PAGE && !this.byUrl.has(url)) return;
     this.byUrl.set(url, answer);
   }
@@ -79,8 +81,8 @@ export class PageStores {
  * Answer a request paused before it is sent with the response an earlier attempt of its page stored: the stored
  * status and headers (minus those of the stored bytes' encoding and length) and the payload decoded, as the browser
  * would have got it. Null when the record cannot be read (a file rolled over and moved, packaged, cut) or holds no
- * payload (a revisit), or is a redirect or a partial answer, or the browser would not take it: then the request goes to
- * the network as any other.
+ * payload (a revisit), or is no whole success (a redirect, an error), or the browser would not take it: then the request
+ * goes to the network as any other.
  */
 export async function answerFromStored(cdp: CDPSession, event: Protocol.Fetch.RequestPausedEvent, stored: StoredAnswer): Promise<StoredResponse | null> {
   let response: StoredResponse | null;
@@ -111,7 +113,11 @@ export async function answerFromStored(cdp: CDPSession, event: Protocol.Fetch.Re
   return response;
 }
 
-/** Redirects are followed from the network (the browser learns where they lead there); 206 and 304 are never stored whole. */
+/**
+ * Only a whole success: a redirect is followed from the network (the browser learns there where it leads), and an
+ * error (a 503, a 404) is asked again, as a retry is for (a success would be stored beside it); 206 and 304 are never
+ * stored whole.
+ */
 function servable(status: number): boolean {
-  return (status >= 200 && status < 300 && status !== 206) || (status >= 400 && status < 600);
+  return status >= 200 && status < 300 && status !== 206;
 }
