@@ -1,7 +1,7 @@
-import { EarlierAttempts } from "../../capture/requests/earlierAttempts.js";
 import { clickClaims, emptyTally, type BehaviorTally } from "../../behaviors/behaviors.js";
 import { startBrowserDebugAccess } from "../../browser/debugAccess.js";
 import { BrowserHost } from "../../browser/browserHost.js";
+import { EarlierAttempts } from "../../capture/requests/earlierAttempts.js";
 import { PageWorker } from "../../page/pageWorker.js";
 import { setupChromiumArgs, tabSetupFor } from "../../browser/pageSetup.js";
 import { browserSetupOf } from "../../config/groups/pageLoadOptions.js";
