@@ -58,6 +58,10 @@ export class ByteTallySink implements ExchangeSink {
     return this.sink.hasStoredResponse(url);
   }
 
+  canListPageIn(wacz: string): Promise<boolean> {
+    return this.sink.canListPageIn(wacz);
+  }
+
   isArchivedPayload(body: ExchangeBody, status: number): Promise<boolean> {
     return this.sink.isArchivedPayload(body, status);
   }

@@ -6,6 +6,7 @@ import { StorageGate } from "./pageStorage.js";
 import { AnswerNovelty } from "./answerNovelty.js";
 import { DroppedRequests } from "./bodies/droppedRequests.js";
 import { StreamCutoff } from "./bodies/responseBody.js";
+import type { PageStores } from "./requests/earlierAttempts.js";
 
 /** Summary of what a page loaded, for deciding the page's status and type. */
 export interface CapturedSummary {
@@ -110,6 +111,14 @@ export class PageAttempt {
     this.streams.end();
     this.downloads.end();
   }
+  /**
+   * Where the page's attempts in this process stored each URL's response (this one's join them); null: not
+   * remembered (a service worker's capture).
+   */
+  stores: PageStores | null = null;
+  /** The attempt is a retry: a request `stores` holds is answered from the archive, not fetched again. */
+  answersFromStores = false;
+
   /** URLs whose whole resource was fetched after a 206 in this attempt: once is enough. */
   readonly refetched = new Set<string>();
 

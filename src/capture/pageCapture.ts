@@ -6,6 +6,7 @@ import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { tryNormalizeCrawlUrl } from "../scope/urls.js";
+import { withTimeout } from "../util/deadline.js";
 import { testSeams } from "../util/testSeams.js";
 import { internalRedirectReason, isBrowserInternal, networkIdOf } from "./browserInternal.js";
 import { watchCacheHits } from "./cacheHits.js";
@@ -24,6 +25,7 @@ import { LoadOutcomes } from "./loadOutcomes.js";
 import { END_DRAIN_DEADLINE_MS, PageAttempt, sentRequestsArrived, type CapturedSummary, type ConditionalRequest, type CutAtEnd } from "./pageAttempt.js";
 import { PageScripts, QUIET_AT_END_MS } from "./pageScripts.js";
 import { refuseByAddress } from "./requests/addressCheck.js";
+import { answerFromStored, type PageStores } from "./requests/earlierAttempts.js";
 import { answerProxyChallenges, failRelayAnswer } from "./requests/proxyAuth.js";
 import { AdaptiveStreams, type ManifestAnswer } from "./adaptiveStreams.js";
 import { TabBlocking } from "./requests/requestBlocking.js";
@@ -31,6 +33,9 @@ import { bodyReading, CUT_OFF_ERRORS, readRequestBody, readResponseBody, streamR
 import { SocketRecorder } from "./webSockets.js"; // WebSockets
 
 export { PageAttempt, type CapturedSummary, type ConditionalRequest, type CutAtEnd, type RateLimitAnswer } from "./pageAttempt.js";
+
+/** How long asking the sink whether a page can still be listed in a WACZ may take. */
+const LISTABLE_DEADLINE_MS = 5000;
 
 /** A page's drain this long is logged (debug) with what it waited for. */
 const SLOW_DRAIN_MS = 2000;
@@ -142,8 +147,12 @@ export class PageCapture {
     return capture;
   }
 
-  /** Start capturing a new attempt at a page (with --refresh, its document request made conditional). */
-  beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean; skipIfArchived?: boolean; sink?: ExchangeSink }): PageAttempt {
+  /**
+   * Start capturing a new attempt at a page (with --refresh, its document request made conditional). `stores`: where
+   * the page's attempts stored what they fetched, this one's added; on a retry (`answersFromStores`) those requests are
+   * answered from the archive, not sent again.
+   */
+  beginPage(url: string, options: { conditional?: ConditionalRequest; lastAttempt: boolean; skipIfArchived?: boolean; sink?: ExchangeSink; stores?: PageStores | null; answersFromStores?: boolean }): PageAttempt {
     this.attempt.endStreams();
     const sink = options.sink ?? this.sink;
     this.sockets?.beginPage(url, sink); // WebSockets
@@ -151,6 +160,8 @@ export class PageCapture {
     this.attempt = new PageAttempt(options.lastAttempt, url, this.tabCapture.saveStorage);
     this.attempt.skipIfArchived = options.skipIfArchived ?? false;
     this.attempt.sink = sink;
+    this.attempt.stores = options.stores ?? null;
+    this.attempt.answersFromStores = (options.answersFromStores ?? false) && this.attempt.stores !== null && this.attempt.stores.size > 0;
     this.network.reset();
     this.conditional.clear();
     if (options.conditional) this.conditional.set(url, options.conditional);
@@ -406,6 +417,10 @@ export class PageCapture {
     }
     const outcome = await (attempt.sink ?? this.sink).store(exchange);
     if (exchange.pageDocument) attempt.documentWacz.set(exchange.url, outcome.wacz);
+    // A retry of the page answers this URL from its record instead of fetching it again: a whole payload as the browser got it.
+    if (outcome.kind === "response" && exchange.method === "GET" && !exchange.truncated && !exchange.originalBody) {
+      attempt.stores?.remember(exchange.url, exchange.status, { path: outcome.path, offset: outcome.record.offset, length: outcome.record.length, wacz: outcome.wacz, size: bodySize(exchange.body) });
+    }
   }
 
   /** Hand on what a fallback fetched; false (and logged) when it could not be stored. */
@@ -424,6 +439,7 @@ export class PageCapture {
     if (await refuseByAddress(this.fetcher.rules.addresses, this.cdp, event, target ?? event.request.url)) return;
     if (await this.blocking?.atRequest(event, this.attempt.pageUrl || null)) return;
     if (this.attempt.ended) return this.refuseAfterEnd(event, this.attempt); // paused before the page's end: not sent
+    if (await this.answerFromEarlierAttempt(event, this.attempt)) return;
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
     const networkId = networkIdOf(event);
     // The browser's own fetches never hold the page's end, nor a gone document's requests (no end of theirs is told).
@@ -436,6 +452,33 @@ export class PageCapture {
     // Chromium refuses a Host header here ("unsafe"): an overridden origin's server sees its own host.
     const headers = pending || added.length ? this.fetcher.rules.headers.with(target ?? event.request.url, Object.entries({ ...event.request.headers, ...pending?.headers })).map(([name, value]) => ({ name, value: String(value) })) : undefined;
     await this.cdp.send("Fetch.continueRequest", { requestId: event.requestId, ...(headers ? { headers } : {}), ...(target ? { url: target } : {}) }).catch(() => undefined);
+  }
+
+  /**
+   * A retry: a request for what an earlier attempt of the page stored is answered from its record, not sent to the
+   * server again, and listed as captured (it is in the archive already: nothing is written). The page's own document
+   * too: the retry renders the document the archive holds, so what it loads is what replay will ask for (a fresh copy
+   * could name other subresources, which would be fetched and stored beside a document that never asks for them).
+   * Only while the WACZ holding that document can still list the page; otherwise it is fetched and stored again.
+   */
+  private async answerFromEarlierAttempt(event: Protocol.Fetch.RequestPausedEvent, attempt: PageAttempt): Promise<boolean> {
+    const stored = attempt.answersFromStores ? attempt.stores?.answerFor(event.request) : null;
+    if (!stored) return false;
+    const { url } = event.request;
+    const pageDocument = event.resourceType === "Document" && event.frameId === this.mainFrameId && attempt.isPageDocument(url);
+    if (pageDocument && !(await withTimeout((attempt.sink ?? this.sink).canListPageIn(stored.wacz), LISTABLE_DEADLINE_MS, "WACZ check timed out").catch(() => false))) return false;
+    const response = await answerFromStored(this.cdp, event, stored);
+    if (!response) return false;
+    const location = null; // a redirect is never answered from a record
+    if (pageDocument && attempt.notePageDocument(url, response.status, location)) {
+      attempt.documentWacz.set(url, stored.wacz);
+      this.conditional.delete(url);
+    }
+    const mime = (headerValue(response.headers, "content-type") ?? "").split(";")[0]!.trim();
+    const date = new Date(response.date);
+    attempt.captured.push({ url, status: response.status, mime, resourceType: event.resourceType, location, date: Number.isNaN(date.getTime()) ? new Date() : date });
+    logger.debug("capture", "answered from the record an earlier attempt of the page stored: not fetched again", { page: attempt.pageUrl, url, status: response.status });
+    return true;
   }
 
   /** --rateLimitOnMatch: the page's text says "too many requests": nothing more of the attempt is stored, as for a rate-limit status. */

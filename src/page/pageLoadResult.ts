@@ -42,6 +42,8 @@ export interface LoadOptions {
    * attempt, since no retry is left to get them whole.
    */
   lastAttempt?: boolean;
+  /** An earlier attempt at the page failed: what the earlier attempts in this process stored is answered from the archive. */
+  retry?: boolean;
   /** --dedupePagesMinDepth (the page is deep enough): a document whose payload is archived already ends the page. */
   skipIfArchived?: boolean;
   /** The sink the page's captures are stored through, even those written after it ended (its seed's bytes); the worker's by default. */

@@ -11,6 +11,7 @@ import { clickClaims, installBehaviors, runBehaviors, type BehaviorHooks, type B
 import type { BrowserHost } from "../browser/browserHost.js";
 import { DEFAULT_TAB_CAPTURE, type TabCaptureOptions } from "../capture/captureRules.js";
 import { OriginRedirects } from "../capture/requests/originOverride.js";
+import type { EarlierAttempts } from "../capture/requests/earlierAttempts.js";
 import { PageCapture, type CapturedSummary, type PageAttempt } from "../capture/pageCapture.js";
 import { DialogGuard } from "./dialogs.js";
 import { isRenderedDocumentType } from "../capture/documentTypes.js";
@@ -58,6 +59,11 @@ export interface PageWorkerOptions {
   tabWatch?: TabWatch;
   /** The run's address policy, --header rules, blocking and socket gate: the tab and the fetches outside it obey them. */
   context: RunContext;
+  /**
+   * What the attempts of each page stored, shared by the process's tabs: a retry answers those requests from the
+   * archive (a retry may be taken by another tab). Absent: every attempt fetches everything.
+   */
+  earlierAttempts?: EarlierAttempts;
 }
 
 /** Who wants to know the worker's current tab; both calls return at once and never throw. */
@@ -148,12 +154,13 @@ export class PageWorker {
     if (script) await this.sink.store(script);
   }
 
-  async load(url: string, { conditional, lastAttempt = false, skipIfArchived = false, sink }: LoadOptions = {}): Promise<PageLoadResult> {
+  async load(url: string, { conditional, lastAttempt = false, retry = false, skipIfArchived = false, sink }: LoadOptions = {}): Promise<PageLoadResult> {
     const { tab, capture, popups } = await this.readyTab();
     this.behaviorOutcome = undefined;
     this.behaviorLinks = new Set();
     this.dialogs?.beginPage();
-    const attempt = capture.beginPage(url, { conditional, lastAttempt, skipIfArchived, sink });
+    const stores = this.options.earlierAttempts?.of(url) ?? null;
+    const attempt = capture.beginPage(url, { conditional, lastAttempt, skipIfArchived, sink, stores, answersFromStores: retry });
     popups.beginPage();
     this.contentCheck?.beginPage();
     const timings = new PageTimings();
@@ -298,6 +305,11 @@ export class PageWorker {
   private pageBehaviorLinks(tab: Page): string[] {
     const base = tab.url();
     return [...new Set([...this.behaviorLinks].map((h) => tryNormalizeCrawlUrl(h, base, true)).filter((u): u is string => u !== null))];
+  }
+
+  /** The page is settled for good (crawled, skipped, failed for the last time): what its attempts stored is forgotten. */
+  forgetAttempts(url: string): void {
+    this.options.earlierAttempts?.forget(url);
   }
 
   /** Close the tab (after a failure, crash or hang a fresh one is opened for the next page). */

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { rm } from "node:fs/promises";
+import { join } from "node:path";
 import { payloadDigest } from "../archive/digest.js";
 import { bodySize, headerValue, type ConfirmedCapture, type Exchange, type ExchangeBody, type WebSocketCapture } from "../archive/exchange.js";
 import { storedResponseHeaders } from "../archive/httpHeaders.js";
@@ -102,6 +103,10 @@ export class CapturePipeline implements ExchangeSink {
     return this.stages.claims.isStored({ status: 200, method: "GET", url }).catch(() => false);
   }
 
+  canListPageIn(wacz: string): Promise<boolean> {
+    return this.isListableHere(wacz);
+  }
+
   async isArchivedPayload(body: ExchangeBody, status: number): Promise<boolean> {
     const { dedupe } = this.stages;
     if (!dedupe.isEligible(status, bodySize(body))) return false;
@@ -162,7 +167,7 @@ export class CapturePipeline implements ExchangeSink {
     // claims its URL (a 3 GB video on every page is fetched once), but is still no dedupe original.
     if (exchange.truncated) return this.writeTruncated(exchange);
     const written = exchange.status === 304 && exchange.confirms ? await this.writeNotModified(exchange, exchange.confirms) : await this.write(exchange);
-    return { ...written, wacz: this.stages.plan.waczFilenameOf(written.record.filename) };
+    return { ...written, wacz: this.stages.plan.waczFilenameOf(written.record.filename), path: join(this.stages.archiveDir, written.record.filename) };
   }
 
   /** A WACZ this writer packages and has not packaged yet: a page can still be listed in it. */
@@ -210,7 +215,7 @@ export class CapturePipeline implements ExchangeSink {
     const recordId = newRecordId();
     const [record, request] = await this.stages.writer.writeRecords([responseRecord(exchange, recordId, digest), requestRecord(exchange, recordId)]);
     await this.noteResponse(digest, this.placementOf(record), false);
-    return { kind: "response", record, request, wacz: this.stages.plan.waczFilenameOf(record.filename) };
+    return { kind: "response", record, request, wacz: this.stages.plan.waczFilenameOf(record.filename), path: join(this.stages.archiveDir, record.filename) };
   }
 
   /**

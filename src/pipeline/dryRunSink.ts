@@ -16,6 +16,11 @@ export class DiscardingSink implements ExchangeSink {
     return false;
   }
 
+  /** Nothing is written: no WACZ to list a page in. */
+  async canListPageIn(): Promise<boolean> {
+    return false;
+  }
+
   /** --dryRun writes no archive data: the socket's frames are dropped too. */
   async storeWebSocket(): Promise<number> {
     return 0;

@@ -1,9 +1,12 @@
 import type { Exchange, ExchangeBody, WebSocketCapture } from "../archive/exchange.js";
 import type { WrittenRecord } from "../archive/warcWriter.js";
 
-/** What became of an exchange; `wacz`: the WACZ holding its records, when known. */
+/**
+ * What became of an exchange; `wacz`: the WACZ holding its records, when known; `path`: the WARC file the records were
+ * written into, as this process reaches it (a retry of the page reads its response back from there).
+ */
 export type StoreOutcome =
-  | { kind: "response" | "revisit"; record: WrittenRecord; request: WrittenRecord; wacz: string }
+  | { kind: "response" | "revisit"; record: WrittenRecord; request: WrittenRecord; wacz: string; path: string }
   | { kind: "skipped"; reason: "already-stored" | "partial-content" | "browser-revalidation" | "dry-run"; wacz: string | null };
 
 /**
@@ -19,6 +22,8 @@ export interface ExchangeSink {
   store(exchange: Exchange): Promise<StoreOutcome>;
   /** Whether this crawl holds the URL's full (200) response to a GET already. */
   hasStoredResponse(url: string): Promise<boolean>;
+  /** Whether a page may still be listed in this WACZ: one this process packages and has not sealed. */
+  canListPageIn(wacz: string): Promise<boolean>;
   /** Whether a payload of this status would be written as a revisit of an archived original (--dedupePagesMinDepth). */
   isArchivedPayload(body: ExchangeBody, status: number): Promise<boolean>;
   /**

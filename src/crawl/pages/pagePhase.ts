@@ -1,6 +1,7 @@
 import { clickClaims, emptyTally, type BehaviorTally } from "../../behaviors/behaviors.js";
 import { startBrowserDebugAccess } from "../../browser/debugAccess.js";
 import { BrowserHost } from "../../browser/browserHost.js";
+import { EarlierAttempts } from "../../capture/requests/earlierAttempts.js";
 import { PageWorker } from "../../page/pageWorker.js";
 import { setupChromiumArgs, tabSetupFor } from "../../browser/pageSetup.js";
 import { browserSetupOf } from "../../config/groups/pageLoadOptions.js";
@@ -84,6 +85,8 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
     const sink = options.lifecycle.dryRun ? new DiscardingSink() : pipeline.sink;
     // Each worker's sink counts what its page writes (a seed's size budget, reports/seeds.jsonl).
     const tallies = Array.from({ length: options.workers }, () => new ByteTallySink(sink));
+    // What each page's attempts stored, for its retries in this process (whichever tab takes them).
+    const earlierAttempts = new EarlierAttempts();
     const workers = Array.from({ length: options.workers }, (_, i) =>
       new PageWorker(i, host, tallies[i], {
         pageLoadTimeoutMs: options.pageLoadTimeout * 1000,
@@ -103,6 +106,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         contentCheck: options.lifecycle.failOnContentCheck,
         tabWatch: run.live?.worker(i),
         context: run.context,
+        earlierAttempts,
       }),
     );
     const stopProgress = showProgress(session.state, () => pipeline.writer.bytesWritten, options.logging.includes("stats"), run.live);

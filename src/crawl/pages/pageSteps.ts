@@ -92,10 +92,11 @@ const load = step("load", async (attempt) => {
   attempt.loadStarted = performance.now();
   try {
     const conditional = options.refresh && attempt.previous ? await refreshRequest(attempt.previous, context.history) : undefined;
-    const lastAttempt = (await state.failedAttemptsOf(page.url)) >= options.maxPageRetries;
+    const failedAttempts = await state.failedAttemptsOf(page.url);
+    const lastAttempt = failedAttempts >= options.maxPageRetries;
     const deadline = hardPageDeadlineMs(options);
     attempt.result = await context.stop.untilAbandoned(
-      withTimeout(worker.load(page.url, { conditional, lastAttempt, skipIfArchived: skipsIfArchived(page, options), sink: attempt.tally }), deadline, `page did not finish within ${Math.round(deadline / 1000)}s`),
+      withTimeout(worker.load(page.url, { conditional, lastAttempt, retry: failedAttempts > 0, skipIfArchived: skipsIfArchived(page, options), sink: attempt.tally }), deadline, `page did not finish within ${Math.round(deadline / 1000)}s`),
     );
   } catch (err) {
     attempt.result = { document: null, title: "", links: [], error: errorMessage(err), truncated: [] };

@@ -12,6 +12,19 @@ import { settleRateLimited } from "../../politeness/rateLimit.js";
  * counts as crawled (its budget slot then stays taken; otherwise the caller gives it back).
  */
 export async function settlePage(attempt: PageAttempt, settlement: Settlement): Promise<boolean> {
+  const { page, worker } = attempt;
+  let retried = false;
+  try {
+    const settled = await settle(attempt, settlement);
+    retried = settled === "retry";
+    return settled === "crawled";
+  } finally {
+    // A retry of the page in this process answers what its attempts stored from the archive; once settled, that is let go.
+    if (!retried) worker.forgetAttempts(page.url);
+  }
+}
+
+async function settle(attempt: PageAttempt, settlement: Settlement): Promise<"crawled" | "retry" | "other"> {
   const { page, context, worker } = attempt;
   const { state, options } = context;
   switch (settlement.kind) {
@@ -22,28 +35,28 @@ export async function settlePage(attempt: PageAttempt, settlement: Settlement): 
       if (settled) await context.budgets.finished(page, attempt.tally.take(lateBytes(context, page)));
       if (settlement.fresh) logger.info("page", "page skipped (fresh)", { url: page.url, archived: settlement.fresh.archived });
       else await reportCrawled(attempt);
-      return settled;
+      return settled ? "crawled" : "other";
     }
     case "skipped":
       if (await state.markSkipped(page.url, settlement.reason)) context.admission.skipped(page, settlement.reason);
       logger.info("page", settlement.message, settlement.details);
-      return false;
+      return "other";
     case "failed": {
       const outcome = await state.markFailed(page.url, settlement.reason, settlement.maxRetries);
       if (!settlement.logged) logger.warn("page", outcome === "failed" ? "page failed" : "page failed, will retry", { url: page.url, error: settlement.error });
       context.watch.attemptFailed(page, outcome, settlement.error);
       if (outcome === "failed") await checkFailedLimit(context);
-      return false;
+      return outcome === "retry" ? "retry" : "other";
     }
     case "handedBack":
       await state.handBack(page.url);
-      return false;
+      return "other";
     case "deferred": {
       const until = settlement.until;
       if ("hostTurnInMs" in until) {
         await state.defer(page.url, until.hostTurnInMs);
         logger.debug("page", "host backed off: page put back until its turn", { url: page.url, waitSeconds: until.hostTurnInMs / 1000 });
-        return false;
+        return "other";
       }
       // Not the page, and not a failed attempt: nothing was stored; the host is backed off (first, so that
       // no worker of any process starts another page there meanwhile) and the page waits it out.
@@ -52,7 +65,7 @@ export async function settlePage(attempt: PageAttempt, settlement: Settlement): 
       context.watch.attemptFailed(page, outcome, until.error);
       await context.watch.rateLimitAnswer(until.rateLimit);
       if (outcome === "failed") await checkFailedLimit(context);
-      return false;
+      return "other";
     }
   }
 }

@@ -8,13 +8,16 @@ import type { ExchangeSink, StoreOutcome } from "../../../src/pipeline/exchangeS
 class SizedSink implements ExchangeSink {
   async store(exchange: Exchange): Promise<StoreOutcome> {
     const record = (length: number) => ({ length, url: exchange.url }) as WrittenRecord;
-    return { kind: "response", record: record(1000), request: record(100), wacz: "a.wacz" };
+    return { kind: "response", record: record(1000), request: record(100), wacz: "a.wacz", path: "/archive/a.warc.gz" };
   }
   async hasStoredResponse(): Promise<boolean> {
     return false;
   }
   async isArchivedPayload(): Promise<boolean> {
     return false;
+  }
+  async canListPageIn(): Promise<boolean> {
+    return true;
   }
   async storeWebSocket(): Promise<number> {
     return 700;

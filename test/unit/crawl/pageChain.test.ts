@@ -49,20 +49,28 @@ beforeEach(() => {
 interface WorkerLog {
   loads: string[];
   resets: number;
+  /** Pages whose attempts' stores were let go (settled for good). */
+  forgotten: string[];
+  /** Whether each load was told it is a retry. */
+  retries: boolean[];
 }
 
 /** The browser side of a page: `load` answers what the test says, reset and the tab are counted. */
 function scriptedWorker(answer: (url: string) => PageLoadResult): { worker: PageWorker; log: WorkerLog } {
-  const log: WorkerLog = { loads: [], resets: 0 };
+  const log: WorkerLog = { loads: [], resets: 0, forgotten: [], retries: [] };
   const worker = {
     id: 0,
     readyTab: async () => undefined,
-    load: async (url: string) => {
+    load: async (url: string, options: { retry?: boolean } = {}) => {
       log.loads.push(url);
+      log.retries.push(options.retry ?? false);
       return answer(url);
     },
     reset: async () => {
       log.resets += 1;
+    },
+    forgetAttempts: (url: string) => {
+      log.forgotten.push(url);
     },
   };
   return { worker: worker as unknown as PageWorker, log };
@@ -145,7 +153,7 @@ describe("each settlement, settled once in the crawl state", () => {
     const { context, page, state, tally } = await crawlWithLeasedSeed();
     const { worker, log } = scriptedWorker((url) => loadedAs(url));
     await crawlPage(worker, page, context, tally);
-    expect(log).toEqual({ loads: [SEED], resets: 0 });
+    expect(log).toEqual({ loads: [SEED], resets: 0, forgotten: [SEED], retries: [false] });
     expect(await state.counts()).toMatchObject({ queued: 0, pending: 0, done: 1, failed: 0, failedAttempts: 0 });
     expect(await state.listedIn([SEED])).toEqual([WACZ]);
     expect(listed()).toEqual([SEED]);
@@ -168,6 +176,7 @@ describe("each settlement, settled once in the crawl state", () => {
     const { worker, log } = scriptedWorker(() => ({ document: null, title: "", links: [], error: "net::ERR_CONNECTION_REFUSED", truncated: [] }));
     await crawlPage(worker, page, context, tally);
     expect(log.resets).toBe(1);
+    expect(log.forgotten).toEqual([SEED]);
     expect(await state.counts()).toMatchObject({ queued: 0, pending: 0, done: 0, failed: 1, failedAttempts: 1 });
     expect((await state.failedPages()).map((f) => f.url)).toEqual([SEED]);
     expect(listed()).toEqual([]);
@@ -175,9 +184,19 @@ describe("each settlement, settled once in the crawl state", () => {
 
   it("failed with a retry left: one failed attempt, the page queued again", async () => {
     const { context, page, state, tally } = await crawlWithLeasedSeed({ maxPageRetries: "1" });
-    const { worker } = scriptedWorker(() => ({ document: null, title: "", links: [], error: "boom", truncated: [] }));
+    const { worker, log } = scriptedWorker(() => ({ document: null, title: "", links: [], error: "boom", truncated: [] }));
     await crawlPage(worker, page, context, tally);
     expect(await state.counts()).toMatchObject({ queued: 1, pending: 0, done: 0, failed: 0, failedAttempts: 1 });
+    // What the attempt stored is kept for the retry, which is told it is one.
+    expect(log.forgotten).toEqual([]);
+    expect(log.retries).toEqual([false]);
+    const due = (await state.nextRetryDueInMs()) ?? 0;
+    await new Promise((resolve) => setTimeout(resolve, due + 50)); // the retry's backoff
+    const retried = await state.take();
+    expect(retried?.url).toBe(SEED);
+    await crawlPage(worker, retried!, context, tally);
+    expect(log.retries).toEqual([false, true]);
+    expect(log.forgotten).toEqual([SEED]);
   });
 
   it("handed back: a failed content check fails the crawl, the page is queued again and no attempt is counted", async () => {
