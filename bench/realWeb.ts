@@ -3,10 +3,12 @@
  * fixtures/archivedWeb (a forward proxy on loopback) and crawled through it (--scopeType page, one worker,
  * behaviors on as by default), each page alone, or with --together all of them as the seeds of one crawl.
  *   node dist/bench/realWeb.js [--dir ../shared/real-web] [--archives single-pages,js-heavy-homepages]
- *     [--together] [--crawlers ../base/dist/src/cli/crawl.js,dist/src/cli/crawl.js] [--rounds 3] [--keep DIR]
+ *     [--together [--floor]] [--crawlers ../base/dist/src/cli/crawl.js,dist/src/cli/crawl.js] [--rounds 3] [--keep DIR]
  * --archives: folders of --dir (every archive in them) or archive files, relative to --dir, comma-separated.
  * --crawlers: builds to compare (default this one), alternated within each round. --keep: each crawl's folder
- * is kept there (<build index>-<round>-<archive>), to compare what the builds captured.
+ * is kept there (<build index>-<round>-<archive>), to compare what the builds captured. --floor (with --together): in each round,
+ * a plain Chromium also loads the same pages through the same proxy, one tab, to their load event (no capture,
+ * no behaviors): what no crawler that loads them in a browser can go below.
  * Prints one JSON line per crawl, then per build one of totals per round. Per crawl: exit code, pages failed,
  * seconds, the requests the proxy got during the crawl (and how many of them asked for a URL the archive does
  * not hold: Chromium's own update and account checks among them), URLs asked for more than once (and how many
@@ -19,6 +21,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import puppeteer from "puppeteer-core";
 import { WARCParser } from "warcio";
 import { startArchivedWeb, type ArchivedWeb } from "../fixtures/archivedWeb/index.js";
 
@@ -34,6 +37,8 @@ const { values } = parseArgs({
     rounds: { type: "string", default: "1" },
     // Keep each crawl's collection under this folder (<build>-<round>-<archive>), to compare what builds captured.
     keep: { type: "string" },
+    // Also time a plain Chromium loading the same pages (no capture, no behaviors) in each round: the floor.
+    floor: { type: "boolean", default: false },
   },
 });
 const CRAWL = fileURLToPath(new URL("../src/cli/crawl.js", import.meta.url));
@@ -47,13 +52,14 @@ function archiveFiles(): string[] {
 }
 
 /** Every response and revisit target URI the crawl's WARC files hold, once each. */
-async function storedUrls(collectionDir: string): Promise<Set<string>> {
-  const urls = new Set<string>();
+/** The URLs of the crawl's response and revisit records, each with the HTTP status stored for it. */
+async function storedUrls(collectionDir: string): Promise<Map<string, number>> {
+  const urls = new Map<string, number>();
   const archive = join(collectionDir, "archive");
   if (!existsSync(archive)) return urls;
   for (const file of readdirSync(archive)) {
     for await (const record of new WARCParser(createReadStream(join(archive, file)))) {
-      if ((record.warcType === "response" || record.warcType === "revisit") && record.warcTargetURI) urls.add(record.warcTargetURI);
+      if ((record.warcType === "response" || record.warcType === "revisit") && record.warcTargetURI) urls.set(record.warcTargetURI, Number(record.httpHeaders?.statusCode ?? 0));
     }
   }
   return urls;
@@ -83,7 +89,7 @@ interface PageFigures {
   /** Of the repeated URLs, those the archive holds (the others are 404s, which nothing caches). */
   repeatedArchivedUrls: number;
   urlsCaptured: number;
-  /** Of the URLs captured, those the archive holds (the crawl stores 404s too). */
+  /** Of the URLs captured, those the archive holds, stored with the archived status (the crawl stores 404s too). */
   urlsCapturedInArchive: number;
   archiveUrls: number;
   failures?: string[];
@@ -151,7 +157,9 @@ async function crawlThrough(crawler: string, web: ArchivedWeb, seeds: string[], 
       repeatedRequests: repeated.reduce((sum, n) => sum + n - 1, 0),
       repeatedArchivedUrls: repeatedArchived.length,
       urlsCaptured: captured.size,
-      urlsCapturedInArchive: [...captured].filter((url) => web.lookup(url)).length,
+      // Stored with the archived answer's status: a redirect the browser made up (HTTPS Upgrades, HSTS) stored
+      // as if the server had sent it is not the archived page.
+      urlsCapturedInArchive: [...captured].filter(([url, status]) => web.lookup(url)?.status === status).length,
       archiveUrls: web.archivedUrls().length,
       ...(failures.length ? { failures: [...new Set(failures)] } : {}),
       slowestPages,
@@ -165,6 +173,25 @@ async function crawlThrough(crawler: string, web: ArchivedWeb, seeds: string[], 
       rmSync(cwd, { recursive: true, force: true });
     }
   }
+}
+
+/** A plain Chromium loading `seeds` one after the other in one tab, to each one's load event, through `web`. */
+async function plainLoads(web: ArchivedWeb, seeds: string[]): Promise<{ seconds: number; loadSeconds: number; failed: number }> {
+  const started = process.hrtime.bigint();
+  const browser = await puppeteer.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox", `--proxy-server=${web.proxyUrl}`, ...web.chromeArgs], defaultViewport: { width: 1366, height: 900 } });
+  let loadMs = 0;
+  let failed = 0;
+  try {
+    const tab = await browser.newPage();
+    for (const seed of seeds) {
+      const loading = Date.now();
+      await tab.goto(seed, { waitUntil: "load", timeout: 60_000 }).catch(() => (failed += 1));
+      loadMs += Date.now() - loading;
+    }
+  } finally {
+    await browser.close();
+  }
+  return { seconds: round(Number(process.hrtime.bigint() - started) / 1e9), loadSeconds: round(loadMs / 1000), failed };
 }
 
 const crawlers = values.crawlers ? values.crawlers.split(",").map((path) => resolve(path)) : [CRAWL];
@@ -185,6 +212,10 @@ for (let turn = 0; turn < Number(values.rounds); turn++) {
         const figures = await crawlThrough(crawler, web, seeds, values.archives, `${crawlers.indexOf(crawler)}-${turn}-together`);
         pages.push(figures);
         console.log(JSON.stringify({ benchmark: "realWeb", round: turn, ...figures }));
+        // The floor, once a round, after the last build's crawl.
+        if (values.floor && crawler === (turn % 2 ? crawlers[0] : crawlers[crawlers.length - 1])) {
+          console.log(JSON.stringify({ benchmark: "realWeb", round: turn, build: "plain Chromium (no capture, no behaviors)", page: `${seeds.length} pages`, ...(await plainLoads(web, seeds)) }));
+        }
       } finally {
         await web.close();
       }

@@ -51,6 +51,14 @@ export function cutByDeadline(results: readonly FrameAutoscroll[]): boolean {
   return results.some((result) => result.end === "deadline");
 }
 
+/** Ends after which the frame was left with nothing it set off pending and its requests ended. */
+const SETTLED_ENDS: ReadonlySet<AutoscrollEnd> = new Set(["stopped growing", "repeats itself", "did not grow", "nothing to scroll"]);
+
+/** Whether every frame's scrolling ended with the frame settled (none gone, cut, or left to another behavior). */
+export function leftSettled(results: readonly FrameAutoscroll[]): boolean {
+  return results.length > 0 && results.every((result) => SETTLED_ENDS.has(result.end));
+}
+
 /** Once nothing a step set off is pending, requests it started must have ended this long ago (rendered). */
 const RESPONSE_SETTLE_MS = 150;
 /** A frame that never settles (not rendered, no watch): growth is over after this long of a quiet network. */
@@ -111,6 +119,7 @@ async function autoscrollFrame(frame: Frame, watch: RequestWatch, limits: Autosc
       const stepStarted = Date.now();
       const step = await ask(frame.evaluate(scrollStepInPage, { maxMoves: MAX_MOVES_PER_STEP, budgetMs: Math.max(0, limits.deadline - Date.now()) }));
       if (step.siteSpecific) return result("site-specific behavior");
+      if (step.hidden) return result("nothing to scroll");
       moves += step.moves;
       // A page no taller than its viewport, with nothing to click, is not waited on: once a poll has given
       // its scripts a rendered frame and it is quiet (its first batch may still be on its way, or just asked for).

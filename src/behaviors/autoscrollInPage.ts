@@ -29,6 +29,8 @@ export interface ScrollStep {
   reactions: number;
   /** browsertrix-behaviors runs a site-specific behavior in this frame: it scrolls the way that site needs. */
   siteSpecific: boolean;
+  /** The frame shows nothing (no width or no height: a hidden iframe, a messaging channel): nothing was moved. */
+  hidden?: boolean;
 }
 
 /** The timer watch autoscrollTimers.ts leaves in the page (a type only: nothing is imported into the page). */
@@ -132,6 +134,8 @@ export async function scrollStepInPage(limits: { maxMoves: number; budgetMs: num
   // starts first, is the same pick (it keeps the first one).
   globals.__bx_behaviors?.selectMainBehavior?.();
   if (globals.__bx_behaviors?.mainBehavior) return { before: shape(), scrolled: 0, clicked: 0, moves: 0, targets: 0, reactions, siteSpecific: true };
+  // A frame with no area (display:none, 0 by 0: a login channel, a tracker) shows nothing a scroll could load.
+  if (window.innerWidth === 0 || window.innerHeight === 0) return { before: shape(), scrolled: 0, clicked: 0, moves: 0, targets: 0, reactions, siteSpecific: false, hidden: true };
   // requestAnimationFrame alone never fires in a frame that is not rendered: the timer caps the wait.
   const rendered = () =>
     new Promise<void>((resolve) => {

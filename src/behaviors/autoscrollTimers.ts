@@ -1,3 +1,5 @@
+import { IN_PAGE_SCRIPT_NAMES, namedScript } from "../util/requestInitiators.js";
+
 /**
  * The autoscroll's view of how a page reacts to being scrolled: a feed whose trigger is debounced (a scroll
  * listener that fetches 300 ms after the scrolling stops) asks for its next batch with nothing in flight and
@@ -21,6 +23,17 @@
  * fire. (browsertrix-behaviors' autofetch schedules 1 s timeouts on every DOM change: not counted.)
  */
 export const SHORT_TIMEOUT_MS = 500;
+
+/**
+ * A one-shot timeout of this long (ms, least and most), set by the page's own code once the document has loaded
+ * (its load handlers, a promise it waited on then) rather than by a clock or in reaction to a move, is work the
+ * page put off until a moment after its load: a toolbar, a chat widget, the rest of a feed loaded "a few seconds
+ * later". Or a watchdog (a request's time limit, whose handler gives up on it): a timeout cannot be fired early
+ * without risking the page's error path, so those due soon are waited for (behaviors.ts). Those set while the
+ * document was still loading are its scripts' own pacing (a font loader's time limit, a carousel's first
+ * turn), not waited for. (Shorter ones are a framework scheduling its next task: they fire on their own at once.)
+ */
+export const DEFERRED_TIMEOUT_MS = [50, 5000] as const;
 
 /** A reaction's timers keep counting as one for this long after our move or click (a debounce that re-arms). */
 export const REACTION_CHAIN_MS = 2000;
@@ -54,6 +67,12 @@ export interface PageTimerWatch {
   clocked(): string[];
   /** Every interval of WATCHING_CLOCK_MS or less has fired since `since` (epoch ms). */
   clocksFiredSince(since: number): boolean;
+  /**
+   * The page's deferred timeouts due within `withinMs`: one-shot timeouts of DEFERRED_TIMEOUT_MS set by the page's
+   * own code once the document had loaded, not by a clock nor in reaction to a move, not yet fired nor cleared. How many, and in how long the
+   * last of them is due (0: none).
+   */
+  deferredDue(withinMs: number): { count: number; lastInMs: number };
   /** Run `act` (our click) as a reaction: what its handlers start counts. */
   react<T>(act: () => T): T;
   /** The elements IntersectionObservers watch now, with each one's observer and its root (null: the viewport). */
@@ -72,7 +91,7 @@ export const TIMER_WATCH_KEY = "warc-crawler.autoscroll.timers";
  * callback, observe, unobserve, disconnect), fetch, XMLHttpRequest's open and send, and sendBeacon; every
  * call goes on to the browser's own, with the same arguments, `this` and return value.
  */
-export function timerWatchInPage(key: string, shortMs: number, chainMs: number, watchingClockMs: number): void {
+export function timerWatchInPage(key: string, shortMs: number, chainMs: number, watchingClockMs: number, deferredMs: readonly [number, number]): void {
   type SetTimeout = (handler: unknown, delay?: number, ...args: unknown[]) => number;
   type ClearTimer = (id?: number) => void;
   interface TimerGlobal {
@@ -93,6 +112,7 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number, 
   const nativeClear = global.clearTimeout;
   const nativeClearInterval = global.clearInterval;
   const pending = new Set<number>();
+  const deferred = new Map<number, { due: number }>();
   const reactionTimers = new Set<number>();
   let reactionCount = 0;
   // When the reaction the running code belongs to began (null: none), and the scroll event's, if one is being
@@ -142,15 +162,18 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number, 
       const reacts = origin !== null;
       // A long delay is no pending work, but its handler is a clock's unless set in reaction.
       const short = Number(delay ?? 0) <= shortMs;
-      const id: number = Reflect.apply(target, thisArg, [
-        function (this: unknown) {
-          pending.delete(id);
-          reactionTimers.delete(id);
-          const run = () => (handler as (...a: unknown[]) => unknown).apply(this, args);
-          return origin !== null ? within(origin, run) : ticking(run);
-        },
-        delay,
-      ]);
+      const fire = function (this: unknown) {
+        pending.delete(id);
+        reactionTimers.delete(id);
+        deferred.delete(id);
+        const run = () => (handler as (...a: unknown[]) => unknown).apply(this, args);
+        return origin !== null ? within(origin, run) : ticking(run);
+      };
+      const id: number = Reflect.apply(target, thisArg, [fire, delay]);
+      // Work the page put off once it had loaded (its load handlers, a promise it waited on then), not by a clock
+      // or in reaction to a move; one set while it was still loading is its scripts' own pacing or a watchdog.
+      const afterLoad = !reacts && !clock && document.readyState === "complete";
+      if (afterLoad && Number(delay) >= deferredMs[0] && Number(delay) <= deferredMs[1] && deferred.size < 100) deferred.set(id, { due: Date.now() + Number(delay) });
       if (!short) return id;
       pending.add(id);
       if (reacts) {
@@ -167,6 +190,7 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number, 
           pending.delete(args[0] as number);
           reactionTimers.delete(args[0] as number);
           shortClocks.delete(args[0] as number);
+          deferred.delete(args[0] as number);
         }
         return Reflect.apply(target, thisArg, args);
       },
@@ -280,6 +304,11 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number, 
     clocked: () => [...clockRequests.keys()].filter((path) => !reactedPaths.has(path)),
     background: () => [...clockRequests].filter(([path, { unscrolledRepeats }]) => unscrolledRepeats > 0 && !reactedPaths.has(path)).map(([path]) => path),
     reactionsPending: () => reactionTimers.size,
+    deferredDue(withinMs: number) {
+      const now = Date.now();
+      const due = [...deferred.values()].map((timer) => timer.due - now).filter((inMs) => inMs <= withinMs);
+      return { count: due.length, lastInMs: Math.max(0, ...due) };
+    },
     reactions: () => reactionCount,
     react: <T>(act: () => T): T => within(Date.now(), act),
     targets: () =>
@@ -290,9 +319,15 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number, 
   Object.defineProperty(global, symbol, { value: watch });
 }
 
+/** In a frame (puppeteer serializes it): the page's deferred timeouts due within `withinMs` (PageTimerWatch.deferredDue). */
+export function deferredTimersInPage(key: string, withinMs: number): { count: number; lastInMs: number } {
+  const watch = (self as unknown as Record<symbol, PageTimerWatch | undefined>)[Symbol.for(key)];
+  return watch ? watch.deferredDue(withinMs) : { count: 0, lastInMs: 0 };
+}
+
 /** The script installing the watch, for Page.evaluateOnNewDocument. */
 export function timerWatchScript(): string {
-  return `(${timerWatchInPage.toString()})(${JSON.stringify(TIMER_WATCH_KEY)}, ${SHORT_TIMEOUT_MS}, ${REACTION_CHAIN_MS}, ${WATCHING_CLOCK_MS});`;
+  return namedScript(`(${timerWatchInPage.toString()})(${JSON.stringify(TIMER_WATCH_KEY)}, ${SHORT_TIMEOUT_MS}, ${REACTION_CHAIN_MS}, ${WATCHING_CLOCK_MS}, ${JSON.stringify(DEFERRED_TIMEOUT_MS)});`, IN_PAGE_SCRIPT_NAMES.pageWatch);
 }
 
 /**

@@ -1,11 +1,12 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import type { Page } from "puppeteer-core";
+import type { Frame, Page } from "puppeteer-core";
 import { errorMessage, logger } from "../log/logger.js";
 import { withTimeout } from "../util/deadline.js";
 import { callInEachFrame } from "../util/frameCalls.js";
-import { autoscrollFrames, cutByDeadline, DEFAULT_AUTOSCROLL_MAX_ROUNDS, watchTabForAutoscroll, type ScriptAnswers } from "./autoscroll.js";
-import { withUnwatchedTimers } from "./autoscrollTimers.js";
+import { IN_PAGE_SCRIPT_NAMES, namedScript } from "../util/requestInitiators.js";
+import { autoscrollFrames, cutByDeadline, leftSettled, DEFAULT_AUTOSCROLL_MAX_ROUNDS, watchTabForAutoscroll, type ScriptAnswers } from "./autoscroll.js";
+import { deferredTimersInPage, TIMER_WATCH_KEY, withUnwatchedTimers } from "./autoscrollTimers.js";
 import { driveLibraryBehaviors, sweepAutofetch } from "./libraryBehaviors.js";
 import { pressPlayControls } from "./mediaStart.js";
 import type { RequestWatch } from "./requestWatch.js";
@@ -62,6 +63,12 @@ export interface BehaviorOutcome {
   seconds: number;
   /** The main frame's behaviors that ended: ms from their start to their end, by the library's names. */
   eachMs?: Record<string, number>;
+  /**
+   * The page was left settled: the autoscroll ended in every frame with nothing the page set off pending and
+   * no request of it in the air, and no deferred work of the page it waited for sent for more. A wait after the
+   * behaviors need only let what is in flight end: there is no more to watch for.
+   */
+  settled?: boolean;
 }
 
 /** Per-process counts for the stats file. */
@@ -105,6 +112,13 @@ export function addToTally(tally: BehaviorTally, outcome: BehaviorOutcome): void
 const READY_STATE_DEADLINE_MS = 5000;
 /** After the deadline, a bound on the stopped autoscroll's end (it ends at once: autoscroll.ts awaits no page). */
 const SCROLL_STOP_MS = 2000;
+/**
+ * At the behaviors' end, the page's deferred timeouts (autoscrollTimers.ts) due within this long are waited for:
+ * work a page puts off "until a moment after it loaded" (a toolbar loaded 3 s after the page's scripts).
+ */
+const DEFERRED_WAIT_MS = 2500;
+/** After the last of them is due: the time for its handler to run and send what it loads. */
+const DEFERRED_MARGIN_MS = 100;
 
 /** The page-side functions behaviors call (CDP bindings; the library looks them up by these names). */
 const LOG_BINDING = "__bx_log";
@@ -165,7 +179,7 @@ export async function installBehaviors(tab: Page, settings: BehaviorSettings, ho
   };
   // With our autoscroll, the library's timers are not counted as the page's (autoscrollTimers.ts).
   const library = autoscrollTabs.has(tab) ? withUnwatchedTimers(behaviorsLibrary()) : behaviorsLibrary();
-  await tab.evaluateOnNewDocument(`${library}\n;self.__bx_behaviors.init(${JSON.stringify(init)});\n${customBehaviorsScript(settings.customScripts ?? [])}`);
+  await tab.evaluateOnNewDocument(namedScript(`${library}\n;self.__bx_behaviors.init(${JSON.stringify(init)});\n${customBehaviorsScript(settings.customScripts ?? [])}`, IN_PAGE_SCRIPT_NAMES.behaviors));
 }
 
 /**
@@ -210,11 +224,13 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number, an
   // A matching flow is the page's site-specific behavior: as there, it takes the autoscroll's place.
   const autoscroll = flow ? undefined : autoscrollTabs.get(tab);
   let scrollTimedOut = false;
+  let scrollSettled = false;
   // At the deadline the autoscroll is stopped and awaited: nothing of it may run on once the page is done.
   const stopScrolling = new AbortController();
   const scrolling = autoscroll
     ? [autoscrollFrames(tab, autoscroll.watch, frames, { deadline: started + timeoutMs, maxRounds: autoscroll.maxRounds, answers }, stopScrolling.signal).then((results) => {
         scrollTimedOut = cutByDeadline(results);
+        scrollSettled = leftSettled(results);
         // Our autoscroll (autoscroll.ts), under the name the library's (turned off) had, for the page timings.
         eachMs.Autoscroll = Date.now() - started;
       })]
@@ -245,10 +261,29 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number, an
     if (sweeps === "timed-out" || sweeps.some((sweep) => sweep.status === "fulfilled" && sweep.value === "unfinished")) raced = "timed-out";
     else if (sweeps.some((sweep) => sweep.status === "fulfilled" && sweep.value !== null)) eachMs.AutofetchSweep = Date.now() - sweepStarted;
   }
+  // What the page put off until a moment after its load, due soon, is waited for (autoscrollTimers.ts).
+  const deferredLoaded = raced === "finished" && autoscroll ? await waitForDeferredWork(frames, autoscroll.watch, url, started + timeoutMs) : false;
   const outcome = scrollTimedOut || flowTimedOut ? "timed-out" : raced;
-  const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10, eachMs };
+  const settled = outcome === "finished" && scrollSettled && !deferredLoaded;
+  const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10, eachMs, settled };
   logger.info("behavior", outcome === "finished" ? "behaviors finished" : "behaviors timed out", { url, seconds: result.seconds, frames: frames.length });
   return result;
+}
+
+/**
+ * Wait for the page's deferred timeouts (autoscrollTimers.ts) due within DEFERRED_WAIT_MS, within the behaviors'
+ * deadline. Whether what they did sent for more (the page is loading again).
+ */
+async function waitForDeferredWork(frames: readonly Frame[], watch: RequestWatch, url: string, deadline: number): Promise<boolean> {
+  const due = await withTimeout(callInEachFrame(frames, (frame) => frame.evaluate(deferredTimersInPage, TIMER_WATCH_KEY, DEFERRED_WAIT_MS), { context: "behavior", what: "deferred timeouts", url }), READY_STATE_DEADLINE_MS, "no answer").catch(() => []);
+  const soon = due.flatMap((result) => (result.status === "fulfilled" && result.value.count > 0 ? [result.value] : []));
+  const waitMs = Math.min(Math.max(0, ...soon.map((timers) => timers.lastInMs)), deadline - Date.now());
+  if (!soon.length || waitMs <= 0) return false;
+  const waitStarted = Date.now();
+  logger.debug("behavior", "waiting for the page's deferred timeouts", { url, count: soon.reduce((sum, timers) => sum + timers.count, 0), ms: waitMs });
+  await new Promise((resolve) => setTimeout(resolve, waitMs + DEFERRED_MARGIN_MS));
+  // Work that sent for more (a toolbar's scripts) leaves the page loading; a timeout that fetched nothing does not.
+  return watch.activeSince(waitStarted);
 }
 
 /** The library logs `{data, type}`: debug steps (scroll states), info and errors. */

@@ -288,7 +288,10 @@ export class PageWorker {
     } finally {
       if (this.dialogs) this.dialogs.blockUnload = false;
     }
-    await timings.time("netIdleAfterBehaviors", () => capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests));
+    // A page the behaviors left settled (behaviors/behaviors.ts BehaviorOutcome.settled) has nothing more coming
+    // to watch for: only what is in flight is let end, as before the behaviors.
+    const quietMs = this.behaviorOutcome?.settled ? QUIET_AFTER_SETTLED_MS : undefined;
+    await timings.time("netIdleAfterBehaviors", () => capture.network.waitForQuiet(this.options.netIdleWaitMs, this.options.netIdleMaxRequests, quietMs));
   }
 
   private async readPage(tab: Page): Promise<{ title: string; links: string[]; media: string[] }> {
@@ -345,6 +348,8 @@ const TAB_CLOSE_DEADLINE_MS = 5000;
  * images as it changes).
  */
 const QUIET_BEFORE_BEHAVIORS_MS = 0;
+/** How long the network must have been quiet after behaviors that left the page settled: none. */
+const QUIET_AFTER_SETTLED_MS = 0;
 /** Most behavior links kept per page (a behavior adding links in a loop must not fill memory). */
 const MAX_BEHAVIOR_LINKS = 10_000;
 const CAPTURE_DRAIN_DEADLINE_MS = 30_000;
