@@ -22,7 +22,7 @@ export interface Requisite {
 export interface DocumentReferences {
   /** What a browser fetches to render the document, each URL once (its first mention), in document order. */
   requisites: Requisite[];
-  /** a and area hrefs, then a meta refresh's target: absolute against the base URL, fragments kept (as page/linkExtract.ts reads them). */
+  /** a hrefs, then area hrefs, then a meta refresh's target: absolute against the base URL, fragments kept, as page/linkExtract.ts reads them. */
   links: string[];
   /** The first <base href>, resolved against the document's URL; else the document's URL. */
   baseUrl: string;
@@ -110,7 +110,8 @@ export function documentReferences(html: string, documentUrl: string): DocumentR
   const all = [...elements(parse(html))];
   const baseUrl = baseUrlOf(all, documentUrl);
   const requisites = new Map<string, Requisite>();
-  const links: string[] = [];
+  // As page/linkExtract.ts queues them: every a[href] (SVG's too), then every area[href]; then a meta refresh's target.
+  const links = { a: [] as string[], area: [] as string[], refresh: [] as string[] };
 
   const add = (value: string | undefined, kind: RequisiteKind, from: string, against = baseUrl) => {
     if (value === undefined) return;
@@ -127,10 +128,10 @@ export function documentReferences(html: string, documentUrl: string): DocumentR
     // A stylesheet's other url() values are almost all images (backgrounds, list markers, cursors).
     for (const url of found.urls) add(url, fonts.has(url) ? "font" : "image", `${from} url()`);
   };
-  const addLink = (value: string | undefined) => {
+  const addLink = (value: string | undefined, into: string[]) => {
     if (value === undefined || !value.trim()) return;
     try {
-      links.push(new URL(value.trim(), baseUrl).href);
+      into.push(new URL(value.trim(), baseUrl).href);
     } catch {
       // not a URL: no link
     }
@@ -145,7 +146,7 @@ export function documentReferences(html: string, documentUrl: string): DocumentR
       if (element.tagName === "image") add(href, "image", "svg image href");
       // A <use> of a fragment of this document fetches nothing.
       else if (element.tagName === "use" && href !== undefined && !href.trim().startsWith("#")) add(href, "image", "svg use href");
-      else if (element.tagName === "a") addLink(attribute(element, "href"));
+      else if (element.tagName === "a") addLink(attribute(element, "href"), links.a);
       continue;
     }
     if (element.namespaceURI !== HTML_NS) continue;
@@ -202,19 +203,19 @@ export function documentReferences(html: string, documentUrl: string): DocumentR
         break;
       case "a":
       case "area":
-        addLink(attribute(element, "href"));
+        addLink(attribute(element, "href"), links[tag]);
         break;
       case "meta":
         if (attribute(element, "http-equiv")?.trim().toLowerCase() === "refresh") {
           const target = refreshTarget(attribute(element, "content") ?? "");
-          if (target !== null) addLink(target);
+          if (target !== null) addLink(target, links.refresh);
         }
         break;
       default:
         break;
     }
   }
-  return { requisites: [...requisites.values()], links, baseUrl };
+  return { requisites: [...requisites.values()], links: [...links.a, ...links.area, ...links.refresh], baseUrl };
 }
 
 type Add = (value: string | undefined, kind: RequisiteKind, from: string) => void;
