@@ -42,13 +42,13 @@ function withoutCacheBusters(href: string): string {
   return url.href;
 }
 
-/** An element as a skeleton step: tag, #id, .classes sorted; digit runs become 0, so `post-123` and `post-124` are one step. */
+/** An element as a skeleton step: tag, #id, .classes sorted; digit runs of ids and classes become 0, so `post-123` and `post-124` are one step. */
 function step(element: Element): string {
   const attr = (name: string) => element.attrs.find((a) => a.name === name && !a.namespace)?.value ?? "";
   const id = attr("id").trim();
   const classes = [...new Set(attr("class").split(/[\t\n\f\r ]+/).filter(Boolean))].sort();
-  const text = element.tagName + (id ? `#${id}` : "") + classes.map((c) => `.${c}`).join("");
-  return text.replace(/\d+/g, "0");
+  const names = ((id ? `#${id}` : "") + classes.map((c) => `.${c}`).join("")).replace(/\d+/g, "0");
+  return element.tagName + names;
 }
 
 function skeletonOf(html: string): string[] {
