@@ -69,13 +69,22 @@ function xlinkHref(element: Element): string | undefined {
   return element.attrs.find((attr) => attr.name === "href" && attr.namespace === XLINK_NS)?.value;
 }
 
-/** Every element in tree order (a <template>'s content is not rendered, so not walked; noscript is text). */
-function* elements(parent: ParentNode): Generator<Element> {
-  for (const child of parent.childNodes) {
-    if (!isElement(child)) continue;
-    yield child;
-    yield* elements(child);
+/**
+ * Every element in tree order (a <template>'s content is not rendered, so not walked; noscript is text). A stack,
+ * not recursion: a hostile page's nesting is as deep as it likes.
+ */
+function elements(root: ParentNode): Element[] {
+  const found: Element[] = [];
+  const stack: ParentNode[] = [root];
+  while (stack.length) {
+    const node = stack.pop()!;
+    if (isElement(node)) found.push(node);
+    for (let i = node.childNodes.length - 1; i >= 0; i--) {
+      const child = node.childNodes[i]!;
+      if (isElement(child)) stack.push(child);
+    }
   }
+  return found;
 }
 
 function textOf(element: Element): string {
@@ -107,7 +116,7 @@ function refreshTarget(content: string): string | null {
  * not fetched here: a <link rel=stylesheet>'s url() values come from cssReferences() once it is fetched.
  */
 export function documentReferences(html: string, documentUrl: string): DocumentReferences {
-  const all = [...elements(parse(html))];
+  const all = elements(parse(html));
   const baseUrl = baseUrlOf(all, documentUrl);
   const requisites = new Map<string, Requisite>();
   // As page/linkExtract.ts queues them: every a[href] (SVG's too), then every area[href]; then a meta refresh's target.

@@ -87,3 +87,18 @@ describe("documentReferences", () => {
     });
   });
 });
+
+describe("documentReferences on a frameset and on deep nesting", () => {
+  it("reads a frameset's frames", () => {
+    const html = `<html><head><title>f</title></head><frameset cols="50%,50%"><frame src="left.html"><frame src="right.html#x"><frame src="left.html"></frameset></html>`;
+    expect(documentReferences(html, "http://127.0.0.1:8080/f/index.html").requisites).toEqual([
+      { url: "http://127.0.0.1:8080/f/left.html", kind: "frame", from: "frame src" },
+      { url: "http://127.0.0.1:8080/f/right.html", kind: "frame", from: "frame src" },
+    ]);
+  });
+
+  it("reads a document nested 5,000 elements deep (a recursive walk of generators would crawl; parse5 itself is quadratic in depth)", () => {
+    const html = `${"<div>".repeat(5_000)}<img src="deep.png">${"</div>".repeat(5_000)}`;
+    expect(documentReferences(html, "http://127.0.0.1:8080/").requisites).toEqual([{ url: "http://127.0.0.1:8080/deep.png", kind: "image", from: "img src" }]);
+  });
+});
