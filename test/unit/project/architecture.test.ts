@@ -192,6 +192,12 @@ describe("architecture", () => {
     expect(importsOf("src/capture/").filter(({ to }) => upward.some((p) => to.startsWith(p)))).toEqual([]);
   });
 
+  it("static/ reads what a document names without a browser: it knows nothing of the browser, the capture, the page or the crawl", () => {
+    const browserSide = ["src/browser/", "src/capture/", "src/page/", "src/crawl/"];
+    expect(importsOf("src/static/").filter(({ to }) => browserSide.some((p) => to.startsWith(p)))).toEqual([]);
+    expect(files.filter((f) => f.startsWith("src/static/")).length).toBeGreaterThan(0);
+  });
+
   it("the command line parses and hands over: cli/crawl.ts starts no proxy, fetches nothing, runs no crawl itself", () => {
     const handedOver = ["src/proxy/", "src/fetch/", "src/profile/", "src/qa/", "src/redis/", "src/state/"];
     const crawlCli = importsOf("src/cli/crawl.ts");

@@ -1,0 +1,90 @@
+// Which pages share a template: the rule hybrid capture groups pages by.
+
+import { createHash } from "node:crypto";
+import { parse, type DefaultTreeAdapterMap } from "parse5";
+import { documentReferences } from "./documentReferences.js";
+
+type Element = DefaultTreeAdapterMap["element"];
+
+/** A page's template and what it was made of, so two pages' differing keys can be explained. */
+export interface TemplateKey {
+  /** sha256 hex of the parts below, first 16 characters. */
+  key: string;
+  /** Same-site script URLs the document names, cache-busting parameters dropped, sorted, each once. */
+  scripts: string[];
+  /** Same-site stylesheet URLs (link rel=stylesheet, <style> @import), likewise. */
+  stylesheets: string[];
+  /** The elements of the first three levels below <body>, as tag paths (`main>ul.nav>li`), each once, in document order. */
+  skeleton: string[];
+}
+
+/** Query parameters that only bust caches (a version or a time): pages naming `app.js?ver=2` and `app.js?ver=3` share a template. */
+const CACHE_BUSTERS = new Set(["v", "ver", "version", "_", "t", "ts", "timestamp", "cb", "cachebust", "cachebuster", "rev", "build"]);
+
+const SKELETON_DEPTH = 3;
+
+/**
+ * The site a host belongs to, without a public suffix list: an IP address or a one-label host is its own site;
+ * otherwise its last two labels, or three under a country code's second level (`example.co.uk`, `example.com.au`).
+ */
+function siteOf(hostname: string): string {
+  if (/^\d+(\.\d+){3}$/.test(hostname) || hostname.startsWith("[")) return hostname;
+  const labels = hostname.split(".");
+  const underCountrySecondLevel = labels.length >= 3 && labels.at(-1)!.length === 2 && labels.at(-2)!.length <= 3;
+  return labels.slice(underCountrySecondLevel ? -3 : -2).join(".");
+}
+
+/** The URL with its cache-busting query parameters dropped and the rest sorted. */
+function withoutCacheBusters(href: string): string {
+  const url = new URL(href);
+  const kept = [...url.searchParams].filter(([name]) => !CACHE_BUSTERS.has(name.toLowerCase())).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  url.search = new URLSearchParams(kept).toString();
+  return url.href;
+}
+
+/** An element as a skeleton step: tag, #id, .classes sorted; digit runs of ids and classes become 0, so `post-123` and `post-124` are one step. */
+function step(element: Element): string {
+  const attr = (name: string) => element.attrs.find((a) => a.name === name && !a.namespace)?.value ?? "";
+  const id = attr("id").trim();
+  const classes = [...new Set(attr("class").split(/[\t\n\f\r ]+/).filter(Boolean))].sort();
+  const names = ((id ? `#${id}` : "") + classes.map((c) => `.${c}`).join("")).replace(/\d+/g, "0");
+  return element.tagName + names;
+}
+
+function skeletonOf(html: string): string[] {
+  const tree = parse(html);
+  const htmlElement = tree.childNodes.find((node): node is Element => "tagName" in node && node.tagName === "html");
+  const body = htmlElement?.childNodes.find((node): node is Element => "tagName" in node && node.tagName === "body");
+  const paths = new Set<string>();
+  const walk = (element: Element, path: string, depth: number) => {
+    if (depth > SKELETON_DEPTH) return;
+    for (const child of element.childNodes) {
+      if (!("tagName" in child)) continue;
+      const childPath = path ? `${path}>${step(child)}` : step(child);
+      paths.add(childPath);
+      walk(child, childPath, depth + 1);
+    }
+  };
+  if (body !== undefined) walk(body, "", 1);
+  return [...paths];
+}
+
+/**
+ * The template a page belongs to. Two pages share a template when their documents name the same same-site scripts
+ * and stylesheets (by URL, cache-busting query parameters such as ?v=, ?ver=, ?_=, ?t= dropped: a new release
+ * of a page's script is the same template) and have the same skeleton: the elements of the first three levels
+ * below <body> by tag name, id and classes (digits ignored), text not counted, each path once (so a list's length
+ * does not matter). Third-party scripts and stylesheets (ads, analytics, widgets) do not count: they change
+ * between loads of one page.
+ */
+export function templateKey(html: string, documentUrl: string): TemplateKey {
+  const site = siteOf(new URL(documentUrl).hostname);
+  const { requisites } = documentReferences(html, documentUrl);
+  const sameSite = (kind: "script" | "stylesheet") =>
+    [...new Set(requisites.filter((r) => r.kind === kind && siteOf(new URL(r.url).hostname) === site).map((r) => withoutCacheBusters(r.url)))].sort();
+  const scripts = sameSite("script");
+  const stylesheets = sameSite("stylesheet");
+  const skeleton = skeletonOf(html);
+  const key = createHash("sha256").update(JSON.stringify({ scripts, stylesheets, skeleton })).digest("hex").slice(0, 16);
+  return { key, scripts, stylesheets, skeleton };
+}
