@@ -110,6 +110,20 @@ function refreshTarget(content: string): string | null {
   return target || null;
 }
 
+/** Elements whose attribute names one URL (or a srcset's candidates) the browser fetches, as it always does. */
+const URL_ATTRIBUTES: readonly { tags: readonly string[]; attribute: string; kind: RequisiteKind; srcset?: true }[] = [
+  { tags: ["img"], attribute: "src", kind: "image" },
+  { tags: ["img"], attribute: "srcset", kind: "image", srcset: true },
+  { tags: ["video"], attribute: "src", kind: "media" },
+  { tags: ["video"], attribute: "poster", kind: "image" },
+  { tags: ["audio", "track"], attribute: "src", kind: "media" },
+  { tags: ["iframe", "frame"], attribute: "src", kind: "frame" },
+  { tags: ["embed"], attribute: "src", kind: "other" },
+  { tags: ["object"], attribute: "data", kind: "other" },
+  // The old presentational attribute, still fetched.
+  { tags: ["body", "table", "td", "th"], attribute: "background", kind: "image" },
+];
+
 /**
  * What `html`, served from `documentUrl`, names: the requisites a browser fetches to render it (each once, its
  * first mention kept), the links a browser crawl would queue, and its base URL. Stylesheets' own contents are
@@ -161,43 +175,18 @@ export function documentReferences(html: string, documentUrl: string): DocumentR
     if (element.namespaceURI !== HTML_NS) continue;
     const tag = element.tagName;
     const parentTag = element.parentNode !== null && isElement(element.parentNode) ? element.parentNode.tagName : "";
+    for (const named of URL_ATTRIBUTES.filter((entry) => entry.tags.includes(tag))) {
+      const value = attribute(element, named.attribute);
+      if (named.srcset) addSrcset(value, named.kind, `${tag} ${named.attribute}`);
+      else add(value, named.kind, `${tag} ${named.attribute}`);
+    }
     switch (tag) {
-      case "img":
-        add(attribute(element, "src"), "image", "img src");
-        addSrcset(attribute(element, "srcset"), "image", "img srcset");
-        break;
       case "source":
         if (parentTag === "picture") addSrcset(attribute(element, "srcset"), "image", "picture source srcset");
         else add(attribute(element, "src"), "media", `${parentTag || "source"} source src`);
         break;
-      case "video":
-        add(attribute(element, "src"), "media", "video src");
-        add(attribute(element, "poster"), "image", "video poster");
-        break;
-      case "audio":
-        add(attribute(element, "src"), "media", "audio src");
-        break;
-      case "track":
-        add(attribute(element, "src"), "media", "track src");
-        break;
-      case "iframe":
-      case "frame":
-        add(attribute(element, "src"), "frame", `${tag} src`);
-        break;
-      case "embed":
-        add(attribute(element, "src"), "other", "embed src");
-        break;
-      case "object":
-        add(attribute(element, "data"), "other", "object data");
-        break;
       case "input":
         if (attribute(element, "type")?.trim().toLowerCase() === "image") add(attribute(element, "src"), "image", "input image src");
-        break;
-      case "body":
-      case "table":
-      case "td":
-      case "th":
-        add(attribute(element, "background"), "image", `${tag} background`);
         break;
       case "script": {
         const type = (attribute(element, "type") ?? "").trim().toLowerCase();
