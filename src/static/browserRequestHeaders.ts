@@ -143,13 +143,15 @@ function clientHints(browser: BrowserIdentity): { ua: string; mobile: string; pl
  * - Sec-Fetch-Site: "none" for a navigation without a referrer (typed, or the crawler's goto), with Sec-Fetch-User:
  *   ?1; else the request URL against the initiator's origin (the referrer's unless `initiatorOrigin` is given),
  *   same-site compared by scheme and site (last two host labels, an IP address its own site, as templateKey.ts).
+ *   A cross-site request that would carry cookies (no-cors or navigate) adds Sec-Fetch-Storage-Access: none (no
+ *   storage access granted: a crawler grants none).
  * - Referer: strict-origin-when-cross-origin, the default: the full referrer (fragment and credentials removed)
  *   same-origin, its origin and "/" cross-origin, none from https to http.
  * - sec-ch-ua: from `browser.secChUa.brands` if given, else "Chromium" with the user agent's major version and
  *   Chromium's GREASE brand for that version; sec-ch-ua-platform from the user agent's OS token.
  * - Order: a navigation sends the client hints first, a subresource sends Origin, sec-ch-ua-platform, User-Agent,
  *   sec-ch-ua, sec-ch-ua-mobile; without hints, User-Agent then Origin. Then Accept, Sec-Fetch-Site, -Mode,
- *   (-User), -Dest, Referer, Accept-Encoding, Accept-Language, Range.
+ *   (-User), -Dest, (-Storage-Access), Referer, Accept-Encoding, Accept-Language, Range.
  */
 export function browserRequestHeaders(request: BrowserRequest, browser: BrowserIdentity): [string, string][] {
   const target = new URL(request.url);
@@ -163,6 +165,7 @@ export function browserRequestHeaders(request: BrowserRequest, browser: BrowserI
   const sameOriginManifest = destination === "manifest" && initiator?.origin === target.origin;
   const origin = mode === "cors" && initiator && !sameOriginManifest ? initiator.origin : undefined;
   const userNavigation = destination === "document" && !initiator;
+  const site = initiator ? fetchSite(target, initiator) : "none";
 
   const headers: [string, string][] = [];
   if (navigating) {
@@ -177,9 +180,11 @@ export function browserRequestHeaders(request: BrowserRequest, browser: BrowserI
   }
   headers.push(["Accept", acceptFor(destination)]);
   if (trustworthy) {
-    headers.push(["Sec-Fetch-Site", initiator ? fetchSite(target, initiator) : "none"], ["Sec-Fetch-Mode", mode]);
+    headers.push(["Sec-Fetch-Site", site], ["Sec-Fetch-Mode", mode]);
     if (userNavigation) headers.push(["Sec-Fetch-User", "?1"]);
     headers.push(["Sec-Fetch-Dest", destination]);
+    // Cross-site with cookies (credentials "include": no-cors and navigations): no storage access granted.
+    if (site === "cross-site" && mode !== "cors") headers.push(["Sec-Fetch-Storage-Access", "none"]);
   }
   const referer = referrer && refererFor(target, referrer);
   if (referer) headers.push(["Referer", referer]);
