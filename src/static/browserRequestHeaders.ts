@@ -127,9 +127,14 @@ function clientHints(browser: BrowserIdentity): { ua: string; mobile: string; pl
 /**
  * The request headers Chromium sends for `request`, in its order, with its values, as the server receives them.
  *
- * Format: name/value pairs in wire order, names spelled as Chromium spells them (the client hints lower case, the
- * rest capitalised). Not included: Host and Connection (the HTTP client's), Cookie (from the crawl's profile, added
+ * Format: name/value pairs in wire order, names spelled as Chromium spells them over HTTP/1.1 (the client hints
+ * lower case, the rest capitalised; HTTP/2 and HTTP/3 lower-case every name on the wire). Not included: Host and Connection (the HTTP client's), Cookie (from the crawl's profile, added
  * by whoever holds the cookie jar), and Pragma/Cache-Control (sent only when the cache is disabled or on reload).
+ *
+ * Checked against Chromium 156 (Debian's, headless, its own user agent, no --lang): see the test for the cases.
+ * Not checked there, so written from the standards: a navigation with a referrer (a followed link), a cross-origin
+ * manifest, `<frame>`/`<embed>`, `<track>`, prefetch (Chromium adds Sec-Purpose), crossorigin=use-credentials,
+ * an insecure page's requests to a trustworthy URL, and another major version's GREASE brand order.
  *
  * What decides each header:
  * - Destination and mode: the kind's destination unless `request.destination` names one; navigations (document,
