@@ -78,7 +78,7 @@ function fetchSite(target: URL, initiator: URL): "same-origin" | "same-site" | "
 }
 
 /** Referer under Chromium's default policy, strict-origin-when-cross-origin. */
-function refererFor(target: URL, referrer: URL): string | undefined {
+function defaultPolicyReferer(target: URL, referrer: URL): string | undefined {
   if (referrer.protocol === "https:" && target.protocol !== "https:") return undefined;
   if (target.origin === referrer.origin) {
     const full = new URL(referrer.href);
@@ -191,7 +191,7 @@ export function browserRequestHeaders(request: BrowserRequest, browser: BrowserI
     // Cross-site with cookies (credentials "include": no-cors and navigations): no storage access granted.
     if (site === "cross-site" && mode !== "cors") headers.push(["Sec-Fetch-Storage-Access", "none"]);
   }
-  const referer = referrer && refererFor(target, referrer);
+  const referer = referrer && defaultPolicyReferer(target, referrer);
   if (referer) headers.push(["Referer", referer]);
   const media = MEDIA.has(destination);
   headers.push(["Accept-Encoding", media ? "identity" : trustworthy ? "gzip, deflate, br, zstd" : "gzip, deflate"]);
