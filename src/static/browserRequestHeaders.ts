@@ -13,7 +13,11 @@ export interface BrowserRequest {
   kind: RequisiteKind | "document";
   /** The URL of the document that names the requisite (for a navigation: the page it was followed from, if any). */
   referrer?: string;
-  /** The origin the request is made from, when it is not the referrer's (e.g. a stylesheet's @import). */
+  /**
+   * The origin the request is made from, when it is not the referrer's (e.g. a stylesheet's @import). For a
+   * top-level navigation only this makes it page-initiated: with a referrer alone it is the browser's own (puppeteer's
+   * goto with a referer), Sec-Fetch-Site none and Sec-Fetch-User ?1.
+   */
   initiatorOrigin?: string;
   /** Where a kind is ambiguous: a preload's `as`, audio or track for media, frame for <frame>, embed. */
   destination?: FetchDestination;
@@ -132,7 +136,7 @@ function clientHints(browser: BrowserIdentity): { ua: string; mobile: string; pl
  * by whoever holds the cookie jar), and Pragma/Cache-Control (sent only when the cache is disabled or on reload).
  *
  * Checked against Chromium 156 (Debian's, headless, its own user agent, no --lang): see the test for the cases.
- * Not checked there, so written from the standards: a navigation with a referrer (a followed link), a cross-origin
+ * Not checked there, so written from the standards: a page-initiated top-level navigation (`initiatorOrigin`), a cross-origin
  * manifest, `<frame>`/`<embed>`, `<track>`, prefetch (Chromium adds Sec-Purpose), crossorigin=use-credentials,
  * an insecure page's requests to a trustworthy URL, and another major version's GREASE brand order.
  *
@@ -145,8 +149,8 @@ function clientHints(browser: BrowserIdentity): { ua: string; mobile: string; pl
  * - Sec-Fetch-* and the sec-ch-ua client hints go only to potentially trustworthy URLs (https, and loopback and
  *   localhost over http); Accept-Encoding is "gzip, deflate, br, zstd" to those, "gzip, deflate" to the rest, and
  *   "identity" with Range: bytes=0- for audio and video.
- * - Sec-Fetch-Site: "none" for a navigation without a referrer (typed, or the crawler's goto), with Sec-Fetch-User:
- *   ?1; else the request URL against the initiator's origin (the referrer's unless `initiatorOrigin` is given),
+ * - Sec-Fetch-Site: "none" for a top-level navigation without `initiatorOrigin` (typed, or the crawler's goto, with
+ *   or without a referer), with Sec-Fetch-User: ?1; else the request URL against the initiator's origin (the referrer's unless `initiatorOrigin` is given),
  *   same-site compared by scheme and site (last two host labels, an IP address its own site, as templateKey.ts).
  *   A cross-site request that would carry cookies (no-cors or navigate) adds Sec-Fetch-Storage-Access: none (no
  *   storage access granted: a crawler grants none).
@@ -163,7 +167,8 @@ export function browserRequestHeaders(request: BrowserRequest, browser: BrowserI
   const destination = request.destination ?? KIND_DESTINATION[request.kind];
   const navigating = NAVIGATING.has(destination);
   const referrer = request.referrer ? new URL(request.referrer) : undefined;
-  const initiator = request.initiatorOrigin ? new URL(request.initiatorOrigin) : referrer;
+  // A top-level navigation the crawler starts is the browser's own, whatever Referer it carries.
+  const initiator = request.initiatorOrigin ? new URL(request.initiatorOrigin) : destination === "document" ? undefined : referrer;
   const mode = navigating ? "navigate" : request.cors || CORS_BY_DEFAULT.has(destination) ? "cors" : "no-cors";
   const trustworthy = isTrustworthy(target);
   const hints = trustworthy ? clientHints(browser) : undefined;

@@ -1,6 +1,7 @@
 // browserRequestHeaders() against the real thing: the headers real Chromium sent for a navigation and for each
-// requisite of a page, as the server received them (raw order), same-origin, same-site (another port), cross-site
-// (other.localhost, a trustworthy name mapped to loopback) and cross-site to a non-trustworthy name (other.test).
+// requisite of a page, as the server received them (raw order): same-origin, same-site (another port), cross-site
+// (other.localhost, a trustworthy name mapped to loopback), to a non-trustworthy name (other.test, plain http), and
+// from an https page (secure.test, a test CA, HTTP/1.1) including its downgrade to http.
 import { mkdtemp, rm } from "node:fs/promises";
 import http from "node:http";
 import https from "node:https";
@@ -190,11 +191,16 @@ describe("browserRequestHeaders against Chromium", () => {
     await load(securePage, [...secureNamed, ...fromSheet].map(([url]) => url));
     await load(insecurePage, insecureNamed.map(([url]) => url));
     await load(tlsPage, tlsNamed.map(([url]) => url));
+    // A navigation given a referrer, as a crawler following a link may: cross-site, so the referrer's origin.
+    const landing = `${secure}/landing.html`;
+    const linkingPage = `http://other.localhost:${main.port}/linking.html`;
+    await load(landing, [], linkingPage);
 
     const expected = new Map<string, [string, string][]>([
       [securePage, browserRequestHeaders({ url: securePage, kind: "document" }, identity)],
       [insecurePage, browserRequestHeaders({ url: insecurePage, kind: "document" }, identity)],
       [tlsPage, browserRequestHeaders({ url: tlsPage, kind: "document" }, identity)],
+      [landing, browserRequestHeaders({ url: landing, kind: "document", referrer: linkingPage }, identity)],
     ]);
     for (const [url, request] of secureNamed) expected.set(url, browserRequestHeaders({ ...request, url, referrer: securePage }, identity));
     for (const [url, request] of insecureNamed) expected.set(url, browserRequestHeaders({ ...request, url, referrer: insecurePage }, identity));
@@ -213,6 +219,7 @@ describe("browserRequestHeaders against Chromium", () => {
     expect(Object.fromEntries(expected.get(`${sameSite}/img.png`)!)).toMatchObject({ "Sec-Fetch-Site": "same-site", Referer: `${secure}/` });
     expect(Object.fromEntries(expected.get(`${sameSite}/imported.css`)!)).toMatchObject({ "Sec-Fetch-Site": "same-site", Referer: `${sameSite}/sheet.css` });
     expect(expected.get(`${secure}/from-https.png`)?.map(([name]) => name)).not.toContain("Referer");
-    expect(expected.size).toBe(43);
+    expect(Object.fromEntries(expected.get(landing)!)).toMatchObject({ "Sec-Fetch-Site": "none", "Sec-Fetch-User": "?1", Referer: `http://other.localhost:${main.port}/` });
+    expect(expected.size).toBe(44);
   });
 });
