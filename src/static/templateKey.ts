@@ -27,7 +27,7 @@ const SKELETON_DEPTH = 3;
  * The site a host belongs to, without a public suffix list: an IP address or a one-label host is its own site;
  * otherwise its last two labels, or three under a country code's second level (`example.co.uk`, `example.com.au`).
  */
-function siteOf(hostname: string): string {
+export function siteOf(hostname: string): string {
   if (/^\d+(\.\d+){3}$/.test(hostname) || hostname.startsWith("[")) return hostname;
   const labels = hostname.split(".");
   const underCountrySecondLevel = labels.length >= 3 && labels.at(-1)!.length === 2 && labels.at(-2)!.length <= 3;
