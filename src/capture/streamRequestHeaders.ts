@@ -5,6 +5,8 @@
  * default referrer policy strict-origin-when-cross-origin).
  */
 
+import { defaultPolicyReferer } from "../util/referrerPolicy.js";
+
 /** Sent with every file, whatever its host (the site may check them). */
 const ALWAYS_CARRIED = new Set(["user-agent", "accept-language"]);
 
@@ -32,21 +34,12 @@ export function streamFileHeaders(manifest: ManifestRequest, fileUrl: string, ja
     if (cookie) headers.push([named("cookie")?.[0] ?? "Cookie", cookie]);
   }
   const referer = named("referer");
-  const sentReferer = referer ? refererFor(referer[1], fileUrl) : null;
+  const sentReferer = referer ? defaultPolicyReferer(referer[1], fileUrl) : null;
   if (referer && sentReferer) headers.push([referer[0], sentReferer]);
   const origin = named("origin");
   const player = origin?.[1] ?? (referer ? originOf(referer[1]) : null);
   if (player && player !== file) headers.push([origin?.[0] ?? "Origin", player]);
   return headers;
-}
-
-/** strict-origin-when-cross-origin: the referrer whole to its own origin, its origin elsewhere, nothing on a downgrade to http. */
-function refererFor(referrer: string, target: string): string | null {
-  const from = originOf(referrer);
-  if (!from) return null;
-  if (from === originOf(target)) return referrer;
-  if (referrer.startsWith("https:") && !target.startsWith("https:")) return null;
-  return `${from}/`;
 }
 
 function originOf(url: string): string | null {

@@ -1,6 +1,7 @@
 // The request headers Chromium sends for a page's navigation and for each requisite its document names, so a fetch
 // made without a browser carries what the browser would have sent.
 
+import { defaultPolicyReferer } from "../util/referrerPolicy.js";
 import type { RequisiteKind } from "./documentReferences.js";
 import { siteOf } from "./templateKey.js";
 
@@ -79,19 +80,6 @@ function isTrustworthy(url: URL): boolean {
 function fetchSite(target: URL, initiator: URL): "same-origin" | "same-site" | "cross-site" {
   if (target.origin === initiator.origin) return "same-origin";
   return target.protocol === initiator.protocol && siteOf(target.hostname) === siteOf(initiator.hostname) ? "same-site" : "cross-site";
-}
-
-/** Referer under Chromium's default policy, strict-origin-when-cross-origin. */
-function defaultPolicyReferer(target: URL, referrer: URL): string | undefined {
-  if (referrer.protocol === "https:" && target.protocol !== "https:") return undefined;
-  if (target.origin === referrer.origin) {
-    const full = new URL(referrer.href);
-    full.hash = "";
-    full.username = "";
-    full.password = "";
-    return full.href;
-  }
-  return `${referrer.origin}/`;
 }
 
 /**
@@ -196,7 +184,7 @@ export function browserRequestHeaders(request: BrowserRequest, browser: BrowserI
     // Cross-site with cookies (credentials "include": no-cors and navigations): no storage access granted.
     if (site === "cross-site" && mode !== "cors") headers.push(["Sec-Fetch-Storage-Access", "none"]);
   }
-  const referer = referrer && defaultPolicyReferer(target, referrer);
+  const referer = referrer && defaultPolicyReferer(referrer.href, target.href);
   if (referer) headers.push(["Referer", referer]);
   const media = MEDIA.has(destination);
   headers.push(["Accept-Encoding", media ? "identity" : trustworthy ? "gzip, deflate, br, zstd" : "gzip, deflate"]);
