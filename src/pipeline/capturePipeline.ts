@@ -167,7 +167,12 @@ export class CapturePipeline implements ExchangeSink {
     // claims its URL (a 3 GB video on every page is fetched once), but is still no dedupe original.
     if (exchange.truncated) return this.writeTruncated(exchange);
     const written = exchange.status === 304 && exchange.confirms ? await this.writeNotModified(exchange, exchange.confirms) : await this.write(exchange);
-    return { ...written, wacz: this.stages.plan.waczFilenameOf(written.record.filename), path: join(this.stages.archiveDir, written.record.filename) };
+    return { ...written, ...this.whereWritten(written.record) };
+  }
+
+  /** The WACZ a written record goes into, and its WARC file's path. */
+  private whereWritten(record: WrittenRecord): { wacz: string; path: string } {
+    return { wacz: this.stages.plan.waczFilenameOf(record.filename), path: join(this.stages.archiveDir, record.filename) };
   }
 
   /** A WACZ this writer packages and has not packaged yet: a page can still be listed in it. */
@@ -215,7 +220,7 @@ export class CapturePipeline implements ExchangeSink {
     const recordId = newRecordId();
     const [record, request] = await this.stages.writer.writeRecords([responseRecord(exchange, recordId, digest), requestRecord(exchange, recordId)]);
     await this.noteResponse(digest, this.placementOf(record), false);
-    return { kind: "response", record, request, wacz: this.stages.plan.waczFilenameOf(record.filename), path: join(this.stages.archiveDir, record.filename) };
+    return { kind: "response", record, request, ...this.whereWritten(record) };
   }
 
   /**
