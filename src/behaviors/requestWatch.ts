@@ -1,5 +1,5 @@
 import type { HTTPRequest, Page } from "puppeteer-core";
-import { madeByBehaviors, madeByBrowserItself } from "../util/requestInitiators.js";
+import { madeByPage } from "../util/requestInitiators.js";
 
 /** A request in flight longer than this is a stream or long poll, not a batch being loaded. */
 const STREAM_MS = 5000;
@@ -38,7 +38,7 @@ export class RequestWatch {
     if (request.resourceType() === "eventsource") return;
     // The behaviors' own fetches (autofetch) and the browser's (the tab's icon) are no growth of the page, nor
     // its reaction to a move.
-    if (madeByBehaviors(request.initiator()) || madeByBrowserItself(request.resourceType(), request.initiator())) return;
+    if (!madeByPage(request.resourceType(), request.initiator())) return;
     // A new document of the tab: what the last page left in flight (its end refuses requests, not always
     // with an event) is not this one's. (A pushState or hash change makes no request: nothing is forgotten.)
     if (request.isNavigationRequest() && request.frame() === this.tab.mainFrame()) this.forgetAll();

@@ -1,6 +1,6 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
 import { logger } from "../log/logger.js";
-import { madeByBehaviors, madeByBrowserItself } from "../util/requestInitiators.js";
+import { madeByPage } from "../util/requestInitiators.js";
 import type { DocumentLifetimes } from "./documentLifetimes.js";
 
 /** A request in flight: what it asked for, and whose it is. */
@@ -33,7 +33,7 @@ export class NetworkActivity {
       if (lifetimes.documentGone(event.frameId, event.loaderId)) return;
       // The behaviors' own fetches and the browser's (the tab's icon, the manifest) load nothing into the page:
       // captured, but the page is quiet without them.
-      if (madeByBehaviors(event.initiator) || madeByBrowserItself(event.type ?? "", event.initiator)) return;
+      if (!madeByPage(event.type ?? "", event.initiator)) return;
       this.started(event.requestId, { url: event.request.url, frameId: event.frameId, loaderId: event.loaderId });
     });
     lifetimes.onGone(() => this.forget((request) => lifetimes.documentGone(request.frameId, request.loaderId)));

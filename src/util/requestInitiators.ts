@@ -43,3 +43,8 @@ export function madeByBrowserItself(resourceType: string, initiator: Protocol.Ne
 }
 
 const BROWSER_OWN_TYPES: ReadonlySet<string> = new Set(["other", "manifest"]);
+
+/** Whether the page made a request: neither the crawler's behaviors nor the browser for itself. */
+export function madeByPage(resourceType: string, initiator: Protocol.Network.Initiator | undefined): boolean {
+  return !madeByBehaviors(initiator) && !madeByBrowserItself(resourceType, initiator);
+}
