@@ -27,6 +27,7 @@ import { stateOptions, type RawStateFlags, type StateOptions } from "./groups/st
 import { pageLoadOptions, type PageLoadOptions, type RawPageLoadFlags } from "./groups/pageLoadOptions.js";
 import { cappedPageLimit, lifecycleOptions, type LifecycleOptions, type RawLifecycleFlags } from "./groups/lifecycleOptions.js";
 import { budgetOptions, type BudgetOptions, type RawBudgetFlags } from "./groups/budgetOptions.js";
+import { captureModeOptions, type CaptureModeOptions, type RawCaptureModeFlags } from "./groups/captureModeOptions.js";
 import { readStoreSettings, StoreSettingsError, type StoreSettings } from "../upload/storeSettings.js";
 import { DEFAULT_MAX_RESOURCE_SIZE } from "../fetch/bodyLimits.js";
 import { parseAddressAllowance, type AddressAllowance } from "../fetch/addressPolicy.js";
@@ -130,6 +131,8 @@ export interface CrawlOptions {
   block: BlockOptions;
   /** --profile, --loginUrl (src/config/groups/profileOptions.ts). */ profile: ProfileOptions;
   /** Per-seed budgets (a config seed's limit, sizeLimit; --seedPageLimit, --seedSizeLimit), --maxPagesPerHost (budgetOptions.ts). */ budgets: BudgetOptions;
+  /** --captureMode, --hybridLearnPages, --hybridVerifyEvery (captureModeOptions.ts). */
+  capture: CaptureModeOptions;
 }
 
 export { OptionsError, parseSize };
@@ -138,7 +141,7 @@ export const DEFAULT_ROLLOVER_SIZE = 1_000_000_000;
 export const DEFAULT_DISK_UTILIZATION = 90;
 
 /** Raw values as commander hands them over (strings, string lists, booleans). */
-export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawDedupeFlagFlags, RawTabCaptureFlags, RawDebugFlags, RawProxyFlags, RawBlockFlags, RawProfileFlags, RawBudgetFlags {
+export interface RawCrawlFlags extends RawRateLimitFlags, RawOutputFlags, RawStateFlags, RawPageLoadFlags, RawLinkBehaviorFlags, RawLifecycleFlags, RawDedupeFlagFlags, RawTabCaptureFlags, RawDebugFlags, RawProxyFlags, RawBlockFlags, RawProfileFlags, RawBudgetFlags, RawCaptureModeFlags {
   config?: string;
   url?: string[];
   /** Comma-separated URLs from the command line; from a config file also seeds with their own scope. */
@@ -280,6 +283,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
 
   const logLevel = lowestLogLevel(flags.logLevel);
   const logging = splitList(flags.logging ? [flags.logging] : []);
+  const screenshot = choiceList("screenshot", btxScreenshots(flags.screenshot), SCREENSHOT_KINDS);
 
   return {
     seeds,
@@ -314,7 +318,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     browserPath: flags.browserPath ?? env.BROWSER_BIN ?? "/usr/bin/chromium",
     headless: !flags.headful,
     text: choiceList("text", btxText(flags.text), TEXT_TARGETS),
-    screenshot: choiceList("screenshot", btxScreenshots(flags.screenshot), SCREENSHOT_KINDS),
+    screenshot,
     sitemap: sitemapOptions(flags),
     robots: flags.robots ? { agent: flags.robotsAgent ?? robotsAgentOf(flags.userAgent ?? null) } : null,
     ...behaviorOptions(flags),
@@ -334,6 +338,7 @@ export function resolveCrawlOptions(flags: RawCrawlFlags, env: NodeJS.ProcessEnv
     dedupeFlags: dedupeFlagOptions(flags),
     pageLoad: pageLoadOptions(flags, env),
     profile: profileOptions(flags, resolve(flags.cwd ?? "crawls")), budgets: budgetOptions(flags, rawSeeds),
+    capture: captureModeOptions(flags, { screenshots: screenshot.length, customLinkSelectors: (flags.selectLinks ?? []).some((v) => v.trim() !== "") }),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { CaptureKind } from "../page/pageLoadResult.js";
 import type { Cluster, Redis } from "ioredis";
 import type { RateLimitAnswer } from "../capture/pageCapture.js";
 import type { LifecycleOptions } from "../config/groups/lifecycleOptions.js";
@@ -32,10 +33,10 @@ export class CrawlWatch {
     },
   ) {}
 
-  /** A page was crawled, in `seconds` from its load to its links queued. */
-  pageCrawled(seconds: number): void {
+  /** A page was crawled, in `seconds` from its load to its links queued, in a browser or without one (--captureMode hybrid). */
+  pageCrawled(seconds: number, capture: CaptureKind): void {
     this.deps.health?.pageCrawled();
-    this.deps.metrics?.pageCrawled(seconds);
+    this.deps.metrics?.pageCrawled(seconds, capture);
   }
 
   /** Chromium had to be started again (it crashed or was killed). */

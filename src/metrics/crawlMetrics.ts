@@ -37,6 +37,10 @@ export const METRIC_NAMES = {
 /** The crawl-wide gauge's `state` label: the page counts of Frontier, as --statsFilename names them. */
 const PAGE_STATES = { queued: "queued", pending: "pending", done: "crawled", failed: "failed" } as const;
 
+/** How a page was captured: loaded in the browser, or fetched and parsed without one (--captureMode hybrid). */
+const CAPTURE_KINDS = ["browser", "static"] as const;
+type CaptureKind = (typeof CAPTURE_KINDS)[number];
+
 /**
  * The crawler's Prometheus metrics: this process's counters, bumped by the events the run reports
  * (pageCrawled, attemptFailed...), and values read when scraped (the crawl state's counts, the WARC
@@ -44,7 +48,7 @@ const PAGE_STATES = { queued: "queued", pending: "pending", done: "crawled", fai
  */
 export class CrawlMetrics {
   readonly registry = new Registry();
-  private readonly pagesCrawled: Counter;
+  private readonly pagesCrawled: Counter<"capture">;
   private readonly pagesFailed: Counter;
   private readonly fetchErrors: Counter<"kind">;
   private readonly pageSeconds: Histogram;
@@ -65,7 +69,8 @@ export class CrawlMetrics {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     new Gauge({ name: METRIC_NAMES.info, help: "The crawler's version (value 1)", labelNames: ["version"], registers }).set({ version: VERSION }, 1);
-    this.pagesCrawled = new Counter({ name: METRIC_NAMES.pagesCrawled, help: "Pages this process crawled", registers });
+    this.pagesCrawled = new Counter({ name: METRIC_NAMES.pagesCrawled, help: "Pages this process crawled, by how: loaded in the browser, or fetched without one (--captureMode hybrid)", labelNames: ["capture"], registers });
+    for (const capture of CAPTURE_KINDS) this.pagesCrawled.inc({ capture }, 0);
     this.pagesFailed = new Counter({ name: METRIC_NAMES.pagesFailed, help: "Pages this process recorded failed (no retry left)", registers });
     this.fetchErrors = new Counter({ name: METRIC_NAMES.fetchErrors, help: "Failed page attempts of this process (retried ones too), by kind of error", labelNames: ["kind"], registers });
     for (const kind of FAILURE_KINDS) this.fetchErrors.inc({ kind }, 0);
@@ -116,8 +121,8 @@ export class CrawlMetrics {
     if (final) this.lastCounts = final;
   }
 
-  pageCrawled(seconds: number): void {
-    this.pagesCrawled.inc();
+  pageCrawled(seconds: number, capture: CaptureKind = "browser"): void {
+    this.pagesCrawled.inc({ capture });
     this.pageSeconds.observe(seconds);
   }
 

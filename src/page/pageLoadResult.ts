@@ -33,7 +33,13 @@ export interface PageLoadResult {
   duplicate?: boolean;
   /** Everything the attempt captured (the page's requests and their answers; --qa's urn:pageinfo: record). */
   captured?: CapturedSummary[];
+  /** How the page was captured: loaded in Chromium, or fetched and parsed without a browser (--captureMode hybrid). */
+  capture?: CaptureKind;
+  /** When the page's behaviors began: what it fetched from then on, they may have made it fetch. */
+  behaviorsStartedAt?: Date;
 }
+
+export type CaptureKind = "browser" | "static";
 
 export interface LoadOptions {
   conditional?: ConditionalRequest;

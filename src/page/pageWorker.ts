@@ -88,6 +88,7 @@ export class PageWorker {
   private readonly fetcher: FallbackFetcher;
   private readonly limits: BodyLimits;
   private behaviorOutcome: BehaviorOutcome | undefined;
+  private behaviorsStartedAt: Date | undefined;
   private contentCheck: ContentCheck | null = null;
 
   constructor(
@@ -157,6 +158,7 @@ export class PageWorker {
   async load(url: string, { conditional, lastAttempt = false, retry = false, skipIfArchived = false, sink }: LoadOptions = {}): Promise<PageLoadResult> {
     const { tab, capture, popups } = await this.readyTab();
     this.behaviorOutcome = undefined;
+    this.behaviorsStartedAt = undefined;
     this.behaviorLinks = new Set();
     this.dialogs?.beginPage();
     const stores = this.options.earlierAttempts?.of(url) ?? null;
@@ -179,7 +181,7 @@ export class PageWorker {
       return { document: null, title: "", links: [], error: `truncated: ${truncated.join(" ")}`, truncated: [] };
     }
     const behaviorLinks = result.document && !result.error ? this.pageBehaviorLinks(tab) : [];
-    return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome, behaviorLinks, documentWacz: attempt.documentWacz.get(url) ?? null, captured: attempt.captured };
+    return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome, ...(this.behaviorsStartedAt ? { behaviorsStartedAt: this.behaviorsStartedAt } : {}), behaviorLinks, capture: "browser", documentWacz: attempt.documentWacz.get(url) ?? null, captured: attempt.captured };
   }
 
   private async loadPage(tab: Page, capture: PageCapture, attempt: PageAttempt, pageUrl: string, timings: PageTimings): Promise<Omit<PageLoadResult, "truncated">> {
@@ -283,6 +285,7 @@ export class PageWorker {
     // A click that would leave the page is refused while the behaviors run (see DialogGuard).
     if (this.dialogs) this.dialogs.blockUnload = true;
     try {
+      this.behaviorsStartedAt = new Date();
       this.behaviorOutcome = (await timings.time("behaviors", () => runBehaviors(tab, url, timeoutMs, attempt.answers))) ?? undefined;
       timings.behaviors = this.behaviorOutcome?.eachMs ?? {};
     } finally {
@@ -305,6 +308,18 @@ export class PageWorker {
   private pageBehaviorLinks(tab: Page): string[] {
     const base = tab.url();
     return [...new Set([...this.behaviorLinks].map((h) => tryNormalizeCrawlUrl(h, base, true)).filter((u): u is string => u !== null))];
+  }
+
+  /** The fetcher of what is captured outside the browser, under the run's connection rules (a hybrid crawl's static pages too). */
+  get outsideFetcher(): FallbackFetcher {
+    return this.fetcher;
+  }
+
+  /** The Cookie header the worker's browser would send to `url` (its profile's cookie jar), or null when it has none for it. */
+  async cookieHeader(url: string): Promise<string | null> {
+    const { tab } = await this.ensureTab();
+    const cookies = await tab.cookies(url);
+    return cookies.length ? cookies.map((c) => `${c.name}=${c.value}`).join("; ") : null;
   }
 
   /** The page is settled for good (crawled, skipped, failed for the last time): what its attempts stored is forgotten. */

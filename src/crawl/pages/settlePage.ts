@@ -74,9 +74,9 @@ async function settle(attempt: PageAttempt, settlement: Settlement): Promise<"cr
 async function reportCrawled(attempt: PageAttempt): Promise<void> {
   const { page, context, result } = attempt;
   if (!result?.document) return;
-  context.watch.pageCrawled((performance.now() - attempt.loadStarted) / 1000);
+  context.watch.pageCrawled((performance.now() - attempt.loadStarted) / 1000, result.capture ?? "browser");
   if (result.behaviors) addToTally(context.behaviors, result.behaviors);
-  const crawled = { url: page.url, status: result.document.status, title: result.title, depth: page.depth, linksQueued: attempt.queued };
+  const crawled = { url: page.url, status: result.document.status, title: result.title, depth: page.depth, linksQueued: attempt.queued, capture: result.capture ?? "browser" };
   if (result.truncated.length) {
     // Retries did not get every body whole: stored as received (WARC-Truncated), and said so.
     context.truncated.count += 1;

@@ -210,7 +210,8 @@ describe("--metricsPort", () => {
 
     // The last scrape: exact counts.
     const f = end.families;
-    expect(valueOf(f, "crawler_pages_crawled_total")).toBe(pages);
+    expect(valueOf(f, "crawler_pages_crawled_total", { capture: "browser" })).toBe(pages);
+    expect(valueOf(f, "crawler_pages_crawled_total", { capture: "static" })).toBe(0);
     expect(valueOf(f, "crawler_page_duration_seconds")).toBe(pages); // the histogram's count
     expect(valueOf(f, "crawler_crawl_pages", { state: "crawled" })).toBe(pages);
     expect(valueOf(f, "crawler_crawl_pages", { state: "failed" })).toBe(1);
