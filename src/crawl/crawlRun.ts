@@ -14,6 +14,7 @@ import type { CollectionPaths } from "../config/collectionPaths.js";
 import type { CrawlWatch } from "./crawlWatch.js";
 import { PageList, type PageEntry } from "../reports/pageList.js";
 import { SkippedReport } from "../reports/skippedReport.js";
+import { CaptureReport } from "../reports/captureReport.js";
 import type { JoinedCrawl } from "./joinCrawl.js";
 import type { StopControl } from "./stopControl.js";
 import { testSeams } from "../util/testSeams.js";
@@ -34,6 +35,8 @@ export interface PageOutputs {
   blocking: Blocking | null;
   /** Each seed's pages, bytes and end (reports/seeds.jsonl), written as the crawl ends. */
   seedsReport: string;
+  /** --captureMode hybrid: how each page was captured, and why (reports/capture.jsonl); null in browser mode. */
+  captureReport: CaptureReport | null;
 }
 
 /** What the stages of one crawl run share (set up by runCrawl, crawler.ts). */
@@ -66,6 +69,7 @@ export function openPageOutputs(options: CrawlOptions, paths: CollectionPaths, s
     skipped: options.output.reportSkipped ? new SkippedReport(reportName("skippedPages"), (seedId) => options.seeds[seedId] ?? "", options.text.includes("to-pages")) : null,
     ...startBlocking(options.block, adHosts, reportName("blocked"), session.state),
     seedsReport: reportName("seeds"),
+    captureReport: options.capture.mode === "hybrid" ? new CaptureReport(reportName("capture")) : null,
   };
 }
 

@@ -33,7 +33,7 @@ export async function finishCrawl(run: CrawlRun, pages: PagePhaseResult): Promis
 
   const packaging: Omit<PackagingContext, "plan"> = {
     options, archiveDir: run.paths.archive, outputDir: run.paths.root, pageList: run.pageList, dedupe: session.dedupe,
-    dependencies: run.pipeline.dependencies, listedIn: (urls) => session.state.listedIn(urls), reportFile: run.report.path, skippedReportFile: run.skipped?.path, blockedReportFile: run.blocked?.path, seedsReportFile: run.budgets.limited ? run.seedsReport : undefined, assertOwner: () => session.liveness.assertLive(),
+    dependencies: run.pipeline.dependencies, listedIn: (urls) => session.state.listedIn(urls), reportFile: run.report.path, skippedReportFile: run.skipped?.path, blockedReportFile: run.blocked?.path, seedsReportFile: run.budgets.limited ? run.seedsReport : undefined, captureReportFile: run.captureReport?.path, assertOwner: () => session.liveness.assertLive(),
   };
   let waczPaths: string[] = [];
   const leaveToRerun = skipsPackaging(options.lifecycle, status);

@@ -43,6 +43,8 @@ export interface PackagingContext {
   blockedReportFile?: string;
   /** reports/seeds.jsonl of this writer (each seed's pages, bytes, end), packaged when given (a crawl with budgets). */
   seedsReportFile?: string;
+  /** --captureMode hybrid: reports/capture.jsonl of this writer, packaged when given. */
+  captureReportFile?: string;
   /**
    * Throws once this process was taken for dead (fenced): then another may be packaging the same files,
    * and this one must neither replace a WACZ nor complete its index entry.
@@ -123,6 +125,7 @@ function reportEntries(context: PackagingContext): { zipPath: string; sourcePath
   if (context.skippedReportFile) reports.push({ zipPath: "reports/skippedPages.jsonl", sourcePath: context.skippedReportFile });
   if (context.blockedReportFile) reports.push({ zipPath: "reports/blocked.jsonl", sourcePath: context.blockedReportFile });
   if (context.seedsReportFile) reports.push({ zipPath: "reports/seeds.jsonl", sourcePath: context.seedsReportFile });
+  if (context.captureReportFile) reports.push({ zipPath: "reports/capture.jsonl", sourcePath: context.captureReportFile });
   return reports.filter((r) => existsSync(r.sourcePath));
 }
 

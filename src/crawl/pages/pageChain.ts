@@ -19,6 +19,7 @@ import type { SeedBudgets } from "../../budgets/seedBudgets.js";
 import type { CrawlWatch } from "../crawlWatch.js";
 import type { StopControl } from "../stopControl.js";
 import type { SeedOfPage } from "./seedRedirect.js";
+import type { HybridCapture } from "./hybridLoad.js";
 
 /** What crawling a page reads and writes besides the page itself. */
 export interface PageContext {
@@ -49,6 +50,8 @@ export interface PageContext {
   watch: CrawlWatch;
   /** Each seed's budget and the per-host page cap (a page holds a slot of them while it is crawled). */
   budgets: SeedBudgets;
+  /** --captureMode hybrid: how each page is captured, by its template; null in browser mode. */
+  hybrid: HybridCapture | null;
 }
 
 /** Why a page taken from the queue is settled without being crawled (its lease released, not retried). */
@@ -60,14 +63,14 @@ export type SkipReason = "duplicate" | "pageLimit" | "seedPageLimit" | "seedSize
  * - skipped: taken but not to be crawled (a duplicate, a limit or a budget reached);
  * - failed: an attempt that counts; retried up to `maxRetries` failed attempts;
  * - handedBack: not the page's fault, not an attempt (a stop, a failed content check, storage gone);
- * - deferred: put back for later, its host's turn or its rate limit to wait out.
+ * - deferred: put back for later, its host's turn or its rate limit to wait out, or another process's learning of its template.
  */
 export type Settlement =
   | { kind: "crawled"; listedIn: string; fresh: { archived: string } | null }
   | { kind: "skipped"; reason: SkipReason; message: string; details: Record<string, unknown> }
   | { kind: "failed"; reason: string; error: string | null; maxRetries: number; logged: boolean }
   | { kind: "handedBack" }
-  | { kind: "deferred"; until: { hostTurnInMs: number } | { rateLimit: RateLimitAnswer; error: string | null } };
+  | { kind: "deferred"; until: { hostTurnInMs: number } | { laterInMs: number; why: string } | { rateLimit: RateLimitAnswer; error: string | null } };
 
 /** A step lets the page go on to the next one. */
 export const GO_ON = null;

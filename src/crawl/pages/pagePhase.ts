@@ -2,6 +2,8 @@ import { clickClaims, emptyTally, type BehaviorTally } from "../../behaviors/beh
 import { startBrowserDebugAccess } from "../../browser/debugAccess.js";
 import { BrowserHost } from "../../browser/browserHost.js";
 import { EarlierAttempts } from "../../capture/requests/earlierAttempts.js";
+import { TemplateBook } from "../../hybrid/templateBook.js";
+import { HybridCapture } from "./hybridLoad.js";
 import { PageWorker } from "../../page/pageWorker.js";
 import { setupChromiumArgs, tabSetupFor } from "../../browser/pageSetup.js";
 import { browserSetupOf } from "../../config/groups/pageLoadOptions.js";
@@ -74,6 +76,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       behaviors: emptyTally(),
       watch: run.watch,
       budgets: seeding.budgets,
+      hybrid: null,
     };
     const { selectLinks, linkKinds, clickSelector, customBehaviors, userFlows, autoscrollMaxRounds } = options.linkBehavior;
     const claimClick = clickClaims();
@@ -109,6 +112,17 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         earlierAttempts,
       }),
     );
+    if (options.capture.mode === "hybrid" && run.captureReport) {
+      const identity = { userAgent: tabSetup.userAgent ?? (await host.browser().then((browser) => browser.userAgent())), ...(tabSetup.tab.acceptLanguage ? { acceptLanguage: tabSetup.tab.acceptLanguage } : {}) };
+      context.hybrid = new HybridCapture({
+        book: new TemplateBook(session.redis, session.membership.keys, { learnPages: options.capture.learnPages, verifyEvery: options.capture.verifyEvery }),
+        report: run.captureReport,
+        earlierAttempts,
+        loader: { identity, limits, rateLimitStatusCodes: options.rateLimit.statusCodes },
+        text: options.text.length > 0,
+      });
+      logger.info("crawl", "hybrid capture: each template's first pages are browsed, the others fetched without a browser unless its guard says otherwise", { learnPages: options.capture.learnPages, verifyEvery: options.capture.verifyEvery });
+    }
     const stopProgress = showProgress(session.state, () => pipeline.writer.bytesWritten, options.logging.includes("stats"), run.live);
     const sitemapClaim = new SitemapClaim(session.redis, session.membership);
     try {

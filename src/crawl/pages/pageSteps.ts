@@ -95,9 +95,14 @@ const load = step("load", async (attempt) => {
     const failedAttempts = await state.failedAttemptsOf(page.url);
     const lastAttempt = failedAttempts >= options.maxPageRetries;
     const deadline = hardPageDeadlineMs(options);
-    attempt.result = await context.stop.untilAbandoned(
-      withTimeout(worker.load(page.url, { conditional, lastAttempt, retry: failedAttempts > 0, skipIfArchived: skipsIfArchived(page, options), sink: attempt.tally }), deadline, `page did not finish within ${Math.round(deadline / 1000)}s`),
-    );
+    const loadOptions = { conditional, lastAttempt, retry: failedAttempts > 0, skipIfArchived: skipsIfArchived(page, options), sink: attempt.tally };
+    // --captureMode hybrid: a first attempt's document is fetched without the browser and its template decides; a
+    // retry, or a conditional request (--refresh), goes to the browser as in browser mode.
+    const hybrid = context.hybrid && !conditional && failedAttempts === 0 ? context.hybrid : null;
+    const loading = hybrid ? hybrid.load(worker, page.url, loadOptions) : worker.load(page.url, loadOptions);
+    const loaded = await context.stop.untilAbandoned(withTimeout(loading, deadline, `page did not finish within ${Math.round(deadline / 1000)}s`));
+    if ("waitMs" in loaded) return { kind: "deferred", until: { laterInMs: loaded.waitMs, why: "another process is learning its template" } };
+    attempt.result = loaded;
   } catch (err) {
     attempt.result = { document: null, title: "", links: [], error: errorMessage(err), truncated: [] };
   }

@@ -58,6 +58,11 @@ async function settle(attempt: PageAttempt, settlement: Settlement): Promise<"cr
         logger.debug("page", "host backed off: page put back until its turn", { url: page.url, waitSeconds: until.hostTurnInMs / 1000 });
         return "other";
       }
+      if ("laterInMs" in until) {
+        await state.defer(page.url, until.laterInMs);
+        logger.debug("page", `page put back: ${until.why}`, { url: page.url, waitSeconds: until.laterInMs / 1000 });
+        return "other";
+      }
       // Not the page, and not a failed attempt: nothing was stored; the host is backed off (first, so that
       // no worker of any process starts another page there meanwhile) and the page waits it out.
       const outcome = await settleRateLimited(page.url, until.rateLimit, { state, hostPacing: context.hostPacing, limits: options.rateLimit });
