@@ -106,6 +106,7 @@ async function crawlWithLeasedSeed(flags: Record<string, string> = {}, tweak: (o
     admission: new PageAdmission(state, AddressPolicy.outsideACrawl(), 0, null, (page, reason) => skipped.push(`${page.url} ${reason}`), budgets),
     hostPacing: new HostPacing(redis.client, membership.keys),
     robots: null,
+    hybrid: null,
     watch: new CrawlWatch({ lifecycle: options.lifecycle, rateLimit: options.rateLimit, redis: redis.client, crawlId, stop, health: null, proxied: false }),
   };
   expect(await state.enqueue({ url: SEED, depth: 0, seedId: 0, extraHops: 0 }, 0)).toBe("queued");
