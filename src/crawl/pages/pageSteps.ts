@@ -194,7 +194,7 @@ const list = step("list", async (attempt) => {
     url: page.url,
     ts: document.date.toISOString(),
     title: result.title,
-    loadState: loadStateOf(result),
+    loadState: loadStateOf(result, options.behaviors.length > 0),
     status: document.status,
     mime: document.mime,
     depth: page.depth,
@@ -240,9 +240,14 @@ export const PAGE_STEPS: readonly PageStep[] = [
   pageLimit, budget, seed, fresh, hostTurn, load, contentCheck, loggedOut, rateLimited, status, stopped, loadFailed, duplicate, seedRedirect, list, links,
 ];
 
-/** How far the listed page got: a document the browser does not render is only loaded; a rendered one was read, and its behaviors may have finished. */
-export function loadStateOf(result: PageLoadResult): LoadState {
+/**
+ * How far the listed page got: a document the browser does not render is only loaded; a rendered one was read, and its
+ * behaviors may have finished. A page captured without a browser (--captureMode hybrid) stands where its template's
+ * browsed pages stood: the guard lets it through only when their behaviors ran and found nothing.
+ */
+export function loadStateOf(result: PageLoadResult, behaviorsEnabled = false): LoadState {
   if (!result.document || !isRenderedDocumentType(result.document.mime)) return LoadState.FULL_PAGE_LOADED;
+  if (result.capture === "static") return behaviorsEnabled ? LoadState.BEHAVIORS_DONE : LoadState.EXTRACTION_DONE;
   return result.behaviors?.outcome === "finished" ? LoadState.BEHAVIORS_DONE : LoadState.EXTRACTION_DONE;
 }
 

@@ -18,6 +18,14 @@ describe("loadStateOf", () => {
     expect(loadStateOf(loaded("application/xhtml+xml"))).toBe(3);
   });
 
+  it("for a page captured without a browser: 4 when behaviors are on (its template's ran and found nothing), 3 when off", () => {
+    const page = { ...loaded("text/html"), capture: "static" as const };
+    expect(loadStateOf(page, true)).toBe(4);
+    expect(loadStateOf(page, false)).toBe(3);
+    expect(loadStateOf({ ...loaded("application/pdf"), capture: "static" }, true)).toBe(2);
+    expect(loadStateOf({ ...loaded("text/html"), capture: "browser" }, true)).toBe(3);
+  });
+
   it("2 for a document the browser does not render (a PDF, an image)", () => {
     expect(loadStateOf(loaded("application/pdf"))).toBe(2);
     expect(loadStateOf(loaded("image/png"))).toBe(2);
