@@ -122,6 +122,15 @@ export function crawlStateKeys(crawlId: string, clustered = false) {
     hostPages: `${p}:hostPages`,
     /** Hash page url -> JSON {seed, host, owner}: a page started and not settled yet, holding a slot of its seed's and host's budgets. */
     budgetSlots: `${p}:budgetSlots`,
+    // Hybrid capture's templates (hybrid/templateBook.ts): a few fields per template in two crawl-wide hashes.
+    /**
+     * Hash "<template>:<field>" -> value, for each template: `slots` learning slots taken, `slotAt` when the newest
+     * was taken (ms, Redis's clock), `observed` browsed pages learned from, `eligible` pages the guard let go static
+     * (every verifyEvery-th is a verify page), `fellBack` why the template went back to the browser for good.
+     */
+    templateState: `${p}:tmpl`,
+    /** Hash "<template>:<n>" -> the JSON of the template's n-th browsed page's observation (n from 1 to learnPages). */
+    templateObservations: `${p}:tmplobs`,
   };
 }
 

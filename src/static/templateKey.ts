@@ -34,8 +34,8 @@ export function siteOf(hostname: string): string {
   return labels.slice(underCountrySecondLevel ? -3 : -2).join(".");
 }
 
-/** The URL with its cache-busting query parameters dropped and the rest sorted. */
-function withoutCacheBusters(href: string): string {
+/** The URL with its cache-busting query parameters dropped and the rest sorted: how a script is named when templates are compared. */
+export function withoutCacheBusters(href: string): string {
   const url = new URL(href);
   const kept = [...url.searchParams].filter(([name]) => !CACHE_BUSTERS.has(name.toLowerCase())).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   url.search = new URLSearchParams(kept).toString();

@@ -1,0 +1,158 @@
+// The crawl's templates in Redis: who browses a template's learning pages, what they showed, which pages are
+// verified, and which templates went back to the browser. Shared by every process of a crawl and by a resumed crawl.
+
+import type { Cluster, Redis } from "ioredis";
+import { logger } from "../log/logger.js";
+import type { CrawlStateKeys } from "../state/stateKeys.js";
+import { guardChoice } from "./captureGuard.js";
+import { learnTemplate } from "./templateLearning.js";
+import type { BrowsedObservation, CaptureChoice, LearnedTemplate } from "./templateTypes.js";
+
+export interface TemplateBookOptions {
+  /** Browsed pages a template is learned from (at least 1). */
+  learnPages: number;
+  /** Every verifyEvery-th page the guard lets go static is browsed and compared instead; 0: never. */
+  verifyEvery: number;
+  /** how long a learning slot another process took is waited for before browsing anyway */
+  learnWaitMs?: number;
+}
+
+const DEFAULT_LEARN_WAIT_MS = 60_000;
+const WAIT_RETRY_MS = 1000;
+const MISSING_LOGGED_AT_MOST = 20;
+
+// Before a template is learned: take one of its learnPages learning slots, or wait for the pages that hold them,
+// or (the newest slot is older than the wait: its holder may have died) browse another learning page anyway,
+// which restarts the wait for the others. Redis's clock, so every process judges a slot's age alike.
+const CHOOSE_LUA = `
+-- KEYS: templateState; ARGV: template, learnPages, learnWaitMs
+if redis.replicate_commands then redis.replicate_commands() end
+local t = ARGV[1]
+local fellBack = redis.call('HGET', KEYS[1], t .. ':fellBack')
+if fellBack then return {'fallen-back', fellBack} end
+local learnPages = tonumber(ARGV[2])
+local observed = tonumber(redis.call('HGET', KEYS[1], t .. ':observed') or '0')
+if observed >= learnPages then return {'learned', tostring(observed)} end
+local time = redis.call('TIME')
+local now = string.format('%.0f', tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))
+local slots = tonumber(redis.call('HGET', KEYS[1], t .. ':slots') or '0')
+if slots < learnPages then
+  redis.call('HSET', KEYS[1], t .. ':slots', slots + 1, t .. ':slotAt', now)
+  return {'learn', tostring(slots + 1)}
+end
+local age = tonumber(now) - tonumber(redis.call('HGET', KEYS[1], t .. ':slotAt') or '0')
+if age < tonumber(ARGV[3]) then return {'wait', tostring(observed)} end
+redis.call('HSET', KEYS[1], t .. ':slotAt', now)
+return {'stale', string.format('%.0f', age)}
+`;
+
+// A template is learned from its first learnPages observations; later ones (a slot taken over from a holder that
+// was only slow) are not kept, so every process learns the same template from the same pages.
+const LEARN_LUA = `
+-- KEYS: templateState, templateObservations; ARGV: template, learnPages, observation JSON
+local t = ARGV[1]
+local observed = tonumber(redis.call('HGET', KEYS[1], t .. ':observed') or '0')
+if observed >= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[2], t .. ':' .. (observed + 1), ARGV[3])
+redis.call('HSET', KEYS[1], t .. ':observed', observed + 1)
+return observed + 1
+`;
+
+/**
+ * Hybrid capture's book of templates: for each page, whether it is browsed (to learn its template, to verify the
+ * static capture, because the guard says so, or because the template fell back) or captured statically, and with
+ * what. The state is in Redis (state/stateKeys.ts: templateState, templateObservations); a learned template is
+ * kept per process and read again when the count of its observations in Redis changes.
+ */
+export class TemplateBook {
+  private readonly learnPages: number;
+  private readonly verifyEvery: number;
+  private readonly learnWaitMs: number;
+  private readonly cache = new Map<string, { observed: number; learned: LearnedTemplate }>();
+
+  constructor(
+    private readonly redis: Redis | Cluster,
+    private readonly keys: CrawlStateKeys,
+    options: TemplateBookOptions,
+  ) {
+    if (!Number.isInteger(options.learnPages) || options.learnPages < 1) throw new Error(`learnPages must be a whole number of at least 1, got ${options.learnPages}`);
+    if (!Number.isInteger(options.verifyEvery) || options.verifyEvery < 0) throw new Error(`verifyEvery must be a whole number of at least 0, got ${options.verifyEvery}`);
+    this.learnPages = options.learnPages;
+    this.verifyEvery = options.verifyEvery;
+    this.learnWaitMs = options.learnWaitMs ?? DEFAULT_LEARN_WAIT_MS;
+  }
+
+  /**
+   * How to capture a page of a template: fallen back -> browser; not learned yet -> browser on a learning slot, or
+   * wait for the pages holding the slots (browser once the newest slot is older than learnWaitMs); learned -> the
+   * guard's browser, or every verifyEvery-th page the guard lets go static a verify page, or static.
+   */
+  async choose(pageUrl: string, template: string, documentScripts: string[]): Promise<CaptureChoice> {
+    const [state, detail] = (await this.redis.eval(CHOOSE_LUA, 1, this.keys.templateState, template, this.learnPages, this.learnWaitMs)) as [string, string];
+    switch (state) {
+      case "fallen-back":
+        return { mode: "browser", template, purpose: "fallen-back", reason: detail };
+      case "learn":
+        return { mode: "browser", template, purpose: "learn", reason: `learning page ${detail} of ${this.learnPages}` };
+      case "stale":
+        return { mode: "browser", template, purpose: "learn", reason: `no learning page was taken for ${detail} ms and the template is not learned yet: browsing another` };
+      case "wait":
+        return { mode: "wait", template, retryInMs: WAIT_RETRY_MS, reason: `the template's learning pages are being browsed (${detail} of ${this.learnPages} learned)` };
+    }
+    const learned = await this.read(template, Number(detail));
+    const guard = guardChoice(learned, pageUrl, documentScripts);
+    if (!guard.static) return { mode: "browser", template, purpose: "guard", reason: guard.reason };
+    if (this.verifyEvery > 0) {
+      const eligible = await this.redis.hincrby(this.keys.templateState, `${template}:eligible`, 1);
+      if (eligible % this.verifyEvery === 0) {
+        return { mode: "browser", template, purpose: "verify", reason: `static-eligible page ${eligible} of the template: one in ${this.verifyEvery} is verified` };
+      }
+    }
+    return { mode: "static", template, fetches: guard.fetches, links: guard.links };
+  }
+
+  /** What a browsed page showed: kept while the template has fewer than learnPages observations, dropped after. */
+  async learn(template: string, observation: BrowsedObservation): Promise<void> {
+    await this.redis.eval(LEARN_LUA, 2, this.keys.templateState, this.keys.templateObservations, template, this.learnPages, JSON.stringify(observation));
+  }
+
+  /**
+   * A verify page's comparison: `missing` = what the browser fetched that the static pass lacked (volatile URLs
+   * already left out by the caller via isVolatile). Non-empty: the template falls back to the browser for the rest
+   * of the crawl (kept in Redis, the first reason wins), logged once with the template, the page and at most 20
+   * missing URLs. Returns whether it fell back.
+   */
+  async verified(template: string, pageUrl: string, missing: string[]): Promise<boolean> {
+    if (missing.length === 0) return false;
+    const reason = `the static capture of the verify page ${pageUrl} lacked ${missing.length} URL${missing.length === 1 ? "" : "s"} the browser fetched`;
+    const first = await this.redis.hsetnx(this.keys.templateState, `${template}:fellBack`, reason);
+    if (first === 1) {
+      logger.warn("capture", `template ${template} falls back to the browser for the rest of the crawl: ${reason}`, {
+        template,
+        page: pageUrl,
+        missing: missing.slice(0, MISSING_LOGGED_AT_MOST),
+        missingCount: missing.length,
+      });
+    }
+    return true;
+  }
+
+  /** The learned template as this process last read it (null until learned): for the verify comparison. */
+  async learned(template: string): Promise<LearnedTemplate | null> {
+    const observed = Number((await this.redis.hget(this.keys.templateState, `${template}:observed`)) ?? "0");
+    if (observed < this.learnPages) return this.cache.get(template)?.learned ?? null;
+    return this.read(template, observed);
+  }
+
+  /** The template learned from its observations, read from Redis when their count differs from the one cached. */
+  private async read(template: string, observed: number): Promise<LearnedTemplate> {
+    const cached = this.cache.get(template);
+    if (cached?.observed === observed) return cached.learned;
+    const fields = Array.from({ length: observed }, (_, i) => `${template}:${i + 1}`);
+    const texts = await this.redis.hmget(this.keys.templateObservations, ...fields);
+    const observations = texts.filter((text): text is string => text !== null).map((text) => JSON.parse(text) as BrowsedObservation);
+    const learned = learnTemplate(observations);
+    this.cache.set(template, { observed, learned });
+    return learned;
+  }
+}

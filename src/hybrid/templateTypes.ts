@@ -1,0 +1,47 @@
+// What the browser showed of a template's pages, and what the crawl is told to do with a page.
+
+/** What one browsed page of a template showed. */
+export interface BrowsedObservation {
+  pageUrl: string;
+  /** Every script URL the page's document names (any site), absolute, as documentReferences gives them. */
+  scripts: string[];
+  /** GET URLs the browser fetched (answered 2xx or 3xx) that a static pass of the same document would not fetch (its requisites, what its stylesheets name, and the document's redirect chain are taken away already). */
+  extraFetches: string[];
+  /** Links the browser read that the document's static parse does not name (normalized absolute URLs). */
+  extraLinks: string[];
+  /** The page's behaviors found anything (links added, clicks, fetches that started after they began). */
+  behaviorsFound: boolean;
+}
+
+/** How a page is captured: statically (with what the template's scripts would have fetched and linked), in the browser, or later. */
+export type CaptureChoice =
+  | { mode: "static"; template: string; fetches: string[]; links: string[] }
+  | { mode: "browser"; template: string; purpose: "learn" | "verify" | "guard" | "fallen-back"; reason: string }
+  | { mode: "wait"; template: string; retryInMs: number; reason: string };
+
+/**
+ * What a template's browsed pages taught (learnTemplate), as JSON: what a static pass of another page of the template
+ * must add to its document's requisites and links, and what it cannot predict.
+ */
+export interface LearnedTemplate {
+  /** How many browsed pages it was learned from. */
+  observations: number;
+  /** Every script URL the browsed pages' documents named, cache-busting parameters dropped (static/templateKey.ts), sorted. */
+  scripts: string[];
+  /** Extra fetches every browsed page made, the same URL each time. */
+  fixedFetches: string[];
+  /** Extra fetches made from the page's URL: rule strings (see templateLearning.ts), sorted. */
+  fetchRules: string[];
+  /** origin + path of extra fetches every browsed page made with a query of its own (beacons, cache busters): not fetched statically, not compared. */
+  volatilePaths: string[];
+  /** Extra fetches neither fixed, nor made by a rule, nor volatile: a static pass cannot know them. */
+  pageSpecificFetches: string[];
+  /** Extra links every browsed page had. */
+  fixedLinks: string[];
+  /** Extra links made from the page's URL: rule strings, sorted. */
+  linkRules: string[];
+  /** Extra links neither fixed nor made by a rule. */
+  pageSpecificLinks: string[];
+  /** A browsed page's behaviors found anything. */
+  behaviorsFound: boolean;
+}

@@ -1,0 +1,155 @@
+import { Redis } from "ioredis";
+import { afterEach, describe, expect, it } from "vitest";
+import { TemplateBook } from "../../../src/hybrid/templateBook.js";
+import { learnTemplate } from "../../../src/hybrid/templateLearning.js";
+import type { BrowsedObservation, CaptureChoice } from "../../../src/hybrid/templateTypes.js";
+import { logger, type LogEntry } from "../../../src/log/logger.js";
+import { crawlStateKeys } from "../../../src/state/stateKeys.js";
+import { usePrivateRedis } from "../../helpers/redis.js";
+
+const redis = usePrivateRedis();
+const keys = crawlStateKeys("hybrid-test");
+const SITE = "https://example.com";
+const TEMPLATE = "0123456789abcdef";
+const SCRIPTS = [`${SITE}/app.js?v=3`];
+
+function observation(slug: string): BrowsedObservation {
+  return {
+    pageUrl: `${SITE}/articles/${slug}.html`,
+    scripts: SCRIPTS,
+    extraFetches: ["https://cdn.example.net/config.json", `${SITE}/api/${slug}.json`, `https://stats.example.org/b?t=${Math.random()}`],
+    extraLinks: [],
+    behaviorsFound: false,
+  };
+}
+
+const page = (n: number) => `${SITE}/articles/page${n}.html`;
+
+/** A choice's mode with its purpose, for comparing sequences. */
+function kind(choice: CaptureChoice): string {
+  return choice.mode === "browser" ? `browser/${choice.purpose}` : choice.mode;
+}
+
+const others: Redis[] = [];
+function secondConnection(): Redis {
+  const client = new Redis(redis.url);
+  others.push(client);
+  return client;
+}
+
+afterEach(() => {
+  for (const client of others.splice(0)) client.disconnect();
+  logger.onLine(null);
+});
+
+describe("TemplateBook", () => {
+  it("learning slots, waiting for them, then static with the learned fetches", async () => {
+    const book = new TemplateBook(redis.client, keys, { learnPages: 2, verifyEvery: 0 });
+    expect(await book.choose(page(1), TEMPLATE, SCRIPTS)).toEqual({ mode: "browser", template: TEMPLATE, purpose: "learn", reason: "learning page 1 of 2" });
+    expect(await book.choose(page(2), TEMPLATE, SCRIPTS)).toEqual({ mode: "browser", template: TEMPLATE, purpose: "learn", reason: "learning page 2 of 2" });
+    expect(await book.choose(page(3), TEMPLATE, SCRIPTS)).toEqual({
+      mode: "wait",
+      template: TEMPLATE,
+      retryInMs: 1000,
+      reason: "the template's learning pages are being browsed (0 of 2 learned)",
+    });
+    expect(await book.learned(TEMPLATE)).toBeNull();
+    await book.learn(TEMPLATE, observation("foo"));
+    expect(kind(await book.choose(page(3), TEMPLATE, SCRIPTS))).toBe("wait");
+    await book.learn(TEMPLATE, observation("bar"));
+    expect(await book.choose(page(3), TEMPLATE, SCRIPTS)).toEqual({
+      mode: "static",
+      template: TEMPLATE,
+      fetches: ["https://cdn.example.net/config.json", `${SITE}/api/page3.json`],
+      links: [],
+    });
+    expect(await book.learned(TEMPLATE)).toEqual(learnTemplate([observation("foo"), observation("bar")]));
+    expect((await book.learned(TEMPLATE))?.volatilePaths).toEqual(["https://stats.example.org/b"]);
+    // A later observation (a slot taken over from a slow holder) does not change what every process learned.
+    await book.learn(TEMPLATE, { ...observation("baz"), behaviorsFound: true });
+    expect((await book.learned(TEMPLATE))?.observations).toBe(2);
+    expect(kind(await book.choose(page(4), TEMPLATE, SCRIPTS))).toBe("static");
+    // Another process reads the template from Redis.
+    const other = new TemplateBook(secondConnection(), keys, { learnPages: 2, verifyEvery: 0 });
+    expect(await other.choose(page(5), TEMPLATE, SCRIPTS)).toEqual({
+      mode: "static",
+      template: TEMPLATE,
+      fetches: ["https://cdn.example.net/config.json", `${SITE}/api/page5.json`],
+      links: [],
+    });
+  });
+
+  it("every verifyEvery-th page the guard lets go static is a verify page; guard pages do not count", async () => {
+    const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 3 });
+    const kinds: string[] = [];
+    kinds.push(kind(await book.choose(page(1), TEMPLATE, SCRIPTS)));
+    await book.learn(TEMPLATE, observation("foo"));
+    for (let n = 2; n <= 7; n++) kinds.push(kind(await book.choose(page(n), TEMPLATE, n === 5 ? [...SCRIPTS, `${SITE}/other.js`] : SCRIPTS)));
+    expect(kinds).toEqual(["browser/learn", "static", "static", "browser/verify", "browser/guard", "static", "static"]);
+    const verify = await book.choose(page(8), TEMPLATE, SCRIPTS);
+    expect(verify).toEqual({ mode: "browser", template: TEMPLATE, purpose: "verify", reason: "static-eligible page 6 of the template: one in 3 is verified" });
+  });
+
+  it("verifyEvery 0 never verifies", async () => {
+    const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 0 });
+    await book.choose(page(1), TEMPLATE, SCRIPTS);
+    await book.learn(TEMPLATE, observation("foo"));
+    const kinds: string[] = [];
+    for (let n = 2; n <= 6; n++) kinds.push(kind(await book.choose(page(n), TEMPLATE, SCRIPTS)));
+    expect(kinds).toEqual(["static", "static", "static", "static", "static"]);
+  });
+
+  it("a verify page's miss sends the template back to the browser for good, in every process, logged once", async () => {
+    const lines: LogEntry[] = [];
+    logger.onLine((entry) => lines.push(entry));
+    const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 2 });
+    await book.choose(page(1), TEMPLATE, SCRIPTS);
+    await book.learn(TEMPLATE, observation("foo"));
+    expect(await book.verified(TEMPLATE, page(3), [])).toBe(false);
+    expect(kind(await book.choose(page(2), TEMPLATE, SCRIPTS))).toBe("static");
+    const missing = Array.from({ length: 25 }, (_, i) => `${SITE}/lazy/${i}.jpg`);
+    expect(await book.verified(TEMPLATE, page(3), missing)).toBe(true);
+    expect(await book.verified(TEMPLATE, page(9), [`${SITE}/other.jpg`])).toBe(true);
+    const reason = `the static capture of the verify page ${page(3)} lacked 25 URLs the browser fetched`;
+    const fellBack = { mode: "browser", template: TEMPLATE, purpose: "fallen-back", reason };
+    const other = new TemplateBook(secondConnection(), keys, { learnPages: 1, verifyEvery: 2 });
+    for (let n = 4; n <= 6; n++) {
+      expect(await book.choose(page(n), TEMPLATE, SCRIPTS)).toEqual(fellBack);
+      expect(await other.choose(page(n), TEMPLATE, SCRIPTS)).toEqual(fellBack);
+    }
+    const warnings = lines.filter((line) => line.logLevel === "warn");
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.context).toBe("capture");
+    expect(warnings[0]!.message).toBe(`template ${TEMPLATE} falls back to the browser for the rest of the crawl: ${reason}`);
+    expect(warnings[0]!.details).toEqual({ template: TEMPLATE, page: page(3), missing: missing.slice(0, 20), missingCount: 25 });
+    // Another template is not touched.
+    expect(kind(await other.choose(page(7), "fedcba9876543210", SCRIPTS))).toBe("browser/learn");
+  });
+
+  it("two processes racing for a new template's learning slots get learnPages of them in all", async () => {
+    const one = new TemplateBook(redis.client, keys, { learnPages: 3, verifyEvery: 0 });
+    const two = new TemplateBook(secondConnection(), keys, { learnPages: 3, verifyEvery: 0 });
+    const choices = await Promise.all(Array.from({ length: 20 }, (_, n) => (n % 2 ? one : two).choose(page(n), TEMPLATE, SCRIPTS)));
+    const kinds = choices.map(kind);
+    expect(kinds.filter((k) => k === "browser/learn")).toHaveLength(3);
+    expect(kinds.filter((k) => k === "wait")).toHaveLength(17);
+    expect(choices.filter((c) => c.mode === "browser").map((c) => c.mode === "browser" && c.reason).sort()).toEqual([
+      "learning page 1 of 3",
+      "learning page 2 of 3",
+      "learning page 3 of 3",
+    ]);
+  });
+
+  it("a learning slot older than learnWaitMs with no observation is browsed again, and the wait starts over", async () => {
+    const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 0, learnWaitMs: 300 });
+    expect(kind(await book.choose(page(1), TEMPLATE, SCRIPTS))).toBe("browser/learn");
+    expect(kind(await book.choose(page(2), TEMPLATE, SCRIPTS))).toBe("wait");
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const stale = await book.choose(page(2), TEMPLATE, SCRIPTS);
+    expect(kind(stale)).toBe("browser/learn");
+    expect(stale.mode === "browser" && stale.reason).toMatch(/^no learning page was taken for \d+ ms and the template is not learned yet: browsing another$/);
+    expect(kind(await book.choose(page(3), TEMPLATE, SCRIPTS))).toBe("wait");
+    await book.learn(TEMPLATE, observation("foo"));
+    expect(kind(await book.choose(page(3), TEMPLATE, SCRIPTS))).toBe("static");
+  });
+});

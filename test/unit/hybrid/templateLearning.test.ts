@@ -1,0 +1,116 @@
+import { describe, expect, it } from "vitest";
+import { deriveFor, isVolatile, learnTemplate, type LearnedTemplate } from "../../../src/hybrid/templateLearning.js";
+import type { BrowsedObservation } from "../../../src/hybrid/templateTypes.js";
+
+const SITE = "https://example.com";
+
+function observation(page: string, extraFetches: string[], extra: Partial<BrowsedObservation> = {}): BrowsedObservation {
+  return { pageUrl: `${SITE}${page}`, scripts: [`${SITE}/app.js`], extraFetches, extraLinks: [], behaviorsFound: false, ...extra };
+}
+
+const NOTHING_LEARNED: Omit<LearnedTemplate, "observations"> = {
+  scripts: [`${SITE}/app.js`],
+  fixedFetches: [],
+  fetchRules: [],
+  volatilePaths: [],
+  pageSpecificFetches: [],
+  fixedLinks: [],
+  linkRules: [],
+  pageSpecificLinks: [],
+  behaviorsFound: false,
+};
+
+describe("learnTemplate", () => {
+  it("a URL every browsed page fetched is fixed; scripts are kept with cache busters dropped", () => {
+    const learned = learnTemplate([
+      observation("/articles/foo.html", ["https://cdn.example.net/config.json"], { scripts: [`${SITE}/app.js?v=1`, "https://ads.example.org/ad.js?slot=3&_=99"] }),
+      observation("/articles/bar.html", ["https://cdn.example.net/config.json"], { scripts: [`${SITE}/app.js?v=2`] }),
+    ]);
+    expect(learned).toEqual({
+      ...NOTHING_LEARNED,
+      observations: 2,
+      scripts: ["https://ads.example.org/ad.js?slot=3", `${SITE}/app.js`],
+      fixedFetches: ["https://cdn.example.net/config.json"],
+    });
+    expect(deriveFor(learned, `${SITE}/articles/baz.html`)).toEqual({ fetches: ["https://cdn.example.net/config.json"], links: [] });
+  });
+
+  it("a URL made from the page's stem on two pages is a rule, filled in for a third page", () => {
+    const learned = learnTemplate([observation("/articles/foo.html", [`${SITE}/api/foo.json`]), observation("/articles/bar.html", [`${SITE}/api/bar.json`])]);
+    expect(learned).toEqual({ ...NOTHING_LEARNED, observations: 2, fetchRules: [`${SITE}/api/{stem}.json`] });
+    expect(deriveFor(learned, `${SITE}/articles/baz.html`)).toEqual({ fetches: [`${SITE}/api/baz.json`], links: [] });
+  });
+
+  it("a query parameter's value makes a rule by name; a page without the parameter is underivable", () => {
+    const learned = learnTemplate([observation("/item?id=12345", [`${SITE}/data/12345.json`]), observation("/item?id=67890&x=1", [`${SITE}/data/67890.json`])]);
+    expect(learned).toEqual({ ...NOTHING_LEARNED, observations: 2, fetchRules: [`${SITE}/data/{query:id}.json`] });
+    expect(deriveFor(learned, `${SITE}/item?lang=fr&id=555`)).toEqual({ fetches: [`${SITE}/data/555.json`], links: [] });
+    expect(deriveFor(learned, `${SITE}/item?other=12345`)).toEqual({ underivable: `the rule ${SITE}/data/{query:id}.json needs {query:id}, which ${SITE}/item?other=12345 does not have` });
+    expect(deriveFor(learned, `${SITE}/item?id=`)).toEqual({ underivable: `the rule ${SITE}/data/{query:id}.json needs {query:id}, which ${SITE}/item?id= does not have` });
+  });
+
+  it("path segments by position and the whole path make rules; the longest part is replaced first", () => {
+    const learned = learnTemplate([
+      observation("/shop/red/red-shoes.html", [`${SITE}/img/red-shoes.jpg`, `${SITE}/amp/shop/red/red-shoes.html`, `${SITE}/api/colors/red.json`]),
+      observation("/shop/blue/blue-hat.html", [`${SITE}/img/blue-hat.jpg`, `${SITE}/amp/shop/blue/blue-hat.html`, `${SITE}/api/colors/blue.json`]),
+    ]);
+    expect(learned.fetchRules).toEqual([`${SITE}/amp/{path}`, `${SITE}/api/colors/{segment2}.json`, `${SITE}/img/{stem}.jpg`]);
+    expect(learned.pageSpecificFetches).toEqual([]);
+    expect(deriveFor(learned, `${SITE}/shop/green/green-cap.html`)).toEqual({
+      fetches: [`${SITE}/amp/shop/green/green-cap.html`, `${SITE}/api/colors/green.json`, `${SITE}/img/green-cap.jpg`],
+      links: [],
+    });
+    expect(deriveFor(learned, `${SITE}/green-cap.html`)).toEqual({ underivable: `the rule ${SITE}/amp/{path} needs {path}, which ${SITE}/green-cap.html does not have` });
+  });
+
+  it("a segment of 2 characters is never replaced: it stays in the rule, or leaves the URL page-specific", () => {
+    const kept = learnTemplate([observation("/en/foo.html", [`${SITE}/api/en/foo.json`]), observation("/en/bar.html", [`${SITE}/api/en/bar.json`])]);
+    expect(kept.fetchRules).toEqual([`${SITE}/api/en/{stem}.json`]);
+    expect(deriveFor(kept, `${SITE}/de/baz.html`)).toEqual({ fetches: [`${SITE}/api/en/baz.json`], links: [] });
+    const differing = learnTemplate([observation("/en/foo.html", [`${SITE}/i18n/en.json`]), observation("/de/bar.html", [`${SITE}/i18n/de.json`])]);
+    expect(differing).toEqual({ ...NOTHING_LEARNED, observations: 2, pageSpecificFetches: [`${SITE}/i18n/de.json`, `${SITE}/i18n/en.json`] });
+  });
+
+  it("a beacon with a query of its own on every page is volatile; a URL one page fetched is page-specific", () => {
+    const learned = learnTemplate([
+      observation("/articles/foo.html", ["https://stats.example.org/b?t=1733500000123&r=0.123", `${SITE}/widgets/weather.json`]),
+      observation("/articles/bar.html", ["https://stats.example.org/b?t=1733500009876&r=0.987"]),
+    ]);
+    expect(learned).toEqual({
+      ...NOTHING_LEARNED,
+      observations: 2,
+      volatilePaths: ["https://stats.example.org/b"],
+      pageSpecificFetches: [`${SITE}/widgets/weather.json`],
+    });
+    expect(isVolatile(learned, "https://stats.example.org/b?t=42")).toBe(true);
+    expect(isVolatile(learned, "https://stats.example.org/c?t=42")).toBe(false);
+    expect(isVolatile(learned, `${SITE}/widgets/weather.json`)).toBe(false);
+  });
+
+  it("links are learned as fixed, rules and page-specific; behaviors found on any page are kept", () => {
+    const learned = learnTemplate([
+      observation("/articles/foo.html", [], { extraLinks: [`${SITE}/about`, `${SITE}/articles/foo.html#comments`, `${SITE}/related/zzz`] }),
+      observation("/articles/bar.html", [], { extraLinks: [`${SITE}/about`, `${SITE}/articles/bar.html#comments`], behaviorsFound: true }),
+    ]);
+    expect(learned).toEqual({
+      ...NOTHING_LEARNED,
+      observations: 2,
+      fixedLinks: [`${SITE}/about`],
+      linkRules: [`${SITE}/{path}#comments`],
+      pageSpecificLinks: [`${SITE}/related/zzz`],
+      behaviorsFound: true,
+    });
+  });
+
+  it("from a single browsed page, a URL holding a part of its URL is a rule and the others are fixed", () => {
+    const learned = learnTemplate([observation("/articles/foo.html", [`${SITE}/api/foo.json`, `${SITE}/config.json`])]);
+    expect(learned).toEqual({ ...NOTHING_LEARNED, observations: 1, fixedFetches: [`${SITE}/config.json`], fetchRules: [`${SITE}/api/{stem}.json`] });
+    expect(deriveFor(learned, `${SITE}/articles/qux.html`)).toEqual({ fetches: [`${SITE}/config.json`, `${SITE}/api/qux.json`], links: [] });
+  });
+
+  it("braces of a URL's own text are kept literally through a rule", () => {
+    const learned = learnTemplate([observation("/p/foo", [`${SITE}/q?x={a}&slug=foo`]), observation("/p/bar", [`${SITE}/q?x={a}&slug=bar`])]);
+    expect(learned.fetchRules).toEqual([`${SITE}/q?x={{a}}&slug={segment2}`]);
+    expect(deriveFor(learned, `${SITE}/p/baz`)).toEqual({ fetches: [`${SITE}/q?x={a}&slug=baz`], links: [] });
+  });
+});
