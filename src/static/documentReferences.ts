@@ -8,6 +8,14 @@ import { requisiteUrl, srcsetCandidates } from "./urlValues.js";
 type Element = DefaultTreeAdapterMap["element"];
 type ParentNode = DefaultTreeAdapterMap["parentNode"];
 
+/** A document parse5 has parsed: the readers here take it instead of the HTML, so a document is parsed once. */
+export type ParsedDocument = DefaultTreeAdapterMap["document"];
+
+/** The HTML parsed as a browser's parser would (parse5, scripting on: noscript's content is text). */
+export function parseDocument(html: string): ParsedDocument {
+  return parse(html);
+}
+
 export type RequisiteKind = "image" | "stylesheet" | "script" | "icon" | "manifest" | "preload" | "media" | "frame" | "font" | "other";
 
 /** One URL the document makes a browser fetch. */
@@ -56,7 +64,7 @@ const SCRIPT_TYPES = new Set([
 
 const ICON_RELS = ["icon", "apple-touch-icon", "apple-touch-icon-precomposed", "mask-icon"];
 
-function isElement(node: DefaultTreeAdapterMap["node"]): node is Element {
+export function isElement(node: DefaultTreeAdapterMap["node"]): node is Element {
   return "tagName" in node;
 }
 
@@ -129,8 +137,8 @@ const URL_ATTRIBUTES: readonly { tags: readonly string[]; attribute: string; kin
  * first mention kept), the links a browser crawl would queue, and its base URL. Stylesheets' own contents are
  * not fetched here: a <link rel=stylesheet>'s url() values come from cssReferences() once it is fetched.
  */
-export function documentReferences(html: string, documentUrl: string): DocumentReferences {
-  const all = elements(parse(html));
+export function documentReferences(html: string | ParsedDocument, documentUrl: string): DocumentReferences {
+  const all = elements(typeof html === "string" ? parse(html) : html);
   const baseUrl = baseUrlOf(all, documentUrl);
   const requisites = new Map<string, Requisite>();
   // As page/linkExtract.ts queues them: every a[href] (SVG's too), then every area[href]; then a meta refresh's target.
