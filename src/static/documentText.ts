@@ -39,14 +39,15 @@ export function documentTitle(document: ParsedDocument): string {
 /**
  * The document's text as page/pageText.ts extracts it from a rendered page: every text node in tree order, trimmed,
  * empty ones left out, one per line, unless its parent element is script, style, noscript, title, header, footer or
- * banner-div. What scripts would add or change is not there: this is the document as served.
+ * banner-div (HTML elements: an SVG title is text). What scripts would add or change is not there: this is the document as served.
  */
 export function documentText(document: ParsedDocument): string {
   const lines: string[] = [];
   for (const node of nodes(document)) {
     if (node.nodeName !== "#text" || !("value" in node)) continue;
     const parent = node.parentNode;
-    if (parent === null || !isElement(parent) || SKIPPED_PARENTS.has(parent.tagName)) continue;
+    // The browser path compares upper-case node names: an SVG <title> (nodeName "title") is text.
+    if (parent === null || !isElement(parent) || (parent.namespaceURI === HTML_NS && SKIPPED_PARENTS.has(parent.tagName))) continue;
     const value = node.value.trim();
     if (value) lines.push(value);
   }

@@ -8,25 +8,40 @@ export const BROWSER_MAX_DEPTH = 512;
 const VOID = new Set(["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr", "basefont", "bgsound", "frame", "keygen"]);
 /** Elements whose content is text up to their end tag. */
 const RAW_TEXT = new Set(["script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript", "plaintext"]);
-/** An element that a start tag of the same group ends when it is the open one (`<li>` after `<li>`, `<td>` after `<th>`...). */
-const CLOSED_BY: Record<string, readonly string[]> = {
-  li: ["li"],
-  p: ["p"],
-  dt: ["dt", "dd"],
-  dd: ["dt", "dd"],
-  option: ["option"],
-  optgroup: ["optgroup"],
-  tr: ["tr"],
-  td: ["td", "th"],
-  th: ["td", "th"],
-  thead: ["tbody", "tfoot"],
-  tbody: ["tbody", "tfoot"],
-  rt: ["rt", "rp"],
-  rp: ["rt", "rp"],
-};
+/**
+ * The start tags that end an open element before they open (the tree construction's implied end tags): the open
+ * element nearest the top that is one of `ends`, when none of `within` is above it, is closed with everything above it.
+ */
+const CLOSES: Record<string, { ends: ReadonlySet<string>; within: ReadonlySet<string> }> = {};
+function closes(tags: readonly string[], ends: readonly string[], within: readonly string[]): void {
+  for (const tag of tags) CLOSES[tag] = { ends: new Set(ends), within: new Set(within) };
+}
+closes(["li"], ["li"], ["ul", "ol", "menu", "table", "td", "th", "body", "html"]);
+closes(["dt", "dd"], ["dt", "dd"], ["dl", "table", "td", "th", "body", "html"]);
+closes(["option"], ["option"], ["select", "datalist", "optgroup", "body", "html"]);
+closes(["optgroup"], ["optgroup", "option"], ["select", "body", "html"]);
+closes(["tr"], ["tr"], ["table", "tbody", "thead", "tfoot", "html"]);
+closes(["td", "th"], ["td", "th"], ["tr", "table", "html"]);
+closes(["tbody", "thead", "tfoot"], ["tbody", "thead", "tfoot"], ["table", "html"]);
+closes(["rt", "rp"], ["rt", "rp"], ["ruby", "body", "html"]);
+closes(["a"], ["a"], ["table", "td", "th", "body", "html"]);
+// A block ends an open <p> (in button scope).
+closes(
+  ["address", "article", "aside", "blockquote", "details", "div", "dl", "fieldset", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "main", "nav", "ol", "p", "pre", "section", "table", "ul"],
+  ["p"],
+  ["button", "table", "td", "th", "body", "html"],
+);
 
-/** A block that ends an open <p> (the HTML standard's "close a p element"): the commonest ones. */
-const CLOSES_P = new Set(["address", "article", "aside", "blockquote", "div", "dl", "fieldset", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "main", "nav", "ol", "p", "pre", "section", "table", "ul"]);
+/** The index of the open element `tag` ends (see CLOSES), or -1. */
+function endedBy(open: readonly string[], tag: string): number {
+  const rule = CLOSES[tag];
+  if (rule === undefined) return -1;
+  for (let i = open.length - 1; i >= 0; i--) {
+    if (rule.ends.has(open[i]!)) return i;
+    if (rule.within.has(open[i]!)) return -1;
+  }
+  return -1;
+}
 
 const TAG = /<(\/?)([A-Za-z][^\t\n\f\r />]*)([^>]*)>|<!--[\s\S]*?(?:-->|$)|<![^>]*>|<\?[^>]*>/.source;
 
@@ -49,9 +64,8 @@ export function nestsDeeperThan(html: string, limit = BROWSER_MAX_DEPTH): boolea
       if (at >= 0) open.length = at;
       continue;
     }
-    const top = open.at(-1);
-    if (top !== undefined && CLOSED_BY[top]?.includes(name)) open.pop();
-    else if (CLOSES_P.has(name) && open.includes("p")) open.length = open.lastIndexOf("p");
+    const ended = endedBy(open, name);
+    if (ended >= 0) open.length = ended;
     if (VOID.has(name) || /\/\s*$/.test(rest ?? "")) continue;
     if (RAW_TEXT.has(name)) {
       if (name === "plaintext") break;
