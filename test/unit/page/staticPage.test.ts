@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import puppeteer, { type HTTPRequest } from "puppeteer-core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { WARCParser } from "warcio";
 import type { Exchange } from "../../../src/archive/exchange.js";
@@ -23,6 +24,7 @@ import { browserRequestHeaders, type BrowserIdentity, type BrowserRequest } from
 import { Liveness } from "../../../src/state/membership/fencing.js";
 import { Membership } from "../../../src/state/membership/membership.js";
 import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
+import { BROWSER_ARGS, closeBrowser } from "../../helpers/replay.js";
 
 const IDENTITY: BrowserIdentity = {
   userAgent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36",
@@ -99,7 +101,7 @@ beforeAll(async () => {
       case "/fonts/f.woff2":
         return send("font/woff2", Buffer.from("wOF2 font"));
       case "/js/app.js":
-        return send("text/javascript", "console.log(1)");
+        return send("text/javascript", `fetch("/api/items.json");`);
       case "/api/items.json":
         return send("application/json", `{"items":[]}`);
       case "/img/moved.png":
@@ -313,5 +315,40 @@ describe("StaticPageLoader without a pipeline", () => {
     const doc = await pages.fetchDocument(`${origin}/missing.html`);
     await expect(pages.capture(doc, { fetches: [], links: [], sink: new RecordingSink() })).rejects.toThrow("not a static page: an error status (404)");
     await pages.discard(doc);
+  });
+});
+
+describe("StaticPageLoader against Chromium", () => {
+  it("fetches what Chromium fetches for the page (given its script's fetch), each with the resource type Chromium gives it", { timeout: 60_000 }, async () => {
+    const userDataDir = mkdtempSync(join(tmpdir(), "static-page-chromium-"));
+    const browser = await puppeteer.launch({ executablePath: process.env.BROWSER_BIN ?? "/usr/bin/chromium", headless: true, userDataDir, args: [...BROWSER_ARGS] });
+    const byBrowser = new Map<string, string>();
+    try {
+      const tab = await browser.newPage();
+      await tab.setCacheEnabled(false);
+      tab.on("request", (request: HTTPRequest) => {
+        if (request.url().startsWith(origin)) byBrowser.set(request.url(), request.resourceType());
+      });
+      await tab.goto(`${origin}/page1.html`, { waitUntil: "networkidle0" });
+      // A favicon is fetched by the browser once the page has loaded, if at all: give it its moment.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    } finally {
+      await closeBrowser(browser);
+      rmSync(userDataDir, { recursive: true, force: true });
+    }
+    const pages = loader();
+    const doc = await pages.fetchDocument(`${origin}/page1.html`);
+    const result = await pages.capture(doc, { fetches: [`${origin}/api/items.json`], links: [], sink: new RecordingSink() });
+    const byStatic = new Map((result.captured ?? []).map((c) => [c.url, c.resourceType.toLowerCase()]));
+    // Chromium fetches the blocked image (nothing blocks it there), one srcset candidate, and no font no element uses;
+    // the static capture leaves the first out and takes every candidate and every @font-face source.
+    expect([...byBrowser.keys()].map((url) => url.slice(origin.length)).sort()).toEqual([
+      "/api/items.json", "/blocked/ad.png", "/css/base.css", "/css/main.css", "/favicon.png", "/img/a.png", "/img/bg.png", "/img/h1.png",
+      "/img/moved.png", "/img/real.png", "/js/app.js", "/page1.html",
+    ]);
+    const missed = [...byBrowser.keys()].filter((url) => !byStatic.has(url) && url !== `${origin}/blocked/ad.png`);
+    expect(missed).toEqual([]);
+    const typeDiffers = [...byBrowser].filter(([url, type]) => byStatic.has(url) && byStatic.get(url) !== type);
+    expect(typeDiffers).toEqual([]);
   });
 });
