@@ -146,7 +146,7 @@ function requisiteRequest(requisite: Requisite): { request: Omit<BrowserRequest,
 export function documentFetches(references: DocumentReferences, documentUrl: string): PlannedFetch[] {
   return references.requisites.map((requisite, i) => {
     const { request, resourceType } = requisiteRequest(requisite);
-    return { url: requisite.url, request: { ...request, referrer: documentUrl }, resourceType, order: [i] };
+    return { url: requisite.url, request: { ...request, ...(requisite.cors ? { cors: true } : {}), referrer: documentUrl }, resourceType, order: [i] };
   });
 }
 
@@ -271,9 +271,10 @@ export class RequisiteFetches {
     if (stylesheet && final.references) this.enqueue(stylesheetFetches(final.references, final.url, this.documentUrl, item.order));
   }
 
-  /** The request headers of `item` sent to `url` (itself, or where it redirected), Cookie included. */
+  /** The request headers of `item` sent to `url` (itself, or where it redirected), Cookie included when the browser sends it. */
   private async headersFor(item: PlannedFetch, url: string): Promise<[string, string][]> {
     const headers = browserRequestHeaders({ ...item.request, url }, this.options.identity);
+    if (!sendsCookies(item.request, url, this.documentUrl)) return headers;
     const cookie = await this.options.cookieHeader(url);
     if (cookie) headers.push(["Cookie", cookie]);
     return headers;
@@ -362,6 +363,18 @@ export class RequisiteFetches {
     }
     return NO_REFERENCES;
   }
+}
+
+/**
+ * Whether the browser sends cookies with the request: not for the manifest (fetched without credentials unless
+ * crossorigin=use-credentials), nor for a cors-mode request (fonts, module scripts, crossorigin elements, a script's
+ * fetch) to another origin than the one it is made from (credentials "same-origin").
+ */
+function sendsCookies(request: Omit<BrowserRequest, "url">, url: string, documentUrl: string): boolean {
+  if (request.kind === "manifest") return false;
+  const cors = request.cors === true || request.kind === "font" || request.destination === "font";
+  if (!cors) return true;
+  return new URL(url).origin === (request.initiatorOrigin ?? new URL(request.referrer ?? documentUrl).origin);
 }
 
 /** Where a redirect goes, fragment removed; null when it names no http(s) URL. */

@@ -25,6 +25,8 @@ export interface Requisite {
   kind: RequisiteKind;
   /** Where in the document, e.g. "img srcset", "link stylesheet", "style @import". */
   from: string;
+  /** Fetched in cors mode: a module script, a modulepreload, an element with a crossorigin attribute. */
+  cors?: true;
 }
 
 export interface DocumentReferences {
@@ -144,10 +146,12 @@ export function documentReferences(html: string | ParsedDocument, documentUrl: s
   // As page/linkExtract.ts queues them: every a[href] (SVG's too), then every area[href]; then a meta refresh's target.
   const links = { a: [] as string[], area: [] as string[], refresh: [] as string[] };
 
+  // Whether the element being read fetches in cors mode.
+  let cors = false;
   const add = (value: string | undefined, kind: RequisiteKind, from: string, against = baseUrl) => {
     if (value === undefined) return;
     const url = requisiteUrl(value, against);
-    if (url !== null && !requisites.has(url)) requisites.set(url, { url, kind, from });
+    if (url !== null && !requisites.has(url)) requisites.set(url, { url, kind, from, ...(cors ? { cors: true as const } : {}) });
   };
   const addSrcset = (value: string | undefined, kind: RequisiteKind, from: string) => {
     for (const candidate of srcsetCandidates(value ?? "")) add(candidate, kind, from);
@@ -169,6 +173,7 @@ export function documentReferences(html: string | ParsedDocument, documentUrl: s
   };
 
   for (const element of all) {
+    cors = false;
     const style = attribute(element, "style");
     if (style !== undefined) addCss(style, "style attribute");
     if (element.namespaceURI === SVG_NS) {
@@ -182,6 +187,8 @@ export function documentReferences(html: string | ParsedDocument, documentUrl: s
     }
     if (element.namespaceURI !== HTML_NS) continue;
     const tag = element.tagName;
+    const rel = tag === "link" ? ` ${(attribute(element, "rel") ?? "").toLowerCase()} ` : "";
+    cors = attribute(element, "crossorigin") !== undefined || (tag === "script" && attribute(element, "type")?.trim().toLowerCase() === "module") || /[\t\n\f\r ]modulepreload[\t\n\f\r ]/.test(rel);
     const parentTag = element.parentNode !== null && isElement(element.parentNode) ? element.parentNode.tagName : "";
     for (const named of URL_ATTRIBUTES.filter((entry) => entry.tags.includes(tag))) {
       const value = attribute(element, named.attribute);

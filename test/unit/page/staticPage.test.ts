@@ -55,7 +55,7 @@ const PAGE1 = Buffer.from(
 );
 const PAGE2 = `<!doctype html><html><head><meta charset="utf-8"><title>Second</title><link rel="stylesheet" href="/css/main.css"></head>
 <body><h1>Second</h1><img src="/img/a.png"><img src="/img/only2.png"><a href="/page1.html">One</a></body></html>`;
-const PAGE3 = `<!doctype html><html><head><title>Third</title><link rel="stylesheet" href="/css/fresh.css"></head>
+const PAGE3 = `<!doctype html><html><head><title>Third</title><link rel="stylesheet" href="/css/fresh.css"><link rel="manifest" href="/app.webmanifest"><script type="module" src="/js/mod.js"></script></head>
 <body><img src="/img/moved.png"><img src="/blocked/x.png"><img src="/img/three.png"></body></html>`;
 
 interface Hit {
@@ -296,18 +296,22 @@ describe("StaticPageLoader without a pipeline", () => {
     const doc = await pages.fetchDocument(`${origin}/page3.html`);
     hits.length = 0;
     const planned = await pages.plannedUrls(doc);
-    expect(planned).toEqual([`${origin}/css/fresh.css`, `${origin}/img/fresh-bg.png`, `${origin}/img/moved.png`, `${origin}/img/three.png`]);
+    expect(planned.map((u) => u.slice(origin.length))).toEqual(["/css/fresh.css", "/img/fresh-bg.png", "/app.webmanifest", "/js/mod.js", "/img/moved.png", "/img/three.png"]);
     expect(paths()).toEqual(["/css/fresh.css"]);
 
     hits.length = 0;
     const sink = new RecordingSink();
     const result = await pages.capture(doc, { fetches: [], links: [], sink });
     expect(result.fetched).toEqual(planned);
-    expect(paths()).toEqual(["/css/fresh.css", "/img/fresh-bg.png", "/img/moved.png", "/img/real.png", "/img/three.png"]);
+    expect(paths()).toEqual(["/app.webmanifest", "/css/fresh.css", "/img/fresh-bg.png", "/img/moved.png", "/img/real.png", "/img/three.png", "/js/mod.js"]);
+    // A module script is a cors request (same-origin: with the cookie); the manifest is fetched without credentials.
+    const page3 = `${origin}/page3.html`;
+    expect(headersOf("/js/mod.js")).toEqual(onTheWire({ url: `${origin}/js/mod.js`, kind: "script", cors: true, referrer: page3 }));
+    expect(headersOf("/app.webmanifest")).toEqual(onTheWire({ url: `${origin}/app.webmanifest`, kind: "manifest", referrer: page3 }).filter(([n]) => n !== "Cookie"));
     expect(sink.given.map((e) => [e.url.slice(origin.length), e.resourceType, e.pageDocument])).toEqual(
       expect.arrayContaining([["/page3.html", "Document", true], ["/css/fresh.css", "Stylesheet", false], ["/img/real.png", "Image", false]]),
     );
-    expect(sink.given).toHaveLength(6);
+    expect(sink.given).toHaveLength(8);
   });
 
   it("refuses to capture a document it did not parse", async () => {
