@@ -171,7 +171,8 @@ export class StaticPageLoader {
     const done = await new RequisiteFetches(this.options, doc.url, "capture", options.sink).run([...planned, ...learned]);
     const links = [...new Set([...parsed.references.links, ...options.links].map((h) => tryNormalizeCrawlUrl(h, undefined, true)).filter((u): u is string => u !== null))];
     const favicon = parsed.references.requisites.find((r) => r.kind === "icon")?.url;
-    const text = options.text ? (texts.get(doc) ?? "") : undefined;
+    // A copy of the document (spread by the caller) has no text kept for it: read from its HTML again.
+    const text = options.text ? (texts.get(doc) ?? documentText(parseDocument(parsed.html))) : undefined;
     return {
       document,
       title: parsed.title,

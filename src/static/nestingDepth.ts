@@ -43,7 +43,8 @@ function endedBy(open: readonly string[], tag: string): number {
   return -1;
 }
 
-const TAG = /<(\/?)([A-Za-z][^\t\n\f\r />]*)([^>]*)>|<!--[\s\S]*?(?:-->|$)|<![^>]*>|<\?[^>]*>/.source;
+// No part runs past the next "<": a "<" that never closes costs one step, not a scan to the document's end.
+const TAG = /<(\/?)([A-Za-z][^\t\n\f\r \/<>]*)([^<>]*)>|<!--[\s\S]*?(?:-->|$)|<![^<>]*>|<\?[^<>]*>/.source;
 
 /**
  * Whether the elements of `html` nest deeper than `limit`, by a scan of its tags that mimics the tree construction's

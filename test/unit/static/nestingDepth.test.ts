@@ -40,4 +40,10 @@ describe("nestsDeeperThan", () => {
     // Closed ones do not add up.
     expect(nestsDeeperThan(`<body>${"<div><span>x</span></div>".repeat(5000)}`)).toBe(false);
   });
+
+  it("scans markup that never closes its tags in one pass", () => {
+    expect(nestsDeeperThan("<a".repeat(1_000_000))).toBe(false);
+    expect(nestsDeeperThan("<!x".repeat(1_000_000))).toBe(false);
+    expect(nestsDeeperThan(`${"<b x='".repeat(300_000)}`)).toBe(false);
+  });
 });
