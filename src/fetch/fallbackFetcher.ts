@@ -112,6 +112,19 @@ export class FallbackFetcher {
     }
   }
 
+  /**
+   * A fetch standing in for the browser's own request (hybrid capture's pages of a known template): `headers` are the
+   * ones the browser would send (static/browserRequestHeaders.ts, plus Cookie). Like every direct fetch it drops
+   * Accept-Encoding and Range and asks for the codings replay tools read ("gzip, deflate, br"), so the body may come
+   * encoded: it is kept as sent. Not followed when it redirects. Null when --blockRules or --blockAds block the URL
+   * (reported as blocked, `page` named); a page's own document (`pageDocument`) never is. Throws when nothing could be
+   * fetched. The exchange's resourceType is "Direct": the caller sets the browser's name for the kind.
+   */
+  async asBrowser(url: string, headers: [string, string][], pageDocument: boolean, page: string | null = null): Promise<Exchange | null> {
+    if (!pageDocument && (this.options.rules.blocking?.blockedOutsideBrowser(url, page) ?? false)) return null;
+    return this.fetch(url, headers);
+  }
+
   /** A page the browser would not render (a download, say), fetched within the page's own time allowance. */
   async page(url: string, timeoutMs: number, navigationError: string): Promise<Exchange | null> {
     try {

@@ -8,6 +8,14 @@ import { requisiteUrl, srcsetCandidates } from "./urlValues.js";
 type Element = DefaultTreeAdapterMap["element"];
 type ParentNode = DefaultTreeAdapterMap["parentNode"];
 
+/** A document parse5 has parsed: the readers here take it instead of the HTML, so a document is parsed once. */
+export type ParsedDocument = DefaultTreeAdapterMap["document"];
+
+/** The HTML parsed as a browser's parser would (parse5, scripting on: noscript's content is text). */
+export function parseDocument(html: string): ParsedDocument {
+  return parse(html);
+}
+
 export type RequisiteKind = "image" | "stylesheet" | "script" | "icon" | "manifest" | "preload" | "media" | "frame" | "font" | "other";
 
 /** One URL the document makes a browser fetch. */
@@ -17,6 +25,8 @@ export interface Requisite {
   kind: RequisiteKind;
   /** Where in the document, e.g. "img srcset", "link stylesheet", "style @import". */
   from: string;
+  /** Fetched in cors mode: a module script, a modulepreload, an element with a crossorigin attribute. */
+  cors?: true;
 }
 
 export interface DocumentReferences {
@@ -56,7 +66,7 @@ const SCRIPT_TYPES = new Set([
 
 const ICON_RELS = ["icon", "apple-touch-icon", "apple-touch-icon-precomposed", "mask-icon"];
 
-function isElement(node: DefaultTreeAdapterMap["node"]): node is Element {
+export function isElement(node: DefaultTreeAdapterMap["node"]): node is Element {
   return "tagName" in node;
 }
 
@@ -129,17 +139,19 @@ const URL_ATTRIBUTES: readonly { tags: readonly string[]; attribute: string; kin
  * first mention kept), the links a browser crawl would queue, and its base URL. Stylesheets' own contents are
  * not fetched here: a <link rel=stylesheet>'s url() values come from cssReferences() once it is fetched.
  */
-export function documentReferences(html: string, documentUrl: string): DocumentReferences {
-  const all = elements(parse(html));
+export function documentReferences(html: string | ParsedDocument, documentUrl: string): DocumentReferences {
+  const all = elements(typeof html === "string" ? parse(html) : html);
   const baseUrl = baseUrlOf(all, documentUrl);
   const requisites = new Map<string, Requisite>();
   // As page/linkExtract.ts queues them: every a[href] (SVG's too), then every area[href]; then a meta refresh's target.
   const links = { a: [] as string[], area: [] as string[], refresh: [] as string[] };
 
+  // Whether the element being read fetches in cors mode.
+  let cors = false;
   const add = (value: string | undefined, kind: RequisiteKind, from: string, against = baseUrl) => {
     if (value === undefined) return;
     const url = requisiteUrl(value, against);
-    if (url !== null && !requisites.has(url)) requisites.set(url, { url, kind, from });
+    if (url !== null && !requisites.has(url)) requisites.set(url, { url, kind, from, ...(cors ? { cors: true as const } : {}) });
   };
   const addSrcset = (value: string | undefined, kind: RequisiteKind, from: string) => {
     for (const candidate of srcsetCandidates(value ?? "")) add(candidate, kind, from);
@@ -161,6 +173,7 @@ export function documentReferences(html: string, documentUrl: string): DocumentR
   };
 
   for (const element of all) {
+    cors = false;
     const style = attribute(element, "style");
     if (style !== undefined) addCss(style, "style attribute");
     if (element.namespaceURI === SVG_NS) {
@@ -174,6 +187,8 @@ export function documentReferences(html: string, documentUrl: string): DocumentR
     }
     if (element.namespaceURI !== HTML_NS) continue;
     const tag = element.tagName;
+    const rel = tag === "link" ? ` ${(attribute(element, "rel") ?? "").toLowerCase()} ` : "";
+    cors = attribute(element, "crossorigin") !== undefined || (tag === "script" && attribute(element, "type")?.trim().toLowerCase() === "module") || /[\t\n\f\r ]modulepreload[\t\n\f\r ]/.test(rel);
     const parentTag = element.parentNode !== null && isElement(element.parentNode) ? element.parentNode.tagName : "";
     for (const named of URL_ATTRIBUTES.filter((entry) => entry.tags.includes(tag))) {
       const value = attribute(element, named.attribute);

@@ -2,7 +2,7 @@
 
 import { createHash } from "node:crypto";
 import { parse, type DefaultTreeAdapterMap } from "parse5";
-import { documentReferences } from "./documentReferences.js";
+import { documentReferences, type ParsedDocument } from "./documentReferences.js";
 
 type Element = DefaultTreeAdapterMap["element"];
 
@@ -51,8 +51,7 @@ function step(element: Element): string {
   return element.tagName + names;
 }
 
-function skeletonOf(html: string): string[] {
-  const tree = parse(html);
+function skeletonOf(tree: ParsedDocument): string[] {
   const htmlElement = tree.childNodes.find((node): node is Element => "tagName" in node && node.tagName === "html");
   const body = htmlElement?.childNodes.find((node): node is Element => "tagName" in node && node.tagName === "body");
   const paths = new Set<string>();
@@ -75,16 +74,17 @@ function skeletonOf(html: string): string[] {
  * of a page's script is the same template) and have the same skeleton: the elements of the first three levels
  * below <body> by tag name, id and classes (digits ignored), text not counted, each path once (so a list's length
  * does not matter). Third-party scripts and stylesheets (ads, analytics, widgets) do not count: they change
- * between loads of one page.
+ * between loads of one page. `html` may be the document parsed already, and `references` what it names, read
+ * already (documentReferences of the same document): each is then not read again.
  */
-export function templateKey(html: string, documentUrl: string): TemplateKey {
+export function templateKey(html: string | ParsedDocument, documentUrl: string, references = documentReferences(html, documentUrl)): TemplateKey {
   const site = siteOf(new URL(documentUrl).hostname);
-  const { requisites } = documentReferences(html, documentUrl);
+  const { requisites } = references;
   const sameSite = (kind: "script" | "stylesheet") =>
     [...new Set(requisites.filter((r) => r.kind === kind && siteOf(new URL(r.url).hostname) === site).map((r) => withoutCacheBusters(r.url)))].sort();
   const scripts = sameSite("script");
   const stylesheets = sameSite("stylesheet");
-  const skeleton = skeletonOf(html);
+  const skeleton = skeletonOf(typeof html === "string" ? parse(html) : html);
   const key = createHash("sha256").update(JSON.stringify({ scripts, stylesheets, skeleton })).digest("hex").slice(0, 16);
   return { key, scripts, stylesheets, skeleton };
 }
