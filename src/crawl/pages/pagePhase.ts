@@ -113,7 +113,9 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       }),
     );
     if (options.capture.mode === "hybrid" && run.captureReport) {
-      const identity = { userAgent: tabSetup.userAgent ?? (await host.browser().then((browser) => browser.userAgent())), ...(tabSetup.tab.acceptLanguage ? { acceptLanguage: tabSetup.tab.acceptLanguage } : {}) };
+      // What the tabs send: the crawl's user agent, else the browser's own.
+      const userAgent = tabSetup.userAgent ?? (await (await host.browser()).userAgent());
+      const identity = { userAgent, ...(tabSetup.tab.acceptLanguage ? { acceptLanguage: tabSetup.tab.acceptLanguage } : {}) };
       context.hybrid = new HybridCapture({
         book: new TemplateBook(session.redis, session.membership.keys, { learnPages: options.capture.learnPages, verifyEvery: options.capture.verifyEvery }),
         report: run.captureReport,
