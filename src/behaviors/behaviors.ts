@@ -69,6 +69,11 @@ export interface BehaviorOutcome {
    * behaviors need only let what is in flight end: there is no more to watch for.
    */
   settled?: boolean;
+  /**
+   * The behaviors brought more than the loaded page showed: a frame grew as it was scrolled (a feed, "load more"), a
+   * site-specific behavior or a Recorder flow ran. A page captured without them (--captureMode hybrid) would lack it.
+   */
+  foundMore?: boolean;
 }
 
 /** Per-process counts for the stats file. */
@@ -225,12 +230,14 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number, an
   const autoscroll = flow ? undefined : autoscrollTabs.get(tab);
   let scrollTimedOut = false;
   let scrollSettled = false;
+  let scrollFound = false;
   // At the deadline the autoscroll is stopped and awaited: nothing of it may run on once the page is done.
   const stopScrolling = new AbortController();
   const scrolling = autoscroll
     ? [autoscrollFrames(tab, autoscroll.watch, frames, { deadline: started + timeoutMs, maxRounds: autoscroll.maxRounds, answers }, stopScrolling.signal).then((results) => {
         scrollTimedOut = cutByDeadline(results);
         scrollSettled = leftSettled(results);
+        scrollFound = results.some((frame) => frame.rounds > 0 || frame.end === "site-specific behavior");
         // Our autoscroll (autoscroll.ts), under the name the library's (turned off) had, for the page timings.
         eachMs.Autoscroll = Date.now() - started;
       })]
@@ -265,7 +272,7 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number, an
   const deferredLoaded = raced === "finished" && autoscroll ? await waitForDeferredWork(frames, autoscroll.watch, url, started + timeoutMs) : false;
   const outcome = scrollTimedOut || flowTimedOut ? "timed-out" : raced;
   const settled = outcome === "finished" && scrollSettled && !deferredLoaded;
-  const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10, eachMs, settled };
+  const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10, eachMs, settled, foundMore: scrollFound || flow !== undefined };
   logger.info("behavior", outcome === "finished" ? "behaviors finished" : "behaviors timed out", { url, seconds: result.seconds, frames: frames.length });
   return result;
 }

@@ -12,8 +12,11 @@ interface PagePart {
   value: string;
 }
 
-/** Shorter parts (`en`, `12`) occur by chance: they are never replaced. */
-const MIN_PART_LENGTH = 3;
+/**
+ * A single character (`a`, `1`) occurs by chance everywhere: never replaced. Two (`en`, `12`, a slug `a7`) are: a rule
+ * only counts when two browsed pages make the identical rule string, and the verify pages check it.
+ */
+const MIN_PART_LENGTH = 2;
 const BOUNDARIES = new Set(["/", "?", "=", "&", ".", "-", "_", "#"]);
 /** A placeholder, or an escaped brace of the URL's own text. */
 const RULE_TOKEN = /\{\{|\}\}|\{([^{}]+)\}/g;
@@ -62,7 +65,7 @@ function escapeBraces(text: string): string {
 
 /**
  * A URL as a rule string of the page that fetched or linked it: in its path, query and fragment (its origin stays as
- * written), each substring equal to a part of the page's URL of 3 or more characters and delimited by `/ ? = & . - _ #`
+ * written), each substring equal to a part of the page's URL of 2 or more characters and delimited by `/ ? = & . - _ #`
  * or the string's ends is replaced by the part's `{placeholder}`, longest parts first; braces of the URL's own text
  * are doubled. `hasPlaceholder` is false when no part was found.
  */

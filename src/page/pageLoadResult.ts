@@ -35,8 +35,6 @@ export interface PageLoadResult {
   captured?: CapturedSummary[];
   /** How the page was captured: loaded in Chromium, or fetched and parsed without a browser (--captureMode hybrid). */
   capture?: CaptureKind;
-  /** When the page's behaviors began: what it fetched from then on, they may have made it fetch. */
-  behaviorsStartedAt?: Date;
 }
 
 export type CaptureKind = "browser" | "static";

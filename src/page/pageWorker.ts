@@ -88,7 +88,6 @@ export class PageWorker {
   private readonly fetcher: FallbackFetcher;
   private readonly limits: BodyLimits;
   private behaviorOutcome: BehaviorOutcome | undefined;
-  private behaviorsStartedAt: Date | undefined;
   private contentCheck: ContentCheck | null = null;
 
   constructor(
@@ -158,7 +157,6 @@ export class PageWorker {
   async load(url: string, { conditional, lastAttempt = false, retry = false, skipIfArchived = false, sink }: LoadOptions = {}): Promise<PageLoadResult> {
     const { tab, capture, popups } = await this.readyTab();
     this.behaviorOutcome = undefined;
-    this.behaviorsStartedAt = undefined;
     this.behaviorLinks = new Set();
     this.dialogs?.beginPage();
     const stores = this.options.earlierAttempts?.of(url) ?? null;
@@ -181,7 +179,7 @@ export class PageWorker {
       return { document: null, title: "", links: [], error: `truncated: ${truncated.join(" ")}`, truncated: [] };
     }
     const behaviorLinks = result.document && !result.error ? this.pageBehaviorLinks(tab) : [];
-    return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome, ...(this.behaviorsStartedAt ? { behaviorsStartedAt: this.behaviorsStartedAt } : {}), behaviorLinks, capture: "browser", documentWacz: attempt.documentWacz.get(url) ?? null, captured: attempt.captured };
+    return { ...result, truncated: result.document ? truncated : [], behaviors: this.behaviorOutcome, behaviorLinks, capture: "browser", documentWacz: attempt.documentWacz.get(url) ?? null, captured: attempt.captured };
   }
 
   private async loadPage(tab: Page, capture: PageCapture, attempt: PageAttempt, pageUrl: string, timings: PageTimings): Promise<Omit<PageLoadResult, "truncated">> {
@@ -285,7 +283,6 @@ export class PageWorker {
     // A click that would leave the page is refused while the behaviors run (see DialogGuard).
     if (this.dialogs) this.dialogs.blockUnload = true;
     try {
-      this.behaviorsStartedAt = new Date();
       this.behaviorOutcome = (await timings.time("behaviors", () => runBehaviors(tab, url, timeoutMs, attempt.answers))) ?? undefined;
       timings.behaviors = this.behaviorOutcome?.eachMs ?? {};
     } finally {

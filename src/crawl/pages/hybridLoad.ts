@@ -132,14 +132,12 @@ export class HybridCapture {
     const extraFetches = fetchedUrls(result.captured ?? []).filter((url) => !planned.has(url) && !own.has(url));
     const staticLinks = new Set(normalizedLinks(parsed.references.links));
     const extraLinks = result.links.filter((link) => !staticLinks.has(link));
-    const startedAt = result.behaviorsStartedAt;
-    const afterBehaviors = startedAt ? fetchedUrls((result.captured ?? []).filter((c) => c.date >= startedAt)).filter((url) => !planned.has(url) && !own.has(url)) : [];
     const observation: BrowsedObservation = {
       pageUrl,
       scripts: parsed.references.requisites.filter((r) => r.kind === "script").map((r) => r.url),
       extraFetches,
       extraLinks,
-      behaviorsFound: (result.behaviorLinks?.length ?? 0) > 0 || afterBehaviors.length > 0,
+      behaviorsFound: (result.behaviorLinks?.length ?? 0) > 0 || result.behaviors?.foundMore === true,
     };
     await this.options.book.learn(template, observation);
     logger.debug("page", "learned from the page's template", { url: pageUrl, template, extraFetches: extraFetches.length, extraLinks: extraLinks.length, behaviorsFound: observation.behaviorsFound });

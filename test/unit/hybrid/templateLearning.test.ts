@@ -63,12 +63,15 @@ describe("learnTemplate", () => {
     expect(deriveFor(learned, `${SITE}/green-cap.html`)).toEqual({ underivable: `the rule ${SITE}/amp/{path} needs {path}, which ${SITE}/green-cap.html does not have` });
   });
 
-  it("a segment of 2 characters is never replaced: it stays in the rule, or leaves the URL page-specific", () => {
-    const kept = learnTemplate([observation("/en/foo.html", [`${SITE}/api/en/foo.json`]), observation("/en/bar.html", [`${SITE}/api/en/bar.json`])]);
-    expect(kept.fetchRules).toEqual([`${SITE}/api/en/{stem}.json`]);
-    expect(deriveFor(kept, `${SITE}/de/baz.html`)).toEqual({ fetches: [`${SITE}/api/en/baz.json`], links: [] });
-    const differing = learnTemplate([observation("/en/foo.html", [`${SITE}/i18n/en.json`]), observation("/de/bar.html", [`${SITE}/i18n/de.json`])]);
-    expect(differing).toEqual({ ...NOTHING_LEARNED, observations: 2, pageSpecificFetches: [`${SITE}/i18n/de.json`, `${SITE}/i18n/en.json`] });
+  it("a part of 2 characters is replaced; a single character never is: it stays in the rule, or leaves the URL page-specific", () => {
+    const twoChars = learnTemplate([observation("/en/foo.html", [`${SITE}/api/en/foo.json`]), observation("/en/bar.html", [`${SITE}/api/en/bar.json`])]);
+    expect(twoChars.fetchRules).toEqual([`${SITE}/api/{segment1}/{stem}.json`]);
+    expect(deriveFor(twoChars, `${SITE}/de/baz.html`)).toEqual({ fetches: [`${SITE}/api/de/baz.json`], links: [] });
+    const kept = learnTemplate([observation("/a/foo.html", [`${SITE}/api/a/foo.json`]), observation("/a/bar.html", [`${SITE}/api/a/bar.json`])]);
+    expect(kept.fetchRules).toEqual([`${SITE}/api/a/{stem}.json`]);
+    expect(deriveFor(kept, `${SITE}/b/baz.html`)).toEqual({ fetches: [`${SITE}/api/a/baz.json`], links: [] });
+    const differing = learnTemplate([observation("/a/foo.html", [`${SITE}/i18n/a.json`]), observation("/b/bar.html", [`${SITE}/i18n/b.json`])]);
+    expect(differing).toEqual({ ...NOTHING_LEARNED, observations: 2, pageSpecificFetches: [`${SITE}/i18n/a.json`, `${SITE}/i18n/b.json`] });
   });
 
   it("a beacon with a query of its own on every page is volatile; a URL one page fetched is page-specific", () => {
