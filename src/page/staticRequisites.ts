@@ -262,6 +262,9 @@ export class RequisiteFetches {
     }
     if (await this.sink!.hasStoredResponse(item.url)) {
       this.fetched.push({ url: item.url, order: item.order });
+      // Listed as the page's, as a browser capture lists what it fetched and the crawl had stored (the --qa page record
+      // names it): a whole 200 response to a GET is what the crawl holds; its type is not known without reading it.
+      this.captured.push({ summary: { url: item.url, status: 200, mime: "", resourceType: item.resourceType, location: null, date: new Date() }, order: item.order });
       if (stylesheet) this.enqueue(stylesheetFetches(await this.knownReferences(item), item.url, this.documentUrl, item.order));
       return;
     }

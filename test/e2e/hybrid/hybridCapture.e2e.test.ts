@@ -1,0 +1,193 @@
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  ARTICLE_PATHS, browserResources, DOC_PATHS, FEED_PATHS, HUB_PATH, PRODUCT_PATHS, SPECIAL_ARTICLE_PATH, startTemplateSite, TEMPLATE_SITE_PAGES, type TemplateSite,
+} from "../../../fixtures/templateSite.js";
+import { crawlStateKeys } from "../../../src/state/stateKeys.js";
+import { logLines, runCli, type CliResult } from "../../helpers/cli.js";
+import { listedPages } from "../../helpers/pageLists.js";
+import { startTestRedis, type TestRedis } from "../../helpers/redis.js";
+import { replayPage, startReplayServer, type ReplayServer } from "../../helpers/replay.js";
+import { httpStatus, readWarcRecords, type RawRecord } from "../../helpers/warcFile.js";
+
+// --captureMode hybrid on the template site (fixtures/templateSite.ts), one worker so that pages go in the hub's
+// order: each template's first 2 pages browsed and learned from, every 4th page the guard lets through verified.
+let site: TemplateSite;
+let cwd: string;
+let crawl: CliResult;
+let records: RawRecord[];
+let report: { url: string; capture: string; template: string | null; purpose?: string; reason?: string; verify?: { missing: string[]; extra: string[] } }[];
+
+const pathOf = (url: string) => {
+  const parsed = new URL(url);
+  return parsed.pathname + parsed.search;
+};
+const responsePaths = (rs: RawRecord[]) => [...new Set(rs.filter((r) => r.headers.get("warc-type") === "response").map((r) => pathOf(r.headers.get("warc-target-uri")!)))].sort();
+
+/** How each page is expected to be captured: [path, capture, purpose]. */
+function expectedPlan(): [string, string, string | undefined][] {
+  const plan: [string, string, string | undefined][] = [[HUB_PATH, "browser", "learn"]];
+  // The first 2 learned; of the rest (static-eligible pages 1, 2, 3...), every 4th verified, the others static.
+  const learnedThenStatic = (paths: readonly string[]) => paths.forEach((path, i) => {
+    const eligible = i - 1;
+    plan.push(i < 2 ? [path, "browser", "learn"] : eligible % 4 === 0 ? [path, "browser", "verify"] : [path, "static", undefined]);
+  });
+  learnedThenStatic(DOC_PATHS);
+  learnedThenStatic(ARTICLE_PATHS);
+  // Its own template (it names one more script of the site): browsed to learn it.
+  plan.push([SPECIAL_ARTICLE_PATH, "browser", "learn"]);
+  // p3..p5 static, p6 the verify page reveals the reviews fetch the learning pages never made: p7, p8 back in the browser.
+  PRODUCT_PATHS.forEach((path, i) => plan.push(i < 2 ? [path, "browser", "learn"] : i < 5 ? [path, "static", undefined] : i === 5 ? [path, "browser", "verify"] : [path, "browser", "fallen-back"]));
+  // Scrolling the feed brought more: the template stays in the browser.
+  FEED_PATHS.forEach((path, i) => plan.push([path, "browser", i < 2 ? "learn" : "guard"]));
+  return plan;
+}
+
+beforeAll(async () => {
+  site = await startTemplateSite();
+  cwd = mkdtempSync(join(tmpdir(), "crawl-hybrid-"));
+  crawl = await runCli("crawl", [
+    "--url", site.url + HUB_PATH, "--collection", "hybrid", "--cwd", cwd, "--workers", "1", "--captureMode", "hybrid", "--hybridVerifyEvery", "4",
+    "--text", "to-pages", "--generateWACZ", "--logLevel", "debug",
+  ], { timeoutMs: 250_000 });
+  const dir = join(cwd, "collections", "hybrid");
+  records = readdirSync(join(dir, "archive")).flatMap((f) => readWarcRecords(join(dir, "archive", f)));
+  report = existsSync(join(dir, "reports", "capture.jsonl")) ? readFileSync(join(dir, "reports", "capture.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line)) : [];
+}, 260_000);
+
+afterAll(async () => {
+  await site?.close();
+  rmSync(cwd, { recursive: true, force: true });
+});
+
+describe("a hybrid crawl of the template site", () => {
+  it("captures each page as its template says: learned, static, verified, refused by the guard, fallen back", () => {
+    expect(crawl.code, crawl.stderr.slice(-3000)).toBe(0);
+    expect(report.map((entry) => [pathOf(entry.url), entry.capture, entry.purpose])).toEqual(expectedPlan());
+    const templateOf = (path: string) => report.find((entry) => pathOf(entry.url) === path)!.template;
+    expect(new Set(DOC_PATHS.map(templateOf)).size).toBe(1);
+    expect(new Set(ARTICLE_PATHS.map(templateOf)).size).toBe(1);
+    expect(templateOf(SPECIAL_ARTICLE_PATH)).not.toBe(templateOf(ARTICLE_PATHS[0]!));
+  });
+
+  it("stores what a browser-mode crawl stores, but for the reviews of the products captured before their verify page", () => {
+    const browserMode = new Set(TEMPLATE_SITE_PAGES.flatMap((p) => browserResources(p)));
+    const lost = ["/api/reviews/p3.json", "/api/reviews/p4.json", "/api/reviews/p5.json"];
+    expect(responsePaths(records)).toEqual([...browserMode].filter((path) => !lost.includes(path)).sort());
+    expect(records.filter((r) => r.headers.get("warc-type") === "response" && httpStatus(r) !== 200).map((r) => r.headers.get("warc-target-uri"))).toEqual([]);
+  });
+
+  it("fetches for each static page exactly what its browser capture holds that the crawl had not stored yet: derived and learned URLs included", () => {
+    // One worker: a page's requests come after its document's and before the next page's document.
+    const pages = new Set(TEMPLATE_SITE_PAGES);
+    const stored = new Set<string>();
+    const plan = new Map(expectedPlan().map(([path, capture]) => [path, capture]));
+    let current: string | null = null;
+    const segments = new Map<string, string[]>();
+    for (const request of site.requests) {
+      if (pages.has(request)) {
+        current = request;
+        segments.set(request, []);
+      }
+      segments.get(current!)!.push(request);
+    }
+    for (const path of TEMPLATE_SITE_PAGES) {
+      const own = browserResources(path).filter((p) => !(path.startsWith("/products/") && p.startsWith("/api/reviews/") && plan.get(path) === "static"));
+      if (plan.get(path) === "static") expect([...new Set(segments.get(path))].sort(), path).toEqual(own.filter((p) => !stored.has(p)).sort());
+      for (const p of own) stored.add(p);
+    }
+    expect(segments.get("/articles/a3.html")).toContain("/api/articles/a3.json");
+    expect(segments.get("/articles/a3.html")).toContain("/img/thumbs/a3.png");
+  });
+
+  it("asks the site for each document once, the browsed ones too (the browser renders the document fetched first)", () => {
+    const documents = site.requests.filter((r) => TEMPLATE_SITE_PAGES.includes(r));
+    expect(documents.sort()).toEqual([...TEMPLATE_SITE_PAGES].sort());
+  });
+
+  it("logs the fallback with the URL the static pass lacked", () => {
+    const fallback = logLines(crawl.stderr).filter((line) => line.logLevel === "warn" && line.message.includes("falls back to the browser"));
+    expect(fallback.map((line) => [line.details.page, line.details.missing])).toEqual([[`${site.url}/products/p6.html`, [`${site.url}/api/reviews/p6.json`]]]);
+    expect(report.find((entry) => pathOf(entry.url) === "/products/p6.html")!.verify!.missing).toEqual([`${site.url}/api/reviews/p6.json`]);
+  });
+
+  it("lists static pages as browsed ones: title, load state, text; each page crawled line says how", () => {
+    const listed = listedPages(join(cwd, "collections", "hybrid"));
+    const d3 = listed.find((p) => pathOf(p.url) === "/docs/d3.html")!;
+    const d1 = listed.find((p) => pathOf(p.url) === "/docs/d1.html")!;
+    expect([d3.title, d3.loadState, d3.status, d3.mime]).toEqual(["Doc d3", d1.loadState, 200, "text/html"]);
+    expect(d1.loadState).toBe(4);
+    expect(d3.text).toBe(d1.text!.replaceAll("d1", "d3"));
+    const crawled = logLines(crawl.stderr).filter((line) => line.message === "page crawled");
+    expect(crawled.filter((line) => line.details.capture === "static").map((line) => pathOf(String(line.details.url))).sort())
+      .toEqual(expectedPlan().filter(([, capture]) => capture === "static").map(([path]) => path).sort());
+  });
+});
+
+describe("static pages in ReplayWeb.page", () => {
+  let replay: ReplayServer;
+  beforeAll(async () => {
+    replay = await startReplayServer(join(cwd, "collections", "hybrid"));
+  }, 60_000);
+  afterAll(async () => {
+    await replay?.close();
+  });
+
+  it("replay with every image, and the text their scripts fetch", async () => {
+    for (const [path, text] of [["/articles/a3.html", "The text of article a3"], ["/docs/d3.html", "Documentation page d3"]] as const) {
+      const page = await replayPage(replay, { source: "/archives/hybrid.wacz", url: site.url + path, waitForText: text, waitForImages: true, timeoutMs: 60_000 });
+      expect(page.text, path).toContain(text);
+      expect(page.images.length, path).toBeGreaterThan(0);
+      expect(page.images.filter((image) => image.naturalWidth === 0).map((image) => image.src), path).toEqual([]);
+      if (path.startsWith("/articles/")) expect(page.images.map((image) => pathOf(image.src.replace(/^.*?mp_\//, "")))).toEqual(expect.arrayContaining(["/img/banner.png", "/img/thumbs/a3.png"]));
+    }
+  }, 150_000);
+});
+
+describe("two processes sharing one hybrid crawl", () => {
+  let redis: TestRedis;
+  let shared: TemplateSite;
+  let sharedCwd: string;
+  const codes: (number | null)[] = [];
+  beforeAll(async () => {
+    redis = await startTestRedis();
+    shared = await startTemplateSite();
+    sharedCwd = mkdtempSync(join(tmpdir(), "crawl-hybrid-shared-"));
+    const args = [
+      "dist/src/cli/crawl.js", "--url", shared.url + HUB_PATH, "--crawlId", "shared", "--collection", "shared", "--cwd", sharedCwd, "--captureMode", "hybrid", "--hybridVerifyEvery", "0",
+      "--redisStoreUrl", redis.url, "--redisDedupeUrl", redis.url, "--workers", "2",
+    ];
+    const one = () => new Promise<number | null>((resolve) => spawn(process.execPath, args, { stdio: "ignore" }).on("exit", (code) => resolve(code)));
+    codes.push(...(await Promise.all([one(), one()])));
+  }, 250_000);
+  afterAll(async () => {
+    await shared?.close();
+    await redis?.stop();
+    rmSync(sharedCwd, { recursive: true, force: true });
+  });
+
+  it("learn each template once: 2 learning pages, 2 observations a template, in Redis and in their reports", async () => {
+    expect(codes).toEqual([0, 0]);
+    const keys = crawlStateKeys("shared");
+    const state = await redis.client.hgetall(keys.templateState);
+    const templates = [...new Set(Object.keys(state).map((field) => field.split(":")[0]!))];
+    // hub, docs, articles, special, products, feeds
+    expect(templates.length).toBe(6);
+    const reports = readdirSync(join(sharedCwd, "collections", "shared", "reports")).filter((f) => f.startsWith("capture")).flatMap((f) =>
+      readFileSync(join(sharedCwd, "collections", "shared", "reports", f), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { url: string; template: string; capture: string; purpose?: string }));
+    expect(reports.map((entry) => pathOf(entry.url)).sort()).toEqual([...TEMPLATE_SITE_PAGES].sort());
+    for (const template of templates) {
+      const pages = reports.filter((entry) => entry.template === template).length;
+      const learning = Math.min(2, pages);
+      expect([state[`${template}:slots`], state[`${template}:observed`]], template).toEqual([String(learning), String(learning)]);
+      expect(reports.filter((entry) => entry.template === template && entry.purpose === "learn").length, template).toBe(learning);
+    }
+    // Which product pages teach their template depends on the processes' timing (one with reviews and one without
+    // make the reviews page-specific); the docs' and articles' learning pages are alike whichever they are.
+    const staticOf = (paths: readonly string[]) => reports.filter((entry) => entry.capture === "static" && paths.includes(pathOf(entry.url))).length;
+    expect([staticOf(DOC_PATHS), staticOf(ARTICLE_PATHS)]).toEqual([DOC_PATHS.length - 2, ARTICLE_PATHS.length - 2]);
+  });
+});
