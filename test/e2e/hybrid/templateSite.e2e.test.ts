@@ -39,14 +39,14 @@ describe("the template site crawled in a browser", () => {
   });
 
   it("stores exactly the union of every page's browserResources, each answered 200", () => {
-    const expected = [...new Set(TEMPLATE_SITE_PAGES.flatMap(browserResources))].sort();
+    const expected = [...new Set(TEMPLATE_SITE_PAGES.flatMap((p) => browserResources(p)))].sort();
     const responses = records.filter((r) => r.headers.get("warc-type") === "response");
     expect([...new Set(responses.map((r) => pathOf(r.headers.get("warc-target-uri")!)))].sort()).toEqual(expected);
     expect(responses.filter((r) => httpStatus(r) !== 200).map((r) => r.headers.get("warc-target-uri"))).toEqual([]);
   });
 
   it("was asked for nothing else (no /favicon.ico, no 404)", () => {
-    const expected = new Set(TEMPLATE_SITE_PAGES.flatMap(browserResources));
+    const expected = new Set(TEMPLATE_SITE_PAGES.flatMap((p) => browserResources(p)));
     expect([...new Set(site.requests.filter((r) => !expected.has(r)))]).toEqual([]);
   });
 
