@@ -3,10 +3,11 @@
  * mode's wall seconds, CPU seconds of the whole crawl (crawler, embedded Redis, Chromium and every process it
  * starts: bench/lib/treeCpu.ts), pages, CPU seconds per page and share of pages browsed (reports/capture.jsonl),
  * then each page's fidelity and both archives' QA scores.
- *   node dist/bench/hybridCapture.js [--sites template,rust-book,rust-std,python] [--modes browser,hybrid]
+ *   node dist/bench/hybridCapture.js [--sites template,fixture,rust-book,rust-std,python] [--modes browser,hybrid]
  *     [--rounds 2] [--workers 4] [--limit 300] [--keep DIR] [--noFidelity] [--crawlFlags "--hybridVerifyEvery 20"]
  *     [--rustDocs /usr/share/doc/rust-doc/html] [--pythonDocs /usr/share/doc/python3.11/html]
- * Sites: "template" (fixtures/templateSite.ts), "rust-book" and "rust-std" (Debian's rust-doc: the book from
+ * Sites: "template" (fixtures/templateSite.ts), "fixture" (fixtures/site, the demo's site: its dynamic.html's
+ * script loads data/items.json and img/dynamic.png), "rust-book" and "rust-std" (Debian's rust-doc: the book from
  * /book/index.html, std from /std/index.html), "python" (Debian's python3.11-doc, from /index.html), the doc
  * folders served as nginx would (bench/lib/staticSite.ts); a doc site whose folder is missing is skipped (the
  * bench installs nothing). Every crawl: default behaviors, --scopeType prefix, --limit, --workers,
@@ -27,13 +28,14 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { WARCParser } from "warcio";
+import { startFixtureServer } from "../fixtures/server.js";
 import { startTemplateSite, TEMPLATE_SITE_PAGES } from "../fixtures/templateSite.js";
 import { startStaticSite } from "./lib/staticSite.js";
 import { runWithTreeCpu } from "./lib/treeCpu.js";
 
 const { values } = parseArgs({
   options: {
-    sites: { type: "string", default: "template,rust-book,rust-std,python" },
+    sites: { type: "string", default: "template,fixture,rust-book,rust-std,python" },
     modes: { type: "string", default: "browser,hybrid" },
     rounds: { type: "string", default: "2" },
     workers: { type: "string", default: "4" },
@@ -67,13 +69,17 @@ async function openSite(name: string): Promise<Site | null> {
     const site = await startTemplateSite();
     return { name, seed: site.url + TEMPLATE_SITE_PAGES[0], close: () => site.close() };
   }
+  if (name === "fixture") {
+    const server = await startFixtureServer();
+    return { name, seed: `${server.url}/site/index.html`, close: () => server.close() };
+  }
   const docs: Record<string, { root: string; seed: string }> = {
     "rust-book": { root: values.rustDocs, seed: "/book/index.html" },
     "rust-std": { root: values.rustDocs, seed: "/std/index.html" },
     python: { root: values.pythonDocs, seed: "/index.html" },
   };
   const doc = docs[name];
-  if (!doc) throw new Error(`unknown site ${name} (template, rust-book, rust-std, python)`);
+  if (!doc) throw new Error(`unknown site ${name} (template, fixture, rust-book, rust-std, python)`);
   const root = resolve(doc.root);
   if (!existsSync(join(root, doc.seed))) return null;
   const site = await startStaticSite(root);
