@@ -1,5 +1,4 @@
 import { headerValue, mimeTypeOf, type Exchange } from "../archive/exchange.js";
-import type { BodyLimits } from "../fetch/bodyLimits.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage } from "../log/logger.js";
 import type { ExchangeSink, StoreOutcome } from "../pipeline/exchangeSink.js";
@@ -17,17 +16,12 @@ import { decodedBody, documentFetches, learnedFetches, RequisiteFetches, type Ca
 export const MAX_STATIC_DOCUMENT = 5 * 1024 * 1024;
 
 export interface StaticPageOptions {
-  /** The worker's: address policy, --header, blocking, proxies, --originOverride. */
+  /** The worker's: address policy, --header, blocking, proxies, --originOverride, and the body size cap and storage limits. */
   fetcher: FallbackFetcher;
   /** static/browserRequestHeaders.ts: the tabs' user agent and Accept-Language. */
   identity: BrowserIdentity;
   /** The Cookie header the browser would send to a URL (the profile's cookie jar), or null. */
   cookieHeader: (url: string) => Promise<string | null>;
-  /**
-   * The size cap and storage limits bodies are held to. Not read here: the fetcher applies its own (the worker's),
-   * which should be these.
-   */
-  limits?: BodyLimits;
   /** --rateLimitStatusCodes: a document with one of these is a rate-limit answer, left to the browser path. */
   rateLimitStatusCodes?: readonly number[];
 }

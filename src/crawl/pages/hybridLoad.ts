@@ -16,7 +16,7 @@ export interface HybridCaptureOptions {
   report: CaptureReport;
   /** Where a browsed page's document, fetched first to read its template, is remembered: the browser renders it from its record. */
   earlierAttempts: EarlierAttempts;
-  /** What each worker's static loader shares: the browser's identity, body limits, rate-limit statuses. */
+  /** What each worker's static loader shares: the browser's identity, the rate-limit statuses. */
   loader: Omit<StaticPageOptions, "fetcher" | "cookieHeader">;
   /** --text: static pages' text is read from their parsed document. */
   text: boolean;

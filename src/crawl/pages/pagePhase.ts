@@ -120,7 +120,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         book: new TemplateBook(session.redis, session.membership.keys, { learnPages: options.capture.learnPages, verifyEvery: options.capture.verifyEvery }),
         report: run.captureReport,
         earlierAttempts,
-        loader: { identity, limits, rateLimitStatusCodes: options.rateLimit.statusCodes },
+        loader: { identity, rateLimitStatusCodes: options.rateLimit.statusCodes },
         text: options.text.length > 0,
       });
       logger.info("crawl", "hybrid capture: each template's first pages are browsed, the others fetched without a browser unless its guard says otherwise", { learnPages: options.capture.learnPages, verifyEvery: options.capture.verifyEvery });
