@@ -5,7 +5,7 @@ import type { Cluster, Redis } from "ioredis";
 import { logger } from "../log/logger.js";
 import type { CrawlStateKeys } from "../state/stateKeys.js";
 import { guardChoice } from "./captureGuard.js";
-import { learnTemplate } from "./templateLearning.js";
+import { learnTemplate, madeFromPage, withAdopted } from "./templateLearning.js";
 import type { BrowsedObservation, CaptureChoice, LearnedTemplate } from "./templateTypes.js";
 
 export interface TemplateBookOptions {
@@ -20,6 +20,8 @@ export interface TemplateBookOptions {
 const DEFAULT_LEARN_WAIT_MS = 60_000;
 const WAIT_RETRY_MS = 1000;
 const MISSING_LOGGED_AT_MOST = 20;
+/** Learned templates a process keeps (a site of many templates must not fill memory); one evicted is read again. */
+const CACHED_TEMPLATES = 1000;
 
 // Before a template is learned: take one of its learnPages learning slots, or wait for the pages that hold them,
 // or (the newest slot is older than the wait: its holder may have died) browse another learning page anyway,
@@ -32,7 +34,7 @@ local fellBack = redis.call('HGET', KEYS[1], t .. ':fellBack')
 if fellBack then return {'fallen-back', fellBack} end
 local learnPages = tonumber(ARGV[2])
 local observed = tonumber(redis.call('HGET', KEYS[1], t .. ':observed') or '0')
-if observed >= learnPages then return {'learned', tostring(observed)} end
+if observed >= learnPages then return {'learned', tostring(observed), redis.call('HGET', KEYS[1], t .. ':adoptions') or '0'} end
 local time = redis.call('TIME')
 local now = string.format('%.0f', tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))
 local slots = tonumber(redis.call('HGET', KEYS[1], t .. ':slots') or '0')
@@ -58,6 +60,30 @@ redis.call('HSET', KEYS[1], t .. ':observed', observed + 1)
 return observed + 1
 `;
 
+// A verify page's misses that no page URL makes (the same URLs on any page: an icon a script adds to some pages) are
+// adopted as the template's fixed fetches and links, and the next page the guard lets through is verified too; past
+// MAX_ADOPTIONS, or once fallen back, the template goes to the browser.
+const ADOPT_LUA = `
+-- KEYS: templateState, templateObservations; ARGV: template, maxAdoptions, adopted JSON, reason if over
+local t = ARGV[1]
+if redis.call('HGET', KEYS[1], t .. ':fellBack') then return 'fallen-back' end
+local n = redis.call('HINCRBY', KEYS[1], t .. ':adoptions', 1)
+if n > tonumber(ARGV[2]) then
+  redis.call('HINCRBY', KEYS[1], t .. ':adoptions', -1)
+  redis.call('HSETNX', KEYS[1], t .. ':fellBack', ARGV[4])
+  return 'fell-back'
+end
+redis.call('HSET', KEYS[2], t .. ':adopted:' .. n, ARGV[3])
+redis.call('HSET', KEYS[1], t .. ':verifyNext', '1')
+return 'adopted'
+`;
+
+/** Verify pages whose misses a template adopts before it goes back to the browser. */
+const MAX_ADOPTIONS = 3;
+
+/** How a verify page's comparison ended for its template. */
+export type VerifyOutcome = "matched" | "adopted" | "fell-back";
+
 /**
  * Hybrid capture's book of templates: for each page, whether it is browsed (to learn its template, to verify the
  * static capture, because the guard says so, or because the template fell back) or captured statically, and with
@@ -68,7 +94,8 @@ export class TemplateBook {
   private readonly learnPages: number;
   private readonly verifyEvery: number;
   private readonly learnWaitMs: number;
-  private readonly cache = new Map<string, { observed: number; learned: LearnedTemplate }>();
+  /** Learned templates by key, the most recently used last; at most CACHED_TEMPLATES. */
+  private readonly cache = new Map<string, { observed: number; adoptions: number; learned: LearnedTemplate }>();
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -88,7 +115,7 @@ export class TemplateBook {
    * guard's browser, or every verifyEvery-th page the guard lets go static a verify page, or static.
    */
   async choose(pageUrl: string, template: string, documentScripts: string[]): Promise<CaptureChoice> {
-    const [state, detail] = (await this.redis.eval(CHOOSE_LUA, 1, this.keys.templateState, template, this.learnPages, this.learnWaitMs)) as [string, string];
+    const [state, detail, adoptions] = (await this.redis.eval(CHOOSE_LUA, 1, this.keys.templateState, template, this.learnPages, this.learnWaitMs)) as [string, string, string?];
     switch (state) {
       case "fallen-back":
         return { mode: "browser", template, purpose: "fallen-back", reason: detail };
@@ -99,9 +126,12 @@ export class TemplateBook {
       case "wait":
         return { mode: "wait", template, retryInMs: WAIT_RETRY_MS, reason: `the template's learning pages are being browsed (${detail} of ${this.learnPages} learned)` };
     }
-    const learned = await this.read(template, Number(detail));
+    const learned = await this.read(template, Number(detail), Number(adoptions ?? "0"));
     const guard = guardChoice(learned, pageUrl, documentScripts);
     if (!guard.static) return { mode: "browser", template, purpose: "guard", reason: guard.reason };
+    if ((await this.redis.hdel(this.keys.templateState, `${template}:verifyNext`)) === 1) {
+      return { mode: "browser", template, purpose: "verify", reason: "the last verify page showed URLs the template now fetches: this page checks them" };
+    }
     if (this.verifyEvery > 0) {
       const eligible = await this.redis.hincrby(this.keys.templateState, `${template}:eligible`, 1);
       if (eligible % this.verifyEvery === 0) {
@@ -117,42 +147,67 @@ export class TemplateBook {
   }
 
   /**
-   * A verify page's comparison: `missing` = what the browser fetched that the static pass lacked (volatile URLs
-   * already left out by the caller via isVolatile). Non-empty: the template falls back to the browser for the rest
-   * of the crawl (kept in Redis, the first reason wins), logged once with the template, the page and at most 20
-   * missing URLs. Returns whether it fell back.
+   * A verify page's comparison: what the browser fetched and linked that the static pass lacked (volatile URLs left
+   * out by the caller). Nothing: matched. Only URLs no page URL makes (the same on any page): adopted as the template's
+   * fixed fetches and links, and the next page the guard lets through is verified too, up to MAX_ADOPTIONS verify
+   * pages. Otherwise the template falls back to the browser for the rest of the crawl (kept in Redis, the first reason
+   * wins), logged once with the template, the page and at most 20 missing URLs.
    */
-  async verified(template: string, pageUrl: string, missing: string[]): Promise<boolean> {
-    if (missing.length === 0) return false;
-    const reason = `the static capture of the verify page ${pageUrl} lacked ${missing.length} URL${missing.length === 1 ? "" : "s"} the browser fetched`;
-    const first = await this.redis.hsetnx(this.keys.templateState, `${template}:fellBack`, reason);
-    if (first === 1) {
-      logger.warn("capture", `template ${template} falls back to the browser for the rest of the crawl: ${reason}`, {
-        template,
-        page: pageUrl,
-        missing: missing.slice(0, MISSING_LOGGED_AT_MOST),
-        missingCount: missing.length,
-      });
+  async verified(template: string, pageUrl: string, missing: { fetches: string[]; links: string[] }): Promise<VerifyOutcome> {
+    const all = [...missing.fetches, ...missing.links];
+    if (all.length === 0) return "matched";
+    const fromPage = all.filter((url) => madeFromPage(url, pageUrl));
+    const lacked = `the static capture of the verify page ${pageUrl} lacked ${all.length} URL${all.length === 1 ? "" : "s"} the browser fetched or linked`;
+    if (fromPage.length === 0) {
+      const overReason = `${lacked}, after ${MAX_ADOPTIONS} verify pages that showed URLs the template lacked`;
+      const outcome = (await this.redis.eval(ADOPT_LUA, 2, this.keys.templateState, this.keys.templateObservations, template, MAX_ADOPTIONS, JSON.stringify(missing), overReason)) as VerifyOutcome | "fallen-back";
+      if (outcome === "adopted") {
+        logger.info("capture", `template ${template} adopts what its verify page fetched beyond the static pass, the same URLs on any page; the next page is verified too`, { template, page: pageUrl, fetches: missing.fetches.slice(0, MISSING_LOGGED_AT_MOST), links: missing.links.slice(0, MISSING_LOGGED_AT_MOST) });
+        return "adopted";
+      }
+      if (outcome === "fell-back") this.logFallBack(template, pageUrl, overReason, all);
+      return "fell-back";
     }
-    return true;
+    const reason = `${lacked}, made from its own URL (${fromPage.slice(0, 3).join(", ")})`;
+    if ((await this.redis.hsetnx(this.keys.templateState, `${template}:fellBack`, reason)) === 1) this.logFallBack(template, pageUrl, reason, all);
+    return "fell-back";
+  }
+
+  private logFallBack(template: string, pageUrl: string, reason: string, missing: string[]): void {
+    logger.warn("capture", `template ${template} falls back to the browser for the rest of the crawl: ${reason}`, {
+      template,
+      page: pageUrl,
+      missing: missing.slice(0, MISSING_LOGGED_AT_MOST),
+      missingCount: missing.length,
+    });
   }
 
   /** The learned template as this process last read it (null until learned): for the verify comparison. */
   async learned(template: string): Promise<LearnedTemplate | null> {
-    const observed = Number((await this.redis.hget(this.keys.templateState, `${template}:observed`)) ?? "0");
-    if (observed < this.learnPages) return this.cache.get(template)?.learned ?? null;
-    return this.read(template, observed);
+    const [observed, adoptions] = (await this.redis.hmget(this.keys.templateState, `${template}:observed`, `${template}:adoptions`)).map((v) => Number(v ?? "0"));
+    if (observed! < this.learnPages) return this.cache.get(template)?.learned ?? null;
+    return this.read(template, observed!, adoptions!);
   }
 
   /** The template learned from its observations, read from Redis when their count differs from the one cached. */
-  private async read(template: string, observed: number): Promise<LearnedTemplate> {
+  private async read(template: string, observed: number, adoptions: number): Promise<LearnedTemplate> {
     const cached = this.cache.get(template);
-    if (cached?.observed === observed) return cached.learned;
-    const fields = Array.from({ length: observed }, (_, i) => `${template}:${i + 1}`);
+    if (cached?.observed === observed && cached.adoptions === adoptions) {
+      this.cache.delete(template);
+      this.cache.set(template, cached);
+      return cached.learned;
+    }
+    const fields = [...Array.from({ length: observed }, (_, i) => `${template}:${i + 1}`), ...Array.from({ length: adoptions }, (_, i) => `${template}:adopted:${i + 1}`)];
     const texts = await this.redis.hmget(this.keys.templateObservations, ...fields);
-    const observations = texts.filter((text): text is string => text !== null).map((text) => JSON.parse(text) as BrowsedObservation);
-    const learned = learnTemplate(observations);
-    this.cache.set(template, { observed, learned });
+    const observations = texts.slice(0, observed).filter((text): text is string => text !== null).map((text) => JSON.parse(text) as BrowsedObservation);
+    const adopted = texts.slice(observed).filter((text): text is string => text !== null).map((text) => JSON.parse(text) as { fetches: string[]; links: string[] });
+    const learned = withAdopted(learnTemplate(observations), adopted);
+    this.cache.delete(template);
+    this.cache.set(template, { observed, adoptions, learned });
+    for (const oldest of this.cache.keys()) {
+      if (this.cache.size <= CACHED_TEMPLATES) break;
+      this.cache.delete(oldest);
+    }
     return learned;
   }
 }

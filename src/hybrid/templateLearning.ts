@@ -219,6 +219,28 @@ export function learnTemplate(observations: BrowsedObservation[]): LearnedTempla
   };
 }
 
+/**
+ * Whether a URL a page fetched or linked is made from the page's own URL (a part of it, as rules are written): such a
+ * URL differs from page to page, so another page captured without it lacked its own.
+ */
+export function madeFromPage(url: string, pageUrl: string): boolean {
+  try {
+    return ruleOf(new URL(url), new URL(pageUrl)).hasPlaceholder;
+  } catch {
+    return false;
+  }
+}
+
+/** The template with what its verify pages showed it also fetches and links, the same URLs on any page (TemplateBook.verified). */
+export function withAdopted(learned: LearnedTemplate, adopted: readonly { fetches: readonly string[]; links: readonly string[] }[]): LearnedTemplate {
+  if (!adopted.length) return learned;
+  return {
+    ...learned,
+    fixedFetches: [...new Set([...learned.fixedFetches, ...adopted.flatMap((a) => a.fetches)])],
+    fixedLinks: [...new Set([...learned.fixedLinks, ...adopted.flatMap((a) => a.links)])],
+  };
+}
+
 /** A script URL as templates compare them (cache-busting query parameters dropped); null if it is no URL. */
 export function normalizedScript(url: string): string | null {
   try {

@@ -13,8 +13,12 @@ export interface CaptureEntry {
   purpose?: "learn" | "verify" | "guard" | "fallen-back" | "not-a-template";
   /** The guard's or the document's reason, in words. */
   reason?: string;
-  /** A verify page: what the browser fetched that the static pass lacked (the template falls back when any), and what the static pass would have fetched that the browser did not. */
-  verify?: { missing: string[]; extra: string[] };
+  /**
+   * A verify page: what the browser fetched or linked that the static pass lacked, what the static pass would have
+   * fetched that the browser did not, and what became of the template: it matched, adopted the missing URLs (the same
+   * on any page), or fell back to the browser.
+   */
+  verify?: { missing: string[]; extra: string[]; outcome: "matched" | "adopted" | "fell-back" };
   ts: string;
 }
 

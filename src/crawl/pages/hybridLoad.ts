@@ -144,7 +144,7 @@ export class HybridCapture {
   }
 
   /** What the browser fetched (and linked) that the static pass would have lacked, and the reverse; a miss makes the template fall back. */
-  private async verify(worker: PageWorker, pageUrl: string, doc: StaticDocument, template: string, result: PageLoadResult): Promise<{ missing: string[]; extra: string[] }> {
+  private async verify(worker: PageWorker, pageUrl: string, doc: StaticDocument, template: string, result: PageLoadResult): Promise<NonNullable<CaptureEntry["verify"]>> {
     const parsed = doc.parsed!;
     const learned = await this.options.book.learned(template);
     const derived = learned ? deriveFor(learned, pageUrl) : { fetches: [], links: [] };
@@ -155,10 +155,10 @@ export class HybridCapture {
     const own = ownUrls(pageUrl, result);
     const browserFetches = fetchedUrls(result.captured ?? []).filter((url) => !own.has(url) && !(learned && isVolatile(learned, url)));
     const browserAll = new Set((result.captured ?? []).map((c) => c.url));
-    const missing = [...browserFetches.filter((url) => !staticFetches.has(url)), ...result.links.filter((link) => !staticLinks.has(link))];
+    const missing = { fetches: browserFetches.filter((url) => !staticFetches.has(url)), links: result.links.filter((link) => !staticLinks.has(link)) };
     const extra = [...staticFetches].filter((url) => !browserAll.has(url));
-    await this.options.book.verified(template, pageUrl, missing);
-    return { missing, extra };
+    const outcome = await this.options.book.verified(template, pageUrl, missing);
+    return { missing: [...missing.fetches, ...missing.links], extra, outcome };
   }
 }
 

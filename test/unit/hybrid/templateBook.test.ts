@@ -105,12 +105,13 @@ describe("TemplateBook", () => {
     const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 2 });
     await book.choose(page(1), TEMPLATE, SCRIPTS);
     await book.learn(TEMPLATE, observation("foo"));
-    expect(await book.verified(TEMPLATE, page(3), [])).toBe(false);
+    expect(await book.verified(TEMPLATE, page(3), { fetches: [], links: [] })).toBe("matched");
     expect(kind(await book.choose(page(2), TEMPLATE, SCRIPTS))).toBe("static");
-    const missing = Array.from({ length: 25 }, (_, i) => `${SITE}/lazy/${i}.jpg`);
-    expect(await book.verified(TEMPLATE, page(3), missing)).toBe(true);
-    expect(await book.verified(TEMPLATE, page(9), [`${SITE}/other.jpg`])).toBe(true);
-    const reason = `the static capture of the verify page ${page(3)} lacked 25 URLs the browser fetched`;
+    // Made from the page's own URL (page3): every page captured without the browser lacked its own.
+    const missing = Array.from({ length: 25 }, (_, i) => `${SITE}/lazy/page3/${i}.jpg`);
+    expect(await book.verified(TEMPLATE, page(3), { fetches: missing, links: [] })).toBe("fell-back");
+    expect(await book.verified(TEMPLATE, page(9), { fetches: [`${SITE}/other.jpg`], links: [] })).toBe("fell-back");
+    const reason = `the static capture of the verify page ${page(3)} lacked 25 URLs the browser fetched or linked, made from its own URL (${missing.slice(0, 3).join(", ")})`;
     const fellBack = { mode: "browser", template: TEMPLATE, purpose: "fallen-back", reason };
     const other = new TemplateBook(secondConnection(), keys, { learnPages: 1, verifyEvery: 2 });
     for (let n = 4; n <= 6; n++) {
@@ -124,6 +125,29 @@ describe("TemplateBook", () => {
     expect(warnings[0]!.details).toEqual({ template: TEMPLATE, page: page(3), missing: missing.slice(0, 20), missingCount: 25 });
     // Another template is not touched.
     expect(kind(await other.choose(page(7), "fedcba9876543210", SCRIPTS))).toBe("browser/learn");
+  });
+
+  it("a verify page's misses that no page URL makes are adopted, the next page verified, and after 3 such verify pages the template falls back", async () => {
+    const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 3 });
+    await book.choose(page(1), TEMPLATE, SCRIPTS);
+    await book.learn(TEMPLATE, observation("foo"));
+    const learnedBefore = (await book.learned(TEMPLATE))!;
+    const icon = `${SITE}/img/does_not_compile.svg`;
+    const intro = `${SITE}/intro.html#ferris`;
+    expect(await book.verified(TEMPLATE, page(4), { fetches: [icon], links: [intro] })).toBe("adopted");
+    // Another process reads the adopted URLs too; the next page the guard lets through is a verify page.
+    const other = new TemplateBook(secondConnection(), keys, { learnPages: 1, verifyEvery: 3 });
+    expect(await other.learned(TEMPLATE)).toEqual({ ...learnedBefore, fixedFetches: [...learnedBefore.fixedFetches, icon], fixedLinks: [...learnedBefore.fixedLinks, intro] });
+    expect(kind(await other.choose(page(5), TEMPLATE, SCRIPTS))).toBe("browser/verify");
+    const next = await book.choose(page(6), TEMPLATE, SCRIPTS);
+    expect(next.mode === "static" && next.fetches.includes(icon) && next.links.includes(intro)).toBe(true);
+    expect(await book.verified(TEMPLATE, page(7), { fetches: [`${SITE}/img/panics.svg`], links: [] })).toBe("adopted");
+    expect(await book.verified(TEMPLATE, page(8), { fetches: [`${SITE}/img/unsafe.svg`], links: [] })).toBe("adopted");
+    expect(await book.verified(TEMPLATE, page(9), { fetches: [`${SITE}/img/fourth.svg`], links: [] })).toBe("fell-back");
+    expect(await other.choose(page(10), TEMPLATE, SCRIPTS)).toEqual({
+      mode: "browser", template: TEMPLATE, purpose: "fallen-back",
+      reason: `the static capture of the verify page ${page(9)} lacked 1 URL the browser fetched or linked, after 3 verify pages that showed URLs the template lacked`,
+    });
   });
 
   it("two processes racing for a new template's learning slots get learnPages of them in all", async () => {
