@@ -7,7 +7,7 @@ const LOAD_OUTCOME_WAIT_MS = 10_000;
 /**
  * Once the page has received every byte of the body the capture read, how long its load's failure still has to be
  * told: the browser had the load's end before the body was read, and tells a failure right after the bytes; only a
- * body the page holds unread (a fetch() whose response nobody reads) has its end told late, or never.
+ * body the page holds unread (a script's fetch whose response it never reads) has its end told late, or never.
  */
 export const AFTER_BODY_RECEIVED_WAIT_MS = 1000;
 /** Outcomes nobody asks for (requests the capture did not pause on) must not pile up. */
