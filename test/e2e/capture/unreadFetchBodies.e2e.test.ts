@@ -18,6 +18,12 @@ const IMAGES = ["/img/d1-1x.png", "/img/d1-2x.png", "/img/plain.png"];
 const PAGE = "/page.html";
 /** Only the autofetch asks for it: a screen of one device pixel a CSS pixel picks the 1x candidate. */
 const AUTOFETCHED_ONLY = "/img/d1-2x.png";
+/**
+ * A page whose body of no declared length the connection cuts off: only the browser's report of its load's failure
+ * tells the body is not whole, and the capture still learns it (the page reads this body, so the end is told).
+ */
+const CUT_OFF = "/cut-chunked.html";
+const CUT_OFF_SENT = `<!doctype html><title>cut</title><p>${"x".repeat(5000)}`;
 
 let server: Server;
 let url: string;
@@ -36,6 +42,9 @@ beforeAll(async () => {
 <img src="/img/d1-1x.png" srcset="/img/d1-1x.png 1x, /img/d1-2x.png 2x" width="20" height="20">
 <img src="/img/plain.png" width="20" height="20">`;
       res.writeHead(200, { "content-type": "text/html", "content-length": String(Buffer.byteLength(html)), "cache-control": "no-store" }).end(html);
+    } else if (path === CUT_OFF) {
+      res.writeHead(200, { "content-type": "text/html", "cache-control": "no-store" });
+      res.write(CUT_OFF_SENT, () => setTimeout(() => res.socket?.destroy(), 200));
     } else if (IMAGES.includes(path)) {
       const body = png(path);
       res.writeHead(200, { "content-type": "image/png", "content-length": String(body.length), "cache-control": "no-store" }).end(body);
@@ -47,7 +56,7 @@ beforeAll(async () => {
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   redis = await startTestRedis();
   cwd = mkdtempSync(join(tmpdir(), "crawl-unread-fetch-"));
-  crawl = await runCli("crawl", ["--url", url + PAGE, "--behaviors", "autofetch", "--scopeType", "page", "--collection", "unread", "--cwd", cwd,
+  crawl = await runCli("crawl", ["--url", url + PAGE, "--url", url + CUT_OFF, "--maxPageRetries", "0", "--behaviors", "autofetch", "--scopeType", "page", "--collection", "unread", "--cwd", cwd,
     "--redisDedupeUrl", redis.url, "--logLevel", "debug", "--context", "capture,page,behaviorScript"], { timeoutMs: 90_000 });
   const archive = join(cwd, "collections", "unread", "archive");
   records = readdirSync(archive).flatMap((f) => readWarcRecords(join(archive, f)));
@@ -71,7 +80,7 @@ describe("a srcset candidate only the autofetch asks for, its response never rea
 
   it("does not hold the page's end: its drain is not slow", () => {
     const lines = logLines(crawl.stderr);
-    expect(lines.filter((l) => l.message === "page timings").map((l) => l.details.url)).toEqual([url + PAGE]);
+    expect(lines.filter((l) => l.message === "page timings").map((l) => l.details.url).sort()).toEqual([url + PAGE, url + CUT_OFF].sort());
     const slow = lines.filter((l) => l.message === "the page's drain before the page is read was slow");
     expect(slow.map((l) => l.details.urls)).toEqual([]);
   });
@@ -84,5 +93,14 @@ describe("a srcset candidate only the autofetch asks for, its response never rea
       expect(stored[0].payload.equals(png(path)), path).toBe(true);
       expect(stored[0].headers.get("warc-truncated"), path).toBeUndefined();
     }
+  });
+});
+
+describe("a page's body of no declared length, cut off by the connection", () => {
+  it("is still known cut off: stored as the browser received it, marked WARC-Truncated", () => {
+    const stored = records.filter((r) => r.headers.get("warc-type") === "response" && r.headers.get("warc-target-uri") === url + CUT_OFF);
+    expect(stored).toHaveLength(1);
+    expect(stored[0].payload.toString("utf8")).toBe(CUT_OFF_SENT);
+    expect(stored[0].headers.get("warc-truncated")).toBe("disconnect");
   });
 });
