@@ -83,11 +83,23 @@ export function bodySize(body: ExchangeBody): number {
 
 /** The body is shorter than the Content-Length the server declared (only comparable without a content-encoding). */
 export function shortOfDeclaredLength(headers: [string, string][], received: number, bodyDecoded: boolean): boolean {
+  const declared = comparableDeclaredLength(headers, bodyDecoded);
+  return declared !== null && received < declared;
+}
+
+/** The body has every byte of the Content-Length the server declared: whole, whatever became of its load. */
+export function wholeByDeclaredLength(headers: [string, string][], received: number, bodyDecoded: boolean): boolean {
+  const declared = comparableDeclaredLength(headers, bodyDecoded);
+  return declared !== null && received >= declared;
+}
+
+/** The declared Content-Length, null when there is none or it counts other bytes than the body's (a decoded body's content-encoding). */
+function comparableDeclaredLength(headers: [string, string][], bodyDecoded: boolean): number | null {
   const declared = headerValue(headers, "content-length");
-  if (declared === undefined || !/^\d+$/.test(declared.trim())) return false;
+  if (declared === undefined || !/^\d+$/.test(declared.trim())) return null;
   const encoding = (headerValue(headers, "content-encoding") ?? "identity").trim().toLowerCase();
-  if (bodyDecoded && encoding !== "identity" && encoding !== "") return false;
-  return received < Number(declared.trim());
+  if (bodyDecoded && encoding !== "identity" && encoding !== "") return null;
+  return Number(declared.trim());
 }
 
 export function headerValue(headers: [string, string][], name: string): string | undefined {

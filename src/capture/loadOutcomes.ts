@@ -4,6 +4,12 @@ import { ResponseProtocols } from "./responseProtocols.js";
 
 /** How long to wait for the browser to report a continued response's load as finished or failed. */
 const LOAD_OUTCOME_WAIT_MS = 10_000;
+/**
+ * Once the page has received every byte of the body the capture read, how long its load's failure still has to be
+ * told: the browser had the load's end before the body was read, and tells a failure right after the bytes; only a
+ * body the page holds unread (a script's fetch whose response it never reads) has its end told late, or never.
+ */
+export const AFTER_BODY_RECEIVED_WAIT_MS = 1000;
 /** Outcomes nobody asks for (requests the capture did not pause on) must not pile up. */
 const MAX_UNCLAIMED = 2000;
 
@@ -15,7 +21,7 @@ const MAX_UNCLAIMED = 2000;
 export class LoadOutcomes {
   /** null: finished, else the browser's error text. */
   private readonly outcomes = new Map<string, string | null>();
-  private readonly waiters = new Map<string, { frameId: string | undefined; settle: (error: string | null) => void }>();
+  private readonly waiters = new Map<string, Waiter>();
   /** What each response came over (h2, tls/1.3...): WARC-Protocol. */
   readonly protocols = new ResponseProtocols();
 
@@ -32,6 +38,7 @@ export class LoadOutcomes {
     this.protocols.listen(cdp);
     cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => this.settle(event.requestId, null));
     cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => this.settle(event.requestId, event.errorText));
+    cdp.on("Network.dataReceived", (event: Protocol.Network.DataReceivedEvent) => this.waiters.get(event.requestId)?.received(event.dataLength));
   }
 
   settle(networkId: string, error: string | null): void {
@@ -47,27 +54,38 @@ export class LoadOutcomes {
 
   /**
    * How the browser's load of a request ended: null when it finished (or did not say in time, or never will: a
-   * fetch of the browser's own, `networkId` null), else the error.
+   * fetch of the browser's own, `networkId` null), else the error. Asked before the paused response is let on to
+   * the page, with the body read from it (`read`): a body whole by its declared length needs no answer, and
+   * once the page has received all of a body, a failure is told at once or the page holds the body unread.
    */
-  of(networkId: string | null, frameId?: string): Promise<string | null> {
+  of(networkId: string | null, frameId?: string, read?: BodyRead): Promise<string | null> {
     if (networkId === null || this.lifetimes.requestGone(networkId, frameId)) return Promise.resolve(null);
     if (this.outcomes.has(networkId)) {
       const error = this.outcomes.get(networkId)!;
       this.outcomes.delete(networkId);
       return Promise.resolve(error);
     }
+    if (read?.whole) return Promise.resolve(null);
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
+      let received = 0;
+      let lastWait: NodeJS.Timeout | undefined;
+      const end = (error: string | null) => {
+        clearTimeout(timer);
+        clearTimeout(lastWait);
         this.waiters.delete(networkId);
-        resolve(null);
-      }, LOAD_OUTCOME_WAIT_MS);
-      this.waiters.set(networkId, {
+        resolve(error);
+      };
+      const timer = setTimeout(() => end(null), LOAD_OUTCOME_WAIT_MS);
+      const waiter: Waiter = {
         frameId,
-        settle: (error) => {
-          clearTimeout(timer);
-          resolve(error);
+        settle: end,
+        received: (bytes) => {
+          received += bytes;
+          if (read && lastWait === undefined && received >= read.size) lastWait = setTimeout(() => end(null), AFTER_BODY_RECEIVED_WAIT_MS);
         },
-      });
+      };
+      this.waiters.set(networkId, waiter);
+      waiter.received(0); // an empty body: nothing more is to arrive
     });
   }
 
@@ -83,4 +101,19 @@ export class LoadOutcomes {
       waiter.settle(null);
     }
   }
+}
+
+/** The body the capture read from a paused response, before letting it on to the page. */
+export interface BodyRead {
+  /** Its size as the page receives it (decoded), which Network.dataReceived counts. */
+  size: number;
+  /** It has every byte its Content-Length declared: not cut off, however its load ends. */
+  whole: boolean;
+}
+
+interface Waiter {
+  frameId: string | undefined;
+  settle(error: string | null): void;
+  /** `bytes` more of the body reached the page. */
+  received(bytes: number): void;
 }

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from "node:http";
 import type { CDPSession, Page, Protocol } from "puppeteer-core";
-import { bodySize, headerValue, shortOfDeclaredLength, type ConfirmedCapture, type Exchange, type ExchangeBody, type TruncationReason } from "../archive/exchange.js";
+import { bodySize, headerValue, shortOfDeclaredLength, wholeByDeclaredLength, type ConfirmedCapture, type Exchange, type ExchangeBody, type TruncationReason } from "../archive/exchange.js";
 import { noteCutShort, type BodyLimits } from "../fetch/bodyLimits.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
@@ -366,7 +366,8 @@ export class PageCapture {
         body = { kind: "bytes", bytes: manifest.body };
       } else {
         // A connection that drops mid-body still hands over the part received; the browser's load fails.
-        const outcome = this.loads.of(networkIdOf(event), event.frameId);
+        const size = bodySize(body);
+        const outcome = this.loads.of(networkIdOf(event), event.frameId, { size, whole: wholeByDeclaredLength(responseHeaders, size, true) });
         await this.continue(requestId);
         const error = await outcome;
         cutOff = error !== null && CUT_OFF_ERRORS.test(error);
