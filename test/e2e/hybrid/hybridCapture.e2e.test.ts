@@ -19,7 +19,7 @@ let site: TemplateSite;
 let cwd: string;
 let crawl: CliResult;
 let records: RawRecord[];
-let report: { url: string; capture: string; template: string | null; purpose?: string; reason?: string; verify?: { missing: string[]; extra: string[] } }[];
+let report: { url: string; capture: string; template: string | null; purpose?: string; reason?: string; verify?: { missing: string[]; extra: string[]; outcome: string } }[];
 
 const pathOf = (url: string) => {
   const parsed = new URL(url);
@@ -111,7 +111,10 @@ describe("a hybrid crawl of the template site", () => {
   it("logs the fallback with the URL the static pass lacked", () => {
     const fallback = logLines(crawl.stderr).filter((line) => line.logLevel === "warn" && line.message.includes("falls back to the browser"));
     expect(fallback.map((line) => [line.details.page, line.details.missing])).toEqual([[`${site.url}/products/p6.html`, [`${site.url}/api/reviews/p6.json`]]]);
-    expect(report.find((entry) => pathOf(entry.url) === "/products/p6.html")!.verify!.missing).toEqual([`${site.url}/api/reviews/p6.json`]);
+    expect(report.find((entry) => pathOf(entry.url) === "/products/p6.html")!.verify).toMatchObject({ missing: [`${site.url}/api/reviews/p6.json`], outcome: "fell-back" });
+    // The docs' and articles' verify pages found nothing missing.
+    expect(report.filter((entry) => entry.verify && !pathOf(entry.url).startsWith("/products/")).map((entry) => [pathOf(entry.url), entry.verify!.missing, entry.verify!.outcome]))
+      .toEqual(["/docs/d6.html", "/docs/d10.html", "/articles/a6.html", "/articles/a10.html"].map((path) => [path, [], "matched"]));
   });
 
   it("lists static pages as browsed ones: title, load state, text; each page crawled line says how", () => {
