@@ -156,7 +156,8 @@ export class TemplateBook {
   async verified(template: string, pageUrl: string, missing: { fetches: string[]; links: string[] }): Promise<VerifyOutcome> {
     const all = [...missing.fetches, ...missing.links];
     if (all.length === 0) return "matched";
-    const fromPage = all.filter((url) => madeFromPage(url, pageUrl));
+    const learningPages = await this.learningPages(template);
+    const fromPage = all.filter((url) => madeFromPage(url, pageUrl, learningPages));
     const lacked = `the static capture of the verify page ${pageUrl} lacked ${all.length} URL${all.length === 1 ? "" : "s"} the browser fetched or linked`;
     if (fromPage.length === 0) {
       const overReason = `${lacked}, after ${MAX_ADOPTIONS} verify pages that showed URLs the template lacked`;
@@ -171,6 +172,14 @@ export class TemplateBook {
     const reason = `${lacked}, made from its own URL (${fromPage.slice(0, 3).join(", ")})`;
     if ((await this.redis.hsetnx(this.keys.templateState, `${template}:fellBack`, reason)) === 1) this.logFallBack(template, pageUrl, reason, all);
     return "fell-back";
+  }
+
+  /** The URLs of the pages the template was learned from. */
+  private async learningPages(template: string): Promise<string[]> {
+    const observed = Number((await this.redis.hget(this.keys.templateState, `${template}:observed`)) ?? "0");
+    if (observed === 0) return [];
+    const texts = await this.redis.hmget(this.keys.templateObservations, ...Array.from({ length: observed }, (_, i) => `${template}:${i + 1}`));
+    return texts.filter((text): text is string => text !== null).map((text) => (JSON.parse(text) as BrowsedObservation).pageUrl);
   }
 
   private logFallBack(template: string, pageUrl: string, reason: string, missing: string[]): void {

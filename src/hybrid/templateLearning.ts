@@ -220,12 +220,21 @@ export function learnTemplate(observations: BrowsedObservation[]): LearnedTempla
 }
 
 /**
- * Whether a URL a page fetched or linked is made from the page's own URL (a part of it, as rules are written): such a
- * URL differs from page to page, so another page captured without it lacked its own.
+ * Whether a URL a page fetched or linked is made from the page's own URL, so that another page of the template would
+ * fetch or link another one: written as a rule of the page (see ruleOf), it holds a placeholder, and filled in from one
+ * of `otherPages` (the template's learning pages) it gives another URL or none. A URL made only from the parts every
+ * page shares (the site's folder, `/book/img/...` under `/book/`) is the same on any page.
  */
-export function madeFromPage(url: string, pageUrl: string): boolean {
+export function madeFromPage(url: string, pageUrl: string, otherPages: readonly string[] = []): boolean {
   try {
-    return ruleOf(new URL(url), new URL(pageUrl)).hasPlaceholder;
+    const { rule, hasPlaceholder } = ruleOf(new URL(url), new URL(pageUrl));
+    if (!hasPlaceholder) return false;
+    if (!otherPages.length) return true;
+    const own = new URL(url).href;
+    return otherPages.some((other) => {
+      const filled = fillRule(rule, new URL(other));
+      return "underivable" in filled || filled.url !== own;
+    });
   } catch {
     return false;
   }

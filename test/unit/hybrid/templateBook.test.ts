@@ -132,8 +132,9 @@ describe("TemplateBook", () => {
     await book.choose(page(1), TEMPLATE, SCRIPTS);
     await book.learn(TEMPLATE, observation("foo"));
     const learnedBefore = (await book.learned(TEMPLATE))!;
-    const icon = `${SITE}/img/does_not_compile.svg`;
-    const intro = `${SITE}/intro.html#ferris`;
+    // Under the folder every page of the template is in (articles/): the same URLs on any page.
+    const icon = `${SITE}/articles/img/does_not_compile.svg`;
+    const intro = `${SITE}/articles/intro.html#ferris`;
     expect(await book.verified(TEMPLATE, page(4), { fetches: [icon], links: [intro] })).toBe("adopted");
     // Another process reads the adopted URLs too; the next page the guard lets through is a verify page.
     const other = new TemplateBook(secondConnection(), keys, { learnPages: 1, verifyEvery: 3 });

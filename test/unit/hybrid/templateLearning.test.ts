@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { deriveFor, isVolatile, learnTemplate, type LearnedTemplate } from "../../../src/hybrid/templateLearning.js";
+import { deriveFor, isVolatile, learnTemplate, madeFromPage, type LearnedTemplate } from "../../../src/hybrid/templateLearning.js";
 import type { BrowsedObservation } from "../../../src/hybrid/templateTypes.js";
 
 const SITE = "https://example.com";
@@ -115,5 +115,15 @@ describe("learnTemplate", () => {
     const learned = learnTemplate([observation("/p/foo", [`${SITE}/q?x={a}&slug=foo`]), observation("/p/bar", [`${SITE}/q?x={a}&slug=bar`])]);
     expect(learned.fetchRules).toEqual([`${SITE}/q?x={{a}}&slug={segment2}`]);
     expect(deriveFor(learned, `${SITE}/p/baz`)).toEqual({ fetches: [`${SITE}/q?x={a}&slug=baz`], links: [] });
+  });
+
+  it("madeFromPage: a URL another learning page would make differently is the page's own; one made only of the folder every page shares is not", () => {
+    expect(madeFromPage(`${SITE}/api/reviews/p6.json`, `${SITE}/products/p6.html`, [`${SITE}/products/p1.html`])).toBe(true);
+    expect(madeFromPage(`${SITE}/book/img/ferris/panics.svg`, `${SITE}/book/ch11-01-writing-tests.html`, [`${SITE}/book/ch01-00-getting-started.html`, `${SITE}/book/foreword.html`])).toBe(false);
+    expect(madeFromPage(`${SITE}/static/logo.svg`, `${SITE}/book/ch11.html`, [`${SITE}/book/ch01.html`])).toBe(false);
+    // Without learning pages to compare with, any part of the page's URL counts.
+    expect(madeFromPage(`${SITE}/book/img/ferris/panics.svg`, `${SITE}/book/ch11.html`)).toBe(true);
+    // A learning page lacking the part (no query id) would make no URL: the page's own.
+    expect(madeFromPage(`${SITE}/data/12345.json`, `${SITE}/item?id=12345`, [`${SITE}/item`])).toBe(true);
   });
 });
