@@ -163,6 +163,9 @@ export class StaticPageLoader {
     const planned = documentFetches(parsed.references, doc.url);
     const learned = learnedFetches(options.fetches.map(withoutHash), doc.url, planned.length);
     const done = await new RequisiteFetches(this.options, doc.url, "capture", options.sink).run([...planned, ...learned]);
+    // Counting the page done would leave what was not stored out of the archive for good: the attempt fails, and its
+    // retry goes to the browser.
+    if (done.lost.length) return { document: null, title: "", links: [], error: `what the page names could not be stored: ${done.lost.slice(0, 3).join(" ")}`, truncated: [], fetched: done.fetched };
     const links = [...new Set([...parsed.references.links, ...options.links].map((h) => tryNormalizeCrawlUrl(h, undefined, true)).filter((u): u is string => u !== null))];
     const favicon = parsed.references.requisites.find((r) => r.kind === "icon")?.url;
     // A copy of the document (spread by the caller) has no text kept for it: read from its HTML again.

@@ -188,6 +188,8 @@ export interface RequisiteFetchOptions {
 export interface FetchesDone {
   fetched: string[];
   captured: CapturedSummary[];
+  /** URLs whose exchange was fetched but could not be stored: the page is not captured whole. */
+  lost: string[];
 }
 
 type Visit = "capture" | "plan";
@@ -201,6 +203,7 @@ export class RequisiteFetches {
   private readonly taken = new Set<string>();
   private readonly fetched: { url: string; order: number[] }[] = [];
   private readonly captured: { summary: CapturedSummary; order: number[] }[] = [];
+  private readonly lost: string[] = [];
   private readonly queue: PlannedFetch[] = [];
   private running = 0;
   private finished: (() => void) | null = null;
@@ -222,7 +225,7 @@ export class RequisiteFetches {
     if (this.running === 0) this.finished?.();
     await done;
     const byOrder = (a: { order: number[] }, b: { order: number[] }) => compareOrder(a.order, b.order);
-    return { fetched: [...this.fetched].sort(byOrder).map((f) => f.url), captured: [...this.captured].sort(byOrder).map((c) => c.summary) };
+    return { fetched: [...this.fetched].sort(byOrder).map((f) => f.url), captured: [...this.captured].sort(byOrder).map((c) => c.summary), lost: [...this.lost] };
   }
 
   private enqueue(planned: readonly PlannedFetch[]): void {
@@ -322,6 +325,7 @@ export class RequisiteFetches {
       await this.sink!.store(exchange);
     } catch (err) {
       logger.warn("capture", "a static capture's exchange could not be stored", { url: exchange.url, page: this.documentUrl, error: errorMessage(err) });
+      this.lost.push(exchange.url);
     }
   }
 
