@@ -8,7 +8,9 @@ import type { QaSummary } from "./pageResult.js";
 
 /**
  * `crawl --qa` needs what QA compares with: a WACZ, each page's viewport screenshot (urn:view:) and text
- * (urn:text:). Added to what the flags ask for (nothing asked for is taken away).
+ * (urn:text:). Added to what the flags ask for (nothing asked for is taken away). A hybrid crawl
+ * (--captureMode hybrid) takes no screenshots, since most of its pages are never rendered: its pages are scored
+ * on their text and requests.
  */
 export function withQaNeeds(flags: RawCrawlFlags): RawCrawlFlags {
   if (!flags.qa) return flags;
@@ -18,7 +20,7 @@ export function withQaNeeds(flags: RawCrawlFlags): RawCrawlFlags {
     ...flags,
     generateWACZ: true,
     text: text.some((t) => t.split(",").includes("to-warc")) ? text : [...text, "to-warc"],
-    screenshot: screenshot.some((s) => s.split(",").includes("view")) ? screenshot : [...screenshot, "view"],
+    screenshot: flags.captureMode === "hybrid" || screenshot.some((s) => s.split(",").includes("view")) ? screenshot : [...screenshot, "view"],
   };
 }
 

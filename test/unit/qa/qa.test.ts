@@ -139,4 +139,9 @@ describe("flags", () => {
     expect(withQaNeeds({ qa: true, text: ["to-pages,to-warc"], screenshot: ["thumbnail"] })).toMatchObject({ text: ["to-pages,to-warc"], screenshot: ["thumbnail", "view"] });
     expect(withQaNeeds({ text: ["to-pages"] })).toEqual({ text: ["to-pages"] });
   });
+
+  it("crawl --qa --captureMode hybrid adds no screenshot (most pages are never rendered): its pages are scored on text and requests", () => {
+    expect(withQaNeeds({ qa: true, captureMode: "hybrid" })).toEqual({ qa: true, captureMode: "hybrid", generateWACZ: true, text: ["to-warc"], screenshot: [] });
+    expect(withQaNeeds({ qa: true, captureMode: "browser" })).toMatchObject({ screenshot: ["view"] });
+  });
 });
