@@ -3,6 +3,7 @@
 
 import type { Cluster, Redis } from "ioredis";
 import { logger } from "../log/logger.js";
+import { RecentlyUsed } from "../util/recentlyUsed.js";
 import type { CrawlStateKeys } from "../state/stateKeys.js";
 import { guardChoice } from "./captureGuard.js";
 import { learnTemplate, madeFromPage, withAdopted } from "./templateLearning.js";
@@ -94,8 +95,8 @@ export class TemplateBook {
   private readonly learnPages: number;
   private readonly verifyEvery: number;
   private readonly learnWaitMs: number;
-  /** Learned templates by key, the most recently used last; at most CACHED_TEMPLATES. */
-  private readonly cache = new Map<string, { observed: number; adoptions: number; learned: LearnedTemplate }>();
+  /** Learned templates by key, at most CACHED_TEMPLATES. */
+  private readonly cache = new RecentlyUsed<string, { observed: number; adoptions: number; learned: LearnedTemplate }>(CACHED_TEMPLATES);
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -201,22 +202,13 @@ export class TemplateBook {
   /** The template learned from its observations, read from Redis when their count differs from the one cached. */
   private async read(template: string, observed: number, adoptions: number): Promise<LearnedTemplate> {
     const cached = this.cache.get(template);
-    if (cached?.observed === observed && cached.adoptions === adoptions) {
-      this.cache.delete(template);
-      this.cache.set(template, cached);
-      return cached.learned;
-    }
+    if (cached?.observed === observed && cached.adoptions === adoptions) return cached.learned;
     const fields = [...Array.from({ length: observed }, (_, i) => `${template}:${i + 1}`), ...Array.from({ length: adoptions }, (_, i) => `${template}:adopted:${i + 1}`)];
     const texts = await this.redis.hmget(this.keys.templateObservations, ...fields);
     const observations = texts.slice(0, observed).filter((text): text is string => text !== null).map((text) => JSON.parse(text) as BrowsedObservation);
     const adopted = texts.slice(observed).filter((text): text is string => text !== null).map((text) => JSON.parse(text) as { fetches: string[]; links: string[] });
     const learned = withAdopted(learnTemplate(observations), adopted);
-    this.cache.delete(template);
     this.cache.set(template, { observed, adoptions, learned });
-    for (const oldest of this.cache.keys()) {
-      if (this.cache.size <= CACHED_TEMPLATES) break;
-      this.cache.delete(oldest);
-    }
     return learned;
   }
 }

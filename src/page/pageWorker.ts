@@ -4,7 +4,7 @@ import { FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import type { RunContext } from "../fetch/connectionRules.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
-import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
+import { pageLinkUrls, tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { withTimeout } from "../util/deadline.js";
 import { pageFavicon } from "./favicon.js";
 import { clickClaims, installBehaviors, runBehaviors, type BehaviorHooks, type BehaviorOutcome, type BehaviorSettings } from "../behaviors/behaviors.js";
@@ -297,14 +297,14 @@ export class PageWorker {
   private async readPage(tab: Page): Promise<{ title: string; links: string[]; media: string[] }> {
     const read = await readPage(tab, this.options.linkSelectors ?? DEFAULT_LINK_SELECTORS, this.options.linkKinds);
     // Fragments kept: whether they tell pages apart is the seed scope's call (--allowHashUrls).
-    const links = [...new Set(read.links.map((h) => tryNormalizeCrawlUrl(h, undefined, true)).filter((u): u is string => u !== null))];
+    const links = pageLinkUrls(read.links);
     return { ...read, links };
   }
 
   /** The behaviors' links, absolute (a behavior may give a relative one) and normalized as the page's links. */
   private pageBehaviorLinks(tab: Page): string[] {
     const base = tab.url();
-    return [...new Set([...this.behaviorLinks].map((h) => tryNormalizeCrawlUrl(h, base, true)).filter((u): u is string => u !== null))];
+    return pageLinkUrls(this.behaviorLinks, base);
   }
 
   /** The fetcher of what is captured outside the browser, under the run's connection rules (a hybrid crawl's static pages too). */

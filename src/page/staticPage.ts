@@ -2,7 +2,7 @@ import { headerValue, mimeTypeOf, type Exchange } from "../archive/exchange.js";
 import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage } from "../log/logger.js";
 import type { ExchangeSink, StoreOutcome } from "../pipeline/exchangeSink.js";
-import { tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
+import { pageLinkUrls, withoutHash } from "../scope/urls.js";
 import { browserRequestHeaders, type BrowserIdentity } from "../static/browserRequestHeaders.js";
 import { documentEncoding } from "../static/documentEncoding.js";
 import { documentReferences, parseDocument, type DocumentReferences } from "../static/documentReferences.js";
@@ -148,7 +148,7 @@ export class StaticPageLoader {
   async capture(doc: StaticDocument, options: StaticCaptureOptions): Promise<PageLoadResult & { fetched: string[] }> {
     const parsed = parsedOf(doc);
     const { exchange } = doc;
-    const document: CapturedSummary = { url: doc.url, status: exchange.status, mime: mimeTypeOf(exchange), resourceType: "Document", location: null, date: exchange.date };
+    const document = documentSummary(doc);
     const duplicate = options.skipIfArchived === true && (await options.sink.isArchivedPayload(exchange.body, exchange.status));
     let stored: StoreOutcome;
     try {
@@ -166,7 +166,7 @@ export class StaticPageLoader {
     // Counting the page done would leave what was not stored out of the archive for good: the attempt fails, and its
     // retry goes to the browser.
     if (done.lost.length) return { document: null, title: "", links: [], error: `what the page names could not be stored: ${done.lost.slice(0, 3).join(" ")}`, truncated: [], fetched: done.fetched };
-    const links = [...new Set([...parsed.references.links, ...options.links].map((h) => tryNormalizeCrawlUrl(h, undefined, true)).filter((u): u is string => u !== null))];
+    const links = pageLinkUrls([...parsed.references.links, ...options.links]);
     const favicon = parsed.references.requisites.find((r) => r.kind === "icon")?.url;
     // A copy of the document (spread by the caller) has no text kept for it: read from its HTML again.
     const text = options.text ? (texts.get(doc) ?? documentText(parseDocument(parsed.html))) : undefined;
@@ -183,6 +183,12 @@ export class StaticPageLoader {
       fetched: done.fetched,
     };
   }
+}
+
+/** The fetched document as the page's capture lists it. */
+export function documentSummary(doc: StaticDocument): CapturedSummary {
+  const { exchange } = doc;
+  return { url: doc.url, status: exchange.status, mime: mimeTypeOf(exchange), resourceType: "Document", location: null, date: exchange.date };
 }
 
 function parsedOf(doc: StaticDocument): NonNullable<StaticDocument["parsed"]> {

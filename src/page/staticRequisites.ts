@@ -10,6 +10,7 @@ import { discardBody, type FallbackFetcher } from "../fetch/fallbackFetcher.js";
 import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { withoutHash } from "../scope/urls.js";
+import { RecentlyUsed } from "../util/recentlyUsed.js";
 import { browserRequestHeaders, type BrowserIdentity, type BrowserRequest, type FetchDestination } from "../static/browserRequestHeaders.js";
 import { cssReferences, type CssReferences } from "../static/cssReferences.js";
 import type { DocumentReferences, Requisite } from "../static/documentReferences.js";
@@ -69,28 +70,8 @@ export async function decodedBody(exchange: Exchange, cap: number): Promise<Body
   return { bytes: Buffer.concat(chunks) };
 }
 
-/** What the stylesheets this process fetched name, by URL (their bodies are not kept): a bounded LRU. */
-class StylesheetReferences {
-  private readonly known = new Map<string, CssReferences>();
-
-  get(url: string): CssReferences | undefined {
-    const found = this.known.get(url);
-    if (found) {
-      this.known.delete(url);
-      this.known.set(url, found);
-    }
-    return found;
-  }
-
-  set(url: string, references: CssReferences): void {
-    this.known.delete(url);
-    this.known.set(url, references);
-    if (this.known.size > STYLESHEET_CACHE_SIZE) this.known.delete(this.known.keys().next().value!);
-  }
-}
-
-/** The process's stylesheet references, shared by every static capture. */
-const stylesheets = new StylesheetReferences();
+/** What the stylesheets this process fetched name, by URL (their bodies are not kept), shared by every static capture. */
+const stylesheets = new RecentlyUsed<string, CssReferences>(STYLESHEET_CACHE_SIZE);
 
 const NO_REFERENCES: CssReferences = { imports: [], urls: [], fonts: [] };
 

@@ -30,6 +30,14 @@ export function tryNormalizeCrawlUrl(raw: string, base?: string, keepHash = fals
 }
 
 /**
+ * A page's links as the crawl takes them: each href normalized against `base` (or absolute), fragments kept (whether they
+ * tell pages apart is the seed scope's call, --allowHashUrls), what is no crawlable URL dropped, each once, in order.
+ */
+export function pageLinkUrls(hrefs: Iterable<string>, base?: string): string[] {
+  return [...new Set([...hrefs].map((h) => tryNormalizeCrawlUrl(h, base, true)).filter((u): u is string => u !== null))];
+}
+
+/**
  * The key a page is known by in the queue's seen set: two URLs with one key are one page, crawled once
  * (under the URL seen first, which is the one loaded and archived). As browsertrix-crawler keys its
  * seen set (normalize-url with sortQueryParameters): query parameters in a stable order by name, no

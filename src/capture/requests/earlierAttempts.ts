@@ -2,6 +2,7 @@ import type { CDPSession, Protocol } from "puppeteer-core";
 import { readStoredResponse, type RecordPlacement, type StoredResponse } from "../../archive/storedRecord.js";
 import { errorMessage, logger } from "../../log/logger.js";
 import { withTimeout } from "../../util/deadline.js";
+import { RecentlyUsed } from "../../util/recentlyUsed.js";
 
 /** Where an attempt stored a URL's response, and what a later attempt needs to answer with it. */
 export interface StoredAnswer extends RecordPlacement {
@@ -29,18 +30,12 @@ const TRANSFER_HEADERS = new Set(["content-encoding", "content-length", "transfe
  * settled for good (crawled, skipped, failed for the last time).
  */
 export class EarlierAttempts {
-  private readonly pages = new Map<string, PageStores>();
+  private readonly pages = new RecentlyUsed<string, PageStores>(MAX_PAGES);
 
   /** The page's records, remembered so far (none on its first attempt); the page becomes the most recent. */
   of(pageUrl: string): PageStores {
-    const known = this.pages.get(pageUrl);
-    this.pages.delete(pageUrl);
-    const stores = known ?? new PageStores();
+    const stores = this.pages.get(pageUrl) ?? new PageStores();
     this.pages.set(pageUrl, stores);
-    for (const oldest of this.pages.keys()) {
-      if (this.pages.size <= MAX_PAGES) break;
-      this.pages.delete(oldest);
-    }
     return stores;
   }
 

@@ -6,10 +6,10 @@ import type { TemplateBook } from "../../hybrid/templateBook.js";
 import type { BrowsedObservation, CaptureChoice } from "../../hybrid/templateTypes.js";
 import { errorMessage, logger } from "../../log/logger.js";
 import type { LoadOptions, PageLoadResult, PageWorker } from "../../page/pageWorker.js";
-import { StaticPageLoader, type StaticDocument, type StaticPageOptions } from "../../page/staticPage.js";
+import { documentSummary, StaticPageLoader, type StaticDocument, type StaticPageOptions } from "../../page/staticPage.js";
 import type { ExchangeSink } from "../../pipeline/exchangeSink.js";
 import type { CaptureEntry, CaptureReport } from "../../reports/captureReport.js";
-import { tryNormalizeCrawlUrl, withoutHash } from "../../scope/urls.js";
+import { pageLinkUrls, withoutHash } from "../../scope/urls.js";
 
 export interface HybridCaptureOptions {
   book: TemplateBook;
@@ -130,7 +130,7 @@ export class HybridCapture {
     const planned = new Set(await this.loaderOf(worker).plannedUrls(doc));
     const own = ownUrls(pageUrl, result);
     const extraFetches = fetchedUrls(result.captured ?? []).filter((url) => !planned.has(url) && !own.has(url));
-    const staticLinks = new Set(normalizedLinks(parsed.references.links));
+    const staticLinks = new Set(pageLinkUrls(parsed.references.links));
     const extraLinks = result.links.filter((link) => !staticLinks.has(link));
     const observation: BrowsedObservation = {
       pageUrl,
@@ -151,7 +151,7 @@ export class HybridCapture {
     const derivedFetches = "underivable" in derived ? [] : derived.fetches;
     const derivedLinks = "underivable" in derived ? [] : derived.links;
     const staticFetches = new Set([...(await this.loaderOf(worker).plannedUrls(doc)), ...derivedFetches]);
-    const staticLinks = new Set([...normalizedLinks(parsed.references.links), ...derivedLinks]);
+    const staticLinks = new Set([...pageLinkUrls(parsed.references.links), ...derivedLinks]);
     const own = ownUrls(pageUrl, result);
     const browserFetches = fetchedUrls(result.captured ?? []).filter((url) => !own.has(url) && !(learned && isVolatile(learned, url)));
     const browserAll = new Set((result.captured ?? []).map((c) => c.url));
@@ -172,18 +172,7 @@ function fetchedUrls(captured: readonly CapturedSummary[]): string[] {
   return [...new Set(captured.filter((c) => COUNTED_TYPES.has(c.resourceType) && c.status >= 200 && c.status < 400).map((c) => c.url))];
 }
 
-/** Links as the browser path reads them (pageWorker.readPage): normalized, fragments kept. */
-function normalizedLinks(links: readonly string[]): string[] {
-  return [...new Set(links.map((link) => tryNormalizeCrawlUrl(link, undefined, true)).filter((u): u is string => u !== null))];
-}
-
 /** --dedupePagesMinDepth: the document fetched is archived already (its revisit written): the page is not loaded further. */
 function duplicateOf(doc: StaticDocument): PageLoadResult {
-  const { exchange } = doc;
-  const document: CapturedSummary = { url: exchange.url, status: exchange.status, mime: mimeOf(exchange.responseHeaders), resourceType: "Document", location: null, date: exchange.date };
-  return { document, title: "", links: [], error: null, truncated: [], duplicate: true, capture: "static" };
-}
-
-function mimeOf(headers: readonly [string, string][]): string {
-  return (headers.find(([name]) => name.toLowerCase() === "content-type")?.[1] ?? "").split(";")[0]!.trim();
+  return { document: documentSummary(doc), title: "", links: [], error: null, truncated: [], duplicate: true, capture: "static" };
 }
