@@ -10,6 +10,11 @@ const LOAD_OUTCOME_WAIT_MS = 10_000;
  * body the page holds unread (a script's fetch whose response it never reads) has its end told late, or never.
  */
 export const AFTER_BODY_RECEIVED_WAIT_MS = 1000;
+/**
+ * The same for a body whole by its declared length: no failure can cut it any more, so the wait only lets the page's
+ * script take the bytes it now holds before the page's end is decided.
+ */
+export const AFTER_WHOLE_BODY_RECEIVED_WAIT_MS = 100;
 /** Outcomes nobody asks for (requests the capture did not pause on) must not pile up. */
 const MAX_UNCLAIMED = 2000;
 
@@ -22,6 +27,8 @@ export class LoadOutcomes {
   /** null: finished, else the browser's error text. */
   private readonly outcomes = new Map<string, string | null>();
   private readonly waiters = new Map<string, Waiter>();
+  /** Bytes each load in progress has given the page so far: a body handed over before anyone asks is counted too. */
+  private readonly received = new Map<string, number>();
   /** What each response came over (h2, tls/1.3...): WARC-Protocol. */
   readonly protocols = new ResponseProtocols();
 
@@ -38,10 +45,17 @@ export class LoadOutcomes {
     this.protocols.listen(cdp);
     cdp.on("Network.loadingFinished", (event: Protocol.Network.LoadingFinishedEvent) => this.settle(event.requestId, null));
     cdp.on("Network.loadingFailed", (event: Protocol.Network.LoadingFailedEvent) => this.settle(event.requestId, event.errorText));
-    cdp.on("Network.dataReceived", (event: Protocol.Network.DataReceivedEvent) => this.waiters.get(event.requestId)?.received(event.dataLength));
+    cdp.on("Network.dataReceived", (event: Protocol.Network.DataReceivedEvent) => this.receive(event.requestId, event.dataLength));
+  }
+
+  private receive(networkId: string, bytes: number): void {
+    this.received.set(networkId, (this.received.get(networkId) ?? 0) + bytes);
+    if (this.received.size > MAX_UNCLAIMED) this.received.delete(this.received.keys().next().value!);
+    this.waiters.get(networkId)?.received(bytes);
   }
 
   settle(networkId: string, error: string | null): void {
+    this.received.delete(networkId);
     const waiter = this.waiters.get(networkId);
     if (waiter) {
       this.waiters.delete(networkId);
@@ -54,9 +68,11 @@ export class LoadOutcomes {
 
   /**
    * How the browser's load of a request ended: null when it finished (or did not say in time, or never will: a
-   * fetch of the browser's own, `networkId` null), else the error. Asked before the paused response is let on to
-   * the page, with the body read from it (`read`): a body whole by its declared length needs no answer, and
-   * once the page has received all of a body, a failure is told at once or the page holds the body unread.
+   * fetch of the browser's own, `networkId` null), else the error. Asked with the body the capture read from the
+   * paused response (`read`), before or after that body went on to the page: once the page has received all of it,
+   * a failure is told at once or the page holds the body unread (a script's fetch it never reads: its end is told
+   * late or never). Until then the page is still getting it, and its end must wait: whatever the script does with
+   * the body (a title, an image it adds) is part of the page.
    */
   of(networkId: string | null, frameId?: string, read?: BodyRead): Promise<string | null> {
     if (networkId === null || this.lifetimes.requestGone(networkId, frameId)) return Promise.resolve(null);
@@ -65,9 +81,8 @@ export class LoadOutcomes {
       this.outcomes.delete(networkId);
       return Promise.resolve(error);
     }
-    if (read?.whole) return Promise.resolve(null);
     return new Promise((resolve) => {
-      let received = 0;
+      let received = this.received.get(networkId) ?? 0;
       let lastWait: NodeJS.Timeout | undefined;
       const end = (error: string | null) => {
         clearTimeout(timer);
@@ -81,11 +96,11 @@ export class LoadOutcomes {
         settle: end,
         received: (bytes) => {
           received += bytes;
-          if (read && lastWait === undefined && received >= read.size) lastWait = setTimeout(() => end(null), AFTER_BODY_RECEIVED_WAIT_MS);
+          if (read && lastWait === undefined && received >= read.size) lastWait = setTimeout(() => end(null), read.whole ? AFTER_WHOLE_BODY_RECEIVED_WAIT_MS : AFTER_BODY_RECEIVED_WAIT_MS);
         },
       };
       this.waiters.set(networkId, waiter);
-      waiter.received(0); // an empty body: nothing more is to arrive
+      waiter.received(0); // an empty body, or one received already: nothing more is to arrive
     });
   }
 

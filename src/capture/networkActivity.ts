@@ -22,6 +22,8 @@ interface InFlight {
 export class NetworkActivity {
   private readonly inFlight = new Map<string, InFlight>();
   private lastActivity = Date.now();
+  /** When the page last started a request (epoch ms). */
+  private lastStart = 0;
   private readonly listeners = new Set<() => void>();
 
   constructor(cdp: CDPSession, lifetimes: DocumentLifetimes) {
@@ -52,6 +54,11 @@ export class NetworkActivity {
     if (this.inFlight.delete(requestId)) this.touch();
   }
 
+  /** The page started a request at or after `time` (epoch ms). */
+  startedSince(time: number): boolean {
+    return this.lastStart >= time;
+  }
+
   /** No request in flight (streams aside), and none started or ended in the last `ms`. */
   quietFor(ms: number): boolean {
     return this.inFlight.size === 0 && Date.now() - this.lastActivity >= ms;
@@ -73,6 +80,7 @@ export class NetworkActivity {
 
   private started(requestId: string, request: InFlight): void {
     this.inFlight.set(requestId, request);
+    this.lastStart = Date.now();
     this.touch();
   }
 

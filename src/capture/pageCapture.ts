@@ -338,6 +338,8 @@ export class PageCapture {
       const streamed = (reading === "live" && !archiveOnly ? await this.live.read(event, control) : null)
         ?? (await streamResponseBody(this.cdp, event, responseHeaders, archiveOnly, control));
       body = streamed.body;
+      // The page has the body only once it received it: what its script does with it is part of the page.
+      if (streamed.handedOver) await this.loads.of(networkIdOf(event), event.frameId, { size: bodySize(body), whole: true });
       if (body.kind === "bytes") attempt.answers.note(request.url, event.resourceType, body.bytes);
       cutOff = streamed.end === "disconnect";
       cutShort = streamed.end === "length" || streamed.end === "time" ? streamed.end : null;

@@ -218,7 +218,7 @@ export class PageWorker {
       }
     }
     // Read while the page runs (text, screenshots may fetch more), once what is in flight has reached it.
-    await timings.time("drain", () => capture.settle());
+    await timings.time("drain", () => this.settle(capture));
     const shown = findDocument(attempt.captured, url, attempt.internalRedirects);
     const read = shown && isRenderedDocumentType(shown.mime) && (!navigationError || /timeout/i.test(navigationError)) ? await this.readLoadedPage(tab, url, shown.status, timings) : null;
     if (read && !(read instanceof Error)) capture.fetchMissingMedia(read.media);
@@ -247,6 +247,20 @@ export class PageWorker {
       return { document: null, title: "", links: [], error: `could not read the page's links: ${read ? read.message : "the page was not read"}` };
     }
     return { document, title: read.title, ...(read.favicon ? { favicon: read.favicon } : {}), links: read.links, ...(read.extracts ? { extracts: read.extracts } : {}), error: null };
+  }
+
+  /**
+   * What was in flight reaches the page. A body that reached it only now (one the capture streamed, then handed on)
+   * may make its script ask for more (an image it adds): those requests are let end and drained too, a few rounds at most.
+   */
+  private async settle(capture: PageCapture): Promise<void> {
+    const quietBy = Date.now() + this.options.netIdleWaitMs; // one idle wait's cap for all rounds: a long poll holds no more
+    for (let round = 0; round < SETTLE_ROUNDS; round++) {
+      const started = Date.now();
+      await capture.settle();
+      if (!capture.network.startedSince(started) || Date.now() >= quietBy) return;
+      await capture.network.waitForQuiet(quietBy - Date.now(), this.options.netIdleMaxRequests, 0);
+    }
   }
 
   /** The page's title, links, text and screenshots, once it is loaded and its behaviors are over. */
@@ -360,6 +374,8 @@ const TAB_CLOSE_DEADLINE_MS = 5000;
  * images as it changes).
  */
 const QUIET_BEFORE_BEHAVIORS_MS = 0;
+/** How many times a page's drain is begun again for requests its page started while it ran. */
+const SETTLE_ROUNDS = 3;
 /** How long the network must have been quiet after behaviors that left the page settled: none. */
 const QUIET_AFTER_SETTLED_MS = 0;
 /** Most behavior links kept per page (a behavior adding links in a loop must not fill memory). */

@@ -94,6 +94,13 @@ export type DirectDecode = () => Promise<{ body: ExchangeBody; truncated: "lengt
 const DIRECT_DECODE_AFTER = 16 * 1024 * 1024;
 const DIRECT_DECODE_RATIO = 4;
 
+/** A body read as it streamed, how it ended, and whether the capture itself handed it on to the page (fulfilled it). */
+export interface StreamedBody {
+  body: ExchangeBody;
+  end: StreamEnd;
+  handedOver?: boolean;
+}
+
 /** How a streamed body ended short: cut off by the network, cut at the size cap, or still open when the page ended. */
 export type StreamEnd = "disconnect" | "length" | "time" | null;
 
@@ -109,7 +116,7 @@ export async function streamResponseBody(
   responseHeaders: [string, string][],
   archiveOnly: boolean,
   control: StreamControl,
-): Promise<{ body: ExchangeBody; end: StreamEnd }> {
+): Promise<StreamedBody> {
   const resume = () => cdp.send("Fetch.continueRequest", { requestId: event.requestId }).catch(() => undefined);
   const abort = () => cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "Aborted" }).catch(() => undefined);
   let stream: string;
@@ -122,6 +129,7 @@ export async function streamResponseBody(
   const spool = new BodySpool(control.limits);
   let end: StreamEnd = null;
   let body: ExchangeBody;
+  let handedOver = false;
   try {
     const declared = Number(responseHeaders.find(([n]) => n.toLowerCase() === "content-length")?.[1] ?? NaN);
     const switchAt = control.decodeDirectly ? Math.max(DIRECT_DECODE_AFTER, declared * DIRECT_DECODE_RATIO || 0) : Infinity;
@@ -157,12 +165,13 @@ export async function streamResponseBody(
         responseHeaders: headers,
         body: bodyForPage.toString("base64"),
       })
+      .then(() => (handedOver = true))
       .catch(() => undefined);
   } else {
     logger.warn("capture", "body too large to hand back to the page; archived only", { url: event.request.url, size: bodySize(body) });
     await abort();
   }
-  return { body, end };
+  return { body, end, handedOver };
 }
 
 /** Read until the stream ends, or until `switchAt` bytes were read ("decode directly": the stream stays open). */

@@ -1,7 +1,7 @@
 import type { CDPSession, Protocol } from "puppeteer-core";
 import type { ExchangeBody } from "../../archive/exchange.js";
 import { BodySpool } from "../../fetch/bodyLimits.js";
-import { CUT_OFF_ERRORS, type StreamControl, type StreamEnd } from "./responseBody.js";
+import { CUT_OFF_ERRORS, type StreamControl, type StreamedBody, type StreamEnd } from "./responseBody.js";
 
 /** One response whose bytes arrive as Network.dataReceived events. */
 interface OpenStream {
@@ -43,7 +43,7 @@ export class LiveStreams {
    * Continue a paused response to the page and read its body as it streams; null when the browser will
    * not stream it (the response is still paused then, for another way of reading it).
    */
-  async read(event: Protocol.Fetch.RequestPausedEvent, control: StreamControl): Promise<{ body: ExchangeBody; end: StreamEnd } | null> {
+  async read(event: Protocol.Fetch.RequestPausedEvent, control: StreamControl): Promise<StreamedBody | null> {
     const networkId = event.networkId ?? event.requestId;
     const stream: OpenStream = { chunks: [], ended: undefined, wake: null };
     this.open.set(networkId, stream);

@@ -3,7 +3,7 @@ import type { CDPSession } from "puppeteer-core";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { wholeByDeclaredLength } from "../../../src/archive/exchange.js";
 import { DocumentLifetimes } from "../../../src/capture/documentLifetimes.js";
-import { AFTER_BODY_RECEIVED_WAIT_MS, LoadOutcomes } from "../../../src/capture/loadOutcomes.js";
+import { AFTER_BODY_RECEIVED_WAIT_MS, AFTER_WHOLE_BODY_RECEIVED_WAIT_MS, LoadOutcomes } from "../../../src/capture/loadOutcomes.js";
 
 /** Load outcomes hearing a tab's CDP events, and a way to send them. */
 function listeningLoads() {
@@ -31,9 +31,28 @@ afterEach(() => {
 });
 
 describe("a continued response whose body the capture read", () => {
-  it("whole by its declared length: no end of its load is waited for (a page holding it unread tells none)", async () => {
-    const { loads } = listeningLoads();
-    expect(await after(loads.of("3.1", "frame", { size: 69, whole: true }), 0)).toEqual({ settled: true, value: null });
+  it("whole by its declared length: waited for only until the page received it, and a moment for its script (a page holding it unread tells no end)", async () => {
+    const { loads, emit } = listeningLoads();
+    const outcome = loads.of("3.1", "frame", { size: 69, whole: true });
+    expect(await after(outcome, AFTER_BODY_RECEIVED_WAIT_MS * 3)).toEqual({ settled: false }); // the page is still getting it
+    emit("Network.dataReceived", { requestId: "3.1", dataLength: 69, encodedDataLength: 69 });
+    expect(await after(outcome, AFTER_WHOLE_BODY_RECEIVED_WAIT_MS - 10)).toEqual({ settled: false });
+    expect(await after(outcome, 10)).toEqual({ settled: true, value: null });
+  });
+
+  it("whole, and received before anyone asked (a body the capture handed on itself): the bytes already received count", async () => {
+    const { loads, emit } = listeningLoads();
+    emit("Network.dataReceived", { requestId: "3.6", dataLength: 9_000, encodedDataLength: 9_000 });
+    emit("Network.dataReceived", { requestId: "3.6", dataLength: 1_000, encodedDataLength: 1_000 });
+    const outcome = loads.of("3.6", "frame", { size: 10_000, whole: true });
+    expect(await after(outcome, AFTER_WHOLE_BODY_RECEIVED_WAIT_MS)).toEqual({ settled: true, value: null });
+  });
+
+  it("whole, and its load finished: at once", async () => {
+    const { loads, emit } = listeningLoads();
+    const outcome = loads.of("3.7", "frame", { size: 10_000, whole: true });
+    emit("Network.loadingFinished", { requestId: "3.7", encodedDataLength: 10_000 });
+    expect(await after(outcome, 0)).toEqual({ settled: true, value: null });
   });
 
   it("once the page received all of it, and no end is told: finished, after a short wait", async () => {
