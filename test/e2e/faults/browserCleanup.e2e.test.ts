@@ -88,10 +88,11 @@ async function startChromium(profileDir: string): Promise<ChildProcess> {
     detached: true,
   });
   started.push(child);
-  // The browser plus its zygotes: the whole family is up. On CI a browser was once seen with one child after
-  // 60 s (alive, not exited): a family of two is still what a dead crawler leaves for the crawl to kill.
-  const up = (await until(() => browserProcesses(profileDir).length >= 3, 30_000)) || browserProcesses(profileDir).length >= 2;
-  expect(up, `Chromium ${child.pid}: exit code ${child.exitCode}, signal ${child.signalCode}, ${browserProcesses(profileDir).length} processes`).toBe(true);
+  // The browser plus its zygotes, given time to come up. On a loaded machine a browser has been seen alive with one
+  // child, or none, after 30 s: whatever part of the family is up is what a dead crawler leaves for the crawl to
+  // kill, and the browser's own process is always part of it.
+  await until(() => browserProcesses(profileDir).length >= 3, 30_000);
+  expect(browserProcesses(profileDir), `Chromium ${child.pid}: exit code ${child.exitCode}, signal ${child.signalCode}`).toContain(child.pid);
   return child;
 }
 
