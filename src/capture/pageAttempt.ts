@@ -28,10 +28,11 @@ export interface RateLimitAnswer {
 
 /**
  * How long large bodies of declared length may go on arriving after their page is done: a body the size of the
- * default --maxResourceSize (512 MB) needs ~4.5 MB/s through CDP in 120 s (60 s, ~8.5 MB/s, cut it short on a
- * loaded machine). A page's hard deadline leaves room for it (crawl/pages/pageSteps.ts).
+ * default --maxResourceSize (512 MB) needs ~2.1 MB/s through CDP in 240 s. CDP hands bodies over at 10-14 MB/s on
+ * an idle 2-core machine and at a third of that on a loaded one, where 120 s cut such a body short. One that stops
+ * flowing is still cut after 5 s. A page's hard deadline leaves room for it (crawl/pages/pageSteps.ts).
  */
-export const DOWNLOAD_GRACE_MS = 120_000;
+export const DOWNLOAD_GRACE_MS = 240_000;
 /**
  * The one deadline of a page's drain (PageCapture.endPage): what was in flight when the page ended has this long
  * to be stored. Open bodies are cut sooner by their own rules (streams, downloads); this bounds the rest.

@@ -274,8 +274,8 @@ export function extractOptionsOf(options: CrawlOptions): ExtractOptions {
 }
 
 export function hardPageDeadlineMs(options: CrawlOptions): number {
-  // Load, quiet network, post-load delay, behaviors, quiet network again, text and screenshots, the large
-  // downloads still arriving when the page was done; plus slack.
+  // Load, quiet network, post-load delay, behaviors, quiet network again, the drain's wait for what its bodies
+  // made the page ask for, text and screenshots, the large downloads still arriving when the page was done; plus slack.
   const behaviors = options.behaviors.length ? options.behaviorTimeout + options.netIdleWait : 0;
-  return (options.pageLoadTimeout + options.netIdleWait + options.postLoadDelay + behaviors) * 1000 + DOWNLOAD_GRACE_MS + 30_000 + extractBudgetMs(extractOptionsOf(options));
+  return (options.pageLoadTimeout + 2 * options.netIdleWait + options.postLoadDelay + behaviors) * 1000 + DOWNLOAD_GRACE_MS + 30_000 + extractBudgetMs(extractOptionsOf(options));
 }
