@@ -1,4 +1,5 @@
 import { BlockList, isIP } from "node:net";
+import { RecentlyUsed } from "../util/recentlyUsed.js";
 
 /** What kind of network an IP address is on, as far as deciding whether the crawler may connect to it. */
 export type AddressCategory =
@@ -67,12 +68,19 @@ const CATEGORY_RANGES: [AddressCategory, AddressRange[]][] = RANGES.map(([catego
  * IPv4-compatible, NAT64 64:ff9b::/96) is judged by the IPv4 address it reaches.
  */
 export function categoryOf(address: string): AddressCategory {
+  const known = KNOWN_CATEGORIES.get(address);
+  if (known !== undefined) return known;
   const ip = embeddedIpv4(address) ?? address;
-  for (const [category, ranges] of CATEGORY_RANGES) {
-    if (ranges.some((range) => range.contains(ip))) return category;
-  }
-  return "public";
+  const category = CATEGORY_RANGES.find(([, ranges]) => ranges.some((range) => range.contains(ip)))?.[0] ?? "public";
+  KNOWN_CATEGORIES.set(address, category);
+  return category;
 }
+
+/**
+ * Categories already worked out, by address: every request of a page and every connection is judged, mostly against
+ * the same few addresses, and each range check makes a SocketAddress of its own.
+ */
+const KNOWN_CATEGORIES = new RecentlyUsed<string, AddressCategory>(4096);
 
 /** The IPv4 address an IPv6 address stands for, if it embeds one; else null. */
 export function embeddedIpv4(address: string): string | null {
