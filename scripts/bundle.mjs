@@ -26,6 +26,15 @@ const BANNER = [
   "const __dirname = __bundleDirname(__filename);",
 ].join("\n");
 
+// puppeteer-core's `debug` is scripts/cachedDebug.mjs: a logger per namespace made once, not once per protocol message.
+const CACHED_DEBUG = join(root, "scripts", "cachedDebug.mjs");
+const cachedDebugForPuppeteer = {
+  name: "cached-debug-for-puppeteer",
+  setup(bundler) {
+    bundler.onResolve({ filter: /^debug$/ }, (args) => (args.importer.includes("/puppeteer-core/") ? { path: CACHED_DEBUG } : undefined));
+  },
+};
+
 // dist/src/cli/crawl.js is built from src/cli/crawl.ts, dist/indexer/cli.js from indexer/cli.ts.
 const sourceOf = (out) => out.replace(/^dist\//, "").replace(/\.js$/, ".ts");
 for (const out of Object.values(bins)) statSync(join(root, sourceOf(out)));
@@ -44,6 +53,7 @@ const result = await build({
   target: "node20",
   external: [...LOADED_ON_DEMAND, ...OPTIONAL_NATIVE],
   banner: { js: BANNER },
+  plugins: [cachedDebugForPuppeteer],
   sourcemap: "linked",
   sourcesContent: false,
   metafile: true,
