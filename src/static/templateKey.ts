@@ -14,7 +14,7 @@ export interface TemplateKey {
   scripts: string[];
   /** Same-site stylesheet URLs (link rel=stylesheet, <style> @import), likewise. */
   stylesheets: string[];
-  /** The elements of the first three levels below <body>, as tag paths (`main>ul.nav>li`), each once, in document order. */
+  /** The elements of the first three levels below <body>, as tag paths (`main>ul.nav>li`), each once, in document order; phrasing content (links, images, spans...) left out. */
   skeleton: string[];
 }
 
@@ -22,6 +22,16 @@ export interface TemplateKey {
 const CACHE_BUSTERS = new Set(["v", "ver", "version", "_", "t", "ts", "timestamp", "cb", "cachebust", "cachebuster", "rev", "build"]);
 
 const SKELETON_DEPTH = 3;
+/**
+ * Phrasing content, left out of the skeleton with what it holds: a link, an image or a span that one page of a
+ * template has and the next lacks (a first chapter's missing "previous" link) is content, not layout. Media, frames
+ * and scripts stay: they change what a page loads.
+ */
+const PHRASING = new Set([
+  "a", "abbr", "b", "bdi", "bdo", "br", "button", "cite", "code", "data", "dfn", "em", "i", "img", "input", "kbd", "label", "mark",
+  "meter", "output", "picture", "progress", "q", "ruby", "s", "samp", "select", "small", "span", "strong", "sub", "sup", "textarea",
+  "time", "u", "var", "wbr",
+]);
 
 /**
  * The site a host belongs to, without a public suffix list: an IP address or a one-label host is its own site;
@@ -58,7 +68,7 @@ function skeletonOf(tree: ParsedDocument): string[] {
   const walk = (element: Element, path: string, depth: number) => {
     if (depth > SKELETON_DEPTH) return;
     for (const child of element.childNodes) {
-      if (!("tagName" in child)) continue;
+      if (!("tagName" in child) || PHRASING.has(child.tagName)) continue;
       const childPath = path ? `${path}>${step(child)}` : step(child);
       paths.add(childPath);
       walk(child, childPath, depth + 1);
@@ -72,8 +82,8 @@ function skeletonOf(tree: ParsedDocument): string[] {
  * The template a page belongs to. Two pages share a template when their documents name the same same-site scripts
  * and stylesheets (by URL, cache-busting query parameters such as ?v=, ?ver=, ?_=, ?t= dropped: a new release
  * of a page's script is the same template) and have the same skeleton: the elements of the first three levels
- * below <body> by tag name, id and classes (digits ignored), text not counted, each path once (so a list's length
- * does not matter). Third-party scripts and stylesheets (ads, analytics, widgets) do not count: they change
+ * below <body> by tag name, id and classes (digits ignored), text and phrasing content (links, images, spans...) not
+ * counted, each path once (so a list's length, or a "previous" link the first page lacks, does not matter). Third-party scripts and stylesheets (ads, analytics, widgets) do not count: they change
  * between loads of one page. `html` may be the document parsed already, and `references` what it names, read
  * already (documentReferences of the same document): each is then not read again.
  */

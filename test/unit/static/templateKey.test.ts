@@ -58,4 +58,21 @@ describe("templateKey", () => {
     expect(withSidebar.skeleton).toEqual([...base.skeleton.slice(0, -1), "aside.sidebar", "footer"]);
     expect(withSidebar.key).not.toBe(base.key);
   });
+
+  it("links, images and spans are content, not skeleton: a first page without the 'previous' link shares its template; a frame or a video does not", () => {
+    const chapter = (nav: string, media = "") =>
+      `<!doctype html><html><head><script src="/book.js"></script></head><body><div id="page-wrapper" class="page-wrapper">${media}<nav class="nav-wide-wrapper">${nav}</nav>` +
+      `<main><p>text <img src="/ferris.svg"> <span class="hint">and</span> <code>code</code></p></main></div></body></html>`;
+    const both = templateKey(chapter(`<a class="nav-chapters previous" href="ch01.html">&larr;</a><a class="nav-chapters next" href="ch03.html">&rarr;</a>`), URL_A);
+    const first = templateKey(chapter(`<a class="nav-chapters next" href="ch02.html">&rarr;</a>`), URL_A);
+    const none = templateKey(chapter(""), URL_B);
+    expect(both.skeleton).toEqual(["div#page-wrapper.page-wrapper", "div#page-wrapper.page-wrapper>nav.nav-wide-wrapper", "div#page-wrapper.page-wrapper>main", "div#page-wrapper.page-wrapper>main>p"]);
+    expect(first.key).toBe(both.key);
+    expect(none.key).toBe(both.key);
+    for (const media of [`<iframe src="/player.html"></iframe>`, `<video src="/clip.mp4"></video>`]) {
+      const withMedia = templateKey(chapter("", media), URL_A);
+      expect(withMedia.skeleton, media).toContain(`div#page-wrapper.page-wrapper>${media.slice(1, media.indexOf(" "))}`);
+      expect(withMedia.key, media).not.toBe(both.key);
+    }
+  });
 });
