@@ -38,7 +38,8 @@ export async function startStaticSite(root: string): Promise<StaticSite> {
       }
       res.writeHead(200, { "Content-Type": contentTypeFor(file), "Content-Length": info.size, ETag: etag, "Last-Modified": lastModified });
       createReadStream(file).pipe(res);
-    }, () => {
+    }).catch(() => {
+      // Missing, a folder, or a link to nothing (python3.11-doc's _static/jquery.js without libjs-jquery): not found.
       res.writeHead(404, { "Content-Type": "text/html" }).end("<!doctype html><title>404</title><p>Not found</p>");
     });
   });
