@@ -143,17 +143,22 @@ interface Classified {
 }
 
 /**
- * One kind of extra URL (fetches or links) of each browsed page, sorted into: fixed (every page's, the same URL),
+ * One kind of extra URL (fetches or links) of each browsed page, sorted into: fixed (every page's, the same URL, made
+ * by its script or named by its document: `coveredLists`, what a static pass of each page has by itself),
  * rules (the same rule string from 2 pages, or from the one page when there is only one), volatile paths (when asked:
  * the same origin+path on every page with a query that differs) and the rest (page-specific).
  * With one page every URL of it is fixed or a rule: nothing can be seen to vary.
  */
-function classify(urlLists: string[][], pages: URL[], withVolatile: boolean): Classified {
+function classify(urlLists: string[][], pages: URL[], withVolatile: boolean, coveredLists: readonly (readonly string[] | undefined)[] = []): Classified {
   const lists = urlLists.map((list) => [...new Set(list.map(absoluteOrNull).filter((u): u is string => u !== null))]);
   if (lists.length === 0) return { fixed: [], rules: [], volatilePaths: [], pageSpecific: [] };
   const single = lists.length === 1;
   const rulesOf = lists.map((list, i) => new Map(list.map((url) => [url, ruleOf(new URL(url), pages[i]!)])));
-  const fixed = lists[0]!.filter((url) => (single ? !rulesOf[0]!.get(url)!.hasPlaceholder : lists.every((list) => list.includes(url))));
+  // On a page: made by its script, or named by its document (which a static pass of any page reads for itself).
+  const onPage = lists.map((list, i) => new Set([...list, ...(coveredLists[i] ?? [])]));
+  const fixed = single
+    ? lists[0]!.filter((url) => !rulesOf[0]!.get(url)!.hasPlaceholder)
+    : [...new Set(lists.flat())].filter((url) => onPage.every((urls) => urls.has(url)));
   const fixedSet = new Set(fixed);
   const ruleObservations = new Map<string, Set<number>>();
   lists.forEach((list, i) => {
@@ -188,7 +193,8 @@ function classify(urlLists: string[][], pages: URL[], withVolatile: boolean): Cl
 
 /**
  * What a template's browsed pages teach. Extra fetches and extra links are each sorted into:
- * - fixed: the same URL on every browsed page;
+ * - fixed: the same URL on every browsed page (by script, or named by that page's document: rustdoc's sidebar,
+ *   made by script, links the items the page's own text links too);
  * - rules: a URL written with placeholders for the page URL's parts (see ruleOf), counted when at least 2 browsed
  *   pages made the identical rule string; with a single browsed page (learnPages 1) its one page is enough, and
  *   a URL of it is a rule when it holds a placeholder, fixed otherwise (the verify pages check the guess);
@@ -198,8 +204,8 @@ function classify(urlLists: string[][], pages: URL[], withVolatile: boolean): Cl
  */
 export function learnTemplate(observations: BrowsedObservation[]): LearnedTemplate {
   const pages = observations.map((o) => new URL(o.pageUrl));
-  const fetches = classify(observations.map((o) => o.extraFetches), pages, true);
-  const links = classify(observations.map((o) => o.extraLinks), pages, false);
+  const fetches = classify(observations.map((o) => o.extraFetches), pages, true, observations.map((o) => o.staticFetches));
+  const links = classify(observations.map((o) => o.extraLinks), pages, false, observations.map((o) => o.staticLinks));
   const scripts = new Set<string>();
   for (const o of observations) for (const script of o.scripts) {
     const normalized = normalizedScript(script);

@@ -9,6 +9,13 @@ export interface BrowsedObservation {
   extraFetches: string[];
   /** Links the browser read that the document's static parse does not name (normalized absolute URLs). */
   extraLinks: string[];
+  /**
+   * What a static pass of the same document fetches and links by itself (its own URL included): a URL one page's
+   * script made that another page's document names is on both pages all the same. Absent in observations kept by
+   * an older crawler: nothing is known covered then.
+   */
+  staticFetches?: string[];
+  staticLinks?: string[];
   /** The page's behaviors found anything (links added, clicks, fetches that started after they began). */
   behaviorsFound: boolean;
 }

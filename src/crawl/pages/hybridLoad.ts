@@ -137,6 +137,8 @@ export class HybridCapture {
       scripts: parsed.references.requisites.filter((r) => r.kind === "script").map((r) => r.url),
       extraFetches,
       extraLinks,
+      staticFetches: [...planned, ...own],
+      staticLinks: [...staticLinks, ...own],
       behaviorsFound: (result.behaviorLinks?.length ?? 0) > 0 || result.behaviors?.foundMore === true,
     };
     await this.options.book.learn(template, observation);

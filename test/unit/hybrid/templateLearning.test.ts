@@ -105,6 +105,24 @@ describe("learnTemplate", () => {
     });
   });
 
+  it("a URL one page's script made and another page's document names (or is) is on both pages: fixed, not page-specific", () => {
+    // rustdoc: the sidebar, made by script, lists every item of the module; each page's own text links some of them.
+    const items = ["enum.Option.html", "struct.Vec.html", "fn.spawn.html", "struct.Other.html"].map((item) => `${SITE}/std/${item}`);
+    const [option, vec, spawn, other] = items;
+    const seen = [
+      observation("/std/enum.Option.html", [`${SITE}/std/icons.svg`], { extraLinks: [vec!, spawn!], staticLinks: [`${SITE}/std/enum.Option.html`, other!], staticFetches: [] }),
+      observation("/std/struct.Vec.html", [], { extraLinks: [option!, spawn!, other!], staticLinks: [`${SITE}/std/struct.Vec.html`], staticFetches: [`${SITE}/std/icons.svg`] }),
+    ];
+    const learned = learnTemplate(seen);
+    expect(learned).toEqual({ ...NOTHING_LEARNED, observations: 2, fixedLinks: [vec, spawn, option, other], fixedFetches: [`${SITE}/std/icons.svg`] });
+    expect(deriveFor(learned, `${SITE}/std/fn.spawn.html`)).toEqual({ fetches: [`${SITE}/std/icons.svg`], links: [vec, spawn, option, other] });
+    // Observations kept by an older crawler say nothing of what the documents name: the same URLs are page-specific.
+    const older = learnTemplate(seen.map(({ staticLinks: _links, staticFetches: _fetches, ...rest }) => rest));
+    expect(older.fixedLinks).toEqual([spawn]);
+    expect(older.pageSpecificLinks).toEqual([option, other, vec].sort());
+    expect(older.pageSpecificFetches).toEqual([`${SITE}/std/icons.svg`]);
+  });
+
   it("from a single browsed page, a URL holding a part of its URL is a rule and the others are fixed", () => {
     const learned = learnTemplate([observation("/articles/foo.html", [`${SITE}/api/foo.json`, `${SITE}/config.json`])]);
     expect(learned).toEqual({ ...NOTHING_LEARNED, observations: 1, fixedFetches: [`${SITE}/config.json`], fetchRules: [`${SITE}/api/{stem}.json`] });
