@@ -168,6 +168,8 @@ describe("one crawl with --maxResourceSize 5MB: never-ending responses and a 3 G
       expect(endless.headers.get("warc-truncated")).toBe("time");
       expect(endless.payload.toString("utf8").startsWith(ENDLESS_FIRST_CHUNK)).toBe(true);
       // The crawl's two bodies cut by time are these (the other two were cut by length).
+      const cutByTime = logLines(crawl.stderr).filter((l) => l.message.startsWith("response still streaming")).map((l) => String(l.details.url).replace(site.url, ""));
+      expect(cutByTime.sort()).toEqual(["/hostile/streams/endless", "/hostile/streams/events"]);
       expect(crawl.stats.bodiesCutShort.time).toBe(2);
     });
 
