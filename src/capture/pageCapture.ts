@@ -37,6 +37,9 @@ export { PageAttempt, type CapturedSummary, type ConditionalRequest, type CutAtE
 /** How long asking the sink whether a page can still be listed in a WACZ may take. */
 const LISTABLE_DEADLINE_MS = 5000;
 
+/** How long a request paused while an ended page still shows waits for the browser to tell whose it is. */
+const WHOSE_REQUEST_WAIT_MS = 500;
+
 /** A page's drain this long is logged (debug) with what it waited for. */
 const SLOW_DRAIN_MS = 2000;
 
@@ -209,6 +212,7 @@ export class PageCapture {
     }
     this.streams.report(attempt);
     await this.scripts.stop(this.network.quietFor(QUIET_AT_END_MS) && attempt.cutAtEnd.refused === 0);
+    this.lifetimes.endDocument();
     return attempt.cutAtEnd;
   }
 
@@ -229,6 +233,19 @@ export class PageCapture {
   private refuseAfterEnd(event: Protocol.Fetch.RequestPausedEvent, attempt: PageAttempt): void {
     attempt.cutAtEnd.refused += 1;
     void this.cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "Aborted" }).catch(() => undefined);
+  }
+
+  /**
+   * A request of an ended page's document, made after the next page began: it shows until that page replaces it,
+   * and its scripts run again by then (a timer due in that moment). It belongs to neither page: not sent.
+   */
+  private async fromEndedDocument(event: Protocol.Fetch.RequestPausedEvent): Promise<boolean> {
+    const networkId = networkIdOf(event);
+    if (networkId === null || (event.resourceType === "Document" && event.frameId === this.mainFrameId)) return false; // the next page itself
+    if (!(await this.lifetimes.madeByEndedDocument(networkId, WHOSE_REQUEST_WAIT_MS))) return false;
+    logger.debug("capture", "request of an ended page's document refused", { url: event.request.url });
+    await this.cdp.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "Aborted" }).catch(() => undefined);
+    return true;
   }
 
   /**
@@ -442,6 +459,7 @@ export class PageCapture {
     if (await refuseByAddress(this.fetcher.rules.addresses, this.cdp, event, target ?? event.request.url)) return;
     if (await this.blocking?.atRequest(event, this.attempt.pageUrl || null)) return;
     if (this.attempt.ended) return this.refuseAfterEnd(event, this.attempt); // paused before the page's end: not sent
+    if (await this.fromEndedDocument(event)) return;
     if (await this.answerFromEarlierAttempt(event, this.attempt)) return;
     const pending = event.resourceType === "Document" && event.frameId === this.mainFrameId ? this.conditional.get(event.request.url) : undefined;
     const networkId = networkIdOf(event);

@@ -18,6 +18,36 @@ function tab() {
 }
 
 describe("DocumentLifetimes", () => {
+  it("tells an ended page's requests (its frames' too) until the next page's document commits, waiting for whose a request is when the browser paused it first", async () => {
+    const { emit, lifetimes, request, navigated } = tab();
+    navigated("main", "L1");
+    emit("Page.frameAttached", { frameId: "chat", parentFrameId: "main" });
+    navigated("chat", "C1", "main");
+    request("1.1", "main", "L1");
+    expect(await lifetimes.madeByEndedDocument("1.1", 0)).toBe(false); // not ended yet
+    lifetimes.endDocument();
+    request("1.2", "main", "L1");
+    request("1.3", "chat", "C1");
+    request("2.0", "main", "L2", "http://127.0.0.1:1/next.html", "Document");
+    expect(await lifetimes.madeByEndedDocument("1.2", 0)).toBe(true);
+    expect(await lifetimes.madeByEndedDocument("1.3", 0)).toBe(true);
+    expect(await lifetimes.madeByEndedDocument("2.0", 0)).toBe(false);
+    // Paused before the browser told its loader: told 20 ms later, within the wait.
+    const asked = lifetimes.madeByEndedDocument("1.4", 1000);
+    setTimeout(() => request("1.4", "main", "L1"), 20);
+    const started = Date.now();
+    expect(await asked).toBe(true);
+    expect(Date.now() - started).toBeLessThan(500);
+    // Never told: not held past the wait, and not refused.
+    expect(await lifetimes.madeByEndedDocument("1.5", 30)).toBe(false);
+    // The next page's document commits: nothing is the ended page's any more (its own requests are gone, not refused here).
+    navigated("main", "L2");
+    request("2.1", "main", "L2");
+    expect(await lifetimes.madeByEndedDocument("1.2", 0)).toBe(false);
+    expect(await lifetimes.madeByEndedDocument("2.1", 0)).toBe(false);
+    expect(await lifetimes.madeByEndedDocument("2.2", 1000)).toBe(false); // no wait once nothing ended shows
+  });
+
   it("tells the previous page's requests gone once the next page's document commits, not before", () => {
     const { lifetimes, request, navigated } = tab();
     navigated("main", "L1");
