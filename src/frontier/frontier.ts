@@ -152,6 +152,35 @@ export class Frontier implements LeaseHolders {
     return codes;
   }
 
+  /**
+   * Which of these pages (a URL as it would be queued, and its key) a link to would still queue: not seen yet, and the
+   * page limit (0: none) not reached. Asks only: nothing is queued or marked seen.
+   */
+  async wouldQueue(items: { url: string; key: string }[], limit: number): Promise<boolean[]> {
+    if (!items.length) return [];
+    if (limit > 0 && Number((await this.redis.get(this.keys.frontierQueuedEver)) ?? 0) >= limit) return items.map(() => false);
+    const shards = await this.shards();
+    const results: boolean[] = new Array<boolean>(items.length).fill(false);
+    const groups = new Map<number, number[]>();
+    items.forEach((item, i) => {
+      const shard = shardOf(item.url, shards.length);
+      groups.set(shard, [...(groups.get(shard) ?? []), i]);
+    });
+    await Promise.all([...groups].map(async ([n, indexes]) => {
+      const shard = shards[n]!;
+      for (let at = 0; at < indexes.length; at += ENQUEUE_BATCH) {
+        const batch = indexes.slice(at, at + ENQUEUE_BATCH);
+        const perKey = batch.flatMap((i) => {
+          const fp = fingerprint(items[i]!.key);
+          return [fp.member, fp.bucket, ""];
+        });
+        const codes = (await this.redis.eval(ENQUEUE_LUA, 2, shard.meta, shard.depths, shard.queueAtDepth, shard.seenBucket, 0, -1, "probe", ...perKey)) as number[];
+        batch.forEach((i, j) => (results[i] = codes[j] === 1));
+      }
+    }));
+    return results;
+  }
+
   /** Take the next page and lease it to this process; null when the queue is empty. */
   async take(): Promise<QueuedPage | null> {
     const shards = await this.shards();

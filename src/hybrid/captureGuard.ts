@@ -22,7 +22,7 @@ export function guardChoice(
   documentScripts: string[],
 ): { static: true; fetches: string[]; links: string[] } | { static: false; reason: string } {
   const known = new Set(learned.scripts);
-  const unknownScripts = [...new Set(documentScripts.map((s) => normalizedScript(s) ?? s))].filter((s) => !known.has(s));
+  const unknownScripts = [...new Set(documentScripts.map((s) => normalizedScript(s, pageUrl) ?? s))].filter((s) => !known.has(s));
   if (unknownScripts.length > 0) return { static: false, reason: `the document names scripts no browsed page of its template named: ${firstFew(unknownScripts)}` };
   if (learned.behaviorsFound) return { static: false, reason: "behaviors found content on the template's browsed pages" };
   if (learned.pageSpecificFetches.length > 0) return { static: false, reason: `the template's browsed pages fetched URLs of their own: ${firstFew(learned.pageSpecificFetches)}` };

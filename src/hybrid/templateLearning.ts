@@ -1,7 +1,7 @@
 // What a template's browsed pages fetched and linked beyond their documents, learned as what another page of the
 // template will fetch and link: fixed URLs, rules made from the page's URL, volatile paths, and what cannot be known.
 
-import { withoutCacheBusters } from "../static/templateKey.js";
+import { scriptIdentity } from "../static/templateKey.js";
 import type { BrowsedObservation, LearnedTemplate } from "./templateTypes.js";
 
 export type { LearnedTemplate } from "./templateTypes.js";
@@ -208,7 +208,7 @@ export function learnTemplate(observations: BrowsedObservation[]): LearnedTempla
   const links = classify(observations.map((o) => o.extraLinks), pages, false, observations.map((o) => o.staticLinks));
   const scripts = new Set<string>();
   for (const o of observations) for (const script of o.scripts) {
-    const normalized = normalizedScript(script);
+    const normalized = normalizedScript(script, o.pageUrl);
     if (normalized !== null) scripts.add(normalized);
   }
   return {
@@ -256,10 +256,10 @@ export function withAdopted(learned: LearnedTemplate, adopted: readonly { fetche
   };
 }
 
-/** A script URL as templates compare them (cache-busting query parameters dropped); null if it is no URL. */
-export function normalizedScript(url: string): string | null {
+/** A script of a page as templates compare them (static/templateKey.ts scriptIdentity); null if it is no URL. */
+export function normalizedScript(url: string, pageUrl: string): string | null {
   try {
-    return withoutCacheBusters(url);
+    return scriptIdentity(url, pageUrl);
   } catch {
     return null;
   }

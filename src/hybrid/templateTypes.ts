@@ -33,7 +33,7 @@ export type CaptureChoice =
 export interface LearnedTemplate {
   /** How many browsed pages it was learned from. */
   observations: number;
-  /** Every script URL the browsed pages' documents named, cache-busting parameters dropped (static/templateKey.ts), sorted. */
+  /** Every script the browsed pages' documents named, as static/templateKey.ts scriptIdentity gives it (a URL, or `./name` in the page's folder), sorted. */
   scripts: string[];
   /** Extra fetches every browsed page made, the same URL each time. */
   fixedFetches: string[];

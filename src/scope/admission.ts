@@ -71,6 +71,14 @@ export class PageAdmission {
     });
   }
 
+  /**
+   * Which of these URLs a link to would still queue (under their keys as admitMany gives them): not found yet and the
+   * page limit not reached. Scope, robots and budgets are the caller's to judge; nothing is queued.
+   */
+  async wouldQueue(urls: string[]): Promise<boolean[]> {
+    return this.state.wouldQueue(urls.map((url) => ({ url, key: crawlKey(url, true) })), this.limit);
+  }
+
   /** Why a page may not be queued whatever the frontier holds (null: it may). */
   private async precheck(page: QueuedPage, refusal: BudgetRefusal | null): Promise<Admission | null> {
     const address = await this.addresses.check(page.url);

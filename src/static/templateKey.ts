@@ -10,7 +10,7 @@ type Element = DefaultTreeAdapterMap["element"];
 export interface TemplateKey {
   /** sha256 hex of the parts below, first 16 characters. */
   key: string;
-  /** Same-site script URLs the document names, cache-busting parameters dropped, sorted, each once. */
+  /** Same-site scripts the document names as scriptIdentity gives them (cache-busting parameters dropped; the page's own folder's by name), sorted, each once. */
   scripts: string[];
   /** Same-site stylesheet URLs (link rel=stylesheet, <style> @import), likewise. */
   stylesheets: string[];
@@ -52,6 +52,20 @@ export function withoutCacheBusters(href: string): string {
   return url.href;
 }
 
+/**
+ * A script as templates compare them: its URL without cache-busting parameters; one in the page's own folder by its
+ * name alone (`./sidebar-items.js`), so that a site writing a script of the same name into every folder (a section's
+ * data: rustdoc's sidebar items, a per-language strings file) has one template across its folders. What such a script
+ * makes a page fetch or link is learned and verified as any other script's.
+ */
+export function scriptIdentity(scriptUrl: string, pageUrl: string): string {
+  const script = new URL(withoutCacheBusters(scriptUrl));
+  const page = new URL(pageUrl);
+  const folder = (path: string) => path.slice(0, path.lastIndexOf("/") + 1);
+  if (script.origin === page.origin && folder(script.pathname) === folder(page.pathname)) return `./${script.pathname.slice(folder(script.pathname).length)}${script.search}`;
+  return script.href;
+}
+
 /** An element as a skeleton step: tag, #id, .classes sorted; digit runs of ids and classes become 0, so `post-123` and `post-124` are one step. */
 function step(element: Element): string {
   const attr = (name: string) => element.attrs.find((a) => a.name === name && !a.namespace)?.value ?? "";
@@ -81,7 +95,7 @@ function skeletonOf(tree: ParsedDocument): string[] {
 /**
  * The template a page belongs to. Two pages share a template when their documents name the same same-site scripts
  * and stylesheets (by URL, cache-busting query parameters such as ?v=, ?ver=, ?_=, ?t= dropped: a new release
- * of a page's script is the same template) and have the same skeleton: the elements of the first three levels
+ * of a page's script is the same template; a script in the page's own folder by its name: scriptIdentity) and have the same skeleton: the elements of the first three levels
  * below <body> by tag name, id and classes (digits ignored), text and phrasing content (links, images, spans...) not
  * counted, each path once (so a list's length, or a "previous" link the first page lacks, does not matter). Third-party scripts and stylesheets (ads, analytics, widgets) do not count: they change
  * between loads of one page. `html` may be the document parsed already, and `references` what it names, read
@@ -90,10 +104,9 @@ function skeletonOf(tree: ParsedDocument): string[] {
 export function templateKey(html: string | ParsedDocument, documentUrl: string, references = documentReferences(html, documentUrl)): TemplateKey {
   const site = siteOf(new URL(documentUrl).hostname);
   const { requisites } = references;
-  const sameSite = (kind: "script" | "stylesheet") =>
-    [...new Set(requisites.filter((r) => r.kind === kind && siteOf(new URL(r.url).hostname) === site).map((r) => withoutCacheBusters(r.url)))].sort();
-  const scripts = sameSite("script");
-  const stylesheets = sameSite("stylesheet");
+  const sameSite = (kind: "script" | "stylesheet") => requisites.filter((r) => r.kind === kind && siteOf(new URL(r.url).hostname) === site);
+  const scripts = [...new Set(sameSite("script").map((r) => scriptIdentity(r.url, documentUrl)))].sort();
+  const stylesheets = [...new Set(sameSite("stylesheet").map((r) => withoutCacheBusters(r.url)))].sort();
   const skeleton = skeletonOf(typeof html === "string" ? parse(html) : html);
   const key = createHash("sha256").update(JSON.stringify({ scripts, stylesheets, skeleton })).digest("hex").slice(0, 16);
   return { key, scripts, stylesheets, skeleton };

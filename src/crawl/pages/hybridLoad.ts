@@ -22,6 +22,9 @@ export interface HybridCaptureOptions {
   text: boolean;
 }
 
+/** Of a page's links, those that would still bring the crawl a page. */
+export type LinksNotYetFound = (links: string[]) => Promise<string[]>;
+
 /** Another process is learning the page's template: the page is put back for this long. */
 export interface WaitForTemplate {
   waitMs: number;
@@ -55,8 +58,11 @@ export class HybridCapture {
     return loader;
   }
 
-  /** The page loaded one way or the other, or the time to wait while another process learns its template. */
-  async load(worker: PageWorker, pageUrl: string, options: LoadOptions & { sink: ExchangeSink }): Promise<PageLoadResult | WaitForTemplate> {
+  /**
+   * The page loaded one way or the other, or the time to wait while another process learns its template.
+   * `notYetFound`: of the page's links, those that would still bring the crawl a page (pageLinks.ts linksNotYetFound).
+   */
+  async load(worker: PageWorker, pageUrl: string, options: LoadOptions & { sink: ExchangeSink }, notYetFound: LinksNotYetFound = async (links) => links): Promise<PageLoadResult | WaitForTemplate> {
     const loader = this.loaderOf(worker);
     let doc: StaticDocument;
     try {
@@ -87,14 +93,14 @@ export class HybridCapture {
       if (result.document && !result.error) this.options.report.add({ url: pageUrl, capture: "static", template });
       return { ...result, capture: "static" };
     }
-    return this.browse(worker, pageUrl, options, doc, { template, purpose: choice.purpose, reason: choice.reason });
+    return this.browse(worker, pageUrl, options, doc, { template, purpose: choice.purpose, reason: choice.reason }, notYetFound);
   }
 
   /**
    * The page in the browser. Its document, when fetched already, is stored first and the browser renders it from that
    * record (the attempt answers it from the archive as a retry does). Then the template learns, or is verified.
    */
-  private async browse(worker: PageWorker, pageUrl: string, options: LoadOptions & { sink: ExchangeSink }, doc: StaticDocument | null, why: Omit<CaptureEntry, "url" | "capture" | "ts">): Promise<PageLoadResult> {
+  private async browse(worker: PageWorker, pageUrl: string, options: LoadOptions & { sink: ExchangeSink }, doc: StaticDocument | null, why: Omit<CaptureEntry, "url" | "capture" | "ts">, notYetFound: LinksNotYetFound = async (links) => links): Promise<PageLoadResult> {
     let answersFromArchive = false;
     if (doc) {
       const stored = await this.loaderOf(worker).storeDocument(doc, options.sink);
@@ -112,9 +118,9 @@ export class HybridCapture {
       return result;
     }
     try {
-      if (why.purpose === "learn") await this.learn(worker, pageUrl, doc, why.template, result);
+      if (why.purpose === "learn") await this.learn(worker, pageUrl, doc, why.template, result, notYetFound);
       if (why.purpose === "verify") {
-        this.options.report.add({ url: pageUrl, capture: "browser", ...why, verify: await this.verify(worker, pageUrl, doc, why.template, result) });
+        this.options.report.add({ url: pageUrl, capture: "browser", ...why, verify: await this.verify(worker, pageUrl, doc, why.template, result, notYetFound) });
         return result;
       }
     } catch (err) {
@@ -125,13 +131,18 @@ export class HybridCapture {
     return result;
   }
 
-  private async learn(worker: PageWorker, pageUrl: string, doc: StaticDocument, template: string, result: PageLoadResult): Promise<void> {
+  /**
+   * What the browsed page showed beyond its document, kept as the template's observation. Of its extra links only
+   * those that would still bring the crawl a page count: a script-made menu or sidebar that names pages the crawl
+   * found already (a section's index lists them) or will not follow takes nothing from a static pass.
+   */
+  private async learn(worker: PageWorker, pageUrl: string, doc: StaticDocument, template: string, result: PageLoadResult, notYetFound: LinksNotYetFound): Promise<void> {
     const parsed = doc.parsed!;
     const planned = new Set(await this.loaderOf(worker).plannedUrls(doc));
     const own = ownUrls(pageUrl, result);
     const extraFetches = fetchedUrls(result.captured ?? []).filter((url) => !planned.has(url) && !own.has(url));
     const staticLinks = new Set(pageLinkUrls(parsed.references.links));
-    const extraLinks = result.links.filter((link) => !staticLinks.has(link));
+    const extraLinks = await notYetFound(result.links.filter((link) => !staticLinks.has(link)));
     const observation: BrowsedObservation = {
       pageUrl,
       scripts: parsed.references.requisites.filter((r) => r.kind === "script").map((r) => r.url),
@@ -146,7 +157,7 @@ export class HybridCapture {
   }
 
   /** What the browser fetched (and linked) that the static pass would have lacked, and the reverse; a miss makes the template fall back. */
-  private async verify(worker: PageWorker, pageUrl: string, doc: StaticDocument, template: string, result: PageLoadResult): Promise<NonNullable<CaptureEntry["verify"]>> {
+  private async verify(worker: PageWorker, pageUrl: string, doc: StaticDocument, template: string, result: PageLoadResult, notYetFound: LinksNotYetFound): Promise<NonNullable<CaptureEntry["verify"]>> {
     const parsed = doc.parsed!;
     const learned = await this.options.book.learned(template);
     const derived = learned ? deriveFor(learned, pageUrl) : { fetches: [], links: [] };
@@ -157,7 +168,7 @@ export class HybridCapture {
     const own = ownUrls(pageUrl, result);
     const browserFetches = fetchedUrls(result.captured ?? []).filter((url) => !own.has(url) && !(learned && isVolatile(learned, url)));
     const browserAll = new Set((result.captured ?? []).map((c) => c.url));
-    const missing = { fetches: browserFetches.filter((url) => !staticFetches.has(url)), links: result.links.filter((link) => !staticLinks.has(link)) };
+    const missing = { fetches: browserFetches.filter((url) => !staticFetches.has(url)), links: await notYetFound(result.links.filter((link) => !staticLinks.has(link))) };
     const extra = [...staticFetches].filter((url) => !browserAll.has(url));
     const outcome = await this.options.book.verified(template, pageUrl, missing);
     return { missing: [...missing.fetches, ...missing.links], extra, outcome };

@@ -23,6 +23,17 @@ export async function enqueueLinks(links: string[], page: QueuedPage, context: P
 }
 
 /**
+ * Of a page's links, those that would still bring the crawl a page: in its seed's scope, not found yet, the page limit
+ * not reached. A link the crawl already has (another page named it) or would not follow is none a page must give it.
+ */
+export async function linksNotYetFound(links: string[], page: QueuedPage, context: PageContext, scope: SeedScope): Promise<string[]> {
+  const candidates = [...new Set(links)].filter((link) => scope.decide(link, page.depth, page.extraHops).inScope);
+  const keyed = candidates.map((link) => (scope.allowHash ? link : withoutHash(link)));
+  const wanted = await context.admission.wouldQueue(keyed);
+  return candidates.filter((_, i) => wanted[i]);
+}
+
+/**
  * Links the page's behaviors added: judged by the scope like its other links, or with
  * --alwaysAddBehaviorLinks queued whatever the scope and depth, unless an --exclude matches (as
  * browsertrix-crawler does). Either way the page limit and robots.txt still apply.

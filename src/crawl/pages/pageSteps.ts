@@ -15,7 +15,7 @@ import { withTimeout } from "../../util/deadline.js";
 import { isStorageError, storageErrorMessage } from "../../util/storageErrors.js";
 import { GO_ON, type PageAttempt, type PageContext, type PageStep } from "./pageChain.js";
 import { skipsIfArchived } from "./pageDedupe.js";
-import { enqueueBehaviorLinks, enqueueLinks, pageLinks } from "./pageLinks.js";
+import { enqueueBehaviorLinks, enqueueLinks, linksNotYetFound, pageLinks } from "./pageLinks.js";
 import { isFresh, latestCapture, previousOf, refreshRequest, reportChange } from "./refresh.js";
 import { followSeedRedirect } from "./seedRedirect.js";
 
@@ -99,7 +99,7 @@ const load = step("load", async (attempt) => {
     // --captureMode hybrid: a first attempt's document is fetched without the browser and its template decides; a
     // retry, or a conditional request (--refresh), goes to the browser as in browser mode.
     const hybrid = context.hybrid && !conditional && failedAttempts === 0 ? context.hybrid : null;
-    const loading = hybrid ? hybrid.load(worker, page.url, loadOptions) : worker.load(page.url, loadOptions);
+    const loading = hybrid ? hybrid.load(worker, page.url, loadOptions, (links) => linksNotYetFound(links, page, context, seedOf(attempt).scope)) : worker.load(page.url, loadOptions);
     const loaded = await context.stop.untilAbandoned(withTimeout(loading, deadline, `page did not finish within ${Math.round(deadline / 1000)}s`));
     if ("waitMs" in loaded) return { kind: "deferred", until: { laterInMs: loaded.waitMs, why: "another process is learning its template" } };
     attempt.result = loaded;

@@ -39,6 +39,21 @@ describe("crawl state in Redis", () => {
     expect(keys.every((k) => k.startsWith("c1:") || k.startsWith("c2:"))).toBe(true);
   });
 
+  it("says which pages a link would still queue, across shards, without queueing them; none once the page limit is reached", async () => {
+    const state = new Frontier(redis.client, new Membership(redis.client, "c-would", "p1"), undefined, { shards: 4 });
+    const urls = ["http://a.test/1", "http://b.test/1", "http://c.test/1", "http://d.test/1", "http://e.test/1"];
+    for (const url of urls.slice(0, 3)) await state.enqueue({ url, depth: 0, seedId: 0, extraHops: 0 }, 5);
+    expect(new Set((await state.shards()).map((_, n) => n)).size).toBe(4);
+    const asked = [...urls, "http://a.test/2"].map((url) => ({ url, key: url }));
+    expect(await state.wouldQueue(asked, 0)).toEqual([false, false, false, true, true, true]);
+    // Asking queued nothing: still 3 queued, and the unseen ones queue as before.
+    expect((await state.counts()).queued).toBe(3);
+    expect(await state.wouldQueue(asked, 4)).toEqual([false, false, false, true, true, true]);
+    expect(await state.enqueue({ url: "http://d.test/1", depth: 1, seedId: 0, extraHops: 0 }, 4)).toBe("queued");
+    expect(await state.wouldQueue(asked, 4)).toEqual(asked.map(() => false));
+    expect(await state.wouldQueue([], 4)).toEqual([]);
+  });
+
   it("retries a failed page after a doubling backoff, then records it as failed; attempts are counted", async () => {
     const state = new Frontier(redis.client, new Membership(redis.client, "c3", "p1"), 300);
     await state.enqueue({ url: "http://a.test/bad", depth: 0, seedId: 0, extraHops: 0 }, 0);

@@ -42,6 +42,15 @@ describe("guardChoice", () => {
     });
   });
 
+  it("a script of the page's own folder is known by its name: a page in another folder naming its own copy goes static, one naming the learned folder's copy does not", () => {
+    const learned: LearnedTemplate = { ...LEARNED, scripts: ["./sidebar-items.js", ...LEARNED.scripts] };
+    expect(guardChoice(learned, `${SITE}/env/struct.Args.html`, [...SCRIPTS, `${SITE}/env/sidebar-items.js`])).toMatchObject({ static: true });
+    expect(guardChoice(learned, `${SITE}/env/struct.Args.html`, [...SCRIPTS, `${SITE}/io/sidebar-items.js`])).toEqual({
+      static: false,
+      reason: `the document names scripts no browsed page of its template named: ${SITE}/io/sidebar-items.js`,
+    });
+  });
+
   it("browser when behaviors found anything", () => {
     expect(guardChoice({ ...LEARNED, behaviorsFound: true }, PAGE, SCRIPTS)).toEqual({ static: false, reason: "behaviors found content on the template's browsed pages" });
   });

@@ -43,7 +43,8 @@ describe("learnTemplate", () => {
 
   it("a query parameter's value makes a rule by name; a page without the parameter is underivable", () => {
     const learned = learnTemplate([observation("/item?id=12345", [`${SITE}/data/12345.json`]), observation("/item?id=67890&x=1", [`${SITE}/data/67890.json`])]);
-    expect(learned).toEqual({ ...NOTHING_LEARNED, observations: 2, fetchRules: [`${SITE}/data/{query:id}.json`] });
+    // Its pages are in the site's root folder, as its script is: named by its name (static/templateKey.ts scriptIdentity).
+    expect(learned).toEqual({ ...NOTHING_LEARNED, observations: 2, scripts: ["./app.js"], fetchRules: [`${SITE}/data/{query:id}.json`] });
     expect(deriveFor(learned, `${SITE}/item?lang=fr&id=555`)).toEqual({ fetches: [`${SITE}/data/555.json`], links: [] });
     expect(deriveFor(learned, `${SITE}/item?other=12345`)).toEqual({ underivable: `the rule ${SITE}/data/{query:id}.json needs {query:id}, which ${SITE}/item?other=12345 does not have` });
     expect(deriveFor(learned, `${SITE}/item?id=`)).toEqual({ underivable: `the rule ${SITE}/data/{query:id}.json needs {query:id}, which ${SITE}/item?id= does not have` });

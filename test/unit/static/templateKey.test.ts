@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { templateKey } from "../../../src/static/templateKey.js";
+import { scriptIdentity, templateKey } from "../../../src/static/templateKey.js";
 
 function page(options: { title: string; text: string; ver: string; items: number; extraScript?: string; postId: number }): string {
   const items = Array.from({ length: options.items }, (_, i) => `<li><a href="/p/${i}">item ${i}</a></li>`).join("");
@@ -74,5 +74,21 @@ describe("templateKey", () => {
       expect(withMedia.skeleton, media).toContain(`div#page-wrapper.page-wrapper>${media.slice(1, media.indexOf(" "))}`);
       expect(withMedia.key, media).not.toBe(both.key);
     }
+  });
+
+  it("a script in the page's own folder is named by its name: one template across folders that each have their own (rustdoc's sidebar-items.js)", () => {
+    const item = (root: string) =>
+      `<!doctype html><html><head><script defer src="sidebar-items.js?v=3"></script><script defer src="${root}main.js"></script></head>` +
+      `<body><nav class="sidebar"></nav><main><h1>item</h1></main></body></html>`;
+    const io = templateKey(item("../../"), "https://doc.example.org/std/io/struct.Error.html");
+    const env = templateKey(item("../../"), "https://doc.example.org/std/env/struct.Args.html");
+    expect(io.scripts).toEqual(["./sidebar-items.js", "https://doc.example.org/main.js"]);
+    expect(env.key).toBe(io.key);
+    // The same script named from another folder is another page's: its URL stays whole.
+    const elsewhere = templateKey(item("../../").replace(`src="sidebar-items.js?v=3"`, `src="../io/sidebar-items.js"`), "https://doc.example.org/std/env/struct.Args.html");
+    expect(elsewhere.scripts).toEqual(["https://doc.example.org/main.js", "https://doc.example.org/std/io/sidebar-items.js"]);
+    expect(elsewhere.key).not.toBe(io.key);
+    expect(scriptIdentity("https://doc.example.org/std/io/sidebar-items.js", "https://doc.example.org/std/io/")).toBe("./sidebar-items.js");
+    expect(scriptIdentity("https://cdn.example.org/std/io/sidebar-items.js", "https://doc.example.org/std/io/x.html")).toBe("https://cdn.example.org/std/io/sidebar-items.js");
   });
 });
