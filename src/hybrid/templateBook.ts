@@ -12,7 +12,7 @@ import type { BrowsedObservation, CaptureChoice, LearnedTemplate } from "./templ
 export interface TemplateBookOptions {
   /** Browsed pages a template is learned from (at least 1). */
   learnPages: number;
-  /** Every verifyEvery-th page the guard lets go static is browsed and compared instead; 0: never. */
+  /** The first page and every verifyEvery-th page the guard lets go static are browsed and compared instead; 0: never. */
   verifyEvery: number;
   /** how long a learning slot another process took is waited for before browsing anyway */
   learnWaitMs?: number;
@@ -113,7 +113,7 @@ export class TemplateBook {
   /**
    * How to capture a page of a template: fallen back -> browser; not learned yet -> browser on a learning slot, or
    * wait for the pages holding the slots (browser once the newest slot is older than learnWaitMs); learned -> the
-   * guard's browser, or every verifyEvery-th page the guard lets go static a verify page, or static.
+   * guard's browser, or the first and every verifyEvery-th page the guard lets go static a verify page, or static.
    */
   async choose(pageUrl: string, template: string, documentScripts: string[]): Promise<CaptureChoice> {
     const [state, detail, adoptions] = (await this.redis.eval(CHOOSE_LUA, 1, this.keys.templateState, template, this.learnPages, this.learnWaitMs)) as [string, string, string?];
@@ -135,6 +135,11 @@ export class TemplateBook {
     }
     if (this.verifyEvery > 0) {
       const eligible = await this.redis.hincrby(this.keys.templateState, `${template}:eligible`, 1);
+      // The first one too: the learning pages are a template's first pages, and a site's first items are often
+      // unlike the rest (no reviews yet, no "previous" link); checked before any page relies on them.
+      if (eligible === 1) {
+        return { mode: "browser", template, purpose: "verify", reason: "the template's first page the guard lets through: verified before any is captured without the browser" };
+      }
       if (eligible % this.verifyEvery === 0) {
         return { mode: "browser", template, purpose: "verify", reason: `static-eligible page ${eligible} of the template: one in ${this.verifyEvery} is verified` };
       }

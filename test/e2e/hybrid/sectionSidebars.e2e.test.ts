@@ -9,17 +9,19 @@ import { listedPaths } from "../../helpers/pageLists.js";
 import { readWarcRecords } from "../../helpers/warcFile.js";
 
 // A documentation site shaped like rustdoc's: each section's folder has its own `items.js` (the section's item list)
-// beside its pages, and the shared `/static/main.js` builds each page's sidebar from it by script. A section's index
+// beside its pages, and the shared `/static/main.js` builds each item page's sidebar from it by script. A section's index
 // lists its items in its text. Hybrid capture must see one template of item pages across the sections (their folders'
 // items.js by name), and a script-made sidebar that only names pages the crawl found already must not keep pages in
 // the browser. In section "gamma" the sidebar names one more item (`item5.html`) that no document links: a verify page
 // of the template there finds it, the template goes back to the browser, and the page is crawled as in browser mode.
+// (Each template's first page the guard lets through is verified too.)
 const SECTIONS = ["alpha", "beta", "gamma"];
 const ITEMS = [1, 2, 3, 4];
 const sidebarItems = (section: string) => [...ITEMS.map((n) => `item${n}.html`), ...(section === "gamma" ? ["item5.html"] : [])];
 const head = `<link rel="icon" href="data:,"><script defer src="items.js"></script><script defer src="/static/main.js"></script>`;
+/** The sidebar of an item page (an index page lists its items in its text). */
 const MAIN_JS = `const nav = document.querySelector("nav.sidebar");
-for (const item of window.ITEMS || []) { const a = document.createElement("a"); a.href = item; a.textContent = item; nav.append(a); }`;
+if (document.querySelector("main.item")) for (const item of window.ITEMS || []) { const a = document.createElement("a"); a.href = item; a.textContent = item; nav.append(a); }`;
 
 function page(path: string): string | null {
   if (path === "/docs/index.html") return `<!doctype html><html><head><title>docs</title><link rel="icon" href="data:,"></head><body><main>${SECTIONS.map((s) => `<a href="${s}/index.html">${s}</a>`).join(" ")}</main></body></html>`;
@@ -94,10 +96,10 @@ describe("sections with a script of their own in their folder, in hybrid capture
       "/docs/index.html": "browser learn",
       "/docs/alpha/index.html": "browser learn",
       "/docs/beta/index.html": "browser learn",
-      "/docs/gamma/index.html": "static",
+      "/docs/gamma/index.html": "browser verify",
       "/docs/alpha/item1.html": "browser learn",
       "/docs/alpha/item2.html": "browser learn",
-      "/docs/alpha/item3.html": "static",
+      "/docs/alpha/item3.html": "browser verify",
       "/docs/alpha/item4.html": "static",
       "/docs/beta/item1.html": "static",
       "/docs/beta/item2.html": "static",
@@ -109,7 +111,11 @@ describe("sections with a script of their own in their folder, in hybrid capture
       "/docs/gamma/item4.html": "browser fallen-back",
       "/docs/gamma/item5.html": "browser fallen-back",
     });
-    const verify = captureLines().find((l) => l.purpose === "verify")!;
-    expect(verify.verify).toMatchObject({ missing: [`${url}/docs/gamma/item5.html`], outcome: "fell-back" });
+    const verify = captureLines().filter((l) => l.purpose === "verify").map((l) => [new URL(l.url).pathname, l.verify?.missing, l.verify?.outcome]);
+    expect(verify).toEqual([
+      ["/docs/gamma/index.html", [], "matched"],
+      ["/docs/alpha/item3.html", [], "matched"],
+      ["/docs/gamma/item1.html", [`${url}/docs/gamma/item5.html`], "fell-back"],
+    ]);
   });
 });
