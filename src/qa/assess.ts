@@ -31,7 +31,9 @@ export function assess(page: ListedPage, replayed: ReplayedPage, withDiff = fals
   const shown = replayed.frameUrl !== null && (document ? document.status > 0 && document.status < 400 : true);
   const resources = compareResources(replayed.requests, liveResources(replayed.livePageInfo));
   const missing = shown || resources.missing.includes(page.url) ? resources.missing : [page.url, ...resources.missing].sort();
-  const liveText = page.text ?? replayed.liveText;
+  // A page captured without a browser has no rendered text to compare: its crawl text is its document's, and replay
+  // runs its scripts. Its requests are still scored.
+  const liveText = page.capturedStatically ? null : (page.text ?? replayed.liveText);
   const pixels = replayed.liveScreenshot && replayed.screenshot ? screenshotMatch(replayed.liveScreenshot, replayed.screenshot, withDiff) : null;
   const scores = shown
     ? { screenshot: pixels?.match ?? null, text: liveText === null ? null : textMatch(liveText, replayed.text), resources: resources.match }

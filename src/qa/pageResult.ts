@@ -13,7 +13,7 @@ export interface QaPageResult {
   scores: {
     /** Share of matching pixels between the crawl's viewport screenshot and the replay's; null without a crawl screenshot. */
     screenshot: number | null;
-    /** Text similarity (1 - Levenshtein distance / length) of the crawl's text and the replay's; null without crawl text. */
+    /** Text similarity (1 - Levenshtein distance / length) of the crawl's text and the replay's; null without crawl text, or for a page a hybrid crawl captured without a browser. */
     text: number | null;
     /** Share of the replayed page's requests that the archive answered. */
     resources: number;

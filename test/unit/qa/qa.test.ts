@@ -8,7 +8,7 @@ import { withQaNeeds } from "../../../src/qa/crawlQa.js";
 import { pageFileName, worstFirst } from "../../../src/qa/pageResult.js";
 import { pagesToCheck } from "../../../src/qa/qaRun.js";
 import { archivedUrlOf } from "../../../src/qa/replayTraffic.js";
-import { pagesOfList } from "../../../src/qa/waczPages.js";
+import { pagesOfList, staticallyCaptured } from "../../../src/qa/waczPages.js";
 import { solidPng } from "../../../fixtures/qaSite.js";
 
 describe("pageFileName", () => {
@@ -88,6 +88,12 @@ describe("assess", () => {
     expect(result).toMatchObject({ replayed: false, scores: { screenshot: 0, text: 0, resources: 0, overall: 0 }, missing: ["http://a.test/p"] });
   });
 
+  it("a page captured without a browser is not scored on its text (its crawl text is its document's; replay runs its scripts), its requests are", () => {
+    const { result } = assess({ ...page, capturedStatically: true }, { ...replayed, liveScreenshot: null, text: "hello world and what the script wrote" });
+    expect(result.scores).toEqual({ screenshot: null, text: null, resources: 0.5, overall: 0.5 });
+    expect(assess(page, { ...replayed, liveScreenshot: null, text: "hello world and what the script wrote" }).result.scores.text).toBeLessThan(0.5);
+  });
+
   it("without a crawl screenshot or text, the scores that exist decide", () => {
     const { result } = assess({ url: page.url }, { ...replayed, liveScreenshot: null, requests: replayed.requests.slice(0, 1) });
     expect(result.scores).toEqual({ screenshot: null, text: null, resources: 1, overall: 1 });
@@ -113,6 +119,17 @@ describe("page lists", () => {
       { url: "http://a.test/", ts: "2026-01-01T00:00:00Z", id: undefined, title: "A", mime: undefined, text: "hi" },
       { url: "http://a.test/doc.pdf", ts: undefined, id: undefined, title: undefined, mime: "application/pdf", text: undefined },
     ]);
+  });
+
+  it("a hybrid crawl's capture report says which pages were captured without a browser: a page's last line counts", async () => {
+    async function* lines() {
+      yield '{"url":"http://a.test/1","capture":"static","template":"t1"}';
+      yield '{"url":"http://a.test/2","capture":"browser","template":"t1","purpose":"learn"}';
+      yield "not json";
+      yield '{"url":"http://a.test/3","capture":"static","template":"t1"}';
+      yield '{"url":"http://a.test/3","capture":"browser","template":"t1","purpose":"fallen-back"}';
+    }
+    expect([...(await staticallyCaptured(lines()))]).toEqual(["http://a.test/1"]);
   });
 
   it("--include, --exclude and --pages choose the pages, in the listed order", () => {
