@@ -153,6 +153,19 @@ describe("static pages in ReplayWeb.page", () => {
   }, 150_000);
 });
 
+describe("qa of a hybrid crawl", () => {
+  it("scores a static page on its requests only (its crawl text is its document's), a browsed one on its text too", async () => {
+    const run = await runCli("qa", ["--qaSource", join(cwd, "collections", "hybrid", "hybrid.wacz"), "--include", "/articles/a[14]\\.html$", "--cwd", cwd, "--collection", "qa"], { timeoutMs: 120_000 });
+    expect(run.code, run.stderr.slice(-2000)).toBe(0);
+    const qa = JSON.parse(readFileSync(join(cwd, "collections", "qa", "qa.json"), "utf8")) as { results: { url: string; scores: { text: number | null; resources: number } }[] };
+    const scores = Object.fromEntries(qa.results.map((r) => [pathOf(r.url), r.scores]));
+    expect(Object.keys(scores).sort()).toEqual(["/articles/a1.html", "/articles/a4.html"]);
+    // a4 is static: its crawl text is "Loading the article...", replay shows the article's text its script fetched.
+    expect(scores["/articles/a4.html"]).toMatchObject({ text: null, resources: 1 });
+    expect(scores["/articles/a1.html"]).toMatchObject({ text: 1, resources: 1 });
+  }, 130_000);
+});
+
 describe("two processes sharing one hybrid crawl", () => {
   let redis: TestRedis;
   let shared: TemplateSite;
