@@ -164,7 +164,9 @@ export class Frontier implements LeaseHolders {
     const groups = new Map<number, number[]>();
     items.forEach((item, i) => {
       const shard = shardOf(item.url, shards.length);
-      groups.set(shard, [...(groups.get(shard) ?? []), i]);
+      const group = groups.get(shard) ?? [];
+      group.push(i);
+      groups.set(shard, group);
     });
     await Promise.all([...groups].map(async ([n, indexes]) => {
       const shard = shards[n]!;
