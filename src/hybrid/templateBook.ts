@@ -61,6 +61,31 @@ redis.call('HSET', KEYS[1], t .. ':observed', observed + 1)
 return observed + 1
 `;
 
+// A learned template's first verify page: handed to one page, which every other page of the template waits for (the
+// template is not trusted before it is verified once); handed again when it is older than learnWaitMs and not done
+// (its page may have failed, or its process died). Redis's clock, as for the learning slots.
+const FIRST_VERIFY_LUA = `
+-- KEYS: templateState; ARGV: template, learnWaitMs
+if redis.replicate_commands then redis.replicate_commands() end
+local field = ARGV[1] .. ':firstVerify'
+local state = redis.call('HGET', KEYS[1], field)
+if state == 'done' then return 'done' end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+if state and now - tonumber(state) < tonumber(ARGV[2]) then return 'wait' end
+redis.call('HSET', KEYS[1], field, string.format('%.0f', now))
+if state then return 'stale' end
+return 'verify'
+`;
+
+// A first verify page that could not be loaded: handed to the next page at once (unless one was done meanwhile).
+const FIRST_VERIFY_FAILED_LUA = `
+-- KEYS: templateState; ARGV: template
+local field = ARGV[1] .. ':firstVerify'
+if redis.call('HGET', KEYS[1], field) ~= 'done' then redis.call('HDEL', KEYS[1], field) end
+return 0
+`;
+
 // A verify page's misses that no page URL makes (the same URLs on any page: an icon a script adds to some pages) are
 // adopted as the template's fixed fetches and links, and the next page the guard lets through is verified too; past
 // MAX_ADOPTIONS, or once fallen back, the template goes to the browser.
@@ -113,7 +138,8 @@ export class TemplateBook {
   /**
    * How to capture a page of a template: fallen back -> browser; not learned yet -> browser on a learning slot, or
    * wait for the pages holding the slots (browser once the newest slot is older than learnWaitMs); learned -> the
-   * guard's browser, or the first and every verifyEvery-th page the guard lets go static a verify page, or static.
+   * guard's browser, or the first page the guard lets go static a verify page (the others wait for its outcome), then
+   * every verifyEvery-th, or static.
    */
   async choose(pageUrl: string, template: string, documentScripts: string[]): Promise<CaptureChoice> {
     const [state, detail, adoptions] = (await this.redis.eval(CHOOSE_LUA, 1, this.keys.templateState, template, this.learnPages, this.learnWaitMs)) as [string, string, string?];
@@ -134,12 +160,15 @@ export class TemplateBook {
       return { mode: "browser", template, purpose: "verify", reason: "the last verify page showed URLs the template now fetches: this page checks them" };
     }
     if (this.verifyEvery > 0) {
-      const eligible = await this.redis.hincrby(this.keys.templateState, `${template}:eligible`, 1);
-      // The first one too: the learning pages are a template's first pages, and a site's first items are often
-      // unlike the rest (no reviews yet, no "previous" link); checked before any page relies on them.
-      if (eligible === 1) {
-        return { mode: "browser", template, purpose: "verify", reason: "the template's first page the guard lets through: verified before any is captured without the browser" };
+      // The first one too, before any other: the learning pages are a template's first pages, and a site's first items
+      // are often unlike the rest (no reviews yet, no "previous" link). The other pages wait for its outcome.
+      const first = (await this.redis.eval(FIRST_VERIFY_LUA, 1, this.keys.templateState, template, this.learnWaitMs)) as "done" | "wait" | "verify" | "stale";
+      if (first === "wait") return { mode: "wait", template, retryInMs: WAIT_RETRY_MS, reason: "the template's first verify page is being browsed" };
+      if (first !== "done") {
+        const reason = first === "verify" ? "the template's first page the guard lets through: verified before any is captured without the browser" : `the template's first verify page was not done within ${this.learnWaitMs} ms: verifying another`;
+        return { mode: "browser", template, purpose: "verify", reason };
       }
+      const eligible = await this.redis.hincrby(this.keys.templateState, `${template}:eligible`, 1);
       if (eligible % this.verifyEvery === 0) {
         return { mode: "browser", template, purpose: "verify", reason: `static-eligible page ${eligible} of the template: one in ${this.verifyEvery} is verified` };
       }
@@ -160,6 +189,15 @@ export class TemplateBook {
    * wins), logged once with the template, the page and at most 20 missing URLs.
    */
   async verified(template: string, pageUrl: string, missing: { fetches: string[]; links: string[] }): Promise<VerifyOutcome> {
+    try {
+      return await this.judgeVerify(template, pageUrl, missing);
+    } finally {
+      // Its outcome is recorded: the pages waiting for the template's first verify page go on.
+      await this.redis.hset(this.keys.templateState, `${template}:firstVerify`, "done");
+    }
+  }
+
+  private async judgeVerify(template: string, pageUrl: string, missing: { fetches: string[]; links: string[] }): Promise<VerifyOutcome> {
     const all = [...missing.fetches, ...missing.links];
     if (all.length === 0) return "matched";
     const learningPages = await this.learningPages(template);
@@ -178,6 +216,11 @@ export class TemplateBook {
     const reason = `${lacked}, made from its own URL (${fromPage.slice(0, 3).join(", ")})`;
     if ((await this.redis.hsetnx(this.keys.templateState, `${template}:fellBack`, reason)) === 1) this.logFallBack(template, pageUrl, reason, all);
     return "fell-back";
+  }
+
+  /** A verify page could not be loaded: were it the template's first, the next page of the template takes its place. */
+  async verifyFailed(template: string): Promise<void> {
+    await this.redis.eval(FIRST_VERIFY_FAILED_LUA, 1, this.keys.templateState, template);
   }
 
   /** The URLs of the pages the template was learned from. */

@@ -205,7 +205,7 @@ function classify(urlLists: string[][], pages: URL[], withVolatile: boolean, cov
 export function learnTemplate(observations: BrowsedObservation[]): LearnedTemplate {
   const pages = observations.map((o) => new URL(o.pageUrl));
   const fetches = classify(observations.map((o) => o.extraFetches), pages, true, observations.map((o) => o.staticFetches));
-  const links = classify(observations.map((o) => o.extraLinks), pages, false, observations.map((o) => o.staticLinks));
+  const links = classify(observations.map((o) => o.extraLinks), pages, false, observations.map((o) => (o.staticLinks || o.foundLinks ? [...(o.staticLinks ?? []), ...(o.foundLinks ?? [])] : undefined)));
   const scripts = new Set<string>();
   for (const o of observations) for (const script of o.scripts) {
     const normalized = normalizedScript(script, o.pageUrl);

@@ -7,7 +7,7 @@ export interface BrowsedObservation {
   scripts: string[];
   /** GET URLs the browser fetched (answered 2xx or 3xx) that a static pass of the same document would not fetch (its requisites, what its stylesheets name, and the document's redirect chain are taken away already). */
   extraFetches: string[];
-  /** Links the browser read that the document's static parse does not name (normalized absolute URLs). */
+  /** Links the browser read that the document's static parse does not name and that would still bring the crawl a page (normalized absolute URLs). */
   extraLinks: string[];
   /**
    * What a static pass of the same document fetches and links by itself (its own URL included): a URL one page's
@@ -16,6 +16,12 @@ export interface BrowsedObservation {
    */
   staticFetches?: string[];
   staticLinks?: string[];
+  /**
+   * Links the browser read beyond the document's that the crawl had found already (or would not follow) when the page
+   * was browsed: on the page all the same, so not page-specific when another page's script made them while they were
+   * still new (the first learning page's links are found by the second's turn).
+   */
+  foundLinks?: string[];
   /** The page's behaviors found anything (links added, clicks, fetches that started after they began). */
   behaviorsFound: boolean;
 }

@@ -112,7 +112,10 @@ export class HybridCapture {
       }
     }
     const result = { ...(await worker.load(pageUrl, { ...options, retry: options.retry || answersFromArchive })), capture: "browser" as const };
-    if (!result.document || result.error) return result;
+    if (!result.document || result.error) {
+      if (why.purpose === "verify" && why.template !== null) await this.options.book.verifyFailed(why.template);
+      return result;
+    }
     if (!doc?.parsed || why.template === null) {
       this.options.report.add({ url: pageUrl, capture: "browser", ...why });
       return result;
@@ -142,7 +145,9 @@ export class HybridCapture {
     const own = ownUrls(pageUrl, result);
     const extraFetches = fetchedUrls(result.captured ?? []).filter((url) => !planned.has(url) && !own.has(url));
     const staticLinks = new Set(pageLinkUrls(parsed.references.links));
-    const extraLinks = await notYetFound(result.links.filter((link) => !staticLinks.has(link)));
+    const scriptLinks = result.links.filter((link) => !staticLinks.has(link));
+    const extraLinks = await notYetFound(scriptLinks);
+    const stillNew = new Set(extraLinks);
     const observation: BrowsedObservation = {
       pageUrl,
       scripts: parsed.references.requisites.filter((r) => r.kind === "script").map((r) => r.url),
@@ -150,6 +155,7 @@ export class HybridCapture {
       extraLinks,
       staticFetches: [...planned, ...own],
       staticLinks: [...staticLinks, ...own],
+      foundLinks: scriptLinks.filter((link) => !stillNew.has(link)),
       behaviorsFound: (result.behaviorLinks?.length ?? 0) > 0 || result.behaviors?.foundMore === true,
     };
     await this.options.book.learn(template, observation);

@@ -30,10 +30,11 @@ const responsePaths = (rs: RawRecord[]) => [...new Set(rs.filter((r) => r.header
 /** How each page is expected to be captured: [path, capture, purpose]. */
 function expectedPlan(): [string, string, string | undefined][] {
   const plan: [string, string, string | undefined][] = [[HUB_PATH, "browser", "learn"]];
-  // The first 2 learned; of the rest (static-eligible pages 1, 2, 3...), the first and every 4th verified, the others static.
+  // The first 2 learned, the third the template's first verify page; of the rest (static-eligible pages 1, 2, 3...),
+  // every 4th verified, the others static.
   const learnedThenStatic = (paths: readonly string[]) => paths.forEach((path, i) => {
-    const eligible = i - 1;
-    plan.push(i < 2 ? [path, "browser", "learn"] : eligible === 1 || eligible % 4 === 0 ? [path, "browser", "verify"] : [path, "static", undefined]);
+    const eligible = i - 2;
+    plan.push(i < 2 ? [path, "browser", "learn"] : i === 2 || eligible % 4 === 0 ? [path, "browser", "verify"] : [path, "static", undefined]);
   });
   learnedThenStatic(DOC_PATHS);
   learnedThenStatic(ARTICLE_PATHS);
@@ -115,7 +116,7 @@ describe("a hybrid crawl of the template site", () => {
     expect(report.find((entry) => pathOf(entry.url) === "/products/p3.html")!.verify).toMatchObject({ missing: [`${site.url}/api/reviews/p3.json`], outcome: "fell-back" });
     // The docs' and articles' verify pages found nothing missing.
     expect(report.filter((entry) => entry.verify && !pathOf(entry.url).startsWith("/products/")).map((entry) => [pathOf(entry.url), entry.verify!.missing, entry.verify!.outcome]))
-      .toEqual(["/docs/d3.html", "/docs/d6.html", "/docs/d10.html", "/articles/a3.html", "/articles/a6.html", "/articles/a10.html"].map((path) => [path, [], "matched"]));
+      .toEqual(["/docs/d3.html", "/docs/d7.html", "/articles/a3.html", "/articles/a7.html"].map((path) => [path, [], "matched"]));
   });
 
   it("lists static pages as browsed ones: title, load state, text; each page crawled line says how", () => {
@@ -151,6 +152,26 @@ describe("static pages in ReplayWeb.page", () => {
       expect(page.images.map((image) => pathOf(image.src.replace(/^.*?\/\d{14}[a-z]{2}_\//, ""))).sort(), path).toEqual(images);
     }
   }, 150_000);
+});
+
+describe("a hybrid crawl with 4 workers on the defaults", () => {
+  it("captures no page of a template before its first verify page is done: the products' reviews are all stored", async () => {
+    const busy = await startTemplateSite();
+    const busyCwd = mkdtempSync(join(tmpdir(), "crawl-hybrid-busy-"));
+    try {
+      const run = await runCli("crawl", ["--url", busy.url + HUB_PATH, "--collection", "busy", "--cwd", busyCwd, "--workers", "4", "--captureMode", "hybrid"], { timeoutMs: 200_000 });
+      expect(run.code, run.stderr.slice(-3000)).toBe(0);
+      const dir = join(busyCwd, "collections", "busy");
+      const stored = responsePaths(readdirSync(join(dir, "archive")).flatMap((f) => readWarcRecords(join(dir, "archive", f))));
+      expect(stored).toEqual([...new Set(TEMPLATE_SITE_PAGES.flatMap((p) => browserResources(p)))].sort());
+      const lines = readFileSync(join(dir, "reports", "capture.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { url: string; capture: string });
+      expect(lines.filter((l) => pathOf(l.url).startsWith("/products/") && l.capture === "static")).toEqual([]);
+      expect(lines.filter((l) => l.capture === "static").length).toBeGreaterThan(10);
+    } finally {
+      await busy.close();
+      rmSync(busyCwd, { recursive: true, force: true });
+    }
+  }, 210_000);
 });
 
 describe("qa of a hybrid crawl", () => {

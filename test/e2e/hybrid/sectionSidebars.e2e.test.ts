@@ -14,7 +14,7 @@ import { readWarcRecords } from "../../helpers/warcFile.js";
 // items.js by name), and a script-made sidebar that only names pages the crawl found already must not keep pages in
 // the browser. In section "gamma" the sidebar names one more item (`item5.html`) that no document links: a verify page
 // of the template there finds it, the template goes back to the browser, and the page is crawled as in browser mode.
-// (Each template's first page the guard lets through is verified too.)
+// (Each template's first page the guard lets through is verified too, before any other is captured.)
 const SECTIONS = ["alpha", "beta", "gamma"];
 const ITEMS = [1, 2, 3, 4];
 const sidebarItems = (section: string) => [...ITEMS.map((n) => `item${n}.html`), ...(section === "gamma" ? ["item5.html"] : [])];
@@ -53,10 +53,10 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  // One worker: the pages come in breadth-first order, so which page is the template's 7th static-eligible one is known.
+  // One worker: the pages come in breadth-first order, so which page is the template's 6th static-eligible one is known.
   for (const mode of ["browser", "hybrid"] as const) {
     const cwd = mkdtempSync(join(tmpdir(), `crawl-sections-${mode}-`));
-    const crawl = await runCli("crawl", ["--url", `${url}/docs/index.html`, "--scopeType", "prefix", "--workers", "1", "--captureMode", mode, "--hybridVerifyEvery", "7", "--behaviors", "", "--collection", "docs", "--cwd", cwd], { timeoutMs: 150_000 });
+    const crawl = await runCli("crawl", ["--url", `${url}/docs/index.html`, "--scopeType", "prefix", "--workers", "1", "--captureMode", mode, "--hybridVerifyEvery", "6", "--behaviors", "", "--collection", "docs", "--cwd", cwd], { timeoutMs: 150_000 });
     crawls[mode] = { cwd, crawl };
   }
 }, 320_000);

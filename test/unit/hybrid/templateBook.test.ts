@@ -79,15 +79,36 @@ describe("TemplateBook", () => {
     });
   });
 
-  it("the first and every verifyEvery-th page the guard lets go static are verify pages; guard pages do not count", async () => {
+  it("the first page the guard lets go static is a verify page the others wait for; then every verifyEvery-th; guard pages do not count", async () => {
     const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 3 });
     const kinds: string[] = [];
     kinds.push(kind(await book.choose(page(1), TEMPLATE, SCRIPTS)));
     await book.learn(TEMPLATE, observation("foo"));
-    for (let n = 2; n <= 7; n++) kinds.push(kind(await book.choose(page(n), TEMPLATE, n === 5 ? [...SCRIPTS, `${SITE}/other.js`] : SCRIPTS)));
-    expect(kinds).toEqual(["browser/learn", "browser/verify", "static", "browser/verify", "browser/guard", "static", "static"]);
-    const verify = await book.choose(page(8), TEMPLATE, SCRIPTS);
+    expect(await book.choose(page(2), TEMPLATE, SCRIPTS)).toEqual({ mode: "browser", template: TEMPLATE, purpose: "verify", reason: "the template's first page the guard lets through: verified before any is captured without the browser" });
+    // Until its outcome is in, the template's other pages wait, in every process.
+    const other = new TemplateBook(secondConnection(), keys, { learnPages: 1, verifyEvery: 3 });
+    expect(await other.choose(page(3), TEMPLATE, SCRIPTS)).toEqual({ mode: "wait", template: TEMPLATE, retryInMs: 1000, reason: "the template's first verify page is being browsed" });
+    expect(await book.verified(TEMPLATE, page(2), { fetches: [], links: [] })).toBe("matched");
+    for (let n = 3; n <= 8; n++) kinds.push(kind(await (n % 2 ? other : book).choose(page(n), TEMPLATE, n === 5 ? [...SCRIPTS, `${SITE}/other.js`] : SCRIPTS)));
+    expect(kinds).toEqual(["browser/learn", "static", "static", "browser/guard", "browser/verify", "static", "static"]);
+    const verify = await book.choose(page(9), TEMPLATE, SCRIPTS);
     expect(verify).toEqual({ mode: "browser", template: TEMPLATE, purpose: "verify", reason: "static-eligible page 6 of the template: one in 3 is verified" });
+  });
+
+  it("a first verify page that fails to load is handed to the next page at once; one whose holder went quiet, after learnWaitMs", async () => {
+    const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 3, learnWaitMs: 300 });
+    await book.choose(page(1), TEMPLATE, SCRIPTS);
+    await book.learn(TEMPLATE, observation("foo"));
+    expect(kind(await book.choose(page(2), TEMPLATE, SCRIPTS))).toBe("browser/verify");
+    await book.verifyFailed(TEMPLATE);
+    expect(kind(await book.choose(page(3), TEMPLATE, SCRIPTS))).toBe("browser/verify");
+    expect(kind(await book.choose(page(4), TEMPLATE, SCRIPTS))).toBe("wait");
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    expect(await book.choose(page(4), TEMPLATE, SCRIPTS)).toMatchObject({ purpose: "verify", reason: "the template's first verify page was not done within 300 ms: verifying another" });
+    expect(await book.verified(TEMPLATE, page(4), { fetches: [], links: [] })).toBe("matched");
+    // Once done, a late failure of another verify page changes nothing.
+    await book.verifyFailed(TEMPLATE);
+    expect(kind(await book.choose(page(5), TEMPLATE, SCRIPTS))).toBe("static");
   });
 
   it("verifyEvery 0 never verifies", async () => {
@@ -105,8 +126,8 @@ describe("TemplateBook", () => {
     const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 2 });
     await book.choose(page(1), TEMPLATE, SCRIPTS);
     await book.learn(TEMPLATE, observation("foo"));
-    expect(await book.verified(TEMPLATE, page(3), { fetches: [], links: [] })).toBe("matched");
-    expect(kind(await book.choose(page(2), TEMPLATE, SCRIPTS))).toBe("browser/verify"); // the first the guard lets through
+    expect(await book.verified(TEMPLATE, page(3), { fetches: [], links: [] })).toBe("matched"); // the template's first verify page
+    expect(kind(await book.choose(page(2), TEMPLATE, SCRIPTS))).toBe("static");
     // Made from the page's own URL (page3): every page captured without the browser lacked its own.
     const missing = Array.from({ length: 25 }, (_, i) => `${SITE}/lazy/page3/${i}.jpg`);
     expect(await book.verified(TEMPLATE, page(3), { fetches: missing, links: [] })).toBe("fell-back");

@@ -124,6 +124,18 @@ describe("learnTemplate", () => {
     expect(older.pageSpecificFetches).toEqual([`${SITE}/std/icons.svg`]);
   });
 
+  it("a link one page's script made while it was new, and the other page's script made once the crawl had found it, is on both pages: fixed", () => {
+    // Python's docs: the search forms' links, new on the first learning page, found already by the second's turn.
+    const search = `${SITE}/search.html?q=`;
+    const seen = [
+      observation("/index.html", [], { extraLinks: [search], staticLinks: [`${SITE}/index.html`], staticFetches: [] }),
+      observation("/download.html", [], { extraLinks: [], foundLinks: [search], staticLinks: [`${SITE}/download.html`], staticFetches: [] }),
+    ];
+    expect(learnTemplate(seen)).toMatchObject({ fixedLinks: [search], pageSpecificLinks: [] });
+    // Without what the second page's script made, the link looked like the first page's own.
+    expect(learnTemplate(seen.map(({ foundLinks: _found, ...rest }) => rest))).toMatchObject({ fixedLinks: [], pageSpecificLinks: [search] });
+  });
+
   it("from a single browsed page, a URL holding a part of its URL is a rule and the others are fixed", () => {
     const learned = learnTemplate([observation("/articles/foo.html", [`${SITE}/api/foo.json`, `${SITE}/config.json`])]);
     expect(learned).toEqual({ ...NOTHING_LEARNED, observations: 1, fixedFetches: [`${SITE}/config.json`], fetchRules: [`${SITE}/api/{stem}.json`] });
