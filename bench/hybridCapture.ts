@@ -18,7 +18,8 @@
  * the archive stores (a response or revisit record); fidelity = |hybrid's set ∩ browser's set| / |browser's set|,
  * and, as a second figure, |URLs the hybrid archive stores anywhere ∩ browser's set| / |browser's set| (what
  * replay of the page can find). With --modes browser alone the browser run is compared with a second browser
- * run: the run-to-run floor. Pages below 0.99 are listed with the URLs they lack.
+ * run: the run-to-run floor. Pages below 0.99 are listed with the URLs they lack. A page the candidate run never
+ * crawled (under --limit the two runs may reach different pages) is counted apart (notCrawledByCandidate), not scored.
  * --keep DIR: each crawl's collection is kept as DIR/<site>-<mode>-<run>.
  */
 import { execFileSync } from "node:child_process";
@@ -208,9 +209,15 @@ interface PageFidelity {
 
 function compare(reference: ArchiveContents, candidate: ArchiveContents, referencePages: string[]): { pages: PageFidelity[]; summary: Record<string, unknown> } {
   const pages: PageFidelity[] = [];
+  // Under --limit the two crawls may reach different pages: one the candidate never crawled is counted apart.
+  const notCrawled: string[] = [];
   for (const page of referencePages) {
     const expected = pageSet(reference, page);
     if (!expected || !expected.size) continue;
+    if (!candidate.pageRequests.has(page) && !candidate.stored.has(page)) {
+      notCrawled.push(page);
+      continue;
+    }
     const own = pageSet(candidate, page);
     const share = (have: (u: string) => boolean) => [...expected].filter(have).length / expected.size;
     const fidelity = own ? share((u) => own.has(u)) : null;
@@ -225,6 +232,7 @@ function compare(reference: ArchiveContents, candidate: ArchiveContents, referen
     pages,
     summary: {
       pages: pages.length,
+      notCrawledByCandidate: { count: notCrawled.length, first: notCrawled.sort().slice(0, 10) },
       pagesWithoutPageinfo: pages.length - withPageinfo.length,
       fidelity: figures(withPageinfo),
       archiveFidelity: figures(pages.map((p) => p.archiveFidelity)),
