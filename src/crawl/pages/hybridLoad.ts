@@ -101,6 +101,16 @@ export class HybridCapture {
    * record (the attempt answers it from the archive as a retry does). Then the template learns, or is verified.
    */
   private async browse(worker: PageWorker, pageUrl: string, options: LoadOptions & { sink: ExchangeSink }, doc: StaticDocument | null, why: Omit<CaptureEntry, "url" | "capture" | "ts">, notYetFound: LinksNotYetFound = async (links) => links): Promise<PageLoadResult> {
+    const judged = { verify: false };
+    try {
+      return await this.browsePage(worker, pageUrl, options, doc, why, notYetFound, judged);
+    } finally {
+      // A verify page that was not judged (not loaded, a duplicate, an error) gives its turn to the template's next page.
+      if (why.purpose === "verify" && why.template !== null && !judged.verify) await this.options.book.verifyFailed(why.template).catch(() => undefined);
+    }
+  }
+
+  private async browsePage(worker: PageWorker, pageUrl: string, options: LoadOptions & { sink: ExchangeSink }, doc: StaticDocument | null, why: Omit<CaptureEntry, "url" | "capture" | "ts">, notYetFound: LinksNotYetFound, judged: { verify: boolean }): Promise<PageLoadResult> {
     let answersFromArchive = false;
     if (doc) {
       const stored = await this.loaderOf(worker).storeDocument(doc, options.sink);
@@ -112,10 +122,7 @@ export class HybridCapture {
       }
     }
     const result = { ...(await worker.load(pageUrl, { ...options, retry: options.retry || answersFromArchive })), capture: "browser" as const };
-    if (!result.document || result.error) {
-      if (why.purpose === "verify" && why.template !== null) await this.options.book.verifyFailed(why.template);
-      return result;
-    }
+    if (!result.document || result.error) return result;
     if (!doc?.parsed || why.template === null) {
       this.options.report.add({ url: pageUrl, capture: "browser", ...why });
       return result;
@@ -123,7 +130,9 @@ export class HybridCapture {
     try {
       if (why.purpose === "learn") await this.learn(worker, pageUrl, doc, why.template, result, notYetFound);
       if (why.purpose === "verify") {
-        this.options.report.add({ url: pageUrl, capture: "browser", ...why, verify: await this.verify(worker, pageUrl, doc, why.template, result, notYetFound) });
+        const verify = await this.verify(worker, pageUrl, doc, why.template, result, notYetFound);
+        judged.verify = true;
+        this.options.report.add({ url: pageUrl, capture: "browser", ...why, verify });
         return result;
       }
     } catch (err) {
