@@ -7,7 +7,7 @@ import { RecentlyUsed } from "../util/recentlyUsed.js";
 import type { CrawlStateKeys } from "../state/stateKeys.js";
 import { guardChoice } from "./captureGuard.js";
 import { learnTemplate, madeFromPage, withAdopted } from "./templateLearning.js";
-import type { BrowsedObservation, CaptureChoice, LearnedTemplate } from "./templateTypes.js";
+import type { BrowsedObservation, CaptureChoice, DocumentSelectors, LearnedTemplate } from "./templateTypes.js";
 
 export interface TemplateBookOptions {
   /** Browsed pages a template is learned from (at least 1). */
@@ -78,6 +78,29 @@ if state then return 'stale' end
 return 'verify'
 `;
 
+// Selectors a page holds that the template's scripts looked for in vain on its learning pages, none explained yet:
+// the page takes those no other page is verifying (and verifies them), else waits for the page that is. A claim older
+// than learnWaitMs is taken over. Returns the selectors taken; none taken while some are claimed: wait.
+const EXPLAIN_LUA = `
+-- KEYS: templateState; ARGV: template, learnWaitMs, selector...
+if redis.replicate_commands then redis.replicate_commands() end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local taken, claimed = {}, 0
+for i = 3, #ARGV do
+  local field = ARGV[1] .. ':explaining:' .. ARGV[i]
+  local at = redis.call('HGET', KEYS[1], field)
+  if at and now - tonumber(at) < tonumber(ARGV[2]) then
+    claimed = claimed + 1
+  else
+    redis.call('HSET', KEYS[1], field, string.format('%.0f', now))
+    taken[#taken + 1] = ARGV[i]
+  end
+end
+if #taken == 0 and claimed > 0 then return {'wait'} end
+return taken
+`;
+
 // A first verify page that could not be loaded: handed to the next page at once (unless one was done meanwhile).
 const FIRST_VERIFY_FAILED_LUA = `
 -- KEYS: templateState; ARGV: template
@@ -90,17 +113,23 @@ return 0
 // adopted as the template's fixed fetches and links, and the next page the guard lets through is verified too; past
 // MAX_ADOPTIONS, or once fallen back, the template goes to the browser.
 const ADOPT_LUA = `
--- KEYS: templateState, templateObservations; ARGV: template, maxAdoptions, adopted JSON, reason if over
+-- KEYS: templateState, templateObservations; ARGV: template, maxAdoptions, adopted JSON, reason if over, explained
+-- explained '1': the verify page held elements the learning pages lacked, which its misses are put down to: not
+-- counted against maxAdoptions, and no next page verified for them.
 local t = ARGV[1]
 if redis.call('HGET', KEYS[1], t .. ':fellBack') then return 'fallen-back' end
-local n = redis.call('HINCRBY', KEYS[1], t .. ':adoptions', 1)
-if n > tonumber(ARGV[2]) then
-  redis.call('HINCRBY', KEYS[1], t .. ':adoptions', -1)
-  redis.call('HSETNX', KEYS[1], t .. ':fellBack', ARGV[4])
-  return 'fell-back'
+local explained = ARGV[5] == '1'
+if not explained then
+  local unexplained = redis.call('HINCRBY', KEYS[1], t .. ':unexplainedAdoptions', 1)
+  if unexplained > tonumber(ARGV[2]) then
+    redis.call('HINCRBY', KEYS[1], t .. ':unexplainedAdoptions', -1)
+    redis.call('HSETNX', KEYS[1], t .. ':fellBack', ARGV[4])
+    return 'fell-back'
+  end
 end
+local n = redis.call('HINCRBY', KEYS[1], t .. ':adoptions', 1)
 redis.call('HSET', KEYS[2], t .. ':adopted:' .. n, ARGV[3])
-redis.call('HSET', KEYS[1], t .. ':verifyNext', '1')
+if not explained then redis.call('HSET', KEYS[1], t .. ':verifyNext', '1') end
 return 'adopted'
 `;
 
@@ -141,7 +170,7 @@ export class TemplateBook {
    * guard's browser, or the first page the guard lets go static a verify page (the others wait for its outcome), then
    * every verifyEvery-th, or static.
    */
-  async choose(pageUrl: string, template: string, documentScripts: string[]): Promise<CaptureChoice> {
+  async choose(pageUrl: string, template: string, documentScripts: string[], heldBy?: DocumentSelectors): Promise<CaptureChoice> {
     const [state, detail, adoptions] = (await this.redis.eval(CHOOSE_LUA, 1, this.keys.templateState, template, this.learnPages, this.learnWaitMs)) as [string, string, string?];
     switch (state) {
       case "fallen-back":
@@ -156,6 +185,13 @@ export class TemplateBook {
     const learned = await this.read(template, Number(detail), Number(adoptions ?? "0"));
     const guard = guardChoice(learned, pageUrl, documentScripts);
     if (!guard.static) return { mode: "browser", template, purpose: "guard", reason: guard.reason };
+    const unexplained = heldBy ? await this.unexplainedSelectors(template, learned, heldBy) : [];
+    if (unexplained.length > 0) {
+      const taken = (await this.redis.eval(EXPLAIN_LUA, 1, this.keys.templateState, template, this.learnWaitMs, ...unexplained)) as string[];
+      if (taken[0] === "wait" && taken.length === 1) return { mode: "wait", template, retryInMs: WAIT_RETRY_MS, reason: `another page is verifying what the template's scripts do with ${unexplained.slice(0, 3).join(", ")}` };
+      const listed = taken.slice(0, 3).join(", ") + (taken.length > 3 ? ` (and ${taken.length - 3} more)` : "");
+      return { mode: "browser", template, purpose: "verify", reason: `the document holds what the template's scripts look for and no browsed page held: ${listed}`, selectors: taken };
+    }
     if ((await this.redis.hdel(this.keys.templateState, `${template}:verifyNext`)) === 1) {
       return { mode: "browser", template, purpose: "verify", reason: "the last verify page showed URLs the template now fetches: this page checks them" };
     }
@@ -188,16 +224,19 @@ export class TemplateBook {
    * pages. Otherwise the template falls back to the browser for the rest of the crawl (kept in Redis, the first reason
    * wins), logged once with the template, the page and at most 20 missing URLs.
    */
-  async verified(template: string, pageUrl: string, missing: { fetches: string[]; links: string[] }): Promise<VerifyOutcome> {
+  async verified(template: string, pageUrl: string, missing: { fetches: string[]; links: string[] }, selectors: readonly string[] = []): Promise<VerifyOutcome> {
     try {
-      return await this.judgeVerify(template, pageUrl, missing);
+      const outcome = await this.judgeVerify(template, pageUrl, missing, selectors.length > 0);
+      // What the scripts do with these elements is now seen (and what they fetch adopted): no later page needs browsing for them.
+      if (outcome !== "fell-back" && selectors.length) await this.redis.hset(this.keys.templateState, Object.fromEntries(selectors.map((selector) => [`${template}:explained:${selector}`, pageUrl])));
+      return outcome;
     } finally {
       // Its outcome is recorded: the pages waiting for the template's first verify page go on.
       await this.redis.hset(this.keys.templateState, `${template}:firstVerify`, "done");
     }
   }
 
-  private async judgeVerify(template: string, pageUrl: string, missing: { fetches: string[]; links: string[] }): Promise<VerifyOutcome> {
+  private async judgeVerify(template: string, pageUrl: string, missing: { fetches: string[]; links: string[] }, explained: boolean): Promise<VerifyOutcome> {
     const all = [...missing.fetches, ...missing.links];
     if (all.length === 0) return "matched";
     const learningPages = await this.learningPages(template);
@@ -205,9 +244,9 @@ export class TemplateBook {
     const lacked = `the static capture of the verify page ${pageUrl} lacked ${all.length} URL${all.length === 1 ? "" : "s"} the browser fetched or linked`;
     if (fromPage.length === 0) {
       const overReason = `${lacked}, after ${MAX_ADOPTIONS} verify pages that showed URLs the template lacked`;
-      const outcome = (await this.redis.eval(ADOPT_LUA, 2, this.keys.templateState, this.keys.templateObservations, template, MAX_ADOPTIONS, JSON.stringify(missing), overReason)) as VerifyOutcome | "fallen-back";
+      const outcome = (await this.redis.eval(ADOPT_LUA, 2, this.keys.templateState, this.keys.templateObservations, template, MAX_ADOPTIONS, JSON.stringify(missing), overReason, explained ? "1" : "0")) as VerifyOutcome | "fallen-back";
       if (outcome === "adopted") {
-        logger.info("capture", `template ${template} adopts what its verify page fetched beyond the static pass, the same URLs on any page; the next page is verified too`, { template, page: pageUrl, fetches: missing.fetches.slice(0, MISSING_LOGGED_AT_MOST), links: missing.links.slice(0, MISSING_LOGGED_AT_MOST) });
+        logger.info("capture", `template ${template} adopts what its verify page fetched beyond the static pass, the same URLs on any page${explained ? ", for elements its learning pages lacked" : "; the next page is verified too"}`, { template, page: pageUrl, fetches: missing.fetches.slice(0, MISSING_LOGGED_AT_MOST), links: missing.links.slice(0, MISSING_LOGGED_AT_MOST) });
         return "adopted";
       }
       if (outcome === "fell-back") this.logFallBack(template, pageUrl, overReason, all);
@@ -218,9 +257,22 @@ export class TemplateBook {
     return "fell-back";
   }
 
+  /**
+   * Of the selectors the template's scripts looked for in vain on its learning pages, those this page's document holds
+   * and no verify page has explained yet (shown to fetch nothing the template lacks).
+   */
+  private async unexplainedSelectors(template: string, learned: LearnedTemplate, heldBy: DocumentSelectors): Promise<string[]> {
+    if (!learned.absentSelectors.length) return [];
+    const held = heldBy(learned.absentSelectors);
+    if (!held.length) return [];
+    const explained = await this.redis.hmget(this.keys.templateState, ...held.map((selector) => `${template}:explained:${selector}`));
+    return held.filter((_, i) => explained[i] === null);
+  }
+
   /** A verify page could not be loaded: were it the template's first, the next page of the template takes its place. */
-  async verifyFailed(template: string): Promise<void> {
+  async verifyFailed(template: string, selectors: readonly string[] = []): Promise<void> {
     await this.redis.eval(FIRST_VERIFY_FAILED_LUA, 1, this.keys.templateState, template);
+    if (selectors.length) await this.redis.hdel(this.keys.templateState, ...selectors.map((selector) => `${template}:explaining:${selector}`));
   }
 
   /** The URLs of the pages the template was learned from. */

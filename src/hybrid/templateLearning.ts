@@ -222,7 +222,14 @@ export function learnTemplate(observations: BrowsedObservation[]): LearnedTempla
     linkRules: links.rules,
     pageSpecificLinks: links.pageSpecific,
     behaviorsFound: observations.some((o) => o.behaviorsFound),
+    absentSelectors: absentSelectors(observations),
   };
+}
+
+/** Selectors the observations' scripts looked for that no observed document held. */
+function absentSelectors(observations: BrowsedObservation[]): string[] {
+  const present = new Set(observations.flatMap((o) => o.presentSelectors ?? []));
+  return [...new Set(observations.flatMap((o) => o.absentSelectors ?? []))].filter((selector) => !present.has(selector)).sort();
 }
 
 /**

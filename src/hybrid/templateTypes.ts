@@ -24,13 +24,22 @@ export interface BrowsedObservation {
   foundLinks?: string[];
   /** The page's behaviors found anything (links added, clicks, fetches that started after they began). */
   behaviorsFound: boolean;
+  /**
+   * What the page's scripts looked for in its document (page/queryWatch.ts): selectors it held no match for, and ones
+   * it did. Absent in observations kept by an older crawler.
+   */
+  absentSelectors?: string[];
+  presentSelectors?: string[];
 }
 
 /** How a page is captured: statically (with what the template's scripts would have fetched and linked), in the browser, or later. */
 export type CaptureChoice =
   | { mode: "static"; template: string; fetches: string[]; links: string[] }
-  | { mode: "browser"; template: string; purpose: "learn" | "verify" | "guard" | "fallen-back"; reason: string }
+  | { mode: "browser"; template: string; purpose: "learn" | "verify" | "guard" | "fallen-back"; reason: string; selectors?: string[] }
   | { mode: "wait"; template: string; retryInMs: number; reason: string };
+
+/** Of these selectors, the ones the page's document holds a match for (static/selectorMatch.ts). */
+export type DocumentSelectors = (selectors: readonly string[]) => string[];
 
 /**
  * What a template's browsed pages taught (learnTemplate), as JSON: what a static pass of another page of the template
@@ -57,4 +66,10 @@ export interface LearnedTemplate {
   pageSpecificLinks: string[];
   /** A browsed page's behaviors found anything. */
   behaviorsFound: boolean;
+  /**
+   * Selectors the browsed pages' scripts looked for that none of their documents held (Sphinx's `img.toggler`): a page
+   * whose document holds one gives those scripts something to act on that no browsed page showed, so it is verified
+   * (TemplateBook.choose); once a verify page showed nothing the template lacks, the selector is explained.
+   */
+  absentSelectors: string[];
 }

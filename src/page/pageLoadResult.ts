@@ -2,6 +2,7 @@ import type { BehaviorOutcome } from "../behaviors/behaviors.js";
 import type { CapturedSummary, ConditionalRequest, RateLimitAnswer } from "../capture/pageCapture.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import type { PageExtracts } from "./pageExtracts.js";
+import type { QueriedSelector } from "./queryWatch.js";
 
 /** What loading one page produced. */
 export interface PageLoadResult {
@@ -33,6 +34,8 @@ export interface PageLoadResult {
   duplicate?: boolean;
   /** Everything the attempt captured (the page's requests and their answers; --qa's urn:pageinfo: record). */
   captured?: CapturedSummary[];
+  /** What the page's scripts looked for in its document, and whether it holds a match (hybrid capture's learning: queryWatch.ts). */
+  queriedSelectors?: QueriedSelector[];
   /** How the page was captured: loaded in Chromium, or fetched and parsed without a browser (--captureMode hybrid). */
   capture?: CaptureKind;
 }

@@ -6,6 +6,7 @@ import { errorMessage, logger } from "../log/logger.js";
 import type { ExchangeSink } from "../pipeline/exchangeSink.js";
 import { pageLinkUrls, tryNormalizeCrawlUrl, withoutHash } from "../scope/urls.js";
 import { withTimeout } from "../util/deadline.js";
+import { installQueryWatch, queriedSelectors } from "./queryWatch.js";
 import { pageFavicon } from "./favicon.js";
 import { clickClaims, installBehaviors, runBehaviors, type BehaviorHooks, type BehaviorOutcome, type BehaviorSettings } from "../behaviors/behaviors.js";
 import type { BrowserHost } from "../browser/browserHost.js";
@@ -64,6 +65,8 @@ export interface PageWorkerOptions {
    * archive (a retry may be taken by another tab). Absent: every attempt fetches everything.
    */
   earlierAttempts?: EarlierAttempts;
+  /** --captureMode hybrid: what each page's scripts look for in their document is watched (queryWatch.ts) and read with the page. */
+  watchQueries?: boolean;
 }
 
 /** Who wants to know the worker's current tab; both calls return at once and never throw. */
@@ -133,6 +136,7 @@ export class PageWorker {
     this.tabBrowser = browser;
     if (this.options.tabCapture && !this.options.tabCapture.bypassServiceWorker) watchServiceWorkers(browser, (target, scriptUrl) => this.captureServiceWorker(target, scriptUrl));
     await applyTabSettings(tab, this.options.userAgent, this.options.tab);
+    if (this.options.watchQueries) await installQueryWatch(tab); // first, so it wraps the document before any script runs
     this.dialogs = new DialogGuard(tab);
     await installBehaviors(tab, this.options.behaviors, this.behaviorHooks);
     const capture = await PageCapture.attach(tab, this.sink, this.fetcher, this.limits, this.options.rateLimitStatusCodes, this.options.tabCapture);
@@ -246,7 +250,7 @@ export class PageWorker {
       // Without its links the crawl would silently lose everything below this page: retry it instead.
       return { document: null, title: "", links: [], error: `could not read the page's links: ${read ? read.message : "the page was not read"}` };
     }
-    return { document, title: read.title, ...(read.favicon ? { favicon: read.favicon } : {}), links: read.links, ...(read.extracts ? { extracts: read.extracts } : {}), error: null };
+    return { document, title: read.title, ...(read.favicon ? { favicon: read.favicon } : {}), links: read.links, ...(read.extracts ? { extracts: read.extracts } : {}), ...(read.queriedSelectors ? { queriedSelectors: read.queriedSelectors } : {}), error: null };
   }
 
   /**
@@ -264,12 +268,13 @@ export class PageWorker {
   }
 
   /** The page's title, links, text and screenshots, once it is loaded and its behaviors are over. */
-  private async readLoadedPage(tab: Page, url: string, status: number, timings: PageTimings): Promise<(Pick<PageLoadResult, "title" | "favicon" | "links" | "extracts"> & { media: string[] }) | Error> {
+  private async readLoadedPage(tab: Page, url: string, status: number, timings: PageTimings): Promise<(Pick<PageLoadResult, "title" | "favicon" | "links" | "extracts" | "queriedSelectors"> & { media: string[] }) | Error> {
     try {
+      const queried = this.options.watchQueries ? await timings.time("links", () => queriedSelectors(tab)) : null;
       const { title, links, media } = await timings.time("links", () => this.readPage(tab));
       const favicon = await timings.time("links", () => pageFavicon(tab));
       const extracts = await timings.time("extracts", () => this.takeExtracts(tab, url, status));
-      return { title, ...(favicon ? { favicon } : {}), links, media, ...(extracts ? { extracts } : {}) };
+      return { title, ...(favicon ? { favicon } : {}), links, media, ...(extracts ? { extracts } : {}), ...(queried ? { queriedSelectors: queried } : {}) };
     } catch (err) {
       return new Error(errorMessage(err));
     }

@@ -9,6 +9,7 @@ import { documentReferences, parseDocument, type DocumentReferences } from "../s
 import { documentText, documentTitle } from "../static/documentText.js";
 import { BROWSER_MAX_DEPTH, nestsDeeperThan } from "../static/nestingDepth.js";
 import { templateKey, type TemplateKey } from "../static/templateKey.js";
+import { documentSelectors } from "../static/selectorMatch.js";
 import type { PageLoadResult } from "./pageLoadResult.js";
 import { decodedBody, documentFetches, learnedFetches, RequisiteFetches, type CapturedSummary } from "./staticRequisites.js";
 
@@ -35,7 +36,8 @@ export interface StaticDocument {
    */
   exchange: Exchange;
   /** Parsed when it is a 200 HTML document within the caps; else null, and `notStatic` says why the browser must take it. */
-  parsed: { html: string; references: DocumentReferences; template: TemplateKey; title: string } | null;
+  /** `selectorsHeld`: of some CSS selectors, those the document holds a match for (static/selectorMatch.ts, on this parse). */
+  parsed: { html: string; references: DocumentReferences; template: TemplateKey; title: string; selectorsHeld: (selectors: readonly string[]) => string[] } | null;
   notStatic: string | null;
 }
 
@@ -91,7 +93,7 @@ export class StaticPageLoader {
     exchange.identifiedPayloadType = `${mimeTypeOf(exchange)}; charset="${encoding.name}"`;
     const tree = parseDocument(html);
     const references = documentReferences(tree, url);
-    const parsed = { html, references, template: templateKey(tree, url, references), title: documentTitle(tree) };
+    const parsed = { html, references, template: templateKey(tree, url, references), title: documentTitle(tree), selectorsHeld: documentSelectors(tree) };
     const result: StaticDocument = { ...doc, parsed };
     texts.set(result, documentText(tree));
     return result;

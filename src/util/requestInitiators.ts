@@ -15,6 +15,8 @@ export const IN_PAGE_SCRIPT_NAMES = {
   behaviors: "warc-crawler-behaviors.js",
   /** The autoscroll's watch of timers and requests, which wraps fetch and XMLHttpRequest: a page's calls pass through it. */
   pageWatch: "warc-crawler-page-watch.js",
+  /** Hybrid capture's watch of the selectors a page's scripts look for (page/queryWatch.ts). */
+  queryWatch: "warc-crawler-query-watch.js",
 } as const;
 
 /** `script`, named `name` in stack traces and in the initiator of each request it makes. */

@@ -78,7 +78,7 @@ export class HybridCapture {
     const scripts = doc.parsed.references.requisites.filter((r) => r.kind === "script").map((r) => r.url);
     let choice: CaptureChoice;
     try {
-      choice = await this.options.book.choose(pageUrl, template, scripts);
+      choice = await this.options.book.choose(pageUrl, template, scripts, doc.parsed.selectorsHeld);
     } catch (err) {
       await loader.discard(doc);
       throw err;
@@ -93,24 +93,24 @@ export class HybridCapture {
       if (result.document && !result.error) this.options.report.add({ url: pageUrl, capture: "static", template });
       return { ...result, capture: "static" };
     }
-    return this.browse(worker, pageUrl, options, doc, { template, purpose: choice.purpose, reason: choice.reason }, notYetFound);
+    return this.browse(worker, pageUrl, options, doc, { template, purpose: choice.purpose, reason: choice.reason }, notYetFound, choice.selectors ?? []);
   }
 
   /**
    * The page in the browser. Its document, when fetched already, is stored first and the browser renders it from that
    * record (the attempt answers it from the archive as a retry does). Then the template learns, or is verified.
    */
-  private async browse(worker: PageWorker, pageUrl: string, options: LoadOptions & { sink: ExchangeSink }, doc: StaticDocument | null, why: Omit<CaptureEntry, "url" | "capture" | "ts">, notYetFound: LinksNotYetFound = async (links) => links): Promise<PageLoadResult> {
+  private async browse(worker: PageWorker, pageUrl: string, options: LoadOptions & { sink: ExchangeSink }, doc: StaticDocument | null, why: Omit<CaptureEntry, "url" | "capture" | "ts">, notYetFound: LinksNotYetFound = async (links) => links, selectors: string[] = []): Promise<PageLoadResult> {
     const judged = { verify: false };
     try {
-      return await this.browsePage(worker, pageUrl, options, doc, why, notYetFound, judged);
+      return await this.browsePage(worker, pageUrl, options, doc, why, notYetFound, judged, selectors);
     } finally {
       // A verify page that was not judged (not loaded, a duplicate, an error) gives its turn to the template's next page.
-      if (why.purpose === "verify" && why.template !== null && !judged.verify) await this.options.book.verifyFailed(why.template).catch(() => undefined);
+      if (why.purpose === "verify" && why.template !== null && !judged.verify) await this.options.book.verifyFailed(why.template, selectors).catch(() => undefined);
     }
   }
 
-  private async browsePage(worker: PageWorker, pageUrl: string, options: LoadOptions & { sink: ExchangeSink }, doc: StaticDocument | null, why: Omit<CaptureEntry, "url" | "capture" | "ts">, notYetFound: LinksNotYetFound, judged: { verify: boolean }): Promise<PageLoadResult> {
+  private async browsePage(worker: PageWorker, pageUrl: string, options: LoadOptions & { sink: ExchangeSink }, doc: StaticDocument | null, why: Omit<CaptureEntry, "url" | "capture" | "ts">, notYetFound: LinksNotYetFound, judged: { verify: boolean }, selectors: string[]): Promise<PageLoadResult> {
     let answersFromArchive = false;
     if (doc) {
       const stored = await this.loaderOf(worker).storeDocument(doc, options.sink);
@@ -130,7 +130,7 @@ export class HybridCapture {
     try {
       if (why.purpose === "learn") await this.learn(worker, pageUrl, doc, why.template, result, notYetFound);
       if (why.purpose === "verify") {
-        const verify = await this.verify(worker, pageUrl, doc, why.template, result, notYetFound);
+        const verify = await this.verify(worker, pageUrl, doc, why.template, result, notYetFound, selectors);
         judged.verify = true;
         this.options.report.add({ url: pageUrl, capture: "browser", ...why, verify });
         return result;
@@ -166,13 +166,17 @@ export class HybridCapture {
       staticLinks: [...staticLinks, ...own],
       foundLinks: scriptLinks.filter((link) => !stillNew.has(link)),
       behaviorsFound: (result.behaviorLinks?.length ?? 0) > 0 || result.behaviors?.foundMore === true,
+      ...(result.queriedSelectors ? {
+        absentSelectors: result.queriedSelectors.filter((q) => !q.matched).map((q) => q.selector),
+        presentSelectors: result.queriedSelectors.filter((q) => q.matched).map((q) => q.selector),
+      } : {}),
     };
     await this.options.book.learn(template, observation);
     logger.debug("page", "learned from the page's template", { url: pageUrl, template, extraFetches: extraFetches.length, extraLinks: extraLinks.length, behaviorsFound: observation.behaviorsFound });
   }
 
   /** What the browser fetched (and linked) that the static pass would have lacked, and the reverse; a miss makes the template fall back. */
-  private async verify(worker: PageWorker, pageUrl: string, doc: StaticDocument, template: string, result: PageLoadResult, notYetFound: LinksNotYetFound): Promise<NonNullable<CaptureEntry["verify"]>> {
+  private async verify(worker: PageWorker, pageUrl: string, doc: StaticDocument, template: string, result: PageLoadResult, notYetFound: LinksNotYetFound, selectors: string[]): Promise<NonNullable<CaptureEntry["verify"]>> {
     const parsed = doc.parsed!;
     const learned = await this.options.book.learned(template);
     const derived = learned ? deriveFor(learned, pageUrl) : { fetches: [], links: [] };
@@ -185,7 +189,7 @@ export class HybridCapture {
     const browserAll = new Set((result.captured ?? []).map((c) => c.url));
     const missing = { fetches: browserFetches.filter((url) => !staticFetches.has(url)), links: await notYetFound(result.links.filter((link) => !staticLinks.has(link))) };
     const extra = [...staticFetches].filter((url) => !browserAll.has(url));
-    const outcome = await this.options.book.verified(template, pageUrl, missing);
+    const outcome = await this.options.book.verified(template, pageUrl, missing, selectors);
     return { missing: [...missing.fetches, ...missing.links], extra, outcome };
   }
 }

@@ -110,6 +110,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
         tabWatch: run.live?.worker(i),
         context: run.context,
         earlierAttempts,
+        watchQueries: options.capture.mode === "hybrid",
       }),
     );
     if (options.capture.mode === "hybrid" && run.captureReport) {

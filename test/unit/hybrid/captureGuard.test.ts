@@ -15,6 +15,7 @@ const LEARNED: LearnedTemplate = {
   linkRules: [`${SITE}/comments?article={stem}`],
   pageSpecificLinks: [],
   behaviorsFound: false,
+  absentSelectors: [],
 };
 
 const PAGE = `${SITE}/articles/baz.html`;

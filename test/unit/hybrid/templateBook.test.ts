@@ -111,6 +111,33 @@ describe("TemplateBook", () => {
     expect(kind(await book.choose(page(5), TEMPLATE, SCRIPTS))).toBe("static");
   });
 
+  it("a page holding what the learning pages' scripts looked for in vain is verified, one page a selector at a time; its adoptions count no limit", async () => {
+    const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 0, learnWaitMs: 300 });
+    await book.choose(page(1), TEMPLATE, SCRIPTS);
+    await book.learn(TEMPLATE, { ...observation("foo"), absentSelectors: ["img.toggler", ".panics", ".playground", ".unsafe"], presentSelectors: ["main"] });
+    const holds = (...selectors: string[]) => (asked: readonly string[]) => asked.filter((s) => selectors.includes(s));
+    expect(await book.choose(page(2), TEMPLATE, SCRIPTS, holds())).toMatchObject({ mode: "static" });
+    const toggler = await book.choose(page(3), TEMPLATE, SCRIPTS, holds("img.toggler", "main"));
+    expect(toggler).toEqual({ mode: "browser", template: TEMPLATE, purpose: "verify", reason: "the document holds what the template's scripts look for and no browsed page held: img.toggler", selectors: ["img.toggler"] });
+    // Another page holding it waits for that page's outcome, in any process; one holding more takes the rest.
+    const other = new TemplateBook(secondConnection(), keys, { learnPages: 1, verifyEvery: 0, learnWaitMs: 300 });
+    expect(await other.choose(page(4), TEMPLATE, SCRIPTS, holds("img.toggler"))).toMatchObject({ mode: "wait" });
+    expect(await other.choose(page(5), TEMPLATE, SCRIPTS, holds("img.toggler", ".panics"))).toMatchObject({ purpose: "verify", selectors: [".panics"] });
+    // Its misses, the same URLs on any page, are adopted; the selector is explained: pages holding it go static.
+    expect(await book.verified(TEMPLATE, page(3), { fetches: [`${SITE}/_static/plus.png`], links: [] }, ["img.toggler"])).toBe("adopted");
+    const after = await other.choose(page(4), TEMPLATE, SCRIPTS, holds("img.toggler"));
+    expect(after.mode === "static" && after.fetches.includes(`${SITE}/_static/plus.png`)).toBe(true);
+    // A verify page that failed to load hands its selectors on at once.
+    await other.verifyFailed(TEMPLATE, [".panics"]);
+    expect(await book.choose(page(6), TEMPLATE, SCRIPTS, holds(".panics"))).toMatchObject({ purpose: "verify", selectors: [".panics"] });
+    // Adoptions explained by elements the learning pages lacked count against no limit, and verify no next page.
+    for (const [n, selector] of [[6, ".panics"], [7, ".playground"], [8, ".unsafe"]] as const) {
+      if (selector !== ".panics") expect(await book.choose(page(n), TEMPLATE, SCRIPTS, holds(selector))).toMatchObject({ purpose: "verify" });
+      expect(await book.verified(TEMPLATE, page(n), { fetches: [`${SITE}/img/${selector.slice(1)}.svg`], links: [] }, [selector])).toBe("adopted");
+    }
+    expect(await book.choose(page(9), TEMPLATE, SCRIPTS, holds(".panics", ".playground", ".unsafe", "img.toggler"))).toMatchObject({ mode: "static" });
+  });
+
   it("verifyEvery 0 never verifies", async () => {
     const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 0 });
     await book.choose(page(1), TEMPLATE, SCRIPTS);

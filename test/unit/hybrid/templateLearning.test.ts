@@ -18,6 +18,7 @@ const NOTHING_LEARNED: Omit<LearnedTemplate, "observations"> = {
   linkRules: [],
   pageSpecificLinks: [],
   behaviorsFound: false,
+  absentSelectors: [],
 };
 
 describe("learnTemplate", () => {
@@ -134,6 +135,16 @@ describe("learnTemplate", () => {
     expect(learnTemplate(seen)).toMatchObject({ fixedLinks: [search], pageSpecificLinks: [] });
     // Without what the second page's script made, the link looked like the first page's own.
     expect(learnTemplate(seen.map(({ foundLinks: _found, ...rest }) => rest))).toMatchObject({ fixedLinks: [], pageSpecificLinks: [search] });
+  });
+
+  it("keeps the selectors the pages' scripts looked for that no browsed document held", () => {
+    const seen = [
+      observation("/a.html", [], { absentSelectors: ["img.toggler", "div.ad"], presentSelectors: ["input[name=q]"] }),
+      observation("/b.html", [], { absentSelectors: ["input[name=q]", "img.toggler"], presentSelectors: ["div.ad"] }),
+    ];
+    expect(learnTemplate(seen).absentSelectors).toEqual(["img.toggler"]);
+    // Older observations say nothing of it.
+    expect(learnTemplate([observation("/a.html", []), observation("/b.html", [])]).absentSelectors).toEqual([]);
   });
 
   it("from a single browsed page, a URL holding a part of its URL is a rule and the others are fixed", () => {
