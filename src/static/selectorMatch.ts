@@ -2,15 +2,16 @@
 
 import { selectOne, type Options } from "css-select";
 import { parse as parseSelector, type Selector } from "css-what";
-import { parse, type DefaultTreeAdapterMap } from "parse5";
+import type { DefaultTreeAdapterMap } from "parse5";
+import { parseDocument } from "./documentReferences.js";
 
 type Node = DefaultTreeAdapterMap["node"];
 type Element = DefaultTreeAdapterMap["element"];
 type ParentNode = DefaultTreeAdapterMap["parentNode"];
 
 const isElement = (node: Node): node is Element => "tagName" in node;
+/** A <template>'s content is its own fragment (not among its childNodes), as in the browser: not searched. */
 const childrenOf = (node: Node): Node[] => ("childNodes" in node ? (node as ParentNode).childNodes : []);
-/** A <template>'s content is its own fragment, as in the browser: not searched. */
 const parentOf = (node: Node): Node | null => ("parentNode" in node ? (node.parentNode as Node | null) : null);
 
 function descendantText(node: Node): string {
@@ -18,12 +19,16 @@ function descendantText(node: Node): string {
   return childrenOf(node).map(descendantText).join("");
 }
 
-function findAll(test: (element: Element) => boolean, nodes: Node[]): Element[] {
+/** The elements under `nodes` (themselves included) that pass `test`, in document order; the first only when `firstOnly`. */
+function findAll(test: (element: Element) => boolean, nodes: Node[], firstOnly = false): Element[] {
   const found: Element[] = [];
   const stack = [...nodes].reverse();
   while (stack.length) {
     const node = stack.pop()!;
-    if (isElement(node) && test(node)) found.push(node);
+    if (isElement(node) && test(node)) {
+      found.push(node);
+      if (firstOnly) break;
+    }
     const children = childrenOf(node);
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
   }
@@ -32,7 +37,7 @@ function findAll(test: (element: Element) => boolean, nodes: Node[]): Element[] 
 
 const adapter: NonNullable<Options<Node, Element>["adapter"]> = {
   isTag: isElement,
-  existsOne: (test, nodes) => findAll(test, nodes).length > 0,
+  existsOne: (test, nodes) => findAll(test, nodes, true).length > 0,
   getAttributeValue: (element, name) => element.attrs.find((a) => a.name === name && !a.namespace)?.value,
   getChildren: childrenOf,
   getName: (element) => element.tagName,
@@ -51,7 +56,7 @@ const adapter: NonNullable<Options<Node, Element>["adapter"]> = {
     return nodes.indexOf(node) === i;
   }),
   findAll,
-  findOne: (test, nodes) => findAll(test, nodes)[0] ?? null,
+  findOne: (test, nodes) => findAll(test, nodes, true)[0] ?? null,
 };
 
 /** The tags, ids, classes and attribute names a document's elements have: what a selector's subject needs, looked up. */
@@ -103,7 +108,7 @@ function mayMatch(groups: Selector[][], index: DocumentIndex): boolean {
  * cannot read (a pseudo-class only a live page has, a typo) counts as no match.
  */
 export function selectorsHeld(html: string | DefaultTreeAdapterMap["document"], selectors: readonly string[]): string[] {
-  return documentSelectors(typeof html === "string" ? parse(html) : html)(selectors);
+  return documentSelectors(typeof html === "string" ? parseDocument(html) : html)(selectors);
 }
 
 /** A parsed document's `selectorsHeld`, its index of tags, ids, classes and attributes read once, at the first call. */
