@@ -47,7 +47,7 @@ export function buildCrawlProgram(): Command {
     .option("--workers <n>", "browser tabs crawling in parallel in this process", "1")
     .addOption(new Option("--captureMode <mode>", "browser: every page is loaded in Chromium; hybrid: each template's first pages are, the others of a known template are fetched and parsed without a browser unless its guard sends them there (docs/user-guide/hybrid-capture.md)").choices(["browser", "hybrid"]).default("browser"))
     .option("--hybridLearnPages <n>", "with --captureMode hybrid: each template's first pages browsed and learned from, across all processes", "2")
-    .option("--hybridVerifyEvery <n>", "with --captureMode hybrid: the first and every Nth page of a template captured without a browser are browsed instead and the two compared; a miss sends the template back to the browser; 0 = never", "20")
+    .option("--hybridVerifyEvery <n>", "with --captureMode hybrid: the first page of a template the guard lets through, then one in N since its last verify page, are browsed instead and the two compared; a miss sends the template back to the browser; 0 = never", "20")
     .option("--pageLoadTimeout <seconds>", "time allowed for a page's load event", "90")
     .option("--netIdleWait <seconds>", "after load, wait at most this long for the network to go quiet", "10")
     .option("--maxPageRetries <n>", "retries of a page that failed to load before it is recorded as failed", "2")

@@ -12,7 +12,10 @@ import type { BrowsedObservation, CaptureChoice, DocumentSelectors, LearnedTempl
 export interface TemplateBookOptions {
   /** Browsed pages a template is learned from (at least 1). */
   learnPages: number;
-  /** The first page and every verifyEvery-th page the guard lets go static are browsed and compared instead; 0: never. */
+  /**
+   * The first page the guard lets go static is browsed and compared instead, then one page in verifyEvery since the
+   * template's last verify page of any kind; 0: neither (a template's state may still call for verify pages).
+   */
   verifyEvery: number;
   /** how long a learning slot another process took is waited for before browsing anyway */
   learnWaitMs?: number;
@@ -101,6 +104,18 @@ if #taken == 0 and claimed > 0 then return {'wait'} end
 return taken
 `;
 
+// The sample: a page the guard lets go static is verified when verifyEvery pages have gone by since the template's last
+// verify page. Every verify page counts, whatever chose it (a selector to explain, a previous adoption): each compares
+// a whole page of the template, so a template verified for its own reasons is not sampled again too soon.
+const SAMPLE_LUA = `
+-- KEYS: templateState; ARGV: template, verifyEvery; returns the count that chose a verify page, else 0
+local field = ARGV[1] .. ':sinceVerify'
+local n = redis.call('HINCRBY', KEYS[1], field, 1)
+if n < tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], field, 0)
+return n
+`;
+
 // A first verify page that could not be loaded: handed to the next page at once (unless one was done meanwhile).
 const FIRST_VERIFY_FAILED_LUA = `
 -- KEYS: templateState; ARGV: template
@@ -168,7 +183,7 @@ export class TemplateBook {
    * How to capture a page of a template: fallen back -> browser; not learned yet -> browser on a learning slot, or
    * wait for the pages holding the slots (browser once the newest slot is older than learnWaitMs); learned -> the
    * guard's browser, or the first page the guard lets go static a verify page (the others wait for its outcome), then
-   * every verifyEvery-th, or static.
+   * one in verifyEvery since the last verify page, or static.
    */
   async choose(pageUrl: string, template: string, documentScripts: string[], heldBy?: DocumentSelectors): Promise<CaptureChoice> {
     const [state, detail, adoptions] = (await this.redis.eval(CHOOSE_LUA, 1, this.keys.templateState, template, this.learnPages, this.learnWaitMs)) as [string, string, string?];
@@ -190,9 +205,11 @@ export class TemplateBook {
       const taken = (await this.redis.eval(EXPLAIN_LUA, 1, this.keys.templateState, template, this.learnWaitMs, ...unexplained)) as string[];
       if (taken[0] === "wait" && taken.length === 1) return { mode: "wait", template, retryInMs: WAIT_RETRY_MS, reason: `another page is verifying what the template's scripts do with ${unexplained.slice(0, 3).join(", ")}` };
       const listed = taken.slice(0, 3).join(", ") + (taken.length > 3 ? ` (and ${taken.length - 3} more)` : "");
+      await this.verifying(template);
       return { mode: "browser", template, purpose: "verify", reason: `the document holds what the template's scripts look for and no browsed page held: ${listed}`, selectors: taken };
     }
     if ((await this.redis.hdel(this.keys.templateState, `${template}:verifyNext`)) === 1) {
+      await this.verifying(template);
       return { mode: "browser", template, purpose: "verify", reason: "the last verify page showed URLs the template now fetches: this page checks them" };
     }
     if (this.verifyEvery > 0) {
@@ -204,12 +221,17 @@ export class TemplateBook {
         const reason = first === "verify" ? "the template's first page the guard lets through: verified before any is captured without the browser" : `the template's first verify page was not done within ${this.learnWaitMs} ms: verifying another`;
         return { mode: "browser", template, purpose: "verify", reason };
       }
-      const eligible = await this.redis.hincrby(this.keys.templateState, `${template}:eligible`, 1);
-      if (eligible % this.verifyEvery === 0) {
-        return { mode: "browser", template, purpose: "verify", reason: `static-eligible page ${eligible} of the template: one in ${this.verifyEvery} is verified` };
+      const since = Number(await this.redis.eval(SAMPLE_LUA, 1, this.keys.templateState, template, this.verifyEvery));
+      if (since > 0) {
+        return { mode: "browser", template, purpose: "verify", reason: `page ${since} the guard lets through since the template's last verify page: one in ${this.verifyEvery} is verified` };
       }
     }
     return { mode: "static", template, fetches: guard.fetches, links: guard.links };
+  }
+
+  /** A verify page chosen for the template's own reasons restarts the count to its next sampled one. */
+  private async verifying(template: string): Promise<void> {
+    if (this.verifyEvery > 0) await this.redis.hset(this.keys.templateState, `${template}:sinceVerify`, 0);
   }
 
   /** What a browsed page showed: kept while the template has fewer than learnPages observations, dropped after. */

@@ -125,8 +125,8 @@ export function crawlStateKeys(crawlId: string, clustered = false) {
     // Hybrid capture's templates (hybrid/templateBook.ts): a few fields per template in two crawl-wide hashes.
     /**
      * Hash "<template>:<field>" -> value, for each template: `slots` learning slots taken, `slotAt` when the newest
-     * was taken (ms, Redis's clock), `observed` browsed pages learned from, `eligible` pages the guard let go static
-     * (every verifyEvery-th is a verify page), `fellBack` why the template went back to the browser for good.
+     * was taken (ms, Redis's clock), `observed` browsed pages learned from, `sinceVerify` pages the guard let through
+     * since the last verify page (one in verifyEvery is a verify page), `fellBack` why the template went back to the browser for good.
      */
     templateState: `${p}:tmpl`,
     /** Hash "<template>:<n>" -> the JSON of the template's n-th browsed page's observation (n from 1 to learnPages). */

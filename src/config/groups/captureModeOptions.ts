@@ -12,7 +12,7 @@ export interface CaptureModeOptions {
   mode: CaptureMode;
   /** --hybridLearnPages: each template's first pages browsed and learned from, across all processes. */
   learnPages: number;
-  /** --hybridVerifyEvery: every Nth page of a template the guard lets through is browsed and compared; 0 = never. */
+  /** --hybridVerifyEvery: the first page of a template the guard lets through, then one in N since its last verify page, is browsed and compared; 0 = never. */
   verifyEvery: number;
 }
 

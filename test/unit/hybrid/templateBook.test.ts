@@ -92,7 +92,30 @@ describe("TemplateBook", () => {
     for (let n = 3; n <= 8; n++) kinds.push(kind(await (n % 2 ? other : book).choose(page(n), TEMPLATE, n === 5 ? [...SCRIPTS, `${SITE}/other.js`] : SCRIPTS)));
     expect(kinds).toEqual(["browser/learn", "static", "static", "browser/guard", "browser/verify", "static", "static"]);
     const verify = await book.choose(page(9), TEMPLATE, SCRIPTS);
-    expect(verify).toEqual({ mode: "browser", template: TEMPLATE, purpose: "verify", reason: "static-eligible page 6 of the template: one in 3 is verified" });
+    expect(verify).toEqual({ mode: "browser", template: TEMPLATE, purpose: "verify", reason: "page 3 the guard lets through since the template's last verify page: one in 3 is verified" });
+  });
+
+  it("a verify page of any kind restarts the count to the next sampled one", async () => {
+    const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 3, learnWaitMs: 300 });
+    await book.choose(page(1), TEMPLATE, SCRIPTS);
+    await book.learn(TEMPLATE, { ...observation("foo"), absentSelectors: [".panics"], presentSelectors: [] });
+    const holds = (...selectors: string[]) => (asked: readonly string[]) => asked.filter((s) => selectors.includes(s));
+    expect(kind(await book.choose(page(2), TEMPLATE, SCRIPTS, holds()))).toBe("browser/verify"); // the first
+    expect(await book.verified(TEMPLATE, page(2), { fetches: [], links: [] })).toBe("matched");
+    const kinds: string[] = [];
+    kinds.push(kind(await book.choose(page(3), TEMPLATE, SCRIPTS, holds())));
+    // Two pages since the last verify page: this one, verified for its selector, restarts the count.
+    kinds.push(kind(await book.choose(page(4), TEMPLATE, SCRIPTS, holds(".panics"))));
+    expect(await book.verified(TEMPLATE, page(4), { fetches: [`${SITE}/img/panics.svg`], links: [] }, [".panics"])).toBe("adopted");
+    for (let n = 5; n <= 8; n++) kinds.push(kind(await book.choose(page(n), TEMPLATE, SCRIPTS, holds(".panics"))));
+    // After an adoption the next page is verified: that restarts the count too.
+    expect(await book.verified(TEMPLATE, page(7), { fetches: [`${SITE}/img/unsafe.svg`], links: [] })).toBe("adopted");
+    for (let n = 9; n <= 13; n++) kinds.push(kind(await book.choose(page(n), TEMPLATE, SCRIPTS, holds())));
+    expect(kinds).toEqual([
+      "static", "browser/verify", // page 4: its selector
+      "static", "static", "browser/verify", "static", // page 7: sampled, 3 after page 4
+      "browser/verify", "static", "static", "browser/verify", "static", // page 9: after the adoption; page 12: sampled
+    ]);
   });
 
   it("a first verify page that fails to load is handed to the next page at once; one whose holder went quiet, after learnWaitMs", async () => {
