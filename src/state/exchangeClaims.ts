@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from "ioredis";
 import type { Membership } from "./membership/membership.js";
 import { ownerScript } from "../ownership/ownerRule.js";
+import { RecentlyUsed } from "../util/recentlyUsed.js";
 
 /** What tells exchanges apart: status, method and URL (and the request body's digest, for other methods than GET and HEAD). */
 export interface ExchangeIdentity {
@@ -11,6 +12,9 @@ export interface ExchangeIdentity {
 }
 
 const STORED = "stored";
+
+/** Exchanges a process remembers as stored (a page's requisites are asked about on every page of a site). */
+const KNOWN_STORED = 20_000;
 
 /**
  * A claim: this process may store the exchange; or it is stored (in `storedIn`, when the claim says which
@@ -62,6 +66,8 @@ return redis.call('HDEL', KEYS[1], ARGV[1])
 export class ExchangeClaims {
   /** Fields of the exchanges whose claim this process holds and a tab of it is writing. */
   private readonly writing = new Set<string>();
+  /** Fields known stored: a stored claim is final (only a provisional one is ever undone), so it is not asked again. */
+  private readonly knownStored = new RecentlyUsed<string, true>(KNOWN_STORED);
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -82,6 +88,7 @@ export class ExchangeClaims {
       return { claimed: true };
     }
     if (result === "mine" || result === "busy") return { claimed: false, storedIn: null, pending: true };
+    this.knownStored.set(field, true);
     const storedIn = typeof result === "string" && result.startsWith(`${STORED} `) ? result.slice(STORED.length + 1) : null;
     return { claimed: false, storedIn };
   }
@@ -91,7 +98,8 @@ export class ExchangeClaims {
   async confirm(exchange: ExchangeIdentity, waczFilename: string): Promise<void> {
     const field = exchangeField(exchange);
     try {
-      await this.redis.eval(CONFIRM_LUA, 1, this.membership.keys.storedExchanges, field, this.membership.processId, `${STORED} ${waczFilename}`);
+      const confirmed = await this.redis.eval(CONFIRM_LUA, 1, this.membership.keys.storedExchanges, field, this.membership.processId, `${STORED} ${waczFilename}`);
+      if (confirmed === 1) this.knownStored.set(field, true);
     } finally {
       this.writing.delete(field);
     }
@@ -109,7 +117,11 @@ export class ExchangeClaims {
 
   /** Whether the exchange's records are in a WARC already (a provisional claim does not count). */
   async isStored(exchange: ExchangeIdentity): Promise<boolean> {
-    const value = await this.redis.hget(this.membership.keys.storedExchanges, exchangeField(exchange));
-    return value === STORED || (value?.startsWith(`${STORED} `) ?? false);
+    const field = exchangeField(exchange);
+    if (this.knownStored.get(field)) return true;
+    const value = await this.redis.hget(this.membership.keys.storedExchanges, field);
+    const stored = value === STORED || (value?.startsWith(`${STORED} `) ?? false);
+    if (stored) this.knownStored.set(field, true);
+    return stored;
   }
 }
