@@ -4,6 +4,7 @@ import type { LeaseHolders, Membership } from "../state/membership/membership.js
 import { fingerprint, packEntry, shardOf, unpackEntry, type FailedPage, type QueuedPage } from "./frontierEntry.js";
 import { ADD_SEEN_LUA, ENQUEUE_LUA, RESERVE_LUA, FINISH_LUA, PUSH_LUA, RATE_LIMITED_LUA, RELEASE_LUA, SHARD_COUNTS_LUA, SKIP_LUA, TAKE_LUA } from "./frontierScripts.js";
 import { openFrontier } from "./frontierShards.js";
+import { RecentlyUsed } from "../util/recentlyUsed.js";
 
 export type { FailedPage, QueuedPage } from "./frontierEntry.js";
 
@@ -41,6 +42,8 @@ export const RETRY_BACKOFF_MAX_MS = 30_000;
 
 /** Pages per enqueue script call: a page of 100,000 links must not hold Redis for one long script. */
 const ENQUEUE_BATCH = 1000;
+/** Page keys a process remembers as seen (every page of a site links the same menu: asked about on every page). */
+const KNOWN_SEEN = 50_000;
 
 export interface FrontierOptions {
   /** Shards of a new crawl's frontier (a crawl keeps the number it started with). Default: 1, or 32 on a cluster. */
@@ -61,6 +64,8 @@ export class Frontier implements LeaseHolders {
   private readonly processId: string;
   private readonly clustered: boolean;
   private opened?: Promise<FrontierShardKeys[]>;
+  /** "<shard> <key>" of pages seen in this crawl: a shard's seen sets only grow, so a key seen is not asked again. */
+  private readonly knownSeen = new RecentlyUsed<string, true>(KNOWN_SEEN);
   /** The shard take() tries first: the last one that had a page. */
   private nextShard = 0;
 
@@ -110,6 +115,10 @@ export class Frontier implements LeaseHolders {
     const groups = new Map<number, number[]>();
     items.forEach((item, i) => {
       const shard = shardOf(item.page.url, shards.length);
+      if (this.knownSeen.get(`${shard} ${item.key ?? item.page.url}`)) {
+        results[i] = "seen";
+        return;
+      }
       const group = groups.get(shard) ?? [];
       group.push(i);
       groups.set(shard, group);
@@ -119,7 +128,10 @@ export class Frontier implements LeaseHolders {
       for (let at = 0; at < indexes.length; at += ENQUEUE_BATCH) {
         const batch = indexes.slice(at, at + ENQUEUE_BATCH);
         const codes = await this.enqueueInShard(shards[shard]!, batch.map((i) => items[i]!), limit);
-        batch.forEach((i, j) => (results[i] = codes[j] === 1 ? "queued" : codes[j] === 0 ? "seen" : "limit"));
+        batch.forEach((i, j) => {
+          results[i] = codes[j] === 1 ? "queued" : codes[j] === 0 ? "seen" : "limit";
+          if (results[i] !== "limit") this.knownSeen.set(`${shard} ${items[i]!.key ?? items[i]!.page.url}`, true);
+        });
       }
     }));
     return results;
@@ -164,6 +176,7 @@ export class Frontier implements LeaseHolders {
     const groups = new Map<number, number[]>();
     items.forEach((item, i) => {
       const shard = shardOf(item.url, shards.length);
+      if (this.knownSeen.get(`${shard} ${item.key}`)) return;
       const group = groups.get(shard) ?? [];
       group.push(i);
       groups.set(shard, group);
@@ -177,7 +190,13 @@ export class Frontier implements LeaseHolders {
           return [fp.member, fp.bucket, ""];
         });
         const codes = (await this.redis.eval(ENQUEUE_LUA, 2, shard.meta, shard.depths, shard.queueAtDepth, shard.seenBucket, 0, -1, "probe", ...perKey)) as number[];
-        batch.forEach((i, j) => (results[i] = codes[j] === 1));
+        const probed = new Set<string>();
+        batch.forEach((i, j) => {
+          results[i] = codes[j] === 1;
+          // A key asked twice in one batch is answered 0 the second time, seen or not.
+          if (codes[j] === 0 && !probed.has(items[i]!.key)) this.knownSeen.set(`${n} ${items[i]!.key}`, true);
+          probed.add(items[i]!.key);
+        });
       }
     }));
     return results;

@@ -54,6 +54,30 @@ describe("crawl state in Redis", () => {
     expect(await state.wouldQueue([], 4)).toEqual([]);
   });
 
+  it("a page key this process saw queued is not asked about again; one queued by another process is asked and found", async () => {
+    const membership = new Membership(redis.client, "c-known", "p1");
+    const state = new Frontier(redis.client, membership);
+    const other = new Frontier(redis.client, new Membership(redis.client, "c-known", "p2"));
+    const page = (url: string) => ({ page: { url, depth: 1, seedId: 0, extraHops: 0 } });
+    const evals = async () => [...(await redis.client.info("commandstats")).matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+    expect(await state.enqueueMany([page("http://a.test/menu"), page("http://a.test/about")], 0)).toEqual(["queued", "queued"]);
+    let before = await evals();
+    expect(await state.enqueueMany([page("http://a.test/menu"), page("http://a.test/about")], 0)).toEqual(["seen", "seen"]);
+    expect(await state.wouldQueue([{ url: "http://a.test/menu", key: "http://a.test/menu" }], 0)).toEqual([false]);
+    expect(await evals()).toBe(before);
+    // Queued by another process: this one asks, and remembers.
+    await other.enqueue({ url: "http://a.test/news", depth: 1, seedId: 0, extraHops: 0 }, 0);
+    expect(await state.enqueueMany([page("http://a.test/news"), page("http://a.test/menu")], 0)).toEqual(["seen", "seen"]);
+    before = await evals();
+    expect(await state.enqueueMany([page("http://a.test/news")], 0)).toEqual(["seen"]);
+    expect(await evals()).toBe(before);
+    // A key asked twice in one probe is not taken for seen: it still queues.
+    const twice = { url: "http://a.test/new", key: "http://a.test/new" };
+    expect(await state.wouldQueue([twice, twice], 0)).toEqual([true, false]);
+    expect(await state.enqueue({ url: "http://a.test/new", depth: 1, seedId: 0, extraHops: 0 }, 0)).toBe("queued");
+    expect((await state.counts()).seen).toBe(4);
+  });
+
   it("retries a failed page after a doubling backoff, then records it as failed; attempts are counted", async () => {
     const state = new Frontier(redis.client, new Membership(redis.client, "c3", "p1"), 300);
     await state.enqueue({ url: "http://a.test/bad", depth: 0, seedId: 0, extraHops: 0 }, 0);
