@@ -5,7 +5,7 @@ import type { ExchangeSink, StoreOutcome } from "../pipeline/exchangeSink.js";
 import { pageLinkUrls, withoutHash } from "../scope/urls.js";
 import { browserRequestHeaders, type BrowserIdentity } from "../static/browserRequestHeaders.js";
 import { documentEncoding } from "../static/documentEncoding.js";
-import { documentReferences, parseDocument, type DocumentReferences } from "../static/documentReferences.js";
+import { documentReferences, parseDocument, type DocumentReferences, type ParsedDocument } from "../static/documentReferences.js";
 import { documentText, documentTitle } from "../static/documentText.js";
 import { BROWSER_MAX_DEPTH, nestsDeeperThan } from "../static/nestingDepth.js";
 import { templateKey, type TemplateKey } from "../static/templateKey.js";
@@ -53,8 +53,8 @@ export interface StaticCaptureOptions {
   text?: boolean;
 }
 
-/** The document's text, read when it was parsed (the tree is not kept). */
-const texts = new WeakMap<StaticDocument, string>();
+/** The document's parse, for its text when the capture asks for it (the selector check keeps the tree alive anyway). */
+const trees = new WeakMap<StaticDocument, ParsedDocument>();
 
 /**
  * A page captured without a browser (hybrid capture's pages of a known template): its document fetched with the
@@ -95,7 +95,7 @@ export class StaticPageLoader {
     const references = documentReferences(tree, url);
     const parsed = { html, references, template: templateKey(tree, url, references), title: documentTitle(tree), selectorsHeld: documentSelectors(tree) };
     const result: StaticDocument = { ...doc, parsed };
-    texts.set(result, documentText(tree));
+    trees.set(result, tree);
     return result;
   }
 
@@ -170,8 +170,8 @@ export class StaticPageLoader {
     if (done.lost.length) return { document: null, title: "", links: [], error: `what the page names could not be stored: ${done.lost.slice(0, 3).join(" ")}`, truncated: [], fetched: done.fetched };
     const links = pageLinkUrls([...parsed.references.links, ...options.links]);
     const favicon = parsed.references.requisites.find((r) => r.kind === "icon")?.url;
-    // A copy of the document (spread by the caller) has no text kept for it: read from its HTML again.
-    const text = options.text ? (texts.get(doc) ?? documentText(parseDocument(parsed.html))) : undefined;
+    // A copy of the document (spread by the caller) has no tree kept for it: parsed from its HTML again.
+    const text = options.text ? documentText(trees.get(doc) ?? parseDocument(parsed.html)) : undefined;
     return {
       document,
       title: parsed.title,
