@@ -7,13 +7,13 @@ import { RecentlyUsed } from "../util/recentlyUsed.js";
 import type { CrawlStateKeys } from "../state/stateKeys.js";
 import { guardChoice } from "./captureGuard.js";
 import { learnTemplate, madeFromPage, withAdopted } from "./templateLearning.js";
-import type { BrowsedObservation, CaptureChoice, DocumentSelectors, LearnedTemplate } from "./templateTypes.js";
+import type { BrowsedObservation, CaptureChoice, DocumentSelectors, LearnedTemplate, VerifyTurn } from "./templateTypes.js";
 
 export interface TemplateBookOptions {
   /** Browsed pages a template is learned from (at least 1). */
   learnPages: number;
   /**
-   * The first page the guard lets go static is browsed and compared instead, then one page in verifyEvery since the
+   * The first page the guard lets through is browsed and compared instead, then one in verifyEvery since the
    * template's last verify page of any kind; 0: neither (a template's state may still call for verify pages).
    */
   verifyEvery: number;
@@ -104,12 +104,18 @@ if #taken == 0 and claimed > 0 then return {'wait'} end
 return taken
 `;
 
-// The sample: a page the guard lets go static is verified when verifyEvery pages have gone by since the template's last
-// verify page. Every verify page counts, whatever chose it (a selector to explain, a previous adoption): each compares
-// a whole page of the template, so a template verified for its own reasons is not sampled again too soon.
+// The sample: a page the guard lets through is verified when verifyEvery pages have gone by since the template's last
+// verify page. Every verify page counts, whatever chose it (the first, a selector to explain, a previous adoption): each
+// compares a whole page of the template. The gap, not a rate: a template verified early and often for its own reasons
+// is still checked every verifyEvery pages further on (one section of a site may differ from those seen so far).
 const SAMPLE_LUA = `
--- KEYS: templateState; ARGV: template, verifyEvery; returns the count that chose a verify page, else 0
+-- KEYS: templateState; ARGV: template, verifyEvery, chosen ('1': a verify page already)
+-- returns the number of pages since the last verify page when this one is sampled, else 0
 local field = ARGV[1] .. ':sinceVerify'
+if ARGV[3] == '1' then
+  redis.call('HSET', KEYS[1], field, 0)
+  return 0
+end
 local n = redis.call('HINCRBY', KEYS[1], field, 1)
 if n < tonumber(ARGV[2]) then return 0 end
 redis.call('HSET', KEYS[1], field, 0)
@@ -182,8 +188,9 @@ export class TemplateBook {
   /**
    * How to capture a page of a template: fallen back -> browser; not learned yet -> browser on a learning slot, or
    * wait for the pages holding the slots (browser once the newest slot is older than learnWaitMs); learned -> the
-   * guard's browser, or the first page the guard lets go static a verify page (the others wait for its outcome), then
-   * one in verifyEvery since the last verify page, or static.
+   * guard's browser, or the first page the guard lets go static a verify page (the others wait for its outcome), or
+   * one the template's state calls for (a selector to explain, the page after an adoption), or a sampled one (SAMPLE_LUA),
+   * or static.
    */
   async choose(pageUrl: string, template: string, documentScripts: string[], heldBy?: DocumentSelectors): Promise<CaptureChoice> {
     const [state, detail, adoptions] = (await this.redis.eval(CHOOSE_LUA, 1, this.keys.templateState, template, this.learnPages, this.learnWaitMs)) as [string, string, string?];
@@ -201,37 +208,38 @@ export class TemplateBook {
     const guard = guardChoice(learned, pageUrl, documentScripts);
     if (!guard.static) return { mode: "browser", template, purpose: "guard", reason: guard.reason };
     const unexplained = heldBy ? await this.unexplainedSelectors(template, learned, heldBy) : [];
+    let chosen: { reason: string; turn: VerifyTurn } | null = null;
     if (unexplained.length > 0) {
       const taken = (await this.redis.eval(EXPLAIN_LUA, 1, this.keys.templateState, template, this.learnWaitMs, ...unexplained)) as string[];
       if (taken[0] === "wait" && taken.length === 1) return { mode: "wait", template, retryInMs: WAIT_RETRY_MS, reason: `another page is verifying what the template's scripts do with ${unexplained.slice(0, 3).join(", ")}` };
       const listed = taken.slice(0, 3).join(", ") + (taken.length > 3 ? ` (and ${taken.length - 3} more)` : "");
-      await this.verifying(template);
-      return { mode: "browser", template, purpose: "verify", reason: `the document holds what the template's scripts look for and no browsed page held: ${listed}`, selectors: taken };
-    }
-    if ((await this.redis.hdel(this.keys.templateState, `${template}:verifyNext`)) === 1) {
-      await this.verifying(template);
-      return { mode: "browser", template, purpose: "verify", reason: "the last verify page showed URLs the template now fetches: this page checks them" };
-    }
-    if (this.verifyEvery > 0) {
+      // A whole page compared: the template's first verify page too when none is under way, which spares browsing another.
+      const first = this.verifyEvery > 0 && ["verify", "stale"].includes(await this.firstVerify(template));
+      chosen = { reason: `the document holds what the template's scripts look for and no browsed page held: ${listed}`, turn: { selectors: taken, first } };
+    } else if ((await this.redis.hdel(this.keys.templateState, `${template}:verifyNext`)) === 1) {
+      chosen = { reason: "the last verify page showed URLs the template now fetches: this page checks them", turn: { selectors: [], first: false } };
+    } else if (this.verifyEvery > 0) {
       // The first one too, before any other: the learning pages are a template's first pages, and a site's first items
       // are often unlike the rest (no reviews yet, no "previous" link). The other pages wait for its outcome.
-      const first = (await this.redis.eval(FIRST_VERIFY_LUA, 1, this.keys.templateState, template, this.learnWaitMs)) as "done" | "wait" | "verify" | "stale";
+      const first = await this.firstVerify(template);
       if (first === "wait") return { mode: "wait", template, retryInMs: WAIT_RETRY_MS, reason: "the template's first verify page is being browsed" };
       if (first !== "done") {
         const reason = first === "verify" ? "the template's first page the guard lets through: verified before any is captured without the browser" : `the template's first verify page was not done within ${this.learnWaitMs} ms: verifying another`;
-        return { mode: "browser", template, purpose: "verify", reason };
+        chosen = { reason, turn: { selectors: [], first: true } };
       }
-      const since = Number(await this.redis.eval(SAMPLE_LUA, 1, this.keys.templateState, template, this.verifyEvery));
-      if (since > 0) {
-        return { mode: "browser", template, purpose: "verify", reason: `page ${since} the guard lets through since the template's last verify page: one in ${this.verifyEvery} is verified` };
-      }
+    }
+    if (this.verifyEvery === 0) return chosen ? { mode: "browser", template, purpose: "verify", ...chosen } : { mode: "static", template, fetches: guard.fetches, links: guard.links };
+    const since = Number(await this.redis.eval(SAMPLE_LUA, 1, this.keys.templateState, template, this.verifyEvery, chosen ? "1" : "0"));
+    if (chosen) return { mode: "browser", template, purpose: "verify", ...chosen };
+    if (since > 0) {
+      return { mode: "browser", template, purpose: "verify", reason: `page ${since} the guard let through since the template's last verify page: one in ${this.verifyEvery} is verified`, turn: { selectors: [], first: false } };
     }
     return { mode: "static", template, fetches: guard.fetches, links: guard.links };
   }
 
-  /** A verify page chosen for the template's own reasons restarts the count to its next sampled one. */
-  private async verifying(template: string): Promise<void> {
-    if (this.verifyEvery > 0) await this.redis.hset(this.keys.templateState, `${template}:sinceVerify`, 0);
+  /** The template's first verify page: taken now (verify, or stale: its holder went quiet), being browsed (wait), or done. */
+  private async firstVerify(template: string): Promise<"verify" | "stale" | "wait" | "done"> {
+    return (await this.redis.eval(FIRST_VERIFY_LUA, 1, this.keys.templateState, template, this.learnWaitMs)) as "verify" | "stale" | "wait" | "done";
   }
 
   /** What a browsed page showed: kept while the template has fewer than learnPages observations, dropped after. */
@@ -291,10 +299,13 @@ export class TemplateBook {
     return held.filter((_, i) => explained[i] === null);
   }
 
-  /** A verify page could not be loaded: were it the template's first, the next page of the template takes its place. */
-  async verifyFailed(template: string, selectors: readonly string[] = []): Promise<void> {
-    await this.redis.eval(FIRST_VERIFY_FAILED_LUA, 1, this.keys.templateState, template);
-    if (selectors.length) await this.redis.hdel(this.keys.templateState, ...selectors.map((selector) => `${template}:explaining:${selector}`));
+  /**
+   * A verify page could not be loaded: what it held for the template is handed on at once (the next page of the
+   * template is the first verify page if it was; its selectors are free to claim).
+   */
+  async verifyFailed(template: string, turn: VerifyTurn): Promise<void> {
+    if (turn.first) await this.redis.eval(FIRST_VERIFY_FAILED_LUA, 1, this.keys.templateState, template);
+    if (turn.selectors.length) await this.redis.hdel(this.keys.templateState, ...turn.selectors.map((selector) => `${template}:explaining:${selector}`));
   }
 
   /** The URLs of the pages the template was learned from. */

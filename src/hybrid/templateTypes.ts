@@ -35,8 +35,17 @@ export interface BrowsedObservation {
 /** How a page is captured: statically (with what the template's scripts would have fetched and linked), in the browser, or later. */
 export type CaptureChoice =
   | { mode: "static"; template: string; fetches: string[]; links: string[] }
-  | { mode: "browser"; template: string; purpose: "learn" | "verify" | "guard" | "fallen-back"; reason: string; selectors?: string[] }
+  | { mode: "browser"; template: string; purpose: "learn" | "verify" | "guard" | "fallen-back"; reason: string; turn?: VerifyTurn }
   | { mode: "wait"; template: string; retryInMs: number; reason: string };
+
+/**
+ * What a verify page holds for its template, handed on when it fails (TemplateBook.verifyFailed): the selectors it
+ * explains, and whether it is the template's first verify page.
+ */
+export interface VerifyTurn {
+  selectors: string[];
+  first: boolean;
+}
 
 /** Of these selectors, the ones the page's document holds a match for (static/selectorMatch.ts). */
 export type DocumentSelectors = (selectors: readonly string[]) => string[];

@@ -3,7 +3,7 @@ import type { EarlierAttempts } from "../../capture/requests/earlierAttempts.js"
 import { bodySize } from "../../archive/exchange.js";
 import { deriveFor, isVolatile } from "../../hybrid/templateLearning.js";
 import type { TemplateBook } from "../../hybrid/templateBook.js";
-import type { BrowsedObservation, CaptureChoice } from "../../hybrid/templateTypes.js";
+import type { BrowsedObservation, CaptureChoice, VerifyTurn } from "../../hybrid/templateTypes.js";
 import { errorMessage, logger } from "../../log/logger.js";
 import type { LoadOptions, PageLoadResult, PageWorker } from "../../page/pageWorker.js";
 import { documentSummary, StaticPageLoader, type StaticDocument, type StaticPageOptions } from "../../page/staticPage.js";
@@ -93,20 +93,20 @@ export class HybridCapture {
       if (result.document && !result.error) this.options.report.add({ url: pageUrl, capture: "static", template });
       return { ...result, capture: "static" };
     }
-    return this.browse(worker, pageUrl, options, doc, { template, purpose: choice.purpose, reason: choice.reason }, notYetFound, choice.selectors ?? []);
+    return this.browse(worker, pageUrl, options, doc, { template, purpose: choice.purpose, reason: choice.reason }, notYetFound, choice.turn);
   }
 
   /**
    * The page in the browser. Its document, when fetched already, is stored first and the browser renders it from that
    * record (the attempt answers it from the archive as a retry does). Then the template learns, or is verified.
    */
-  private async browse(worker: PageWorker, pageUrl: string, options: LoadOptions & { sink: ExchangeSink }, doc: StaticDocument | null, why: Omit<CaptureEntry, "url" | "capture" | "ts">, notYetFound: LinksNotYetFound = async (links) => links, selectors: string[] = []): Promise<PageLoadResult> {
+  private async browse(worker: PageWorker, pageUrl: string, options: LoadOptions & { sink: ExchangeSink }, doc: StaticDocument | null, why: Omit<CaptureEntry, "url" | "capture" | "ts">, notYetFound: LinksNotYetFound = async (links) => links, turn: VerifyTurn = { selectors: [], first: false }): Promise<PageLoadResult> {
     const judged = { verify: false };
     try {
-      return await this.browsePage(worker, pageUrl, options, doc, why, notYetFound, judged, selectors);
+      return await this.browsePage(worker, pageUrl, options, doc, why, notYetFound, judged, turn.selectors);
     } finally {
       // A verify page that was not judged (not loaded, a duplicate, an error) gives its turn to the template's next page.
-      if (why.purpose === "verify" && why.template !== null && !judged.verify) await this.options.book.verifyFailed(why.template, selectors).catch(() => undefined);
+      if (why.purpose === "verify" && why.template !== null && !judged.verify) await this.options.book.verifyFailed(why.template, turn).catch(() => undefined);
     }
   }
 

@@ -15,7 +15,8 @@ import { pngFor } from "../../../fixtures/templateSite.js";
 // items.js by name), and a script-made sidebar that only names pages the crawl found already must not keep pages in
 // the browser. In section "gamma" the sidebar names one more item (`item5.html`) that no document links: a verify page
 // of the template there finds it, the template goes back to the browser, and the page is crawled as in browser mode.
-// (Each template's first page the guard lets through is verified too, before any other is captured.) main.js also
+// (Each template's first page the guard lets through is verified too, before any other is captured; then one in 5
+// since the last verify page of any kind.) main.js also
 // swaps the image of any `img.toggler` (Sphinx's collapsed module index): only beta's item3 has one, so the learning
 // pages' scripts looked for it in vain, and that page is verified: its plus.png is stored as in browser mode.
 const SECTIONS = ["alpha", "beta", "gamma"];
@@ -63,7 +64,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  // One worker: the pages come in breadth-first order, so which page is the template's 5th static-eligible one is known.
+  // One worker: the pages come in breadth-first order, so which pages are verified is known.
   for (const mode of ["browser", "hybrid"] as const) {
     const cwd = mkdtempSync(join(tmpdir(), `crawl-sections-${mode}-`));
     const crawl = await runCli("crawl", ["--url", `${url}/docs/index.html`, "--scopeType", "prefix", "--workers", "1", "--captureMode", mode, "--hybridVerifyEvery", "5", "--behaviors", "", "--collection", "docs", "--cwd", cwd], { timeoutMs: 150_000 });
@@ -115,10 +116,11 @@ describe("sections with a script of their own in their folder, in hybrid capture
       "/docs/beta/item2.html": "static",
       "/docs/beta/item3.html": "browser verify",
       "/docs/beta/item4.html": "static",
-      "/docs/gamma/item1.html": "browser verify",
-      "/docs/gamma/item2.html": "browser fallen-back",
-      "/docs/gamma/item3.html": "browser fallen-back",
-      "/docs/gamma/item4.html": "browser fallen-back",
+      // The 5th page since beta's item3 (verified for its toggle) is sampled.
+      "/docs/gamma/item1.html": "static",
+      "/docs/gamma/item2.html": "static",
+      "/docs/gamma/item3.html": "static",
+      "/docs/gamma/item4.html": "browser verify",
       "/docs/gamma/item5.html": "browser fallen-back",
     });
     // The page with a toggle: main.js looked for img.toggler on the learning pages, which held none.
@@ -129,7 +131,7 @@ describe("sections with a script of their own in their folder, in hybrid capture
       ["/docs/alpha/item3.html", [], "matched"],
       // What main.js does with the toggle: plus.png, the same URL on any page, adopted for the template.
       [TOGGLER_PAGE, [`${url}/static/plus.png`], "adopted"],
-      ["/docs/gamma/item1.html", [`${url}/docs/gamma/item5.html`], "fell-back"],
+      ["/docs/gamma/item4.html", [`${url}/docs/gamma/item5.html`], "fell-back"],
     ]);
   });
 });

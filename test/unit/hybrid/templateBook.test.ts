@@ -79,12 +79,12 @@ describe("TemplateBook", () => {
     });
   });
 
-  it("the first page the guard lets go static is a verify page the others wait for; then every verifyEvery-th; guard pages do not count", async () => {
+  it("the first page the guard lets go static is a verify page the others wait for; then one in verifyEvery since the last; guard pages do not count", async () => {
     const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 3 });
     const kinds: string[] = [];
     kinds.push(kind(await book.choose(page(1), TEMPLATE, SCRIPTS)));
     await book.learn(TEMPLATE, observation("foo"));
-    expect(await book.choose(page(2), TEMPLATE, SCRIPTS)).toEqual({ mode: "browser", template: TEMPLATE, purpose: "verify", reason: "the template's first page the guard lets through: verified before any is captured without the browser" });
+    expect(await book.choose(page(2), TEMPLATE, SCRIPTS)).toEqual({ mode: "browser", template: TEMPLATE, purpose: "verify", reason: "the template's first page the guard lets through: verified before any is captured without the browser", turn: { selectors: [], first: true } });
     // Until its outcome is in, the template's other pages wait, in every process.
     const other = new TemplateBook(secondConnection(), keys, { learnPages: 1, verifyEvery: 3 });
     expect(await other.choose(page(3), TEMPLATE, SCRIPTS)).toEqual({ mode: "wait", template: TEMPLATE, retryInMs: 1000, reason: "the template's first verify page is being browsed" });
@@ -92,29 +92,35 @@ describe("TemplateBook", () => {
     for (let n = 3; n <= 8; n++) kinds.push(kind(await (n % 2 ? other : book).choose(page(n), TEMPLATE, n === 5 ? [...SCRIPTS, `${SITE}/other.js`] : SCRIPTS)));
     expect(kinds).toEqual(["browser/learn", "static", "static", "browser/guard", "browser/verify", "static", "static"]);
     const verify = await book.choose(page(9), TEMPLATE, SCRIPTS);
-    expect(verify).toEqual({ mode: "browser", template: TEMPLATE, purpose: "verify", reason: "page 3 the guard lets through since the template's last verify page: one in 3 is verified" });
+    expect(verify).toEqual({ mode: "browser", template: TEMPLATE, purpose: "verify", reason: "page 3 the guard let through since the template's last verify page: one in 3 is verified", turn: { selectors: [], first: false } });
   });
 
-  it("a verify page of any kind restarts the count to the next sampled one", async () => {
+  it("a verify page of any kind restarts the count to the next sampled one: no more than verifyEvery - 1 pages in a row go unchecked", async () => {
     const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 3, learnWaitMs: 300 });
     await book.choose(page(1), TEMPLATE, SCRIPTS);
-    await book.learn(TEMPLATE, { ...observation("foo"), absentSelectors: [".panics"], presentSelectors: [] });
+    await book.learn(TEMPLATE, { ...observation("foo"), absentSelectors: [".panics", ".unsafe"], presentSelectors: [] });
     const holds = (...selectors: string[]) => (asked: readonly string[]) => asked.filter((s) => selectors.includes(s));
-    expect(kind(await book.choose(page(2), TEMPLATE, SCRIPTS, holds()))).toBe("browser/verify"); // the first
-    expect(await book.verified(TEMPLATE, page(2), { fetches: [], links: [] })).toBe("matched");
+    // Page 2 is verified for its selector, and is the template's first verify page too.
+    expect(await book.choose(page(2), TEMPLATE, SCRIPTS, holds(".panics"))).toMatchObject({ purpose: "verify", turn: { selectors: [".panics"], first: true } });
+    expect(await book.verified(TEMPLATE, page(2), { fetches: [`${SITE}/img/panics.svg`], links: [] }, [".panics"])).toBe("adopted");
     const kinds: string[] = [];
-    kinds.push(kind(await book.choose(page(3), TEMPLATE, SCRIPTS, holds())));
-    // Two pages since the last verify page: this one, verified for its selector, restarts the count.
-    kinds.push(kind(await book.choose(page(4), TEMPLATE, SCRIPTS, holds(".panics"))));
-    expect(await book.verified(TEMPLATE, page(4), { fetches: [`${SITE}/img/panics.svg`], links: [] }, [".panics"])).toBe("adopted");
-    for (let n = 5; n <= 8; n++) kinds.push(kind(await book.choose(page(n), TEMPLATE, SCRIPTS, holds(".panics"))));
+    const choose = async (n: number, ...held: string[]) => {
+      const choice = await book.choose(page(n), TEMPLATE, SCRIPTS, holds(...held));
+      kinds.push(kind(choice));
+      return choice;
+    };
+    await choose(3);
+    await choose(4, ".unsafe"); // verified for its selector
+    expect(await book.verified(TEMPLATE, page(4), { fetches: [`${SITE}/img/unsafe.svg`], links: [] }, [".unsafe"])).toBe("adopted");
+    for (let n = 5; n <= 6; n++) await choose(n);
+    expect(await choose(7)).toMatchObject({ reason: "page 3 the guard let through since the template's last verify page: one in 3 is verified" });
     // After an adoption the next page is verified: that restarts the count too.
-    expect(await book.verified(TEMPLATE, page(7), { fetches: [`${SITE}/img/unsafe.svg`], links: [] })).toBe("adopted");
-    for (let n = 9; n <= 13; n++) kinds.push(kind(await book.choose(page(n), TEMPLATE, SCRIPTS, holds())));
+    expect(await book.verified(TEMPLATE, page(7), { fetches: [`${SITE}/img/other.svg`], links: [] })).toBe("adopted");
+    for (let n = 8; n <= 13; n++) await choose(n);
     expect(kinds).toEqual([
       "static", "browser/verify", // page 4: its selector
-      "static", "static", "browser/verify", "static", // page 7: sampled, 3 after page 4
-      "browser/verify", "static", "static", "browser/verify", "static", // page 9: after the adoption; page 12: sampled
+      "static", "static", "browser/verify", // page 7: sampled, 3 after page 4
+      "browser/verify", "static", "static", "browser/verify", "static", "static", // page 8: after the adoption; page 11: sampled
     ]);
   });
 
@@ -123,14 +129,14 @@ describe("TemplateBook", () => {
     await book.choose(page(1), TEMPLATE, SCRIPTS);
     await book.learn(TEMPLATE, observation("foo"));
     expect(kind(await book.choose(page(2), TEMPLATE, SCRIPTS))).toBe("browser/verify");
-    await book.verifyFailed(TEMPLATE);
+    await book.verifyFailed(TEMPLATE, { selectors: [], first: true });
     expect(kind(await book.choose(page(3), TEMPLATE, SCRIPTS))).toBe("browser/verify");
     expect(kind(await book.choose(page(4), TEMPLATE, SCRIPTS))).toBe("wait");
     await new Promise((resolve) => setTimeout(resolve, 350));
     expect(await book.choose(page(4), TEMPLATE, SCRIPTS)).toMatchObject({ purpose: "verify", reason: "the template's first verify page was not done within 300 ms: verifying another" });
     expect(await book.verified(TEMPLATE, page(4), { fetches: [], links: [] })).toBe("matched");
     // Once done, a late failure of another verify page changes nothing.
-    await book.verifyFailed(TEMPLATE);
+    await book.verifyFailed(TEMPLATE, { selectors: [], first: true });
     expect(kind(await book.choose(page(5), TEMPLATE, SCRIPTS))).toBe("static");
   });
 
@@ -141,24 +147,41 @@ describe("TemplateBook", () => {
     const holds = (...selectors: string[]) => (asked: readonly string[]) => asked.filter((s) => selectors.includes(s));
     expect(await book.choose(page(2), TEMPLATE, SCRIPTS, holds())).toMatchObject({ mode: "static" });
     const toggler = await book.choose(page(3), TEMPLATE, SCRIPTS, holds("img.toggler", "main"));
-    expect(toggler).toEqual({ mode: "browser", template: TEMPLATE, purpose: "verify", reason: "the document holds what the template's scripts look for and no browsed page held: img.toggler", selectors: ["img.toggler"] });
+    expect(toggler).toEqual({ mode: "browser", template: TEMPLATE, purpose: "verify", reason: "the document holds what the template's scripts look for and no browsed page held: img.toggler", turn: { selectors: ["img.toggler"], first: false } });
     // Another page holding it waits for that page's outcome, in any process; one holding more takes the rest.
     const other = new TemplateBook(secondConnection(), keys, { learnPages: 1, verifyEvery: 0, learnWaitMs: 300 });
     expect(await other.choose(page(4), TEMPLATE, SCRIPTS, holds("img.toggler"))).toMatchObject({ mode: "wait" });
-    expect(await other.choose(page(5), TEMPLATE, SCRIPTS, holds("img.toggler", ".panics"))).toMatchObject({ purpose: "verify", selectors: [".panics"] });
+    expect(await other.choose(page(5), TEMPLATE, SCRIPTS, holds("img.toggler", ".panics"))).toMatchObject({ purpose: "verify", turn: { selectors: [".panics"] } });
     // Its misses, the same URLs on any page, are adopted; the selector is explained: pages holding it go static.
     expect(await book.verified(TEMPLATE, page(3), { fetches: [`${SITE}/_static/plus.png`], links: [] }, ["img.toggler"])).toBe("adopted");
     const after = await other.choose(page(4), TEMPLATE, SCRIPTS, holds("img.toggler"));
     expect(after.mode === "static" && after.fetches.includes(`${SITE}/_static/plus.png`)).toBe(true);
     // A verify page that failed to load hands its selectors on at once.
-    await other.verifyFailed(TEMPLATE, [".panics"]);
-    expect(await book.choose(page(6), TEMPLATE, SCRIPTS, holds(".panics"))).toMatchObject({ purpose: "verify", selectors: [".panics"] });
+    await other.verifyFailed(TEMPLATE, { selectors: [".panics"], first: false });
+    expect(await book.choose(page(6), TEMPLATE, SCRIPTS, holds(".panics"))).toMatchObject({ purpose: "verify", turn: { selectors: [".panics"] } });
     // Adoptions explained by elements the learning pages lacked count against no limit, and verify no next page.
     for (const [n, selector] of [[6, ".panics"], [7, ".playground"], [8, ".unsafe"]] as const) {
       if (selector !== ".panics") expect(await book.choose(page(n), TEMPLATE, SCRIPTS, holds(selector))).toMatchObject({ purpose: "verify" });
       expect(await book.verified(TEMPLATE, page(n), { fetches: [`${SITE}/img/${selector.slice(1)}.svg`], links: [] }, [selector])).toBe("adopted");
     }
     expect(await book.choose(page(9), TEMPLATE, SCRIPTS, holds(".panics", ".playground", ".unsafe", "img.toggler"))).toMatchObject({ mode: "static" });
+  });
+
+  it("a page verified for its selectors is the template's first verify page when none is under way; its failure hands on only what it held", async () => {
+    const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 20, learnWaitMs: 300 });
+    const other = new TemplateBook(secondConnection(), keys, { learnPages: 1, verifyEvery: 20, learnWaitMs: 300 });
+    await book.choose(page(1), TEMPLATE, SCRIPTS);
+    await book.learn(TEMPLATE, { ...observation("foo"), absentSelectors: [".panics", ".playground"], presentSelectors: [] });
+    const holds = (...selectors: string[]) => (asked: readonly string[]) => asked.filter((s) => selectors.includes(s));
+    expect(await book.choose(page(2), TEMPLATE, SCRIPTS, holds(".panics"))).toMatchObject({ purpose: "verify", turn: { selectors: [".panics"], first: true } });
+    // The template's other pages wait for it as for any first verify page; one holding another selector is verified for that alone.
+    expect(kind(await other.choose(page(3), TEMPLATE, SCRIPTS, holds()))).toBe("wait");
+    expect(await other.choose(page(4), TEMPLATE, SCRIPTS, holds(".playground"))).toMatchObject({ purpose: "verify", turn: { selectors: [".playground"], first: false } });
+    // That one fails: the first verify page is still under way.
+    await other.verifyFailed(TEMPLATE, { selectors: [".playground"], first: false });
+    expect(kind(await other.choose(page(3), TEMPLATE, SCRIPTS, holds()))).toBe("wait");
+    expect(await book.verified(TEMPLATE, page(2), { fetches: [], links: [] }, [".panics"])).toBe("matched");
+    expect(kind(await other.choose(page(3), TEMPLATE, SCRIPTS, holds(".panics")))).toBe("static");
   });
 
   it("verifyEvery 0 never verifies", async () => {
@@ -176,7 +199,8 @@ describe("TemplateBook", () => {
     const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 2 });
     await book.choose(page(1), TEMPLATE, SCRIPTS);
     await book.learn(TEMPLATE, observation("foo"));
-    expect(await book.verified(TEMPLATE, page(3), { fetches: [], links: [] })).toBe("matched"); // the template's first verify page
+    expect(kind(await book.choose(page(3), TEMPLATE, SCRIPTS))).toBe("browser/verify"); // the template's first verify page
+    expect(await book.verified(TEMPLATE, page(3), { fetches: [], links: [] })).toBe("matched");
     expect(kind(await book.choose(page(2), TEMPLATE, SCRIPTS))).toBe("static");
     // Made from the page's own URL (page3): every page captured without the browser lacked its own.
     const missing = Array.from({ length: 25 }, (_, i) => `${SITE}/lazy/page3/${i}.jpg`);
