@@ -5,6 +5,7 @@ import { join } from "node:path";
 import type { WARCRecord } from "warcio";
 import { WARCSerializer } from "warcio/node";
 import { filePayloadOf, gzippedFileRecord } from "./fileRecord.js";
+import { gzippedRecord } from "./memoryRecord.js";
 import { warcinfoRecord } from "./records.js";
 import { timestampDigits } from "./warcDate.js";
 import { AppendLog, type OpenLogFile, type SyncLog } from "../durable/appendLog.js";
@@ -201,7 +202,7 @@ export class WarcWriter {
   private async append(log: AppendLog, record: WARCRecord): Promise<WrittenRecord> {
     const offset = log.end;
     const payloadFile = filePayloadOf(record);
-    const serializer = payloadFile ? gzippedFileRecord(record, payloadFile) : new WARCSerializer(record, { gzip: true, maxMemSize: this.options.maxMemSize ?? 4_000_000 });
+    const serializer = payloadFile ? gzippedFileRecord(record, payloadFile) : gzippedRecord(new WARCSerializer(record, { gzip: false, maxMemSize: this.options.maxMemSize ?? 4_000_000 }));
     const chunks: Uint8Array[] = [];
     let pending = 0;
     const write = async () => {

@@ -240,6 +240,33 @@ describe("WARC writer, a body in a temp file", () => {
   });
 });
 
+describe("WARC writer, a body in memory", () => {
+  it("writes each record as one gzip member holding what warcio serializes, gzipped at once or streamed past 256 KiB", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "warc-writer-"));
+    dirs.push(dir);
+    const writer = new WarcWriter({ dir, filenamePrefix: "rec-mem", rolloverSize: 1e9, owner: "test", warcinfo: { software: "test" } });
+    for (const size of [0, 1000, 256 * 1024 - 400, 300_000, 3_900_000]) {
+      const bytes = Buffer.alloc(size);
+      for (let i = 0; i < size; i++) bytes[i] = (i * 7919 + (i >> 10)) % 251;
+      const inMemory = { ...exchange(`http://a.test/${size}`, ""), body: { kind: "bytes", bytes } } satisfies Exchange;
+      const digest = await payloadDigest(inMemory.body);
+      const id = newRecordId();
+      const written = await writer.writeRecords([responseRecord(inMemory, id, digest), requestRecord(inMemory, id)]);
+      const file = readFileSync(join(dir, written[0]!.filename));
+      for (const [i, record] of [responseRecord(inMemory, id, digest), requestRecord(inMemory, id)].entries()) {
+        const member = file.subarray(written[i]!.offset, written[i]!.offset + written[i]!.length);
+        expect(gzipMembers(member), `${size}: record ${i}`).toHaveLength(1);
+        const expected = Buffer.from(await WARCSerializer.serialize(record, { gzip: false }));
+        // The same headers, block digest and payload byte for byte (a request record has an id of its own each time it is made).
+        const withoutId = (bytes: Buffer) => bytes.toString("latin1").replace(/^WARC-Record-ID: .*\r\n/m, "");
+        if (i === 0) expect(gunzipSync(member).equals(expected), `${size}: response`).toBe(true);
+        else expect(withoutId(gunzipSync(member))).toBe(withoutId(expected));
+      }
+    }
+    await writer.close();
+  });
+});
+
 describe("WARC writer after a failed write", () => {
   /**
    * Writes like a real file, except the calls listed: "throw" writes half the bytes and fails (ENOSPC); "short"
