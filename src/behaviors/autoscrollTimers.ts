@@ -70,9 +70,10 @@ export interface PageTimerWatch {
   /**
    * The page's deferred timeouts due within `withinMs`: one-shot timeouts of DEFERRED_TIMEOUT_MS set by the page's
    * own code once the document had loaded, not by a clock nor in reaction to a move, not yet fired nor cleared. How many, and in how long the
-   * last of them is due (0: none).
+   * last of them is due (0: none); and how long ago the last one fired (null: none did), whose handler's requests
+   * may not have reached the crawler yet.
    */
-  deferredDue(withinMs: number): { count: number; lastInMs: number };
+  deferredDue(withinMs: number): DeferredTimers;
   /** Run `act` (our click) as a reaction: what its handlers start counts. */
   react<T>(act: () => T): T;
   /** The elements IntersectionObservers watch now, with each one's observer and its root (null: the viewport). */
@@ -80,6 +81,13 @@ export interface PageTimerWatch {
   /** The browser's own setTimeout/clearTimeout: the autoscroll's and the library's waits are not the page's work. */
   setTimeout(handler: () => void, ms: number, ...args: unknown[]): number;
   clearTimeout(id?: number): void;
+}
+
+/** The page's deferred timeouts as the behaviors' end reads them (PageTimerWatch.deferredDue). */
+export interface DeferredTimers {
+  count: number;
+  lastInMs: number;
+  firedAgoMs: number | null;
 }
 
 /** The global's key (a registered symbol: not enumerable, clashes with nothing). In-page code repeats it. */
@@ -113,6 +121,7 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number, 
   const nativeClearInterval = global.clearInterval;
   const pending = new Set<number>();
   const deferred = new Map<number, { due: number }>();
+  let deferredFiredAt: number | null = null;
   const reactionTimers = new Set<number>();
   let reactionCount = 0;
   // When the reaction the running code belongs to began (null: none), and the scroll event's, if one is being
@@ -165,7 +174,7 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number, 
       const fire = function (this: unknown) {
         pending.delete(id);
         reactionTimers.delete(id);
-        deferred.delete(id);
+        if (deferred.delete(id)) deferredFiredAt = Date.now();
         const run = () => (handler as (...a: unknown[]) => unknown).apply(this, args);
         return origin !== null ? within(origin, run) : ticking(run);
       };
@@ -307,7 +316,7 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number, 
     deferredDue(withinMs: number) {
       const now = Date.now();
       const due = [...deferred.values()].map((timer) => timer.due - now).filter((inMs) => inMs <= withinMs);
-      return { count: due.length, lastInMs: Math.max(0, ...due) };
+      return { count: due.length, lastInMs: Math.max(0, ...due), firedAgoMs: deferredFiredAt === null ? null : now - deferredFiredAt };
     },
     reactions: () => reactionCount,
     react: <T>(act: () => T): T => within(Date.now(), act),
@@ -320,9 +329,9 @@ export function timerWatchInPage(key: string, shortMs: number, chainMs: number, 
 }
 
 /** In a frame (puppeteer serializes it): the page's deferred timeouts due within `withinMs` (PageTimerWatch.deferredDue). */
-export function deferredTimersInPage(key: string, withinMs: number): { count: number; lastInMs: number } {
+export function deferredTimersInPage(key: string, withinMs: number): DeferredTimers {
   const watch = (self as unknown as Record<symbol, PageTimerWatch | undefined>)[Symbol.for(key)];
-  return watch ? watch.deferredDue(withinMs) : { count: 0, lastInMs: 0 };
+  return watch ? watch.deferredDue(withinMs) : { count: 0, lastInMs: 0, firedAgoMs: null };
 }
 
 /** The script installing the watch, for Page.evaluateOnNewDocument. */

@@ -65,7 +65,8 @@ export interface BehaviorOutcome {
   eachMs?: Record<string, number>;
   /**
    * The page was left settled: the autoscroll ended in every frame with nothing the page set off pending and
-   * no request of it in the air, and no deferred work of the page it waited for sent for more. A wait after the
+   * no request of it in the air, none was in the air at the behaviors' end either, and no deferred work of the page
+   * it waited for sent for more. A wait after the
    * behaviors need only let what is in flight end: there is no more to watch for.
    */
   settled?: boolean;
@@ -124,6 +125,8 @@ const SCROLL_STOP_MS = 2000;
 const DEFERRED_WAIT_MS = 2500;
 /** After the last of them is due: the time for its handler to run and send what it loads. */
 const DEFERRED_MARGIN_MS = 100;
+/** One that fired this recently may have sent for what has not reached the crawler yet (its events lag under load). */
+const DEFERRED_FIRED_RECENTLY_MS = 500;
 
 /** The page-side functions behaviors call (CDP bindings; the library looks them up by these names). */
 const LOG_BINDING = "__bx_log";
@@ -269,9 +272,9 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number, an
     else if (sweeps.some((sweep) => sweep.status === "fulfilled" && sweep.value !== null)) eachMs.AutofetchSweep = Date.now() - sweepStarted;
   }
   // What the page put off until a moment after its load, due soon, is waited for (autoscrollTimers.ts).
-  const deferredLoaded = raced === "finished" && autoscroll ? await waitForDeferredWork(frames, autoscroll.watch, url, started + timeoutMs) : false;
+  const moreToCome = raced === "finished" && autoscroll ? await waitForDeferredWork(frames, autoscroll.watch, url, started + timeoutMs) : false;
   const outcome = scrollTimedOut || flowTimedOut ? "timed-out" : raced;
-  const settled = outcome === "finished" && scrollSettled && !deferredLoaded;
+  const settled = outcome === "finished" && scrollSettled && !moreToCome;
   const result = { outcome, seconds: Math.round((Date.now() - started) / 100) / 10, eachMs, settled, foundMore: scrollFound || flow !== undefined };
   logger.info("behavior", outcome === "finished" ? "behaviors finished" : "behaviors timed out", { url, seconds: result.seconds, frames: frames.length });
   return result;
@@ -279,18 +282,24 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number, an
 
 /**
  * Wait for the page's deferred timeouts (autoscrollTimers.ts) due within DEFERRED_WAIT_MS, within the behaviors'
- * deadline. Whether what they did sent for more (the page is loading again).
+ * deadline. Whether the page may load more: what they did sent for more, or work of it may still be under way when
+ * they were read (a request in the air, or one of them fired a moment before: what it sent for may not have reached
+ * us yet), whose answer's handler may set the next timeout (a fetch a moment after the load, then another a moment
+ * after its answer). Either way the quiet wait after the behaviors watches for what follows.
  */
 async function waitForDeferredWork(frames: readonly Frame[], watch: RequestWatch, url: string, deadline: number): Promise<boolean> {
+  const inTheAir = !watch.quietFor(0);
   const due = await withTimeout(callInEachFrame(frames, (frame) => frame.evaluate(deferredTimersInPage, TIMER_WATCH_KEY, DEFERRED_WAIT_MS), { context: "behavior", what: "deferred timeouts", url }), READY_STATE_DEADLINE_MS, "no answer").catch(() => []);
-  const soon = due.flatMap((result) => (result.status === "fulfilled" && result.value.count > 0 ? [result.value] : []));
+  const read = due.flatMap((result) => (result.status === "fulfilled" ? [result.value] : []));
+  const answersToCome = inTheAir || read.some((timers) => timers.firedAgoMs !== null && timers.firedAgoMs < DEFERRED_FIRED_RECENTLY_MS);
+  const soon = read.filter((timers) => timers.count > 0);
   const waitMs = Math.min(Math.max(0, ...soon.map((timers) => timers.lastInMs)), deadline - Date.now());
-  if (!soon.length || waitMs <= 0) return false;
+  if (!soon.length || waitMs <= 0) return answersToCome;
   const waitStarted = Date.now();
   logger.debug("behavior", "waiting for the page's deferred timeouts", { url, count: soon.reduce((sum, timers) => sum + timers.count, 0), ms: waitMs });
   await new Promise((resolve) => setTimeout(resolve, waitMs + DEFERRED_MARGIN_MS));
   // Work that sent for more (a toolbar's scripts) leaves the page loading; a timeout that fetched nothing does not.
-  return watch.activeSince(waitStarted);
+  return answersToCome || watch.activeSince(waitStarted);
 }
 
 /** The library logs `{data, type}`: debug steps (scroll states), info and errors. */

@@ -12,6 +12,8 @@ import { httpStatus, readWarcRecords, type RawRecord } from "../../helpers/warcF
 // - a toolbar the page sends for TOOLBAR_DELAY_MS after its load event (a script, which adds an image): a page
 //   otherwise done within a second of its load still waits for work it put off that briefly, and for what it
 //   sent for (JD's toolbar on the real web);
+// - a timeout a moment after the load whose handler is busy a while (no timer, no request), then fetches, and fetches
+//   again a moment after the answer: a page whose deferred work just ran is not taken for settled;
 // - a tall iframe of no size (a login channel): nothing to scroll there;
 // - an image whose srcset names a second candidate, fetched by the behaviors' autofetch, which the page's end
 //   does not wait on but still captures.
@@ -20,7 +22,7 @@ let redis: TestRedis;
 let cwd: string;
 let crawl: CliResult;
 let records: RawRecord[];
-const PAGES = [DEFERRED_PAGES.toolbar.path, DEFERRED_PAGES.hiddenFrame.path, DEFERRED_PAGES.srcset.path];
+const PAGES = [DEFERRED_PAGES.toolbar.path, DEFERRED_PAGES.busy.path, DEFERRED_PAGES.hiddenFrame.path, DEFERRED_PAGES.srcset.path];
 
 const responsesOf = (path: string) =>
   records.filter((r) => r.headers.get("warc-type") === "response" && r.headers.get("warc-target-uri") === site.url + path).map(httpStatus);
@@ -49,6 +51,10 @@ describe("what a page does after it seems done", () => {
 
   it("waits for the toolbar a page put off until after its load, and stores the script and the image it brought", () => {
     for (const file of DEFERRED_PAGES.toolbar.files) expect(responsesOf(file), file).toEqual([200]);
+  });
+
+  it("waits for what work a page put off sends for once it has run a while, and for what the answer's handler sends for", () => {
+    for (const file of DEFERRED_PAGES.busy.files) expect(responsesOf(file), file).toEqual([200]);
   });
 
   it("does not scroll a frame hidden from view, and stores it", () => {
