@@ -66,8 +66,8 @@ export interface BehaviorOutcome {
   /**
    * The page was left settled: the autoscroll ended in every frame with nothing the page set off pending and
    * no request of it in the air, none was in the air at the behaviors' end either, and no deferred work of the page
-   * it waited for sent for more. A wait after the
-   * behaviors need only let what is in flight end: there is no more to watch for.
+   * it waited for sent for more. A wait after the behaviors need only let what is in flight end: there is no more to
+   * watch for.
    */
   settled?: boolean;
   /**
