@@ -65,8 +65,8 @@ export interface BehaviorOutcome {
   eachMs?: Record<string, number>;
   /**
    * The page was left settled: the autoscroll ended in every frame with nothing the page set off pending and
-   * no request of it in the air, none was in the air at the behaviors' end either, and no deferred work of the page
-   * it waited for sent for more. A wait after the behaviors need only let what is in flight end: there is no more to
+   * no request of it in the air, no deferred work of the page had just run at the behaviors' end, and none it
+   * waited for sent for more. A wait after the behaviors need only let what is in flight end: there is no more to
    * watch for.
    */
   settled?: boolean;
@@ -282,16 +282,16 @@ export async function runBehaviors(tab: Page, url: string, timeoutMs: number, an
 
 /**
  * Wait for the page's deferred timeouts (autoscrollTimers.ts) due within DEFERRED_WAIT_MS, within the behaviors'
- * deadline. Whether the page may load more: what they did sent for more, or work of it may still be under way when
- * they were read (a request in the air, or one of them fired a moment before: what it sent for may not have reached
- * us yet), whose answer's handler may set the next timeout (a fetch a moment after the load, then another a moment
- * after its answer). Either way the quiet wait after the behaviors watches for what follows.
+ * deadline. Whether the page may load more: what they did sent for more, or one of them fired a moment before they
+ * were read, so that its work may still be under way (what it sent for may not have reached us yet, and its answer's
+ * handler may set the next timeout: a fetch a moment after the load, then another a moment after its answer).
+ * Either way the quiet wait after the behaviors watches for what follows. (A request merely in the air is not enough:
+ * the autoscroll ended with none of the page's own, and a busy page's polls and tickers never stop.)
  */
 async function waitForDeferredWork(frames: readonly Frame[], watch: RequestWatch, url: string, deadline: number): Promise<boolean> {
-  const inTheAir = !watch.quietFor(0);
   const due = await withTimeout(callInEachFrame(frames, (frame) => frame.evaluate(deferredTimersInPage, TIMER_WATCH_KEY, DEFERRED_WAIT_MS), { context: "behavior", what: "deferred timeouts", url }), READY_STATE_DEADLINE_MS, "no answer").catch(() => []);
   const read = due.flatMap((result) => (result.status === "fulfilled" ? [result.value] : []));
-  const answersToCome = inTheAir || read.some((timers) => timers.firedAgoMs !== null && timers.firedAgoMs < DEFERRED_FIRED_RECENTLY_MS);
+  const answersToCome = read.some((timers) => timers.firedAgoMs !== null && timers.firedAgoMs < DEFERRED_FIRED_RECENTLY_MS);
   const soon = read.filter((timers) => timers.count > 0);
   const waitMs = Math.min(Math.max(0, ...soon.map((timers) => timers.lastInMs)), deadline - Date.now());
   if (!soon.length || waitMs <= 0) return answersToCome;
