@@ -228,8 +228,7 @@ export class TemplateBook {
         chosen = { reason, turn: { selectors: [], first: true } };
       }
     }
-    if (this.verifyEvery === 0) return chosen ? { mode: "browser", template, purpose: "verify", ...chosen } : { mode: "static", template, fetches: guard.fetches, links: guard.links };
-    const since = Number(await this.redis.eval(SAMPLE_LUA, 1, this.keys.templateState, template, this.verifyEvery, chosen ? "1" : "0"));
+    const since = this.verifyEvery > 0 ? Number(await this.redis.eval(SAMPLE_LUA, 1, this.keys.templateState, template, this.verifyEvery, chosen ? "1" : "0")) : 0;
     if (chosen) return { mode: "browser", template, purpose: "verify", ...chosen };
     if (since > 0) {
       return { mode: "browser", template, purpose: "verify", reason: `page ${since} the guard let through since the template's last verify page: one in ${this.verifyEvery} is verified`, turn: { selectors: [], first: false } };

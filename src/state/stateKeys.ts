@@ -125,11 +125,18 @@ export function crawlStateKeys(crawlId: string, clustered = false) {
     // Hybrid capture's templates (hybrid/templateBook.ts): a few fields per template in two crawl-wide hashes.
     /**
      * Hash "<template>:<field>" -> value, for each template: `slots` learning slots taken, `slotAt` when the newest
-     * was taken (ms, Redis's clock), `observed` browsed pages learned from, `sinceVerify` pages the guard let through
-     * since the last verify page (one in verifyEvery is a verify page), `fellBack` why the template went back to the browser for good.
+     * was taken (ms, Redis's clock), `observed` browsed pages learned from, `firstVerify` when the first verify page
+     * was taken ("done" once judged), `sinceVerify` pages the guard let through since the last verify page (one in
+     * verifyEvery is a verify page), `verifyNext` the next page is verified (after an adoption), `adoptions` and
+     * `unexplainedAdoptions` verify pages whose misses were adopted (all, and those no selector explains),
+     * `explaining:<selector>` when a page took the selector to verify, `explained:<selector>` the page that did,
+     * `fellBack` why the template went back to the browser for good.
      */
     templateState: `${p}:tmpl`,
-    /** Hash "<template>:<n>" -> the JSON of the template's n-th browsed page's observation (n from 1 to learnPages). */
+    /**
+     * Hash "<template>:<n>" -> the JSON of the template's n-th browsed page's observation (n from 1 to learnPages), and
+     * "<template>:adopted:<n>" -> the JSON of the URLs its n-th adopting verify page added.
+     */
     templateObservations: `${p}:tmplobs`,
   };
 }
