@@ -58,6 +58,10 @@ export class ByteTallySink implements ExchangeSink {
     return this.sink.hasStoredResponse(url);
   }
 
+  storedFinalStatus(url: string): Promise<number | null> {
+    return this.sink.storedFinalStatus(url);
+  }
+
   canListPageIn(wacz: string): Promise<boolean> {
     return this.sink.canListPageIn(wacz);
   }

@@ -244,12 +244,14 @@ export class RequisiteFetches {
       if (stylesheet) this.enqueue(stylesheetFetches(await this.knownReferences(item), item.url, this.documentUrl, item.order));
       return;
     }
-    if (await this.sink!.hasStoredResponse(item.url)) {
+    const stored = await this.sink!.storedFinalStatus(item.url);
+    if (stored !== null) {
       this.fetched.push({ url: item.url, order: item.order });
       // Listed as the page's, as a browser capture lists what it fetched and the crawl had stored (the --qa page record
-      // names it): a whole 200 response to a GET is what the crawl holds; its type is not known without reading it.
-      this.captured.push({ summary: { url: item.url, status: 200, mime: "", resourceType: item.resourceType, location: null, date: new Date() }, order: item.order });
-      if (stylesheet) this.enqueue(stylesheetFetches(await this.knownReferences(item), item.url, this.documentUrl, item.order));
+      // names it); its type is not known without reading it. A stored 404 is not fetched again on every page that
+      // names it: the archive would not change.
+      this.captured.push({ summary: { url: item.url, status: stored, mime: "", resourceType: item.resourceType, location: null, date: new Date() }, order: item.order });
+      if (stylesheet && stored === 200) this.enqueue(stylesheetFetches(await this.knownReferences(item), item.url, this.documentUrl, item.order));
       return;
     }
     const final = await this.fetchAndStore(item);

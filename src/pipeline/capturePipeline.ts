@@ -27,6 +27,9 @@ import type { WaczPlan } from "./waczPlan.js";
 const PENDING_CLAIM_WAIT_MS = 60_000;
 const PENDING_CLAIM_POLL_MS = 50;
 
+/** Answers a refetch would not change (storedFinalStatus), the full response first. */
+const FINAL_STATUSES = [200, 404, 410];
+
 /** A written record as the index notes need it, with its WARC file (whose WACZ is resolved when a note is written). */
 type WrittenPlacement = Omit<RecordPlacement, "wacz"> & { filename: string; recordId: string };
 
@@ -101,6 +104,10 @@ export class CapturePipeline implements ExchangeSink {
 
   async hasStoredResponse(url: string): Promise<boolean> {
     return this.stages.claims.isStored({ status: 200, method: "GET", url }).catch(() => false);
+  }
+
+  async storedFinalStatus(url: string): Promise<number | null> {
+    return this.stages.claims.storedStatus("GET", url, FINAL_STATUSES).catch(() => null);
   }
 
   canListPageIn(wacz: string): Promise<boolean> {

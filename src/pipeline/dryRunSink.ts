@@ -16,6 +16,10 @@ export class DiscardingSink implements ExchangeSink {
     return false;
   }
 
+  async storedFinalStatus(): Promise<number | null> {
+    return null;
+  }
+
   /** Nothing is written: no WACZ to list a page in. */
   async canListPageIn(): Promise<boolean> {
     return false;

@@ -22,6 +22,11 @@ export interface ExchangeSink {
   store(exchange: Exchange): Promise<StoreOutcome>;
   /** Whether this crawl holds the URL's full (200) response to a GET already. */
   hasStoredResponse(url: string): Promise<boolean>;
+  /**
+   * The status of an answer to a GET of the URL this crawl holds that fetching it again would not change: 200, or a
+   * 404 or 410 (a requisite a site names on every page but does not have); null when it holds none of them.
+   */
+  storedFinalStatus(url: string): Promise<number | null>;
   /** Whether a page may still be listed in this WACZ: one this process packages and has not sealed. */
   canListPageIn(wacz: string): Promise<boolean>;
   /** Whether a payload of this status would be written as a revisit of an archived original (--dedupePagesMinDepth). */

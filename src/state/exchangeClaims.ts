@@ -117,11 +117,21 @@ export class ExchangeClaims {
 
   /** Whether the exchange's records are in a WARC already (a provisional claim does not count). */
   async isStored(exchange: ExchangeIdentity): Promise<boolean> {
-    const field = exchangeField(exchange);
-    if (this.knownStored.get(field)) return true;
-    const value = await this.redis.hget(this.membership.keys.storedExchanges, field);
-    const stored = value === STORED || (value?.startsWith(`${STORED} `) ?? false);
-    if (stored) this.knownStored.set(field, true);
-    return stored;
+    return (await this.storedStatus(exchange.method, exchange.url, [exchange.status], exchange.requestDigest)) !== null;
+  }
+
+  /**
+   * A status of `statuses` whose answer to `method url` is in a WARC already, else null: one this process knows stored,
+   * or the first stored of them, read in one round trip.
+   */
+  async storedStatus(method: string, url: string, statuses: readonly number[], requestDigest?: string): Promise<number | null> {
+    const fields = statuses.map((status) => exchangeField({ status, method, url, requestDigest }));
+    const known = fields.findIndex((field) => this.knownStored.get(field));
+    if (known >= 0) return statuses[known]!;
+    const values = await this.redis.hmget(this.membership.keys.storedExchanges, ...fields);
+    const stored = values.findIndex((value) => value === STORED || (value?.startsWith(`${STORED} `) ?? false));
+    if (stored < 0) return null;
+    this.knownStored.set(fields[stored]!, true);
+    return statuses[stored]!;
   }
 }

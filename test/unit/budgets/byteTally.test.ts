@@ -13,6 +13,9 @@ class SizedSink implements ExchangeSink {
   async hasStoredResponse(): Promise<boolean> {
     return false;
   }
+  async storedFinalStatus(): Promise<number | null> {
+    return null;
+  }
   async isArchivedPayload(): Promise<boolean> {
     return false;
   }

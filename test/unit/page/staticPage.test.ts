@@ -54,7 +54,9 @@ const PAGE1 = Buffer.from(
   "latin1",
 );
 const PAGE2 = `<!doctype html><html><head><meta charset="utf-8"><title>Second</title><link rel="stylesheet" href="/css/main.css"></head>
-<body><h1>Second</h1><img src="/img/a.png"><img src="/img/only2.png"><a href="/page1.html">One</a></body></html>`;
+<body><h1>Second</h1><img src="/img/a.png"><img src="/img/only2.png"><a href="/page1.html">One</a><script src="/js/gone.js"></script></body></html>`;
+// Names a script the site does not have (a 404 the crawl stored from page 2) and an image stored already.
+const PAGE4 = `<!doctype html><html><head><title>Fourth</title><script src="/js/gone.js"></script></head><body><img src="/img/a.png"></body></html>`;
 const PAGE3 = `<!doctype html><html><head><title>Third</title><link rel="stylesheet" href="/css/fresh.css"><link rel="manifest" href="/app.webmanifest"><script type="module" src="/js/mod.js"></script></head>
 <body><img src="/img/moved.png"><img src="/blocked/x.png"><img src="/img/three.png"></body></html>`;
 
@@ -87,6 +89,8 @@ beforeAll(async () => {
         return send("text/html; charset=utf-8", PAGE2);
       case "/page3.html":
         return send("text/html", PAGE3);
+      case "/page4.html":
+        return send("text/html", PAGE4);
       case "/missing.html":
         res.writeHead(404, { "Content-Type": "text/html" }).end("<h1>not here</h1>");
         return;
@@ -139,14 +143,18 @@ const headersOf = (path: string) => hits.find((h) => h.path === path)?.headers;
 /** A sink that stores nothing and remembers what it was given (what a crawl holds is `stored`). */
 class RecordingSink implements ExchangeSink {
   readonly given: Exchange[] = [];
-  constructor(private readonly stored = new Set<string>()) {}
+  private readonly stored = new Map<string, number>();
   async store(exchange: Exchange): Promise<StoreOutcome> {
     this.given.push(exchange);
-    this.stored.add(exchange.url);
+    this.stored.set(exchange.url, exchange.status);
     return { kind: "skipped", reason: "dry-run", wacz: null };
   }
   async hasStoredResponse(url: string): Promise<boolean> {
-    return this.stored.has(url);
+    return this.stored.get(url) === 200;
+  }
+  async storedFinalStatus(url: string): Promise<number | null> {
+    const status = this.stored.get(url);
+    return status === 200 || status === 404 || status === 410 ? status : null;
   }
   async canListPageIn(): Promise<boolean> {
     return true;
@@ -242,13 +250,21 @@ describe("StaticPageLoader through the capture pipeline", () => {
       // Another page naming the same stylesheet and image: only what is new is fetched.
       const doc2 = await pages.fetchDocument(`${origin}/page2.html`);
       const second = await pages.capture(doc2, { fetches: [], links: [], sink: pipeline.sink });
-      expect(paths()).toEqual(["/img/only2.png", "/page2.html"]);
+      expect(paths()).toEqual(["/img/only2.png", "/js/gone.js", "/page2.html"]);
       // What the crawl had stored is the page's all the same (its --qa record names it), as a 200 of unread type.
       expect(second.captured?.map((c) => [c.url.slice(origin.length), c.status, c.mime])).toEqual([
         ["/page2.html", 200, "text/html"], ["/css/main.css", 200, ""], ["/css/base.css", 200, ""], ["/fonts/f.woff2", 200, ""], ["/img/h1.png", 200, ""], ["/img/bg.png", 200, ""], ["/img/a.png", 200, ""], ["/img/only2.png", 200, "image/png"],
+        ["/js/gone.js", 404, ""],
       ]);
-      expect(second.fetched.map((u) => u.slice(origin.length))).toEqual(["/css/main.css", "/css/base.css", "/fonts/f.woff2", "/img/h1.png", "/img/bg.png", "/img/a.png", "/img/only2.png"]);
+      expect(second.fetched.map((u) => u.slice(origin.length))).toEqual(["/css/main.css", "/css/base.css", "/fonts/f.woff2", "/img/h1.png", "/img/bg.png", "/img/a.png", "/img/only2.png", "/js/gone.js"]);
       expect(second.extracts).toBeUndefined();
+
+      // A requisite the crawl stored as a 404 is not asked for again: the page names it, with that status.
+      hits.length = 0;
+      const fourth = await pages.capture(await pages.fetchDocument(`${origin}/page4.html`), { fetches: [], links: [], sink: pipeline.sink });
+      expect(paths()).toEqual(["/page4.html"]);
+      expect(fourth.captured?.map((c) => [c.url.slice(origin.length), c.status, c.mime])).toEqual([["/page4.html", 200, "text/html"], ["/js/gone.js", 404, ""], ["/img/a.png", 200, ""]]);
+      expect(fourth.fetched.map((u) => u.slice(origin.length))).toEqual(["/js/gone.js", "/img/a.png"]);
 
       await pipeline.close();
       const warcs = readdirSync(archiveDir, { recursive: true }).map(String).filter((f) => f.endsWith(".warc.gz"));
@@ -264,7 +280,7 @@ describe("StaticPageLoader through the capture pipeline", () => {
       const responses = records.filter((r) => r.type === "response").map((r) => r.url.slice(origin.length)).sort();
       expect(responses).toEqual([
         "/api/items.json", "/css/base.css", "/css/main.css", "/favicon.png", "/fonts/f.woff2", "/img/a-2x.png", "/img/a-3x.png", "/img/a.png", "/img/bg.png",
-        "/img/h1.png", "/img/moved.png", "/img/only2.png", "/img/real.png", "/js/app.js", "/page1.html", "/page2.html",
+        "/img/h1.png", "/img/moved.png", "/img/only2.png", "/img/real.png", "/js/app.js", "/js/gone.js", "/page1.html", "/page2.html", "/page4.html",
       ]);
       expect(records.filter((r) => r.type === "request").map((r) => r.url.slice(origin.length)).sort()).toEqual(responses);
       // The document as sent (gzip), its request record the headers sent.

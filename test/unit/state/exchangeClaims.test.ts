@@ -9,10 +9,10 @@ import { usePrivateRedis } from "../../helpers/redis.js";
 
 const redis = usePrivateRedis();
 
-/** HGETs the server has run (the claims hash is read with HGET). */
+/** Reads of the claims hash the server has run (HGET and HMGET). */
 async function hgets(client: Redis): Promise<number> {
   const stats = await client.info("commandstats");
-  return Number(/cmdstat_hget:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+  return Number(/cmdstat_hget:calls=(\d+)/.exec(stats)?.[1] ?? 0) + Number(/cmdstat_hmget:calls=(\d+)/.exec(stats)?.[1] ?? 0);
 }
 
 describe("ExchangeClaims.isStored", () => {
@@ -51,5 +51,32 @@ describe("ExchangeClaims.isStored", () => {
     await redis.client.hset("claims:exch", "200 GET http://site.test/page.html", "cccc3333-other");
     await first.confirm(page, "claims.wacz");
     expect(await first.isStored(page)).toBe(false);
+  });
+});
+
+describe("ExchangeClaims.storedStatus", () => {
+  it("names a stored status of those asked, in one read, and remembers it", async () => {
+    const writer = new ExchangeClaims(redis.client, new Membership(redis.client, "status", newProcessId("aaaa1111")));
+    const reader = new ExchangeClaims(redis.client, new Membership(redis.client, "status", newProcessId("bbbb2222")));
+    const url = "http://site.test/missing.css";
+    let before = await hgets(redis.client);
+    expect(await reader.storedStatus("GET", url, [200, 404, 410])).toBeNull();
+    expect(await hgets(redis.client)).toBe(before + 1);
+
+    await writer.claim({ status: 404, method: "GET", url });
+    expect(await reader.storedStatus("GET", url, [200, 404, 410])).toBeNull(); // being written
+    await writer.confirm({ status: 404, method: "GET", url }, "status.wacz");
+    expect(await reader.storedStatus("GET", url, [200, 404, 410])).toBe(404);
+    expect(await reader.storedStatus("HEAD", url, [200, 404, 410])).toBeNull();
+    before = await hgets(redis.client);
+    expect(await reader.storedStatus("GET", url, [200, 404, 410])).toBe(404);
+    expect(await reader.isStored({ status: 404, method: "GET", url })).toBe(true);
+    expect(await hgets(redis.client)).toBe(before);
+
+    // Of two stored, a process that knows neither reads the one asked for first.
+    await writer.claim({ status: 200, method: "GET", url });
+    await writer.confirm({ status: 200, method: "GET", url }, "status.wacz");
+    const fresh = new ExchangeClaims(redis.client, new Membership(redis.client, "status", newProcessId("cccc3333")));
+    expect(await fresh.storedStatus("GET", url, [200, 404, 410])).toBe(200);
   });
 });
