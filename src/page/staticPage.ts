@@ -129,8 +129,8 @@ export class StaticPageLoader {
   }
 
   /** Drop the fetched document without storing it (deletes a temp body file). */
-  async discard(doc: StaticDocument): Promise<void> {
-    await discardBody(doc.exchange);
+  discard(doc: StaticDocument): Promise<void> {
+    return discardDocument(doc);
   }
 
   /** Store the document through `sink` (the caller decided to capture the page statically, or to browse it from this stored record). */
@@ -185,6 +185,11 @@ export class StaticPageLoader {
       fetched: done.fetched,
     };
   }
+}
+
+/** Drop a fetched document without storing it (deletes a temp body file). */
+export function discardDocument(doc: StaticDocument): Promise<void> {
+  return discardBody(doc.exchange);
 }
 
 /** The fetched document as the page's capture lists it. */

@@ -6,10 +6,11 @@ import type { TemplateBook } from "../../hybrid/templateBook.js";
 import type { BrowsedObservation, CaptureChoice, VerifyTurn } from "../../hybrid/templateTypes.js";
 import { errorMessage, logger } from "../../log/logger.js";
 import type { LoadOptions, PageLoadResult, PageWorker } from "../../page/pageWorker.js";
-import { documentSummary, StaticPageLoader, type StaticDocument, type StaticPageOptions } from "../../page/staticPage.js";
+import { discardDocument, documentSummary, StaticPageLoader, type StaticDocument, type StaticPageOptions } from "../../page/staticPage.js";
 import type { ExchangeSink } from "../../pipeline/exchangeSink.js";
 import type { CaptureEntry, CaptureReport } from "../../reports/captureReport.js";
 import { pageLinkUrls, withoutHash } from "../../scope/urls.js";
+import { PutBackDocuments } from "./putBackDocuments.js";
 
 export interface HybridCaptureOptions {
   book: TemplateBook;
@@ -46,8 +47,15 @@ const COUNTED_TYPES = new Set(["Document", "Stylesheet", "Image", "Media", "Font
  */
 export class HybridCapture {
   private readonly loaders = new WeakMap<PageWorker, StaticPageLoader>();
+  /** Pages put back to wait for their template keep their documents here for their retry. */
+  private readonly putBack = new PutBackDocuments(discardDocument);
 
   constructor(private readonly options: HybridCaptureOptions) {}
+
+  /** Drop the documents of pages put back that no retry in this process took (the page phase is over). */
+  async close(): Promise<void> {
+    await this.putBack.clear();
+  }
 
   private loaderOf(worker: PageWorker): StaticPageLoader {
     let loader = this.loaders.get(worker);
@@ -66,7 +74,7 @@ export class HybridCapture {
     const loader = this.loaderOf(worker);
     let doc: StaticDocument;
     try {
-      doc = await loader.fetchDocument(pageUrl);
+      doc = this.putBack.take(pageUrl) ?? (await loader.fetchDocument(pageUrl));
     } catch (err) {
       return this.browse(worker, pageUrl, options, null, { template: null, purpose: "not-a-template", reason: `its document was not fetched without the browser: ${errorMessage(err)}` });
     }
@@ -84,7 +92,7 @@ export class HybridCapture {
       throw err;
     }
     if (choice.mode === "wait") {
-      await loader.discard(doc);
+      this.putBack.keep(pageUrl, doc);
       logger.debug("page", "another process is learning the page's template: page put back", { url: pageUrl, template, waitSeconds: choice.retryInMs / 1000 });
       return { waitMs: choice.retryInMs };
     }

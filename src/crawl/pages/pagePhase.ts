@@ -139,6 +139,7 @@ export async function crawlPages(run: CrawlRun, seeding: Seeding): Promise<PageP
       await Promise.all(loop.sitemapReadings);
     } finally {
       stopProgress();
+      await context.hybrid?.close();
       await Promise.all(workers.map((w) => w.close()));
       await pipeline.close().catch((err: unknown) => stop.fatal(`cannot finish ${run.paths.archive}: ${storageErrorMessage(err)}`, err));
     }

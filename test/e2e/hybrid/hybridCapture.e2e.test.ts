@@ -159,7 +159,7 @@ describe("a hybrid crawl with 4 workers on the defaults", () => {
     const busy = await startTemplateSite();
     const busyCwd = mkdtempSync(join(tmpdir(), "crawl-hybrid-busy-"));
     try {
-      const run = await runCli("crawl", ["--url", busy.url + HUB_PATH, "--collection", "busy", "--cwd", busyCwd, "--workers", "4", "--captureMode", "hybrid"], { timeoutMs: 200_000 });
+      const run = await runCli("crawl", ["--url", busy.url + HUB_PATH, "--collection", "busy", "--cwd", busyCwd, "--workers", "4", "--captureMode", "hybrid", "--logLevel", "debug"], { timeoutMs: 200_000 });
       expect(run.code, run.stderr.slice(-3000)).toBe(0);
       const dir = join(busyCwd, "collections", "busy");
       const stored = responsePaths(readdirSync(join(dir, "archive")).flatMap((f) => readWarcRecords(join(dir, "archive", f))));
@@ -167,6 +167,9 @@ describe("a hybrid crawl with 4 workers on the defaults", () => {
       const lines = readFileSync(join(dir, "reports", "capture.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { url: string; capture: string });
       expect(lines.filter((l) => pathOf(l.url).startsWith("/products/") && l.capture === "static")).toEqual([]);
       expect(lines.filter((l) => l.capture === "static").length).toBeGreaterThan(10);
+      // Pages put back while their template's first pages were browsed kept their documents: each asked for once.
+      expect(logLines(run.stderr).filter((line) => line.message.includes("page put back")).length).toBeGreaterThan(0);
+      expect(busy.requests.filter((r) => TEMPLATE_SITE_PAGES.includes(r)).sort()).toEqual([...TEMPLATE_SITE_PAGES].sort());
     } finally {
       await busy.close();
       rmSync(busyCwd, { recursive: true, force: true });
