@@ -103,6 +103,17 @@ function mayMatch(groups: Selector[][], index: DocumentIndex): boolean {
   });
 }
 
+/** Whether the index alone shows a match: a selector of one class or one id (`.playground`, `#sidebar`) that the document has. */
+function matchShownByIndex(groups: Selector[][], index: DocumentIndex): boolean {
+  return groups.some((tokens) => {
+    if (tokens.length !== 1) return false;
+    const token = tokens[0]!;
+    if (token.type !== "attribute" || token.ignoreCase) return false;
+    if (token.name === "class" && token.action === "element") return index.classes.has(token.value);
+    return token.name === "id" && token.action === "equals" && index.ids.has(token.value);
+  });
+}
+
 /**
  * Of `selectors`, those `html` holds a match for (`html` may be parse5's tree of it already). A selector css-select
  * cannot read (a pseudo-class only a live page has, a typo) counts as no match.
@@ -125,7 +136,9 @@ export function documentSelectors(document: DefaultTreeAdapterMap["document"]): 
 function matchingSelectors(selectors: readonly string[], roots: Node[], index: DocumentIndex): string[] {
   return selectors.filter((selector) => {
     try {
-      return mayMatch(parseSelector(selector), index) && selectOne<Node, Element>(selector, roots, { adapter, xmlMode: false }) !== null;
+      const groups = parseSelector(selector);
+      if (!mayMatch(groups, index)) return false;
+      return matchShownByIndex(groups, index) || selectOne<Node, Element>(selector, roots, { adapter, xmlMode: false }) !== null;
     } catch {
       return false;
     }

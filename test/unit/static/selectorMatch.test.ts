@@ -15,6 +15,12 @@ describe("selectorsHeld", () => {
     expect(selectorsHeld(MODULE_INDEX, selectors)).toEqual(["img.toggler", "tr.cg-1", "table.modindextable tr > td code", "#toggle-1", "input[name=q]", "a[name^=cap]", "td:first-child img"]);
   });
 
+  it("a selector of one class or one id is read from the document's index: held as querySelector finds it", () => {
+    // .inside-template is only in a <template>'s content, which querySelector does not search; class names are words.
+    const selectors = [".toggler", ".inside-template", "#toggle-1", "#toggle", ".cg-1", ".cg", ".modindextable", ".body, .nowhere", "#cap-a"];
+    expect(selectorsHeld(MODULE_INDEX, selectors)).toEqual([".toggler", "#toggle-1", ".cg-1", ".modindextable", ".body, .nowhere"]);
+  });
+
   it("a selector it cannot read, or only a live page has, is no match; none asked, none held", () => {
     expect(selectorsHeld(MODULE_INDEX, ["img[", "img.toggler:hover", "::slotted(img)"])).toEqual([]);
     expect(selectorsHeld(MODULE_INDEX, [])).toEqual([]);
