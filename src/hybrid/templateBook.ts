@@ -26,6 +26,8 @@ const WAIT_RETRY_MS = 1000;
 const MISSING_LOGGED_AT_MOST = 20;
 /** Learned templates a process keeps (a site of many templates must not fill memory); one evicted is read again. */
 const CACHED_TEMPLATES = 1000;
+/** Explained selectors a process remembers (`<template>:explained:<selector>` fields); one evicted is read again. */
+const KNOWN_EXPLAINED = 10_000;
 
 // Before a template is learned: take one of its learnPages learning slots, or wait for the pages that hold them,
 // or (the newest slot is older than the wait: its holder may have died) browse another learning page anyway,
@@ -172,6 +174,12 @@ export class TemplateBook {
   private readonly learnWaitMs: number;
   /** Learned templates by key, at most CACHED_TEMPLATES. */
   private readonly cache = new RecentlyUsed<string, { observed: number; adoptions: number; learned: LearnedTemplate }>(CACHED_TEMPLATES);
+  /**
+   * What this process saw final in Redis, not asked again: a template whose first verify page is done, a selector
+   * explained (neither is ever undone; a template's every static page would ask).
+   */
+  private readonly firstVerifyDone = new RecentlyUsed<string, true>(CACHED_TEMPLATES);
+  private readonly knownExplained = new RecentlyUsed<string, true>(KNOWN_EXPLAINED);
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -238,7 +246,10 @@ export class TemplateBook {
 
   /** The template's first verify page: taken now (verify, or stale: its holder went quiet), being browsed (wait), or done. */
   private async firstVerify(template: string): Promise<"verify" | "stale" | "wait" | "done"> {
-    return (await this.redis.eval(FIRST_VERIFY_LUA, 1, this.keys.templateState, template, this.learnWaitMs)) as "verify" | "stale" | "wait" | "done";
+    if (this.firstVerifyDone.get(template)) return "done";
+    const state = (await this.redis.eval(FIRST_VERIFY_LUA, 1, this.keys.templateState, template, this.learnWaitMs)) as "verify" | "stale" | "wait" | "done";
+    if (state === "done") this.firstVerifyDone.set(template, true);
+    return state;
   }
 
   /** What a browsed page showed: kept while the template has fewer than learnPages observations, dropped after. */
@@ -257,11 +268,15 @@ export class TemplateBook {
     try {
       const outcome = await this.judgeVerify(template, pageUrl, missing, selectors.length > 0);
       // What the scripts do with these elements is now seen (and what they fetch adopted): no later page needs browsing for them.
-      if (outcome !== "fell-back" && selectors.length) await this.redis.hset(this.keys.templateState, Object.fromEntries(selectors.map((selector) => [`${template}:explained:${selector}`, pageUrl])));
+      if (outcome !== "fell-back" && selectors.length) {
+        await this.redis.hset(this.keys.templateState, Object.fromEntries(selectors.map((selector) => [`${template}:explained:${selector}`, pageUrl])));
+        for (const selector of selectors) this.knownExplained.set(`${template}:explained:${selector}`, true);
+      }
       return outcome;
     } finally {
       // Its outcome is recorded: the pages waiting for the template's first verify page go on.
       await this.redis.hset(this.keys.templateState, `${template}:firstVerify`, "done");
+      this.firstVerifyDone.set(template, true);
     }
   }
 
@@ -292,10 +307,11 @@ export class TemplateBook {
    */
   private async unexplainedSelectors(template: string, learned: LearnedTemplate, heldBy: DocumentSelectors): Promise<string[]> {
     if (!learned.absentSelectors.length) return [];
-    const held = heldBy(learned.absentSelectors);
-    if (!held.length) return [];
-    const explained = await this.redis.hmget(this.keys.templateState, ...held.map((selector) => `${template}:explained:${selector}`));
-    return held.filter((_, i) => explained[i] === null);
+    const fields = heldBy(learned.absentSelectors).map((selector) => ({ selector, field: `${template}:explained:${selector}` })).filter(({ field }) => !this.knownExplained.get(field));
+    if (!fields.length) return [];
+    const explained = await this.redis.hmget(this.keys.templateState, ...fields.map(({ field }) => field));
+    fields.forEach(({ field }, i) => explained[i] !== null && this.knownExplained.set(field, true));
+    return fields.filter((_, i) => explained[i] === null).map(({ selector }) => selector);
   }
 
   /**

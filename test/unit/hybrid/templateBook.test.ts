@@ -184,6 +184,32 @@ describe("TemplateBook", () => {
     expect(kind(await other.choose(page(3), TEMPLATE, SCRIPTS, holds(".panics")))).toBe("static");
   });
 
+  it("what is final in Redis is asked once per process: the first verify page done, a selector explained", async () => {
+    const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 20 });
+    await book.choose(page(1), TEMPLATE, SCRIPTS);
+    await book.learn(TEMPLATE, { ...observation("foo"), absentSelectors: [".panics"], presentSelectors: [] });
+    const holds = (...selectors: string[]) => (asked: readonly string[]) => asked.filter((s) => selectors.includes(s));
+    expect(await book.choose(page(2), TEMPLATE, SCRIPTS, holds(".panics"))).toMatchObject({ purpose: "verify", turn: { selectors: [".panics"], first: true } });
+    expect(await book.verified(TEMPLATE, page(2), { fetches: [], links: [] }, [".panics"])).toBe("matched");
+    const client = secondConnection();
+    // Round trips: scripts, and the HMGET and HDEL choose sends itself (the scripts run neither).
+    const commands = async () => {
+      const stats = await redis.client.info("commandstats");
+      return [...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].filter(([, name]) => ["eval", "evalsha", "hmget", "hdel"].includes(name!)).reduce((sum, [, , calls]) => sum + Number(calls), 0);
+    };
+    const other = new TemplateBook(client, keys, { learnPages: 1, verifyEvery: 20 });
+    let before = await commands();
+    expect(kind(await other.choose(page(3), TEMPLATE, SCRIPTS, holds(".panics")))).toBe("static");
+    // The state script, the explained selector, the page after an adoption, the first verify page, the sample.
+    expect(await commands()).toBeGreaterThanOrEqual(before + 5);
+    for (const [processBook, n] of [[other, 4], [book, 5]] as const) {
+      before = await commands();
+      expect(kind(await processBook.choose(page(n), TEMPLATE, SCRIPTS, holds(".panics")))).toBe("static");
+      // Only what can still change: the state script, the page after an adoption, the sample.
+      expect(await commands()).toBe(before + 3);
+    }
+  });
+
   it("verifyEvery 0 never verifies", async () => {
     const book = new TemplateBook(redis.client, keys, { learnPages: 1, verifyEvery: 0 });
     await book.choose(page(1), TEMPLATE, SCRIPTS);
