@@ -25,6 +25,8 @@ export interface StaticPageOptions {
   cookieHeader: (url: string) => Promise<string | null>;
   /** --rateLimitStatusCodes: a document with one of these is a rate-limit answer, left to the browser path. */
   rateLimitStatusCodes?: readonly number[];
+  /** --text: documents are parsed with their text (otherwise the parse keeps only what the capture reads). */
+  keepText?: boolean;
 }
 
 export interface StaticDocument {
@@ -53,7 +55,7 @@ export interface StaticCaptureOptions {
   text?: boolean;
 }
 
-/** The document's parse, for its text when the capture asks for it (the selector check keeps the tree alive anyway). */
+/** The document's parse with its text (keepText), for the capture's text (the selector check keeps the tree alive anyway). */
 const trees = new WeakMap<StaticDocument, ParsedDocument>();
 
 /**
@@ -91,11 +93,11 @@ export class StaticPageLoader {
     if (nestsDeeperThan(html, BROWSER_MAX_DEPTH)) return { ...doc, notStatic: `nested deeper than ${BROWSER_MAX_DEPTH} elements` };
     // What the browser takes the document for (WARC-Identified-Payload-Type, as capture/detectedType.ts reads it).
     exchange.identifiedPayloadType = `${mimeTypeOf(exchange)}; charset="${encoding.name}"`;
-    const tree = parseDocument(html);
+    const tree = parseDocument(html, { text: this.options.keepText === true });
     const references = documentReferences(tree, url);
     const parsed = { html, references, template: templateKey(tree, url, references), title: documentTitle(tree), selectorsHeld: documentSelectors(tree) };
     const result: StaticDocument = { ...doc, parsed };
-    trees.set(result, tree);
+    if (this.options.keepText) trees.set(result, tree);
     return result;
   }
 

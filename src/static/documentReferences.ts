@@ -1,7 +1,7 @@
 // What an HTML document names, read with a real HTML parser (parse5, the standard's tree construction): what a
 // browser fetches to render it and the links a browser crawl would queue from it.
 
-import { parse, type DefaultTreeAdapterMap } from "parse5";
+import { defaultTreeAdapter, parse, type DefaultTreeAdapterMap, type TreeAdapter } from "parse5";
 import { cssReferences } from "./cssReferences.js";
 import { requisiteUrl, srcsetCandidates } from "./urlValues.js";
 
@@ -11,9 +11,35 @@ type ParentNode = DefaultTreeAdapterMap["parentNode"];
 /** A document parse5 has parsed: the readers here take it instead of the HTML, so a document is parsed once. */
 export type ParsedDocument = DefaultTreeAdapterMap["document"];
 
-/** The HTML parsed as a browser's parser would (parse5, scripting on: noscript's content is text). */
-export function parseDocument(html: string): ParsedDocument {
-  return parse(html);
+/** Elements whose text a reader of a capture's parse needs: the title, and the stylesheet a `<style>` holds. */
+const TEXT_KEPT = new Set(["title", "style"]);
+
+const isTextNode = (node: DefaultTreeAdapterMap["childNode"] | undefined): boolean => node?.nodeName === "#text";
+
+/**
+ * parse5's tree with the text of other elements left out, which is most of a page's heap (the tree takes some 17
+ * bytes a character of HTML): each run of text is a node holding its first character only, so an element with text
+ * is still no match for `:empty`, as in the browser. The tree construction does not read text back.
+ */
+const withoutMostText: TreeAdapter<DefaultTreeAdapterMap> = {
+  ...defaultTreeAdapter,
+  insertText(parent, text) {
+    if (TEXT_KEPT.has(parent.nodeName)) return defaultTreeAdapter.insertText(parent, text);
+    if (!isTextNode(parent.childNodes.at(-1))) defaultTreeAdapter.appendChild(parent, defaultTreeAdapter.createTextNode(text.slice(0, 1)));
+  },
+  insertTextBefore(parent, text, reference) {
+    if (TEXT_KEPT.has(parent.nodeName)) return defaultTreeAdapter.insertTextBefore(parent, text, reference);
+    if (!isTextNode(parent.childNodes[parent.childNodes.indexOf(reference) - 1])) defaultTreeAdapter.insertBefore(parent, defaultTreeAdapter.createTextNode(text.slice(0, 1)), reference);
+  },
+};
+
+/**
+ * The HTML parsed as a browser's parser would (parse5, scripting on: noscript's content is text). `text: false`
+ * keeps the text of the title and of `<style>` only: enough for the references, the template key, the title and
+ * the selector check, not for `documentText`.
+ */
+export function parseDocument(html: string, { text = true }: { text?: boolean } = {}): ParsedDocument {
+  return text ? parse(html) : parse(html, { treeAdapter: withoutMostText });
 }
 
 export type RequisiteKind = "image" | "stylesheet" | "script" | "icon" | "manifest" | "preload" | "media" | "frame" | "font" | "other";

@@ -18,7 +18,7 @@ export interface HybridCaptureOptions {
   /** Where a browsed page's document, fetched first to read its template, is remembered: the browser renders it from its record. */
   earlierAttempts: EarlierAttempts;
   /** What each worker's static loader shares: the browser's identity, the rate-limit statuses. */
-  loader: Omit<StaticPageOptions, "fetcher" | "cookieHeader">;
+  loader: Omit<StaticPageOptions, "fetcher" | "cookieHeader" | "keepText">;
   /** --text: static pages' text is read from their parsed document. */
   text: boolean;
 }
@@ -60,7 +60,7 @@ export class HybridCapture {
   private loaderOf(worker: PageWorker): StaticPageLoader {
     let loader = this.loaders.get(worker);
     if (!loader) {
-      loader = new StaticPageLoader({ ...this.options.loader, fetcher: worker.outsideFetcher, cookieHeader: (url) => worker.cookieHeader(url) });
+      loader = new StaticPageLoader({ ...this.options.loader, keepText: this.options.text, fetcher: worker.outsideFetcher, cookieHeader: (url) => worker.cookieHeader(url) });
       this.loaders.set(worker, loader);
     }
     return loader;

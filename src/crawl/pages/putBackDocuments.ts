@@ -4,7 +4,7 @@ import type { StaticDocument } from "../../page/staticPage.js";
 export interface PutBackLimits {
   /** Documents kept at most. */
   count: number;
-  /** Decoded HTML kept at most, in characters (parse5's tree takes about 17 bytes of heap per character: 4 Mi, some 75 MB). */
+  /** Decoded HTML kept at most, in characters (a capture's parse takes about 9 bytes of heap a character, 17 with --text: 37 to 75 MB). */
   chars: number;
   /** A document older than this is fetched again: its page waited long, and the site may have changed it. */
   maxAgeMs: number;
