@@ -209,6 +209,8 @@ export function documentReferences(html: string | ParsedDocument, documentUrl: s
       // A <use> of a fragment of this document fetches nothing.
       else if (element.tagName === "use" && href !== undefined && !href.trim().startsWith("#")) add(href, "image", "svg use href");
       else if (element.tagName === "a") addLink(attribute(element, "href"), links.a);
+      // An inline SVG's <style> is one of the document's stylesheets, as an HTML one is.
+      else if (element.tagName === "style") addCss(textOf(element), "svg style");
       continue;
     }
     if (element.namespaceURI !== HTML_NS) continue;

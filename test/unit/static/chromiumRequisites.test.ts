@@ -116,7 +116,7 @@ describe("documentReferences against Chromium", () => {
       const assets = [
         "alt.css", "app.js", "app.webmanifest", "body-bg.png", "cell-bg.png", "classic.js", "font.woff2", "frame.html", "hero-1x.png",
         "imported.css", "inline-style.png", "logo.png", "main.css", "mod.js", "module.js", "movie.mp4", "next-data.json", "object.svg",
-        "only-srcset.png", "pic.avif", "poster.jpg", "sound.mp3", "spaced.png", "sprite.svg", "submit.png", "svg-image.png", "svg-xlink.png", "table-bg.png",
+        "only-srcset.png", "pic.avif", "poster.jpg", "sound.mp3", "spaced.png", "sprite.svg", "submit.png", "svg-image.png", "svg-style.png", "svg-xlink.png", "table-bg.png",
       ];
       expect(byParser).toEqual([
         `${server.url}/abs/logo-w.png`,

@@ -57,6 +57,7 @@ describe("documentReferences", () => {
       { url: `${A}svg-image.png`, kind: "image", from: "svg image href" },
       { url: `${A}svg-xlink.png`, kind: "image", from: "svg image href" },
       { url: `${A}sprite.svg`, kind: "image", from: "svg use href" },
+      { url: `${A}svg-style.png`, kind: "image", from: "svg style url()" },
       { url: "http://cdn.example/protocol-relative.png", kind: "image", from: "img src" },
       { url: "https://other.example/absolute.png", kind: "image", from: "img src" },
     ]);

@@ -70,6 +70,7 @@ body { background: url(body-bg.png) }
   <use href="#local"></use>
   <use xlink:href="sprite.svg#icon"></use>
   <a href="svg-link.html"><text>svg link</text></a>
+  <style>svg { background-image: url("svg-style.png") }</style>
 </svg>
 <template><img src="in-template.png"></template>
 <noscript><img src="in-noscript.png"></noscript>

@@ -82,7 +82,7 @@ describe("parseDocument without most text", () => {
     expect(lean.held).toContain(".empty:empty");
     expect(lean.held).not.toContain(".spaced:empty");
     expect(lean.held).not.toContain(".full:empty");
-    expect(lean.references.requisites.map((r) => r.url)).toEqual(["http://127.0.0.1:8080/img/bg.png", "http://127.0.0.1:8080/img/last.png", "http://127.0.0.1:8080/img/last-2x.png"]);
+    expect(lean.references.requisites.map((r) => r.url)).toEqual(["http://127.0.0.1:8080/img/bg.png", "http://127.0.0.1:8080/img/pattern.svg", "http://127.0.0.1:8080/img/last.png", "http://127.0.0.1:8080/img/last-2x.png"]);
   });
 
   it("reads what the whole tree reads on every HTML page of the real-web archives and of the fixtures", async () => {
