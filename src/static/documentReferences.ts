@@ -17,9 +17,9 @@ const TEXT_KEPT = new Set(["title", "style"]);
 const isTextNode = (node: DefaultTreeAdapterMap["childNode"] | undefined): boolean => node?.nodeName === "#text";
 
 /**
- * parse5's tree with the text of other elements left out, which is most of a page's heap (the tree takes some 17
- * bytes a character of HTML): each run of text is a node holding its first character only, so an element with text
- * is still no match for `:empty`, as in the browser. The tree construction does not read text back.
+ * parse5's tree with the text of other elements left out, which is much of a parsed page's heap: each run of text is
+ * a node holding its first character only, so an element with text is still no match for `:empty`, as in the
+ * browser. The tree construction does not read text back.
  */
 const withoutMostText: TreeAdapter<DefaultTreeAdapterMap> = {
   ...defaultTreeAdapter,

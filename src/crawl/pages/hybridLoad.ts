@@ -93,7 +93,7 @@ export class HybridCapture {
     }
     if (choice.mode === "wait") {
       this.putBack.keep(pageUrl, doc);
-      logger.debug("page", "another process is learning the page's template: page put back", { url: pageUrl, template, waitSeconds: choice.retryInMs / 1000 });
+      logger.debug("page", "the page's template is being learned or verified: page put back, its document kept", { url: pageUrl, template, reason: choice.reason, waitSeconds: choice.retryInMs / 1000 });
       return { waitMs: choice.retryInMs };
     }
     if (choice.mode === "static") {

@@ -101,7 +101,7 @@ const load = step("load", async (attempt) => {
     const hybrid = context.hybrid && !conditional && failedAttempts === 0 ? context.hybrid : null;
     const loading = hybrid ? hybrid.load(worker, page.url, loadOptions, (links) => linksNotYetFound(links, page, context, seedOf(attempt).scope)) : worker.load(page.url, loadOptions);
     const loaded = await context.stop.untilAbandoned(withTimeout(loading, deadline, `page did not finish within ${Math.round(deadline / 1000)}s`));
-    if ("waitMs" in loaded) return { kind: "deferred", until: { laterInMs: loaded.waitMs, why: "another process is learning its template" } };
+    if ("waitMs" in loaded) return { kind: "deferred", until: { laterInMs: loaded.waitMs, why: "its template is being learned or verified" } };
     attempt.result = loaded;
   } catch (err) {
     attempt.result = { document: null, title: "", links: [], error: errorMessage(err), truncated: [] };

@@ -4,13 +4,13 @@ import type { StaticDocument } from "../../page/staticPage.js";
 export interface PutBackLimits {
   /** Documents kept at most. */
   count: number;
-  /** Decoded HTML kept at most, in characters (a capture's parse takes about 9 bytes of heap a character, 17 with --text: 37 to 75 MB). */
+  /** Decoded HTML kept at most, in characters: a parsed tree takes several times its HTML in heap (docs/develop/hybrid-capture.md). */
   chars: number;
   /** A document older than this is fetched again: its page waited long, and the site may have changed it. */
   maxAgeMs: number;
 }
 
-export const PUT_BACK_LIMITS: PutBackLimits = { count: 64, chars: 4 * 1024 * 1024, maxAgeMs: 120_000 };
+const PUT_BACK_LIMITS: PutBackLimits = { count: 64, chars: 4 * 1024 * 1024, maxAgeMs: 120_000 };
 
 /**
  * The fetched and parsed documents of pages put back while another page learns or verifies their template, by page
