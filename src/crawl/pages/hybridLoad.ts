@@ -26,7 +26,7 @@ export interface HybridCaptureOptions {
 /** Of a page's links, those that would still bring the crawl a page. */
 export type LinksNotYetFound = (links: string[]) => Promise<string[]>;
 
-/** Another process is learning the page's template: the page is put back for this long. */
+/** The page's template is being learned or verified (by this process or another): the page is put back for this long. */
 export interface WaitForTemplate {
   waitMs: number;
 }
